@@ -1,0 +1,50 @@
+"""Asset checks built on the Great Expectations suites of warehouse/quality.py.
+
+Data-quality failures on requests are ERROR and block the marts; a cost regression warns."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pandas as pd
+
+from assets.trend_assets import partition_trend_rows
+from pipelines.partitions import WeekScenario
+from pipelines.resources import WarehouseResource
+from warehouse.lake import read_partition
+from warehouse.quality import QualityResult, check_requests, check_weekly_trends
+
+
+def _result(result: QualityResult, severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=result.success,
+        severity=severity,
+        metadata={
+            "evaluated_expectations": result.evaluated,
+            "failed_expectations": len(result.failures),
+            "failures": dg.MetadataValue.json([failure.to_dict() for failure in result.failures]),
+        },
+    )
+
+
+def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
+    @dg.asset_check(
+        asset="requests_lake",
+        partitions_def=partitions,
+        blocking=True,
+        description="GE suite: request records are well-formed (counts, cached <= prompt, timing order).",
+    )
+    def requests_quality(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        part = WeekScenario.of(context)
+        table = read_partition(warehouse.warehouse().lake_root, "requests", part.week_start, part.scenario)
+        return _result(check_requests(table.to_pandas()), dg.AssetCheckSeverity.ERROR)
+
+    @dg.asset_check(
+        asset="weekly_trends",
+        partitions_def=partitions,
+        description="GE suite: this week's cost per request within 10% of its 4-week baseline.",
+    )
+    def cost_regression(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        rows = partition_trend_rows(warehouse.warehouse(), WeekScenario.of(context))
+        return _result(check_weekly_trends(pd.DataFrame(rows)), dg.AssetCheckSeverity.WARN)
+
+    return [requests_quality, cost_regression]

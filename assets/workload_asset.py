@@ -1,0 +1,37 @@
+"""Stage 1: the scenario's window of its trace, as a canonical Workload."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.partitions import WeekScenario
+from pipelines.resources import ScenarioCatalog
+from workloads.reader_registry import read_trace
+from workloads.trace_stats import trace_stats
+from workloads.workload import Workload
+
+
+def build_workload_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+    @dg.asset(
+        partitions_def=partitions,
+        group_name="replay",
+        kinds={"python"},
+        description="The scenario's window of its production trace, read into the canonical Workload.",
+    )
+    def workload(context: dg.AssetExecutionContext, catalog: ScenarioCatalog) -> Workload:
+        part = WeekScenario.of(context)
+        scenario = catalog.scenario(part.scenario)
+        window = read_trace(scenario.trace, scenario.trace_format).window(scenario.start_s, scenario.duration_s)
+        stats = trace_stats(window)
+        context.add_output_metadata(
+            {
+                "requests": stats.requests,
+                "workload_hash": window.content_hash,
+                "mean_input_tokens": stats.mean_input_tokens,
+                "mean_output_tokens": stats.mean_output_tokens,
+                "prefix_reuse_share": stats.prefix_reuse_share,
+            }
+        )
+        return window
+
+    return workload

@@ -1,0 +1,146 @@
+"""Model and hardware profiles: plain frozen data the cost model and the KV pool read.
+
+Numbers come from DeepSeek-V3's HF config.json (identical for R1) and vendor datasheets; see
+shared/reference/sglang-api.md §6 and calibration.md. Nothing here knows about scheduling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProfile:
+    name: str
+    model_type: str
+    architecture: str
+    num_layers: int
+    num_dense_layers: int  # first_k_dense_replace: these layers have a dense FFN, no experts
+    num_routed_experts: int
+    experts_per_token: int
+    expert_params: int  # one routed expert: 3 · hidden · moe_intermediate
+    total_params: int
+    active_params: int  # per token, including the output head
+    lm_head_params: int  # read every step, though only one embedding row is
+    num_attention_heads: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    vocab_size: int
+    max_context_tokens: int
+    eos_token_id: int
+    weight_bytes_per_param: float  # block-FP8 checkpoint
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers
+
+    @property
+    def routed_expert_params(self) -> int:
+        return self.num_moe_layers * self.num_routed_experts * self.expert_params
+
+    @property
+    def non_expert_params_read(self) -> int:
+        """Weights every forward step reads whatever the routing: attention, dense FFNs, shared
+        experts, routers and the output head (the input embedding is a row lookup, not a read)."""
+        return self.total_params - self.routed_expert_params - self.lm_head_params
+
+    def kv_bytes_per_token(self, kv_dtype_bytes: int) -> int:
+        # MLA caches the compressed latent plus the rope key: (kv_lora_rank + rope) per layer.
+        return (self.kv_lora_rank + self.qk_rope_head_dim) * self.num_layers * kv_dtype_bytes
+
+    @property
+    def decode_attention_flops_per_context_token(self) -> float:
+        """Absorbed MLA (decode): scores over 576-wide latents, values over 512-wide ones."""
+        latent = self.kv_lora_rank + self.qk_rope_head_dim
+        return 2.0 * self.num_attention_heads * (latent + self.kv_lora_rank) * self.num_layers
+
+    @property
+    def prefill_attention_flops_per_context_token(self) -> float:
+        """Non-absorbed MLA (prefill): per query token and context token, QK over 192 dims, AV over 128."""
+        qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+        return 2.0 * self.num_attention_heads * (qk + self.v_head_dim) * self.num_layers
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareProfile:
+    name: str
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    bf16_flops_per_s: float
+    fp8_flops_per_s: float
+
+
+def _deepseek_v3(name: str) -> ModelProfile:
+    return ModelProfile(
+        name=name,
+        model_type="deepseek_v3",
+        architecture="DeepseekV3ForCausalLM",
+        num_layers=61,
+        num_dense_layers=3,
+        num_routed_experts=256,
+        experts_per_token=8,
+        expert_params=3 * 7168 * 2048,  # 44.04M
+        total_params=671_000_000_000,
+        active_params=36_600_000_000,
+        lm_head_params=7168 * 129_280,  # 0.927B
+        num_attention_heads=128,
+        kv_lora_rank=512,
+        qk_nope_head_dim=128,
+        qk_rope_head_dim=64,
+        v_head_dim=128,
+        vocab_size=129_280,
+        max_context_tokens=163_840,
+        eos_token_id=1,  # <｜end▁of▁sentence｜>
+        weight_bytes_per_param=1.0,
+    )
+
+
+class ModelName(str, Enum):
+    DEEPSEEK_V3 = "deepseek-v3"
+    DEEPSEEK_R1 = "deepseek-r1"
+
+
+class HardwareName(str, Enum):
+    H100 = "h100"
+    H200 = "h200"
+    B200 = "b200"
+
+
+MODEL_PROFILES: dict[ModelName, ModelProfile] = {
+    ModelName.DEEPSEEK_V3: _deepseek_v3("DeepSeek-V3"),
+    ModelName.DEEPSEEK_R1: _deepseek_v3("DeepSeek-R1"),  # same architecture and config as V3
+}
+
+HARDWARE_PROFILES: dict[HardwareName, HardwareProfile] = {
+    HardwareName.H100: HardwareProfile("H100 SXM", 80e9, 3.35e12, 990e12, 1979e12),
+    HardwareName.H200: HardwareProfile("H200 SXM", 141e9, 4.8e12, 990e12, 1979e12),
+    HardwareName.B200: HardwareProfile("B200", 180e9, 8.0e12, 2250e12, 4500e12),
+}
+
+
+class UnknownProfileError(ValueError):
+    pass
+
+
+def model_profile_for(model_path: str) -> ModelProfile:
+    """The profile for an HF id or a local path: matched on the last path part, so
+    'deepseek-ai/DeepSeek-R1-0528' and '/models/DeepSeek-V3-0324' both resolve."""
+    last = model_path.rstrip("/").rsplit("/", 1)[-1].lower()
+    for name, profile in MODEL_PROFILES.items():
+        if name.value in last:
+            return profile
+    known = ", ".join(n.value for n in ModelName)
+    raise UnknownProfileError(
+        f"--model-path {model_path!r}: the twin has no profile for this model (its name must contain one of: {known})"
+    )
+
+
+def hardware_profile_for(name: str) -> HardwareProfile:
+    try:
+        return HARDWARE_PROFILES[HardwareName(name.lower())]
+    except ValueError:
+        known = ", ".join(n.value for n in HardwareName)
+        raise UnknownProfileError(f"--sim-hardware {name!r}: unknown GPU (expected one of: {known})") from None

@@ -1,0 +1,52 @@
+"""The one place that wires assets, checks, resources, the job and the schedule together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from assets.lake_assets import build_lake_assets
+from assets.quality_checks import build_quality_checks
+from assets.replay_asset import build_replay_asset
+from assets.trend_assets import build_trend_assets
+from assets.workload_asset import build_workload_asset
+from pipelines.partitions import build_partitions
+from pipelines.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource
+from workloads.scenarios import load_scenarios
+
+WEEKLY_JOB = "weekly_benchmark"
+
+
+def build_definitions(
+    scenarios_path: Path = REPO_ROOT / "workloads" / "scenarios.yaml",
+    warehouse_root: Path = REPO_ROOT / "warehouse",
+) -> dg.Definitions:
+    # Static partition keys must be known when the code location loads.
+    partitions = build_partitions(sorted(load_scenarios(scenarios_path, REPO_ROOT)))
+    assets = [
+        build_workload_asset(partitions),
+        build_replay_asset(partitions),
+        *build_lake_assets(partitions),
+        *build_trend_assets(partitions),
+    ]
+    job = dg.define_asset_job(WEEKLY_JOB, selection=dg.AssetSelection.all(), partitions_def=partitions)
+    schedule = dg.build_schedule_from_partitioned_job(
+        job,
+        hour_of_day=6,
+        minute_of_hour=0,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+    )
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=build_quality_checks(partitions),
+        jobs=[job],
+        schedules=[schedule],
+        resources={
+            "catalog": ScenarioCatalog(scenarios_path=str(scenarios_path)),
+            "warehouse": WarehouseResource(root=str(warehouse_root)),
+        },
+    )
+
+
+defs = build_definitions()

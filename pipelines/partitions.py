@@ -1,0 +1,33 @@
+"""Partitions: week (Monday start, UTC) x scenario (from workloads/scenarios.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import dagster as dg
+
+# The first week the pipeline knows about; backfills start here.
+FIRST_WEEK = "2026-01-05"  # a Monday
+
+
+def build_partitions(scenario_names: list[str]) -> dg.MultiPartitionsDefinition:
+    return dg.MultiPartitionsDefinition(
+        {
+            # day_offset=1: weeks start on Monday.
+            "week": dg.WeeklyPartitionsDefinition(start_date=FIRST_WEEK, day_offset=1, timezone="UTC"),
+            "scenario": dg.StaticPartitionsDefinition(scenario_names),
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WeekScenario:
+    week_start: date
+    scenario: str
+
+    @staticmethod
+    def of(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> "WeekScenario":
+        key = context.partition_key
+        keys = key.keys_by_dimension  # a MultiPartitionKey
+        return WeekScenario(date.fromisoformat(keys["week"]), keys["scenario"])

@@ -1,0 +1,45 @@
+"""Resources: where the scenarios, endpoints and warehouse live. Paths only; no I/O at construction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from endpoints.spec import EndpointSpec, load_endpoint_specs
+from warehouse.store import Warehouse
+from workloads.scenarios import Scenario, load_scenarios
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ScenarioCatalog(dg.ConfigurableResource):
+    """Scenarios and the endpoints they replay against."""
+
+    scenarios_path: str = str(REPO_ROOT / "workloads" / "scenarios.yaml")
+    endpoints_path: str = str(REPO_ROOT / "workloads" / "endpoints.yaml")
+    repo_root: str = str(REPO_ROOT)
+
+    def scenario(self, name: str) -> Scenario:
+        scenarios = load_scenarios(Path(self.scenarios_path), Path(self.repo_root))
+        if name not in scenarios:
+            raise KeyError(f"{self.scenarios_path}: no scenario named {name!r}")
+        return scenarios[name]
+
+    def endpoint(self, name: str) -> EndpointSpec:
+        specs = load_endpoint_specs(Path(self.endpoints_path))
+        if name not in specs:
+            raise KeyError(f"{self.endpoints_path}: no endpoint named {name!r}")
+        return specs[name]
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """The Parquet lake and the DuckDB file beside it."""
+
+    root: str = str(REPO_ROOT / "warehouse")
+
+    def warehouse(self) -> Warehouse:
+        return Warehouse(Path(self.root))
+
+    def run_dir(self, week: str, scenario: str, run_id: str) -> Path:
+        return Path(self.root) / "runs" / f"week={week}" / f"scenario={scenario}" / run_id

@@ -1,0 +1,41 @@
+"""Console exporter: the weekly trend table and check verdicts, printed with rich."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _fmt(value, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def print_weekly_trends(rows: list[dict], console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title="Weekly trends (warehouse table weekly_trends)")
+    for column in ("week", "scenario", "cost/request", "vs baseline", "p95 TTFT", "p95 e2e", "cache hit", "ok", "failed"):
+        table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
+    for row in rows:
+        change = row.get("cost_change_pct")
+        table.add_row(
+            str(row["week_start"]),
+            row["scenario"],
+            "$" + _fmt(row.get("cost_per_request_usd"), ".5f"),
+            "—" if change is None else f"{change:+.1f}%",
+            _fmt(row.get("p95_ttft_ms"), ",.0f") + " ms",
+            _fmt(row.get("p95_e2e_ms"), ",.0f") + " ms",
+            "—" if row.get("prefix_cache_hit_rate") is None else f"{row['prefix_cache_hit_rate']:.1%}",
+            str(row.get("completed_requests", "")),
+            str(row.get("failed_requests", "")),
+        )
+    console.print(table)
+
+
+def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(title="Asset checks")
+    for column in ("week", "scenario", "check", "result", "severity"):
+        table.add_column(column)
+    for week, scenario, check, passed, severity in verdicts:
+        table.add_row(week, scenario, check, "[green]passed[/]" if passed else "[red]FAILED[/]", severity)
+    console.print(table)

@@ -1,0 +1,53 @@
+"""`costbench workload inspect FILE --format mooncake|azure`: what a trace holds, before replaying it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from workloads.reader_registry import known_formats, read_trace
+from workloads.trace_stats import TraceStats, trace_stats
+from workloads.workload import TraceFormatError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    workload = subparsers.add_parser("workload", help="inspect trace files")
+    actions = workload.add_subparsers(dest="workload_command", required=True)
+    inspect = actions.add_parser(
+        "inspect",
+        help="print requests, duration, token means and prefix reuse of a trace",
+        description="Read a trace file and print its size, span, mean token counts and prefix reuse share.",
+    )
+    inspect.add_argument("file", metavar="FILE", help="trace file")
+    inspect.add_argument("--format", dest="trace_format", required=True, choices=known_formats(), help="trace format")
+    inspect.set_defaults(func=inspect_command)
+
+
+def stats_table(title: str, stats: TraceStats) -> Table:
+    table = Table(title=title, show_header=True)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("requests", f"{stats.requests:,}")
+    table.add_row("duration", f"{stats.duration_s:,.1f} s")
+    table.add_row("mean input", f"{stats.mean_input_tokens:,.1f} tokens")
+    table.add_row("mean output", f"{stats.mean_output_tokens:,.1f} tokens")
+    table.add_row("prefix reuse share", f"{stats.prefix_reuse_share:.1%}")
+    block = f"{stats.block_size} tokens" if stats.block_size > 0 else "none (no prefix information)"
+    table.add_row("block size", block)
+    table.add_row("time unit", stats.time_unit)
+    return table
+
+
+def inspect_command(args: argparse.Namespace) -> int:
+    try:
+        workload = read_trace(args.file, args.trace_format)
+    except TraceFormatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # Built here, not at import: the console binds to whatever stdout is current (tests capture it).
+    console = Console(file=sys.stdout, width=100)
+    console.print(stats_table(f"{workload.name} ({workload.trace_format.value})", trace_stats(workload)))
+    return 0

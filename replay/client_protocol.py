@@ -1,0 +1,40 @@
+"""What every backend client is: one `send` coroutine per API, all with this signature (STYLE.md 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import aiohttp
+
+from replay.clock import Clock
+from replay.prepared_request import PreparedRequest
+from replay.records import RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class SendOptions:
+    """Per-run settings every send needs; built once before t0."""
+
+    base_url: str  # scheme://host:port, no trailing slash
+    run_id: str
+    request_timeout_s: float
+    # Extra HTTP headers, e.g. Authorization. Kept out of repr so a logged config never shows a key.
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+class SendFunction(Protocol):
+    async def __call__(
+        self,
+        request: PreparedRequest,
+        session: aiohttp.ClientSession,
+        clock: Clock,
+        t0_s: float,
+        options: SendOptions,
+    ) -> RequestRecord:
+        """Send one request and return its record; failures are recorded, never raised.
+
+        Record times are `clock.now_s() - t0_s`. Only cancellation propagates.
+        """
+        ...

@@ -1,0 +1,116 @@
+"""Mooncake JSONL traces → the canonical Workload.
+
+One request per line, fields read by name:
+`{"timestamp": <ms>, "input_length": <tokens>, "output_length": <tokens>, "hash_ids": [<block hash>, ...]}`.
+`hash_ids` are prefix-block hashes of 512 tokens each (the last block may be partial), so a line must
+carry exactly ceil(input_length / 512) of them. The whole file is validated before a table is built:
+a bad line fails the read with file, line and reason, and nothing is half-imported.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+
+from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
+
+MOONCAKE_BLOCK_TOKENS = 512
+_INT64_MAX = 2**63 - 1
+_INT32_MAX = 2**31 - 1  # token counts are int32 in the canonical schema
+_FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+
+
+def _is_int(value: object) -> bool:
+    # JSON true/false load as bool, which Python counts as int: a length of `true` is a bad line.
+    return type(value) is int
+
+
+def _check_line(raw: object) -> str | None:
+    """The reason a decoded line is not a valid Mooncake request, or None when it is."""
+    if not isinstance(raw, dict):
+        return f"expected a JSON object, got {type(raw).__name__}"
+    missing = [name for name in _FIELDS if name not in raw]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    timestamp = raw["timestamp"]
+    if not _is_int(timestamp) or timestamp < 0:
+        return f"timestamp must be a non-negative integer (ms), got {timestamp!r}"
+    input_length = raw["input_length"]
+    if not _is_int(input_length) or not 1 <= input_length <= _INT32_MAX:
+        return f"input_length must be a positive integer, got {input_length!r}"
+    output_length = raw["output_length"]
+    if not _is_int(output_length) or not 0 <= output_length <= _INT32_MAX:
+        return f"output_length must be a non-negative integer, got {output_length!r}"
+    hash_ids = raw["hash_ids"]
+    if not isinstance(hash_ids, list):
+        return f"hash_ids must be a list of integers, got {type(hash_ids).__name__}"
+    if not all(type(h) is int and -_INT64_MAX - 1 <= h <= _INT64_MAX for h in hash_ids):
+        return "hash_ids must hold only 64-bit integers"
+    expected_blocks = math.ceil(input_length / MOONCAKE_BLOCK_TOKENS)
+    if len(hash_ids) != expected_blocks:
+        return (
+            f"{len(hash_ids)} hash_ids for input_length {input_length}: expected "
+            f"ceil({input_length}/{MOONCAKE_BLOCK_TOKENS}) = {expected_blocks}"
+        )
+    return None
+
+
+def read_mooncake(path: str | Path) -> Workload:
+    """Read a Mooncake JSONL trace; raises TraceFormatError(path, line, reason) on the first bad line."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
+
+    request_ids: list[str] = []
+    arrival_s: list[float] = []
+    input_tokens: list[int] = []
+    output_tokens: list[int] = []
+    prefix_blocks: list[list[int]] = []
+    # bytes.splitlines splits on \n, \r\n and \r only, so the index is the physical line.
+    for index, line in enumerate(data.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            raw = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise TraceFormatError(str(path), index + 1, f"invalid JSON at column {exc.colno}: {exc.msg}") from None
+        reason = _check_line(raw)
+        if reason is not None:
+            raise TraceFormatError(str(path), index + 1, reason)
+        request_ids.append(str(index))
+        arrival_s.append(raw["timestamp"] / 1000.0)
+        input_tokens.append(raw["input_length"])
+        output_tokens.append(raw["output_length"])
+        prefix_blocks.append(raw["hash_ids"])
+
+    if not request_ids:
+        raise TraceFormatError(str(path), None, "no requests: the file is empty or holds only blank lines")
+
+    count = len(request_ids)
+    table = pa.table(
+        {
+            "request_id": pa.array(request_ids, pa.string()),
+            "session_id": pa.nulls(count, pa.string()),
+            "turn": pa.nulls(count, pa.int32()),
+            "arrival_s": pa.array(arrival_s, pa.float64()),
+            "input_tokens": pa.array(input_tokens, pa.int32()),
+            "output_tokens": pa.array(output_tokens, pa.int32()),
+            "prefix_blocks": pa.array(prefix_blocks, pa.list_(pa.int64())),
+            "prompt": pa.nulls(count, pa.string()),
+            "reasoning_tokens": pa.nulls(count, pa.int32()),
+        },
+        schema=WORKLOAD_SCHEMA,
+    )
+    return Workload(
+        name=path.stem,
+        source_path=str(path),
+        trace_format=TraceFormat.MOONCAKE,
+        time_unit="ms",
+        block_size=MOONCAKE_BLOCK_TOKENS,
+        table=table.sort_by("arrival_s"),  # Arrow's sort is stable: equal arrivals keep file order
+    )
