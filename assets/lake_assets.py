@@ -1,7 +1,6 @@
 """Stage 3: the replay's records into the Parquet lake, one (week, scenario) partition each.
 Re-materializing a partition replaces it."""
 
-from __future__ import annotations
 
 from pathlib import Path
 

@@ -1,7 +1,6 @@
 """Stage 2: provision the endpoint, replay the workload against it, tear it down (one step, so a
 GPU endpoint lives no longer than its replay)."""
 
-from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass

@@ -1,6 +1,5 @@
 """Stage 4: DuckDB marts (run_summary, weekly_trends) rebuilt over the whole lake."""
 
-from __future__ import annotations
 
 import dagster as dg
 

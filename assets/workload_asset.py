@@ -1,6 +1,5 @@
 """Stage 1: the scenario's window of its trace, as a canonical Workload."""
 
-from __future__ import annotations
 
 import dagster as dg
 

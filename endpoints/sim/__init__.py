@@ -1,0 +1,13 @@
+"""The SGLang twin: SGLang's HTTP API over a simulated DeepSeek-V3/R1 server (see DESIGN.md).
+
+Layers, each its own module: clock (real or virtual time), cost_model (roofline step time),
+radix_cache and kv_pool (prefix cache in a fixed KV pool), scheduler (continuous batching),
+engine (the step loop on the clock), server (aiohttp routes), server_args (SGLang's flags).
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the twin; the CLI entry point (imported lazily so `import endpoints.sim` stays light)."""
+    from endpoints.sim.cli import main as cli_main
+
+    return cli_main(argv)

@@ -1,0 +1,5 @@
+import sys
+
+from endpoints.sim.cli import main
+
+sys.exit(main())

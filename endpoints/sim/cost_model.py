@@ -1,0 +1,117 @@
+"""Step-time model: how long one forward step of a batch takes, from a roofline.
+
+time = max(compute time, memory time) + a fixed per-step overhead.
+
+- Memory: the weights the step reads (every non-expert weight, plus the distinct routed experts the
+  batch's tokens touch, E·(1−(1−k/E)^B) per MoE layer) sharded over the TP GPUs, plus the MLA latent
+  KV of every request in the batch. MLA's KV is not sharded by TP, so each GPU reads all of it; DP
+  attention splits the requests (and their KV) over the DP ranks instead.
+- Compute: 2·active params FLOPs per new token (FP8 GEMMs) plus attention over the context (BF16).
+  Cached prefix tokens cost nothing here: they only appear as context.
+- Overhead: kernel launches and the two TP all-reduces per layer. Decode replays CUDA graphs, so it
+  is small; prefill (extend) runs eagerly, so each layer costs far more launch and Python time.
+
+The constants below are set once against calibration.md row 1 (8×B200, batch 1: ~105 tok/s, i.e.
+~9.5 ms a token) and the same run's TTFT; nothing is fitted per test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from endpoints.sim.profiles import HardwareProfile, ModelProfile
+from endpoints.sim.step_batch import ForwardMode, StepBatch
+
+# Achieved share of peak HBM bandwidth for grouped-GEMM weight streaming and MLA KV reads
+# (a device-to-device copy reaches ~90% of peak; MoE kernels at small batch reach much less).
+MEMORY_EFFICIENCY = 0.6
+# Achieved share of dense peak FLOP/s (the H200 8192³ bf16 matmul reaches ~80%; MoE GEMMs with
+# ragged expert groups and attention kernels sit lower).
+COMPUTE_EFFICIENCY = 0.45
+# Per layer, per decode step: CUDA-graph replay of ~two dozen kernels plus two all-reduces.
+# 61 layers × 130 µs ≈ 7.9 ms, which with the B200 weight read gives ~9.5 ms at batch 1.
+DECODE_OVERHEAD_PER_LAYER_S = 130e-6
+# Per layer, per extend step: eager launches and Python work, no CUDA graphs. 61 ms per step puts a
+# ~500-token prefill on 8×B200 near the published 153 ms TTFT (the rest is HTTP and tokenizing).
+EXTEND_OVERHEAD_PER_LAYER_S = 1.0e-3
+
+
+class CostModel(Protocol):
+    def step_time_s(self, batch: StepBatch) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelConfig:
+    tp_size: int = 1
+    dp_size: int = 1
+    enable_dp_attention: bool = False
+
+    @property
+    def attention_ranks(self) -> int:
+        """How many groups the requests' KV is split over (1 unless DP attention is on)."""
+        return self.dp_size if self.enable_dp_attention else 1
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+
+    @property
+    def total_s(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.overhead_s
+
+
+class RooflineCostModel:
+    def __init__(
+        self,
+        model: ModelProfile,
+        hardware: HardwareProfile,
+        parallel: ParallelConfig,
+        kv_dtype_bytes: int = 2,
+    ) -> None:
+        self._model = model
+        self._hw = hardware
+        self._parallel = parallel
+        self._kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype_bytes)
+        self._expert_bytes = model.expert_params * model.weight_bytes_per_param
+        self._non_expert_bytes = model.non_expert_params_read * model.weight_bytes_per_param
+
+    def distinct_experts_per_layer(self, tokens: int) -> float:
+        """Expected distinct routed experts B tokens touch in one MoE layer, with uniform routing."""
+        experts = self._model.num_routed_experts
+        return experts * (1.0 - (1.0 - self._model.experts_per_token / experts) ** tokens)
+
+    def step_cost(self, batch: StepBatch) -> StepCost:
+        model, hw, par = self._model, self._hw, self._parallel
+        tokens = batch.new_tokens
+        if tokens <= 0:
+            return StepCost(0.0, 0.0, 0.0)
+
+        expert_bytes = self.distinct_experts_per_layer(tokens) * model.num_moe_layers * self._expert_bytes
+        weight_bytes = self._non_expert_bytes + expert_bytes
+        kv_tokens = sum(item.context_tokens + item.new_tokens for item in batch.items)
+        kv_bytes = kv_tokens * self._kv_bytes_per_token
+        memory_s = (
+            weight_bytes / (par.tp_size * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY)
+            + kv_bytes / (par.attention_ranks * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY)
+        )
+
+        gemm_flops = 2.0 * model.active_params * tokens
+        if batch.mode is ForwardMode.DECODE:
+            attention_flops = model.decode_attention_flops_per_context_token * kv_tokens
+            overhead_s = DECODE_OVERHEAD_PER_LAYER_S * model.num_layers
+        else:
+            # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
+            pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens / 2.0) for item in batch.items)
+            attention_flops = model.prefill_attention_flops_per_context_token * pairs
+            overhead_s = EXTEND_OVERHEAD_PER_LAYER_S * model.num_layers
+        compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * COMPUTE_EFFICIENCY) + attention_flops / (
+            par.tp_size * hw.bf16_flops_per_s * COMPUTE_EFFICIENCY
+        )
+        return StepCost(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s)
+
+    def step_time_s(self, batch: StepBatch) -> float:
+        return self.step_cost(batch).total_s

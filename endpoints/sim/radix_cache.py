@@ -1,0 +1,154 @@
+"""Radix tree over token ids: which prompt prefixes already have KV in the pool.
+
+Edges hold tuples of token ids; comparisons use tuple slices (C speed), so a 30k-token prompt
+matches in a handful of comparisons rather than a Python loop per token. Running requests lock the
+path they use (a reference count on every node of it); eviction frees least-recently-used
+unlocked leaves. With `disabled=True` nothing is stored and every match is 0 tokens, like SGLang's
+--disable-radix-cache.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Sequence
+
+
+class RadixNode:
+    __slots__ = ("key", "children", "parent", "lock_ref", "last_access")
+
+    def __init__(self, key: tuple[int, ...], parent: RadixNode | None) -> None:
+        self.key = key
+        self.children: dict[int, RadixNode] = {}
+        self.parent = parent
+        self.lock_ref = 0
+        self.last_access = 0
+
+
+def _common_prefix_len(edge: tuple[int, ...], ids: tuple[int, ...], start: int) -> int:
+    """Length of the common prefix of `edge` and `ids[start:]`, by binary search on slice equality
+    (a prefix of length n matches only if every shorter one does)."""
+    limit = min(len(edge), len(ids) - start)
+    if edge[:limit] == ids[start : start + limit]:
+        return limit
+    lo, hi = 1, limit - 1  # the first token matched (it chose this child); the whole span did not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if edge[:mid] == ids[start : start + mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class RadixCache:
+    def __init__(self, disabled: bool = False) -> None:
+        self.disabled = disabled
+        self.root = RadixNode((), None)
+        self.root.lock_ref = 1  # never evicted
+        self._tokens = 0
+        self._tick = itertools.count(1)  # access order for LRU; a counter, not a clock, so runs repeat exactly
+
+    @property
+    def total_tokens(self) -> int:
+        return self._tokens
+
+    def match_prefix(self, ids: Sequence[int]) -> tuple[int, RadixNode]:
+        """Longest cached prefix of `ids`: (its length, the node where it ends). Splits an edge that
+        matches only in part, so locking the returned node protects exactly the matched tokens."""
+        if self.disabled:
+            return 0, self.root
+        key = tuple(ids)
+        node, pos = self.root, 0
+        tick = next(self._tick)
+        while pos < len(key):
+            child = node.children.get(key[pos])
+            if child is None:
+                break
+            shared = _common_prefix_len(child.key, key, pos)
+            child.last_access = tick
+            if shared < len(child.key):
+                child = self._split(child, shared)
+            node, pos = child, pos + shared
+        return pos, node
+
+    def insert(self, ids: Sequence[int]) -> int:
+        """Add `ids` as a cached sequence; returns how many tokens were new to the tree."""
+        if self.disabled or not ids:
+            return 0
+        key = tuple(ids)
+        node, pos = self.root, 0
+        tick = next(self._tick)
+        while pos < len(key):
+            child = node.children.get(key[pos])
+            if child is None:
+                leaf = RadixNode(key[pos:], node)
+                leaf.last_access = tick
+                node.children[key[pos]] = leaf
+                added = len(key) - pos
+                self._tokens += added
+                return added
+            shared = _common_prefix_len(child.key, key, pos)
+            child.last_access = tick
+            if shared < len(child.key):
+                child = self._split(child, shared)
+            node, pos = child, pos + shared
+        return 0
+
+    def _split(self, child: RadixNode, at: int) -> RadixNode:
+        """Cut `child`'s edge after `at` tokens; returns the new upper node."""
+        parent = child.parent
+        upper = RadixNode(child.key[:at], parent)
+        upper.lock_ref = child.lock_ref  # a lock on the lower part covers the upper part too
+        upper.last_access = child.last_access
+        parent.children[child.key[0]] = upper
+        child.key = child.key[at:]
+        child.parent = upper
+        upper.children[child.key[0]] = child
+        return upper
+
+    def lock(self, node: RadixNode) -> None:
+        while node is not None:
+            node.lock_ref += 1
+            node = node.parent
+
+    def unlock(self, node: RadixNode) -> None:
+        while node is not None:
+            node.lock_ref -= 1
+            if node.lock_ref < 0:
+                raise RuntimeError("radix cache: unlock without a matching lock")
+            node = node.parent
+
+    def evict(self, tokens: int) -> int:
+        """Free at least `tokens` tokens from unlocked leaves, least recently used first (whole nodes);
+        returns the number freed, less than asked when everything left is locked."""
+        if tokens <= 0:
+            return 0
+        leaves = [(n.last_access, id(n), n) for n in self._nodes() if not n.children and n.lock_ref == 0]
+        heapq.heapify(leaves)
+        freed = 0
+        while leaves and freed < tokens:
+            _, _, leaf = heapq.heappop(leaves)
+            parent = leaf.parent
+            del parent.children[leaf.key[0]]
+            freed += len(leaf.key)
+            if parent is not self.root and not parent.children and parent.lock_ref == 0:
+                heapq.heappush(leaves, (parent.last_access, id(parent), parent))
+        self._tokens -= freed
+        return freed
+
+    def evictable_tokens(self) -> int:
+        return sum(len(n.key) for n in self._nodes() if n.lock_ref == 0)
+
+    def reset(self) -> None:
+        """Drop everything (SGLang's /flush_cache); only valid when nothing is locked."""
+        self.root = RadixNode((), None)
+        self.root.lock_ref = 1
+        self._tokens = 0
+
+    def _nodes(self):
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children.values())

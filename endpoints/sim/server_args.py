@@ -1,0 +1,194 @@
+"""The twin's command line: SGLang's own flag names (`sglang.launch_server`), plus a few `--sim-*` flags.
+
+Unknown flags are rejected with a clear message, so a typo never silently changes a benchmark.
+A documented set of real SGLang flags that do not change what the twin models (logging, kernels,
+parsers, multi-node plumbing) is accepted, recorded in /server_info, and otherwise ignored.
+Flags that would change cost but are not modelled yet (speculative decoding, PD disaggregation,
+hierarchical cache) are rejected by name rather than ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from endpoints.sim.profiles import HardwareName
+from endpoints.sim.schedule_policy import SchedulePolicy
+
+DEFAULT_MODEL_PATH = "deepseek-ai/DeepSeek-V3"
+DEFAULT_MEM_FRACTION_STATIC = 0.88  # about what SGLang picks for DeepSeek on 8×H200/B200
+DEFAULT_CHUNKED_PREFILL_TOKENS = 8192
+DEFAULT_MAX_RUNNING_REQUESTS = 2048
+KV_DTYPE_BYTES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+# Real SGLang flags accepted and ignored: they change logs, kernels or parsing, not the twin's model.
+IGNORED_VALUE_FLAGS = (
+    "--log-level", "--dtype", "--quantization", "--page-size", "--ep-size", "--attention-backend",
+    "--reasoning-parser", "--tool-call-parser", "--cuda-graph-max-bs", "--watchdog-timeout", "--random-seed",
+    "--decode-log-interval", "--schedule-conservativeness", "--moe-a2a-backend", "--deepep-mode",
+    "--moe-runner-backend", "--nnodes", "--node-rank", "--dist-init-addr", "--load-balance-method",
+    "--chat-template", "--revision", "--download-dir", "--device",
+)  # fmt: skip
+IGNORED_BOOL_FLAGS = (
+    "--trust-remote-code", "--disable-overlap-schedule", "--enable-mixed-chunk", "--disable-cuda-graph",
+    "--enable-dp-lm-head", "--enable-two-batch-overlap", "--enable-eplb", "--log-requests",
+    "--enable-metrics-for-all-schedulers", "--stream-response-default-include-usage", "--enable-torch-compile",
+    "--disable-custom-all-reduce",
+)  # fmt: skip
+# Real SGLang flags that change cost in ways the twin does not model yet.
+UNMODELLED_FLAG_PREFIXES = ("--speculative-", "--disaggregation-", "--enable-hierarchical-cache", "--pp-size")
+
+
+class ServerArgsError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SimServerArgs:
+    model_path: str
+    tokenizer_path: str
+    served_model_name: str
+    host: str
+    port: int
+    tp_size: int
+    dp_size: int
+    enable_dp_attention: bool
+    schedule_policy: SchedulePolicy
+    max_running_requests: int
+    chunked_prefill_size: int
+    max_prefill_tokens: int
+    disable_radix_cache: bool
+    enable_metrics: bool
+    enable_cache_report: bool
+    stream_interval: int
+    mem_fraction_static: float
+    context_length: int | None  # None: the model's own maximum
+    kv_cache_dtype: str
+    api_key: str | None
+    skip_server_warmup: bool
+    sim_hardware: HardwareName
+    sim_warmup_s: float
+    ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
+
+    @property
+    def kv_dtype_bytes(self) -> int:
+        return KV_DTYPE_BYTES[self.kv_cache_dtype]
+
+    @property
+    def warmup_s(self) -> float:
+        return 0.0 if self.skip_server_warmup else self.sim_warmup_s
+
+    def as_server_info(self) -> dict:
+        """Every argument under its SGLang field name, the way /server_info shows ServerArgs."""
+        info = {name: getattr(self, name) for name in self.__slots__ if name != "ignored"}
+        info["schedule_policy"] = self.schedule_policy.value
+        info["sim_hardware"] = self.sim_hardware.value
+        info["api_key"] = "<redacted>" if self.api_key else None
+        info.update(dict(self.ignored))
+        return info
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="costbench sim", description="The SGLang twin: SGLang's HTTP API over a simulated DeepSeek server.",
+        allow_abbrev=False,  # a misspelt flag must fail, not match a longer one
+        exit_on_error=False,  # bad values raise, and become ServerArgsError naming the flag
+    )  # fmt: skip
+    p.add_argument("--model-path", "--model", dest="model_path", default=DEFAULT_MODEL_PATH)
+    p.add_argument("--tokenizer-path", default=None)
+    p.add_argument("--served-model-name", default=None)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--tp-size", "--tp", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
+    p.add_argument("--dp-size", "--dp", "--data-parallel-size", dest="dp_size", type=int, default=1)
+    p.add_argument("--enable-dp-attention", action="store_true")
+    p.add_argument("--schedule-policy", choices=[s.value for s in SchedulePolicy], default=SchedulePolicy.FCFS.value)
+    p.add_argument("--max-running-requests", type=int, default=None)
+    p.add_argument("--chunked-prefill-size", type=int, default=None)
+    p.add_argument("--max-prefill-tokens", type=int, default=16384)
+    p.add_argument("--disable-radix-cache", action="store_true")
+    p.add_argument("--enable-metrics", action="store_true")
+    p.add_argument("--enable-cache-report", action="store_true")
+    p.add_argument("--stream-interval", type=int, default=1)
+    p.add_argument("--mem-fraction-static", type=float, default=None)
+    p.add_argument("--context-length", type=int, default=None)
+    p.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), default="auto")
+    p.add_argument("--api-key", default=None)
+    p.add_argument("--skip-server-warmup", action="store_true")
+    p.add_argument("--sim-hardware", choices=[h.value for h in HardwareName], default=HardwareName.H200.value)
+    p.add_argument("--sim-warmup-s", type=float, default=0.0, help="seconds /health answers 503 after start")
+    ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
+    for flag in IGNORED_VALUE_FLAGS:
+        ignored.add_argument(flag, default=None)
+    ignored.add_argument("--ep", "--expert-parallel-size", dest="ep_size", default=None)
+    for flag in IGNORED_BOOL_FLAGS:
+        ignored.add_argument(flag, action="store_true")
+    return p
+
+
+_IGNORED_DESTS = tuple(f.lstrip("-").replace("-", "_") for f in (*IGNORED_VALUE_FLAGS, *IGNORED_BOOL_FLAGS))
+
+
+def _positive(name: str, value: int | float) -> None:
+    if value <= 0:
+        raise ServerArgsError(f"{name} must be positive, got {value}")
+
+
+def parse_server_args(argv: list[str]) -> SimServerArgs:
+    """Parse and validate; raises ServerArgsError naming the offending flag."""
+    parser = _build_parser()
+    try:
+        ns, unknown = parser.parse_known_args(argv)
+    except argparse.ArgumentError as exc:
+        raise ServerArgsError(str(exc)) from None
+    if unknown:
+        flag = next((u for u in unknown if u.startswith("-")), unknown[0])
+        if flag.startswith(UNMODELLED_FLAG_PREFIXES):
+            raise ServerArgsError(f"{flag} is a real SGLang flag, but the twin does not model it yet")
+        raise ServerArgsError(f"unknown flag or stray value {flag!r} (see `costbench sim --help`)")
+    for name in ("tp_size", "dp_size", "stream_interval", "max_prefill_tokens"):
+        _positive(f"--{name.replace('_', '-')}", getattr(ns, name))
+    if ns.max_running_requests is not None:
+        _positive("--max-running-requests", ns.max_running_requests)
+    if ns.context_length is not None:
+        _positive("--context-length", ns.context_length)
+    mem = DEFAULT_MEM_FRACTION_STATIC if ns.mem_fraction_static is None else ns.mem_fraction_static
+    if not 0 < mem <= 1:
+        raise ServerArgsError(f"--mem-fraction-static must be in (0, 1], got {mem}")
+    if ns.sim_warmup_s < 0:
+        raise ServerArgsError(f"--sim-warmup-s must be >= 0, got {ns.sim_warmup_s}")
+    if not 0 <= ns.port <= 65535:
+        raise ServerArgsError(f"--port must be 0-65535, got {ns.port}")
+    chunk = DEFAULT_CHUNKED_PREFILL_TOKENS if ns.chunked_prefill_size is None else ns.chunked_prefill_size
+    if chunk == 0 or chunk < -1:
+        raise ServerArgsError(f"--chunked-prefill-size must be positive or -1 (off), got {chunk}")
+    return SimServerArgs(
+        model_path=ns.model_path,
+        tokenizer_path=ns.tokenizer_path or ns.model_path,
+        served_model_name=ns.served_model_name or ns.model_path,
+        host=ns.host,
+        port=ns.port,
+        tp_size=ns.tp_size,
+        dp_size=ns.dp_size,
+        enable_dp_attention=ns.enable_dp_attention,
+        schedule_policy=SchedulePolicy(ns.schedule_policy),
+        max_running_requests=ns.max_running_requests or DEFAULT_MAX_RUNNING_REQUESTS,
+        chunked_prefill_size=chunk,
+        max_prefill_tokens=ns.max_prefill_tokens,
+        disable_radix_cache=ns.disable_radix_cache,
+        enable_metrics=ns.enable_metrics,
+        enable_cache_report=ns.enable_cache_report,
+        stream_interval=ns.stream_interval,
+        mem_fraction_static=mem,
+        context_length=ns.context_length,
+        kv_cache_dtype=ns.kv_cache_dtype,
+        api_key=ns.api_key,
+        skip_server_warmup=ns.skip_server_warmup,
+        sim_hardware=HardwareName(ns.sim_hardware),
+        sim_warmup_s=ns.sim_warmup_s,
+        ignored=tuple((dest, getattr(ns, dest)) for dest in _IGNORED_DESTS),
+    )
+
+
+def help_text() -> str:
+    return _build_parser().format_help()

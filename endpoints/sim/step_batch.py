@@ -1,0 +1,30 @@
+"""What one forward step runs: the record the scheduler hands the cost model.
+
+The cost model sees token counts only; it never sees requests, queues or the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class ForwardMode(str, Enum):
+    EXTEND = "extend"  # prefill (or one chunk of it); runs eagerly in SGLang
+    DECODE = "decode"  # one new token per running request; replayed from CUDA graphs
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    new_tokens: int  # tokens this step computes for the request (1 in decode)
+    context_tokens: int  # tokens already in its KV before this step (cached prefix included)
+
+
+@dataclass(frozen=True, slots=True)
+class StepBatch:
+    mode: ForwardMode
+    items: tuple[BatchItem, ...]
+
+    @property
+    def new_tokens(self) -> int:
+        return sum(item.new_tokens for item in self.items)

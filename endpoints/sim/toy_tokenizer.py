@@ -1,0 +1,44 @@
+"""Stand-in tokenizer for the twin: deterministic, cheap, no model files.
+
+Text becomes one token per 4 bytes of UTF-8 (about what a BPE tokenizer gives English), each id a
+hash of its bytes, so equal text prefixes give equal id prefixes and hit the radix cache. Output
+ids render as short words, one per token; only their count matters to the benchmark.
+"""
+
+from __future__ import annotations
+
+import zlib
+from itertools import accumulate
+
+BYTES_PER_TOKEN = 4
+_FIRST_ORDINARY_ID = 3
+_WORDS = tuple(
+    " " + w
+    for w in (
+        "the of and to in is for on that with as by at from it be are this an was or we can not "
+        "cost token cache batch model step time load queue prefix expert layer route graph node"
+    ).split()
+)
+
+
+def encode(text: str, vocab_size: int) -> tuple[int, ...]:
+    data = text.encode("utf-8")
+    span = vocab_size - _FIRST_ORDINARY_ID
+    return tuple(
+        zlib.crc32(data[i : i + BYTES_PER_TOKEN]) % span + _FIRST_ORDINARY_ID
+        for i in range(0, len(data), BYTES_PER_TOKEN)
+    )
+
+
+class OutputText:
+    """The text of a request's output ids, sliceable by token count in O(1)."""
+
+    __slots__ = ("_text", "_ends")
+
+    def __init__(self, output_ids: list[int], eos_id: int) -> None:
+        words = ["" if t == eos_id else _WORDS[t % len(_WORDS)] for t in output_ids]
+        self._text = "".join(words)
+        self._ends = [0, *accumulate(len(w) for w in words)]
+
+    def upto(self, tokens: int) -> str:
+        return self._text[: self._ends[tokens]]

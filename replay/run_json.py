@@ -1,0 +1,33 @@
+"""run.json: the RunInfo of a replay, next to its requests.parquet.
+
+Written at t0 with partial=true and rewritten at the end with partial=false, each time atomically
+(temporary file + rename) so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from replay.records import RunInfo
+
+RUN_FILE = "run.json"
+
+
+def write_run_json(out_dir: Path, run: RunInfo) -> Path:
+    path = Path(out_dir) / RUN_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_bytes(orjson.dumps(run.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_run_json(out_dir: Path) -> RunInfo:
+    path = Path(out_dir) / RUN_FILE
+    raw = orjson.loads(path.read_bytes())
+    try:
+        return RunInfo(**raw)
+    except TypeError as exc:
+        raise ValueError(f"{path}: not a costbench run.json ({exc})") from None

@@ -1,0 +1,51 @@
+"""Schedule lag: how late requests left compared with the open-loop schedule (sent − scheduled).
+
+A client that falls behind hides latency (coordinated omission), so every run reports its lag and is
+flagged degraded when the p99 passes a threshold (loadgen-anchors.md §5.7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from replay.records import RequestRecord, RequestStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleLag:
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+    degraded: bool  # p99 past the run's threshold
+
+    @staticmethod
+    def from_lags_s(lags_s: Iterable[float], degraded_p99_ms: float) -> "ScheduleLag":
+        values_ms = np.fromiter(lags_s, dtype=np.float64) * 1000.0
+        if values_ms.size == 0:
+            return ScheduleLag(None, None, None, False)
+        p50_ms, p99_ms = np.percentile(values_ms, [50, 99])
+        return ScheduleLag(float(p50_ms), float(p99_ms), float(values_ms.max()), bool(p99_ms > degraded_p99_ms))
+
+
+class RunTally:
+    """What the runner keeps per completed record: small numbers only, not the records themselves."""
+
+    __slots__ = ("lags_s", "recorded", "ok", "last_finish_s")
+
+    def __init__(self) -> None:
+        self.lags_s: list[float] = []
+        self.recorded = 0
+        self.ok = 0
+        self.last_finish_s: float | None = None
+
+    def add(self, record: RequestRecord) -> None:
+        self.recorded += 1
+        if record.status is RequestStatus.OK:
+            self.ok += 1
+        if record.sent_mono_s is not None:
+            self.lags_s.append(record.sent_mono_s - record.scheduled_mono_s)
+        if record.finish_mono_s is not None and (self.last_finish_s is None or record.finish_mono_s > self.last_finish_s):
+            self.last_finish_s = record.finish_mono_s

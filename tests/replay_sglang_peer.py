@@ -1,0 +1,176 @@
+"""Test peer for the replay tests: a real aiohttp server on 127.0.0.1 speaking SGLang's native
+/generate SSE (cumulative text and output_ids, meta_info usage, `data: [DONE]`), with switches for
+the failure modes a replayer must record. Also a helper to build small Workloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import orjson
+import pyarrow as pa
+from aiohttp import web
+
+from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, Workload
+
+
+@dataclass
+class PeerBehaviour:
+    mode: str = "ok"  # ok | http_500 | error_event | drop | abort | no_finish
+    token_delay_s: float = 0.0
+    cached_tokens: int | None = 0  # None: field absent from meta_info
+    reasoning_tokens: int | None = None  # leading reasoning tokens; None: field absent
+    ping: bool = False  # send `: ping` comments between events
+    server_info_status: int = 200
+
+
+class SglangPeer:
+    """`async with SglangPeer(behaviour) as peer:` then `peer.url`; `peer.bodies` holds what arrived."""
+
+    def __init__(self, behaviour: PeerBehaviour | None = None) -> None:
+        self.behaviour = behaviour or PeerBehaviour()
+        self.bodies: list[dict] = []
+        self.headers: list[dict] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def __aenter__(self) -> "SglangPeer":
+        app = web.Application()
+        app.router.add_post("/generate", self._generate)
+        app.router.add_get("/server_info", self._server_info)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    async def _server_info(self, request: web.Request) -> web.Response:
+        if self.behaviour.server_info_status != 200:
+            return web.Response(status=self.behaviour.server_info_status, text="not here")
+        return web.json_response({"version": "0.0-peer", "tp_size": 8, "scheduler_info": {"max_total_num_tokens": 1000}})
+
+    async def _generate(self, request: web.Request) -> web.StreamResponse:
+        b = self.behaviour
+        body = await request.json()
+        self.bodies.append(body)
+        self.headers.append(dict(request.headers))
+        if b.mode == "http_500":
+            return web.Response(status=500, text="boom: KV cache pool exhausted")
+        started = time.monotonic()
+        n = body["sampling_params"]["max_new_tokens"]
+        prompt_tokens = len(body["input_ids"])
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for k in range(1, n + 1):
+            if b.token_delay_s:
+                await asyncio.sleep(b.token_delay_s)
+            if b.ping:
+                await response.write(b": ping\n\n")
+            if b.mode == "error_event" and k == 3:
+                await response.write(b'data: {"error": {"message": "scheduler crashed", "type": "InternalError", "code": 500}}\n\n')
+                await response.write(b"data: [DONE]\n\n")
+                return response
+            if b.mode == "drop" and k == 3:
+                assert request.transport is not None
+                request.transport.close()
+                return response
+            last = k == n
+            meta: dict = {"id": "rid", "finish_reason": None, "prompt_tokens": prompt_tokens, "completion_tokens": k}
+            if b.cached_tokens is not None:
+                meta["cached_tokens"] = b.cached_tokens
+            if b.reasoning_tokens is not None:
+                meta["reasoning_tokens"] = min(k, b.reasoning_tokens)
+            if last and b.mode != "no_finish":
+                meta["finish_reason"] = (
+                    {"type": "abort", "message": "input too long"} if b.mode == "abort" else {"type": "length", "length": n}
+                )
+                meta["e2e_latency"] = time.monotonic() - started
+            event = b"data: " + orjson.dumps({"text": "tok " * k, "output_ids": list(range(k)), "meta_info": meta}) + b"\n\n"
+            if last and b.mode != "no_finish":
+                event += b"data: [DONE]\n\n"  # same write as the last token, as SGLang does in practice
+            await response.write(event)
+        return response
+
+
+@contextmanager
+def peer_in_thread(behaviour: PeerBehaviour | None = None):
+    """The peer on its own event loop in a thread, for code that runs its own loop (run_replay, the CLI)."""
+    ready = threading.Event()
+    holder: dict = {}
+
+    def serve() -> None:
+        async def main() -> None:
+            async with SglangPeer(behaviour) as peer:
+                holder["peer"] = peer
+                holder["stop"] = asyncio.Event()
+                holder["loop"] = asyncio.get_running_loop()
+                ready.set()
+                await holder["stop"].wait()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10), "peer did not start"
+    try:
+        yield holder["peer"]
+    finally:
+        holder["loop"].call_soon_threadsafe(holder["stop"].set)
+        thread.join(10)
+
+
+def make_workload(
+    arrivals_s: list[float],
+    input_tokens: int = 8,
+    output_tokens: int = 4,
+    sessions: list[str | None] | None = None,
+) -> Workload:
+    n = len(arrivals_s)
+    table = pa.Table.from_pydict(
+        {
+            "request_id": [f"r{i}" for i in range(n)],
+            "session_id": sessions or [None] * n,
+            "turn": [None] * n,
+            "arrival_s": [float(a) for a in arrivals_s],
+            "input_tokens": [input_tokens] * n,
+            "output_tokens": [output_tokens] * n,
+            "prefix_blocks": [None] * n,
+            "prompt": [None] * n,
+            "reasoning_tokens": [None] * n,
+        },
+        schema=WORKLOAD_SCHEMA,
+    )
+    return Workload(
+        name="test", source_path="test.jsonl", trace_format=TraceFormat.MOONCAKE, time_unit="s", block_size=0, table=table
+    )
+
+
+class ScriptedClock:
+    """Virtual time: advances only when the scheduler sleeps; `late_s` makes every wake-up that late."""
+
+    def __init__(self, start_s: float = 1000.0, late_s: float = 0.0) -> None:
+        self.t_s = start_s
+        self.late_s = late_s
+        self.sleeps: list[float] = []
+
+    def now_s(self) -> float:
+        return self.t_s
+
+    def wall_s(self) -> float:
+        return 1.7e9 + self.t_s
+
+    async def sleep_until(self, t_s: float) -> None:
+        # Let tasks that are ready run at the current virtual time first, as a real sleep would.
+        await asyncio.sleep(0)
+        self.sleeps.append(t_s)
+        self.t_s = max(self.t_s, t_s + self.late_s)

@@ -1,0 +1,145 @@
+"""The Parquet lake: partition layout, atomic replacement, recovery, name validation."""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from warehouse import lake
+from warehouse.lake import LakeError, list_partitions, read_partition, recover_lake, write_partition
+
+MONDAY = date(2025, 3, 3)
+NEXT_MONDAY = date(2025, 3, 10)
+
+
+def _table(values: list[int]) -> pa.Table:
+    return pa.table({"request_id": [f"r{v}" for v in values], "value": pa.array(values, pa.int32())})
+
+
+def _parquet_files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.parquet"))
+
+
+def _duckdb_values(lake_root: Path) -> list[int]:
+    glob = str(lake_root / "requests" / "*" / "*" / "*.parquet")
+    with duckdb.connect() as con:
+        rows = con.execute("SELECT value FROM read_parquet(?, hive_partitioning = true) ORDER BY value", [glob]).fetchall()
+    return [r[0] for r in rows]
+
+
+def test_write_puts_the_partition_where_duckdb_reads_it_with_hive_keys(tmp_path):
+    path = write_partition(tmp_path, "requests", MONDAY, "chat-v3-h200", _table([1, 2]))
+    assert path == tmp_path / "requests" / "week=2025-03-03" / "scenario=chat-v3-h200" / "part-0.parquet"
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "SELECT week, scenario, value FROM read_parquet(?, hive_partitioning = true,"
+            " hive_types = {'week': DATE, 'scenario': VARCHAR}) ORDER BY value",
+            [str(tmp_path / "requests" / "*" / "*" / "*.parquet")],
+        ).fetchall()
+    assert rows == [(MONDAY, "chat-v3-h200", 1), (MONDAY, "chat-v3-h200", 2)]
+    assert read_partition(tmp_path, "requests", MONDAY, "chat-v3-h200").equals(_table([1, 2]))
+
+
+def test_rewriting_a_partition_leaves_one_copy_with_the_new_data(tmp_path):
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2, 3]))
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([7]))
+    assert read_partition(tmp_path, "requests", MONDAY, "a").column("value").to_pylist() == [7]
+    assert _duckdb_values(tmp_path) == [7]  # nothing staged where the lake glob can see it
+    assert [p for p in _parquet_files(tmp_path) if lake.STAGING_DIR not in p.parts] == [
+        tmp_path / "requests" / "week=2025-03-03" / "scenario=a" / "part-0.parquet"
+    ]
+    assert _parquet_files(tmp_path / lake.STAGING_DIR) == []  # no leftover temp or backup copies
+
+
+def test_a_table_that_cannot_be_serialized_leaves_the_old_copy(tmp_path):
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
+    unwritable = pa.table({"value": pa.array([(1, 2, 3)], pa.month_day_nano_interval())})  # no Parquet type
+    with pytest.raises(pa.ArrowNotImplementedError):
+        write_partition(tmp_path, "requests", MONDAY, "a", unwritable)
+    assert read_partition(tmp_path, "requests", MONDAY, "a").equals(_table([1, 2]))
+    assert _duckdb_values(tmp_path) == [1, 2]
+    assert _parquet_files(tmp_path / lake.STAGING_DIR) == []
+
+
+def test_a_failed_swap_rename_puts_the_old_copy_back(tmp_path, monkeypatch):
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if lake.STAGING_DIR in Path(src).parts and Path(src).parent.name == "tmp":  # the new copy moving in
+            raise OSError("disk went away")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(lake.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk went away"):
+        write_partition(tmp_path, "requests", MONDAY, "a", _table([9]))
+    monkeypatch.undo()
+    assert read_partition(tmp_path, "requests", MONDAY, "a").equals(_table([1, 2]))
+    assert _duckdb_values(tmp_path) == [1, 2]
+
+
+def test_a_crash_between_the_renames_is_recovered(tmp_path):
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
+    final = lake.partition_path(tmp_path, "requests", MONDAY, "a")
+    backup = lake._backup_path(tmp_path, "requests", MONDAY, "a")
+    backup.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(final, backup)  # the state a kill -9 after the first rename leaves
+    with pytest.raises(LakeError, match="interrupted write"):
+        read_partition(tmp_path, "requests", MONDAY, "a")
+    assert recover_lake(tmp_path) == [final]
+    assert read_partition(tmp_path, "requests", MONDAY, "a").equals(_table([1, 2]))
+
+    os.replace(final, backup)
+    write_partition(tmp_path, "requests", MONDAY, "b", _table([5]))  # another partition: untouched
+    assert not final.exists()
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([3]))  # the next write recovers, then replaces
+    assert _duckdb_values(tmp_path) == [3, 5]
+    assert not backup.exists()
+
+
+def test_list_partitions_orders_by_week_then_scenario_and_skips_strays(tmp_path):
+    write_partition(tmp_path, "requests", NEXT_MONDAY, "a", _table([1]))
+    write_partition(tmp_path, "requests", MONDAY, "b", _table([2]))
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([3]))
+    write_partition(tmp_path, "runs", MONDAY, "z", _table([4]))
+    (tmp_path / "requests" / "week=2025-03-03" / "scenario=empty").mkdir()  # no part file
+    (tmp_path / "requests" / "notes").mkdir()
+    found = [(p.week_start, p.scenario) for p in list_partitions(tmp_path, "requests")]
+    assert found == [(MONDAY, "a"), (MONDAY, "b"), (NEXT_MONDAY, "a")]
+    assert list_partitions(tmp_path, "gpu_samples") == []
+
+
+@pytest.mark.parametrize("scenario", ["", "../etc", "a/b", ".hidden", "week=1", "a b", "_schema"])
+def test_scenario_names_that_are_not_safe_folder_names_are_refused(tmp_path, scenario):
+    with pytest.raises(LakeError, match="scenario name"):
+        write_partition(tmp_path, "requests", MONDAY, scenario, _table([1]))
+    assert not any(tmp_path.rglob("*.parquet"))
+
+
+@pytest.mark.parametrize("table", ["", "Requests", "../x", "_staging", "a-b"])
+def test_table_names_that_are_not_safe_folder_names_are_refused(tmp_path, table):
+    with pytest.raises(LakeError, match="table name"):
+        write_partition(tmp_path, table, MONDAY, "a", _table([1]))
+
+
+def test_week_must_be_a_monday_date(tmp_path):
+    with pytest.raises(LakeError, match="Tuesday"):
+        write_partition(tmp_path, "requests", date(2025, 3, 4), "a", _table([1]))
+    with pytest.raises(LakeError, match="datetime.date"):
+        write_partition(tmp_path, "requests", datetime(2025, 3, 3, 12), "a", _table([1]))
+
+
+def test_partition_key_columns_must_agree_with_the_partition(tmp_path):
+    # DuckDB would silently show the path's value instead of the file's.
+    good = pa.table({"scenario": ["a"], "week_start": [MONDAY]})
+    write_partition(tmp_path, "runs", MONDAY, "a", good)
+    with pytest.raises(LakeError, match="'scenario' holds \\['b'\\]"):
+        write_partition(tmp_path, "runs", MONDAY, "a", pa.table({"scenario": ["b"]}))
+    with pytest.raises(LakeError, match="'week' column"):
+        write_partition(tmp_path, "runs", MONDAY, "a", pa.table({"week": [1]}))
+    assert read_partition(tmp_path, "runs", MONDAY, "a").equals(good)

@@ -1,0 +1,100 @@
+"""The Great Expectations suites: each rule catches its violation with the right count; good data passes."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+
+from replay.records import RequestStatus
+from warehouse.quality import check_requests, check_weekly_trends
+from warehouse_builders import request, requests_table
+
+
+def _good_requests() -> pd.DataFrame:
+    records = [
+        request("r1", "q1", 100, 1000, cached_tokens=0),
+        request("r1", "q2", 200, 2000, cached_tokens=500),
+        request("r1", "q3", 300, 3000, cached_tokens=None),  # not reported: not a violation
+        request("r1", "q4", None, 50, status=RequestStatus.ERROR, prompt_tokens=None, cached_tokens=None, completion_tokens=None),
+        request("r1", "q5", None, None, status=RequestStatus.TIMEOUT, prompt_tokens=None, cached_tokens=None, completion_tokens=None),
+    ]
+    return requests_table(records).to_pandas()  # what the asset check hands over
+
+
+def test_good_requests_pass_every_expectation():
+    result = check_requests(_good_requests())
+    assert result.success and result.failures == ()
+    # 6 token columns >= 0, cached <= prompt, sent <= first token <= finish, status not null and in set, outputs.
+    assert result.evaluated == 12
+
+
+def test_each_violated_request_rule_is_reported_with_its_count_and_examples():
+    df = _good_requests()
+    df.loc[0, "cached_tokens"] = 1200  # more cached than prompt (1000)
+    df.loc[1, "cached_tokens"] = -5  # negative, and also <= prompt
+    df.loc[[0, 1], "finish_mono_s"] = df.loc[[0, 1], "first_token_mono_s"] - 0.5  # finish before first token
+    df.loc[3, "status"] = "exploded"
+    df.loc[2, "completion_tokens"] = 99  # an ok request that stopped short of the enforced 100
+    df.loc[4, "completion_tokens"] = 7  # a timeout: the output rule does not apply
+    result = check_requests(df)
+    assert not result.success
+    failed = {f.rule: f for f in result.failures}
+    assert set(failed) == {
+        "cached_tokens >= 0",
+        "cached_tokens <= prompt_tokens",
+        "first_token_mono_s <= finish_mono_s",
+        "status in ok|error|timeout|cancelled",
+        "completion_tokens == output_tokens for ok requests",
+    }
+    assert failed["cached_tokens >= 0"].unexpected_count == 1
+    assert failed["cached_tokens >= 0"].examples == (-5.0,)
+    assert failed["cached_tokens <= prompt_tokens"].unexpected_count == 1
+    assert failed["cached_tokens <= prompt_tokens"].columns == ("prompt_tokens", "cached_tokens")
+    assert failed["cached_tokens <= prompt_tokens"].examples == ((1000.0, 1200.0),)
+    assert failed["first_token_mono_s <= finish_mono_s"].unexpected_count == 2
+    assert failed["status in ok|error|timeout|cancelled"].examples == ("exploded",)
+    assert failed["completion_tokens == output_tokens for ok requests"].unexpected_count == 1
+    assert failed["completion_tokens == output_tokens for ok requests"].examples == ((99.0, 100),)
+    as_metadata = result.failures[0].to_dict()
+    assert set(as_metadata) == {"rule", "expectation", "columns", "unexpected_count", "examples", "error"}
+
+
+def test_output_rule_can_be_switched_off_for_replays_without_ignore_eos():
+    df = _good_requests()
+    df.loc[0, "completion_tokens"] = 42
+    assert not check_requests(df).success
+    assert check_requests(df, outputs_enforced=False).success
+
+
+def test_missing_columns_are_a_clear_error():
+    with pytest.raises(ValueError, match=r"missing columns \['cached_tokens'\]"):
+        check_requests(_good_requests().drop(columns=["cached_tokens"]))
+
+
+def test_regression_rule_flags_cost_rises_past_10_pct_only_where_a_baseline_exists():
+    rows = [
+        {"scenario": "a", "cost_per_request_usd": 0.10, "baseline_cost_per_request_usd": 0.105, "cost_change_pct": -4.76},
+        {"scenario": "b", "cost_per_request_usd": 0.11, "baseline_cost_per_request_usd": 0.10, "cost_change_pct": 10.0},
+        {"scenario": "c", "cost_per_request_usd": 0.50, "baseline_cost_per_request_usd": None, "cost_change_pct": None},
+    ]
+    assert check_weekly_trends(pd.DataFrame(rows)).success  # +10 % is on the line; no baseline is no regression
+    rows.append({"scenario": "d", "cost_per_request_usd": 0.13, "baseline_cost_per_request_usd": 0.10, "cost_change_pct": 30.0})
+    result = check_weekly_trends(pd.DataFrame(rows))
+    assert not result.success and result.evaluated == 1
+    [failure] = result.failures
+    assert (failure.columns, failure.unexpected_count, failure.examples) == (("cost_change_pct",), 1, (30.0,))
+    assert check_weekly_trends(pd.DataFrame(rows), max_cost_change_pct=50).success
+
+
+def test_no_trend_rows_is_no_regression():
+    assert check_weekly_trends(pd.DataFrame([])).success
+    assert check_weekly_trends(pd.DataFrame([{"cost_change_pct": None}])).success
+
+
+def test_a_suite_runs_in_well_under_a_few_seconds_once_gx_is_loaded():
+    check_weekly_trends(pd.DataFrame([{"cost_change_pct": 1.0}]))  # pays the one-time import
+    started = time.perf_counter()
+    check_requests(_good_requests())
+    assert time.perf_counter() - started < 3.0

@@ -1,0 +1,229 @@
+"""Trace readers: Mooncake JSONL and Azure CSV into the canonical Workload, and the format registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workloads.azure_reader import read_azure
+from workloads.mooncake_reader import read_mooncake
+from workloads.reader_registry import read_trace
+from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError
+
+TRACES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
+MOONCAKE_TRACE = TRACES / "mooncake_conversation.jsonl"
+AZURE_TRACE = TRACES / "azure_conv_2023.csv"
+
+
+def mooncake_line(timestamp=0, input_length=600, output_length=10, hash_ids=(1, 2)) -> str:
+    return json.dumps(
+        {"timestamp": timestamp, "input_length": input_length, "output_length": output_length, "hash_ids": list(hash_ids)}
+    )
+
+
+# --- Mooncake ---------------------------------------------------------------------------------
+
+
+def test_mooncake_reads_fields_by_name_and_converts_ms(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    # Field order differs between the lines: the reader must not care.
+    path.write_text(
+        mooncake_line(1500, 512, 7, [10]) + "\n"
+        + '{"hash_ids": [10, 11, 12], "output_length": 3, "input_length": 1025, "timestamp": 2250}\n'
+    )
+    workload = read_mooncake(path)
+    rows = workload.table.to_pylist()
+    assert workload.trace_format is TraceFormat.MOONCAKE
+    assert (workload.block_size, workload.time_unit, workload.name) == (512, "ms", "t")
+    assert workload.table.schema.equals(WORKLOAD_SCHEMA)
+    assert [r["request_id"] for r in rows] == ["0", "1"]
+    assert [r["arrival_s"] for r in rows] == [1.5, 2.25]
+    assert [r["input_tokens"] for r in rows] == [512, 1025]
+    assert [r["output_tokens"] for r in rows] == [7, 3]
+    assert [r["prefix_blocks"] for r in rows] == [[10], [10, 11, 12]]
+    assert all(r["session_id"] is None and r["turn"] is None for r in rows)
+
+
+def test_mooncake_sorts_by_arrival_keeping_file_order_for_ties(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(mooncake_line(ts) for ts in (5, 0, 5, 0)) + "\n")
+    rows = read_mooncake(path).table.to_pylist()
+    assert [r["request_id"] for r in rows] == ["1", "3", "0", "2"]
+    assert [r["arrival_s"] for r in rows] == [0.0, 0.0, 0.005, 0.005]
+
+
+def test_mooncake_skips_blank_lines_and_ids_follow_physical_lines(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(mooncake_line(0) + "\n\n   \n" + mooncake_line(1) + "\n\n")
+    rows = read_mooncake(path).table.to_pylist()
+    assert [r["request_id"] for r in rows] == ["0", "3"]
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "reason_part"),
+    [
+        ('{"timestamp": 1, "input_length": 600,', "invalid JSON"),
+        ('[1, 2, 3]', "expected a JSON object"),
+        ('{"timestamp": 1, "input_length": 600, "hash_ids": [1, 2]}', "missing field(s) output_length"),
+        (mooncake_line(timestamp=-5), "timestamp must be a non-negative integer"),
+        (mooncake_line(input_length=600.5), "input_length must be a positive integer"),
+        (mooncake_line(input_length=0, hash_ids=()), "input_length must be a positive integer"),
+        (mooncake_line(output_length=True), "output_length must be a non-negative integer"),
+        (mooncake_line(output_length=-1), "output_length must be a non-negative integer"),
+        ('{"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": "1,2"}', "hash_ids must be a list"),
+        (mooncake_line(hash_ids=(1, "2")), "hash_ids must hold only 64-bit integers"),
+        (mooncake_line(input_length=1025, hash_ids=(1, 2)), "expected ceil(1025/512) = 3"),
+        (mooncake_line(input_length=512, hash_ids=(1, 2)), "expected ceil(512/512) = 1"),
+    ],
+)
+def test_mooncake_bad_line_names_file_line_and_reason(tmp_path: Path, bad_line: str, reason_part: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(mooncake_line(0) + "\n\n" + bad_line + "\n" + mooncake_line(1) + "\n")
+    with pytest.raises(TraceFormatError) as caught:
+        read_mooncake(path)
+    assert caught.value.line == 3
+    assert caught.value.path == str(path)
+    assert reason_part in caught.value.reason
+    assert str(caught.value).startswith(f"{path}:3: ")
+
+
+def test_mooncake_empty_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n \n")
+    with pytest.raises(TraceFormatError, match="no requests"):
+        read_mooncake(path)
+
+
+def test_bundled_mooncake_trace_loads_fast_and_whole() -> None:
+    import time
+
+    started = time.perf_counter()
+    workload = read_mooncake(MOONCAKE_TRACE)
+    elapsed_s = time.perf_counter() - started
+    assert workload.num_requests == 12031
+    # The README's figures for this trace: mean input 12,035 tokens, mean output 343.
+    assert workload.table.column("input_tokens").to_numpy().mean() == pytest.approx(12035, abs=1)
+    assert elapsed_s < 2.0  # about 0.1 s warm; generous for a loaded 2-core CI box
+
+
+def test_window_of_bundled_mooncake_matches_raw_timestamps() -> None:
+    workload = read_mooncake(MOONCAKE_TRACE)
+    window = workload.window(211, 12)
+    raw_ms = [json.loads(line)["timestamp"] for line in MOONCAKE_TRACE.read_text().splitlines()]
+    expected = [ms / 1000 - 211 for ms in raw_ms if 211_000 <= ms < 223_000]
+    arrivals = window.table.column("arrival_s").to_pylist()
+    assert len(arrivals) == len(expected) > 0
+    assert arrivals == pytest.approx(expected)
+    assert all(0 <= a < 12 for a in arrivals)
+    assert window.block_size == 512 and window.trace_format is TraceFormat.MOONCAKE
+
+
+# --- Azure ------------------------------------------------------------------------------------
+
+
+def test_azure_parses_seven_fractional_digits_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2023-11-16 18:15:46.6805900,374,44\n"
+        "2023-11-16 18:15:46.6805901,10,0\n"
+        "2023-11-16 18:16:00.0000000,396,109\n"
+        "2023-11-17 00:00:00.5,1,1\n"
+    )
+    workload = read_azure(path)
+    rows = workload.table.to_pylist()
+    assert (workload.block_size, workload.time_unit) == (0, "datetime")
+    assert workload.trace_format is TraceFormat.AZURE
+    arrivals = [r["arrival_s"] for r in rows]
+    # The 7th digit is 100 ns; a float parse of the whole timestamp would lose it.
+    assert arrivals[1] - arrivals[0] == pytest.approx(1e-7, abs=1e-12)
+    assert arrivals == pytest.approx([0.0, 1e-7, 13.31941, 20653.81941], abs=1e-9)
+    assert [r["input_tokens"] for r in rows] == [374, 10, 396, 1]
+    assert [r["output_tokens"] for r in rows] == [44, 0, 109, 1]
+    assert all(r["prefix_blocks"] is None for r in rows)
+
+
+def test_azure_reads_columns_by_header_name(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text(
+        "GeneratedTokens,Extra,TIMESTAMP,ContextTokens\n"
+        "5,x,2024-05-10 00:00:01.0000000,100\n"
+        "6,y,2024-05-10 00:00:00.0000000,200\n"
+    )
+    rows = read_azure(path).table.to_pylist()
+    # Sorted by arrival; offsets from the earliest request.
+    assert [(r["request_id"], r["arrival_s"], r["input_tokens"], r["output_tokens"]) for r in rows] == [
+        ("1", 0.0, 200, 6),
+        ("0", 1.0, 100, 5),
+    ]
+
+
+def test_azure_missing_column_names_file_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text("TIMESTAMP,ContextTokens\n2023-11-16 18:15:46.6805900,374\n")
+    with pytest.raises(TraceFormatError) as caught:
+        read_azure(path)
+    assert str(path) in str(caught.value)
+    assert "GeneratedTokens" in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("bad_row", "reason_part"),
+    [
+        ("2023-11-16 18:15:47.1,12.5,3", "ContextTokens must be an integer"),
+        ("2023-11-16 18:15:47.1,0,3", "ContextTokens must be between 1"),
+        ("2023-11-16 18:15:47.1,12,-3", "GeneratedTokens must be between 0"),
+        ("16/11/2023 18:15:47,12,3", "is not a datetime"),
+        ("2023-13-16 18:15:47.1,12,3", "not a valid datetime"),
+        ("2023-11-16 18:15:47.1,12", "expected at least 3 fields"),
+    ],
+)
+def test_azure_bad_row_names_physical_line(tmp_path: Path, bad_row: str, reason_part: str) -> None:
+    path = tmp_path / "a.csv"
+    # header = line 1, good row = line 2, blank = line 3, bad row = line 4
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n\n" + bad_row + "\n")
+    with pytest.raises(TraceFormatError) as caught:
+        read_azure(path)
+    assert caught.value.line == 4
+    assert str(caught.value).startswith(f"{path}:4: ")
+    assert reason_part in caught.value.reason
+
+
+def test_azure_header_only_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+    with pytest.raises(TraceFormatError, match="no rows"):
+        read_azure(path)
+
+
+def test_bundled_azure_trace_loads_whole() -> None:
+    workload = read_azure(AZURE_TRACE)
+    # The file holds 19,366 data rows (the shared README's 19,365 is off by one).
+    assert workload.num_requests == 19366
+    arrivals = workload.table.column("arrival_s").to_pylist()
+    assert arrivals[0] == 0.0
+    assert arrivals[-1] == pytest.approx(3501.721937)  # 19:14:08.4025270 − 18:15:46.6805900
+
+
+# --- registry ---------------------------------------------------------------------------------
+
+
+def test_registry_dispatches_by_enum_or_string() -> None:
+    assert read_trace(MOONCAKE_TRACE, TraceFormat.MOONCAKE).num_requests == 12031
+    assert read_trace(str(AZURE_TRACE), "azure").trace_format is TraceFormat.AZURE
+
+
+def test_registry_unknown_format_lists_known_ones() -> None:
+    with pytest.raises(TraceFormatError) as caught:
+        read_trace(MOONCAKE_TRACE, "burstgpt")
+    assert "'burstgpt'" in str(caught.value)
+    assert "mooncake, azure" in str(caught.value)
+
+
+def test_registry_missing_file_names_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(TraceFormatError, match="no such file") as caught:
+        read_trace(missing, "mooncake")
+    assert caught.value.path == str(missing)

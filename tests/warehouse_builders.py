@@ -1,0 +1,115 @@
+"""Builders for the warehouse tests: real RunInfo, EndpointSpec and RequestRecord values, written to a real lake."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pyarrow as pa
+
+from endpoints.spec import EndpointMode, EndpointSpec
+from replay.records import REQUEST_RECORD_SCHEMA, RequestRecord, RequestStatus, RunInfo
+from warehouse.lake import write_partition
+from warehouse.run_rows import build_run_row
+
+
+def endpoint(name: str = "v3-8xh200", gpu_count: int = 8, usd_per_gpu_hour: float = 2.0, **extra) -> EndpointSpec:
+    fields = dict(
+        name=name,
+        mode=EndpointMode.SIM,
+        model="deepseek-ai/DeepSeek-V3",
+        server_args=("--tp", "8"),
+        gpu_type="H200",
+        gpu_count=gpu_count,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+    )
+    fields.update(extra)
+    return EndpointSpec(**fields)
+
+
+def run_info(run_id: str, window_s: float | None, **extra) -> RunInfo:
+    fields = dict(
+        run_id=run_id,
+        workload_name="mooncake-conversation",
+        workload_hash="sha256:abc",
+        trace_path="workloads/traces/mooncake_conversation.jsonl",
+        trace_format="mooncake",
+        start_s=211.0,
+        duration_s=12.0,
+        speedup=2.0,
+        url="http://127.0.0.1:30000",
+        backend="sglang",
+        t0_wall_s=1_741_000_000.0,
+        finished_wall_s=1_741_000_090.0,
+        window_s=window_s,
+        requests_total=6,
+        requests_recorded=6,
+        requests_ok=5,
+        schedule_lag_p50_ms=0.4,
+        schedule_lag_p99_ms=2.5,
+        schedule_lag_max_ms=3.0,
+        client_degraded=False,
+        partial=False,
+        server_info={"version": "0.5.4", "backend": "sim", "tp_size": 8},
+    )
+    fields.update(extra)
+    return RunInfo(**fields)
+
+
+def request(
+    run_id: str,
+    request_id: str,
+    ttft_ms: float | None,
+    e2e_ms: float | None,
+    status: RequestStatus = RequestStatus.OK,
+    prompt_tokens: int | None = 1000,
+    cached_tokens: int | None = 0,
+    completion_tokens: int | None = 100,
+    is_warmup: bool = False,
+    sent_mono_s: float = 1.0,
+) -> RequestRecord:
+    """A request sent at `sent_mono_s` (scheduled 10 ms earlier) with the given latencies from send."""
+    first = None if ttft_ms is None else sent_mono_s + ttft_ms / 1000
+    finish = None if e2e_ms is None else sent_mono_s + e2e_ms / 1000
+    return RequestRecord(
+        run_id=run_id,
+        request_id=request_id,
+        session_id=None,
+        turn=None,
+        input_tokens=1000,
+        output_tokens=100,
+        scheduled_mono_s=sent_mono_s - 0.010,
+        sent_mono_s=sent_mono_s,
+        first_token_mono_s=first,
+        first_answer_mono_s=first,
+        finish_mono_s=finish,
+        chunk_mono_s=() if first is None else (first,),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cached_tokens=cached_tokens,
+        reasoning_tokens=None,
+        finish_reason="length" if status is RequestStatus.OK else None,
+        http_status=200 if status is RequestStatus.OK else 500,
+        status=status,
+        error_kind=None if status is RequestStatus.OK else "http",
+        error_message=None if status is RequestStatus.OK else "boom",
+        is_warmup=is_warmup,
+    )
+
+
+def requests_table(records: list[RequestRecord]) -> pa.Table:
+    return pa.Table.from_pylist([r.to_row() for r in records], schema=REQUEST_RECORD_SCHEMA)
+
+
+def write_run(
+    lake_root: Path,
+    week_start: date,
+    scenario: str,
+    info: RunInfo,
+    spec: EndpointSpec,
+    records: list[RequestRecord] | None,
+) -> None:
+    """Both lake tables of one replay, the way the lake assets write them (records=None: no requests table)."""
+    write_partition(lake_root, "runs", week_start, scenario, build_run_row(info, spec, scenario, week_start))
+    if records is not None:
+        write_partition(lake_root, "requests", week_start, scenario, requests_table(records))

@@ -1,0 +1,199 @@
+"""Data-quality suites (Great Expectations 1.x) over pandas DataFrames, returned as plain data.
+
+`check_requests` guards the request records before they feed the marts; `check_weekly_trends` is the
+regression rule on the trend rows. The Dagster asset checks (assets/quality_checks.py) turn a
+QualityResult into check metadata. Each call builds its own ephemeral GX context: nothing is written
+to disk, nothing is shared between calls, and no analytics or progress bars leave the process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import pandas as pd
+
+from replay.records import RequestStatus
+
+EXAMPLES_KEPT = 5
+TOKEN_COLUMNS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+REQUEST_COLUMNS = (*TOKEN_COLUMNS, "status", "sent_mono_s", "first_token_mono_s", "finish_mono_s")
+DEFAULT_MAX_COST_CHANGE_PCT = 10.0  # DESIGN.md, "Regressions": cost per request +10%
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationFailure:
+    rule: str  # what the data should satisfy, in words a reader of the check understands
+    expectation: str  # the GX expectation type
+    columns: tuple[str, ...]
+    unexpected_count: int | None  # None when the expectation could not run
+    examples: tuple  # a few offending values (pairs for two-column rules)
+    error: str | None = None  # why the expectation could not run
+
+    def to_dict(self) -> dict:
+        return {
+            "rule": self.rule,
+            "expectation": self.expectation,
+            "columns": list(self.columns),
+            "unexpected_count": self.unexpected_count,
+            "examples": [list(e) if isinstance(e, tuple) else e for e in self.examples],
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QualityResult:
+    suite: str
+    success: bool
+    evaluated: int  # expectations evaluated
+    failures: tuple[ExpectationFailure, ...]
+
+    def failure(self, rule: str) -> ExpectationFailure | None:
+        return next((f for f in self.failures if f.rule == rule), None)
+
+
+def check_requests(df: pd.DataFrame, outputs_enforced: bool = True) -> QualityResult:
+    """Request records (REQUEST_RECORD_SCHEMA columns) are self-consistent.
+
+    `outputs_enforced`: the replay sent ignore_eos + max_new_tokens, so an ok request must have produced
+    exactly the output length the workload asked for.
+    """
+    _require_columns(df, REQUEST_COLUMNS, "requests")
+    import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
+
+    rules = [
+        *(
+            (f"{c} >= 0", gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0))
+            for c in TOKEN_COLUMNS
+        ),
+        (
+            "cached_tokens <= prompt_tokens",
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="prompt_tokens", column_B="cached_tokens", or_equal=True, ignore_row_if="either_value_is_missing"
+            ),
+        ),
+        (
+            "sent_mono_s <= first_token_mono_s",
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="first_token_mono_s", column_B="sent_mono_s", or_equal=True, ignore_row_if="either_value_is_missing"
+            ),
+        ),
+        (
+            "first_token_mono_s <= finish_mono_s",
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="finish_mono_s", column_B="first_token_mono_s", or_equal=True, ignore_row_if="either_value_is_missing"
+            ),
+        ),
+        ("status is not null", gxe.ExpectColumnValuesToNotBeNull(column="status")),
+        (
+            "status in " + "|".join(s.value for s in RequestStatus),
+            gxe.ExpectColumnValuesToBeInSet(column="status", value_set=[s.value for s in RequestStatus]),
+        ),
+    ]
+    if outputs_enforced:
+        rules.append(
+            (
+                "completion_tokens == output_tokens for ok requests",
+                gxe.ExpectColumnPairValuesToBeEqual(
+                    column_A="completion_tokens",
+                    column_B="output_tokens",
+                    ignore_row_if="either_value_is_missing",
+                    row_condition=Column("status") == RequestStatus.OK.value,
+                    condition_parser="pandas",
+                ),
+            )
+        )
+    return _validate("requests", df, rules)
+
+
+def check_weekly_trends(df: pd.DataFrame, max_cost_change_pct: float = DEFAULT_MAX_COST_CHANGE_PCT) -> QualityResult:
+    """The regression rule: where a baseline exists, cost per request rose by at most `max_cost_change_pct`."""
+    if df.empty and "cost_change_pct" not in df.columns:
+        df = pd.DataFrame({"cost_change_pct": pd.Series([], dtype="float64")})  # no trend rows: nothing regressed
+    _require_columns(df, ("cost_change_pct",), "weekly_trends")
+    # Rows without a baseline hold None; as float NaN they are skipped like any null.
+    df = df.assign(cost_change_pct=pd.to_numeric(df["cost_change_pct"], errors="coerce").astype("float64"))
+    import great_expectations.expectations as gxe
+
+    rules = [
+        (
+            f"cost_change_pct <= {max_cost_change_pct:g} where a baseline exists",
+            gxe.ExpectColumnValuesToBeBetween(column="cost_change_pct", max_value=max_cost_change_pct),
+        )
+    ]
+    return _validate("weekly_trends", df, rules)
+
+
+def _require_columns(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{what} quality check: expected a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what} quality check: the DataFrame is missing columns {missing}")
+
+
+def _validate(suite_name: str, df: pd.DataFrame, rules: list) -> QualityResult:
+    context = _ephemeral_context()
+    batch = (
+        context.data_sources.add_pandas(f"{suite_name}_source")
+        .add_dataframe_asset(suite_name)
+        .add_batch_definition_whole_dataframe("whole")
+        .get_batch(batch_parameters={"dataframe": df})
+    )
+    import great_expectations as gx
+
+    suite = gx.ExpectationSuite(name=suite_name)
+    for rule, expectation in rules:
+        expectation.meta = {"rule": rule}
+        suite.add_expectation(expectation)
+    suite = context.suites.add(suite)
+    validation = batch.validate(suite, result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES_KEPT})
+    failures = tuple(_failure(r) for r in validation.results if not r.success)
+    # Report failures in the suite's order so metadata reads the same on every run.
+    order = {rule: i for i, (rule, _) in enumerate(rules)}
+    failures = tuple(sorted(failures, key=lambda f: order.get(f.rule, len(order))))
+    return QualityResult(suite_name, bool(validation.success), len(validation.results), failures)
+
+
+def _ephemeral_context():
+    # Set here, not at import: importing this module must not change the process environment.
+    os.environ["GX_ANALYTICS_ENABLED"] = "False"
+    # GX is imported on first use: it takes seconds, and only the quality checks need it.
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    return context
+
+
+def _failure(result) -> ExpectationFailure:
+    config = result.expectation_config
+    kwargs = config.kwargs
+    columns = tuple(kwargs[k] for k in ("column", "column_A", "column_B") if k in kwargs)
+    error = None
+    if result.exception_info and result.exception_info.get("raised_exception"):
+        error = str(result.exception_info.get("exception_message"))
+    examples = tuple(_plain(v) for v in (result.result or {}).get("partial_unexpected_list", [])[:EXAMPLES_KEPT])
+    count = (result.result or {}).get("unexpected_count")
+    return ExpectationFailure(
+        rule=(config.meta or {}).get("rule", config.type),
+        expectation=config.type,
+        columns=columns,
+        unexpected_count=None if count is None else int(count),
+        examples=examples,
+        error=error,
+    )
+
+
+def _plain(value):
+    """JSON-friendly Python scalars (Dagster metadata), from numpy scalars and pairs of them."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_plain(v) for v in value)
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
