@@ -1,4 +1,4 @@
-"""Stage 1: the scenario's window of its trace, as a canonical Workload."""
+"""Stage 1: the scenario's trace, read into the canonical Workload (the replay takes its window)."""
 
 
 import dagster as dg
@@ -15,22 +15,22 @@ def build_workload_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefini
         partitions_def=partitions,
         group_name="replay",
         kinds={"python"},
-        description="The scenario's window of its production trace, read into the canonical Workload.",
+        description="The scenario's production trace in canonical form; metadata describes the replayed window.",
     )
     def workload(context: dg.AssetExecutionContext, catalog: ScenarioCatalog) -> Workload:
         part = WeekScenario.of(context)
         scenario = catalog.scenario(part.scenario)
-        window = read_trace(scenario.trace, scenario.trace_format).window(scenario.start_s, scenario.duration_s)
-        stats = trace_stats(window)
+        workload = read_trace(scenario.trace, scenario.trace_format)
+        stats = trace_stats(workload.window(scenario.start_s, scenario.duration_s))
         context.add_output_metadata(
             {
-                "requests": stats.requests,
-                "workload_hash": window.content_hash,
+                "window_requests": stats.requests,
+                "workload_hash": workload.content_hash,
                 "mean_input_tokens": stats.mean_input_tokens,
                 "mean_output_tokens": stats.mean_output_tokens,
                 "prefix_reuse_share": stats.prefix_reuse_share,
             }
         )
-        return window
+        return workload
 
     return workload

@@ -201,3 +201,19 @@ def test_two_hundred_requests_run_in_well_under_a_second_of_wall_time():
     assert sum(u.output_tokens for u in done) == 200 * 100
     assert sum(u.cached_tokens >= 2000 for u in done) >= 199
     assert engine.scheduler.pool.reserved_tokens == 0
+
+
+def test_a_consumer_that_stops_listening_aborts_its_request_and_frees_its_kv():
+    async def scenario(engine, clock):
+        request = engine.submit(req("a", ids(1000, 15), max_new=500, stream=True))
+        updates = engine.updates(request)
+        async for update in updates:
+            if update.output_tokens >= 3:
+                break
+        await updates.aclose()
+        await asyncio.sleep(1.0)
+        return engine, request
+
+    engine, request = run([], scenario)
+    assert request.aborted and request.output_tokens < 500
+    assert engine.scheduler.running == [] and engine.scheduler.pool.reserved_tokens == 0

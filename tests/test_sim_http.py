@@ -1,11 +1,9 @@
 """The twin over real HTTP on 127.0.0.1: every route, field, status code and metric a client relies on."""
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 
 import orjson

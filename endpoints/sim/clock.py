@@ -4,7 +4,8 @@ One protocol, `now_s()` and `sleep_until(t_s)`. The virtual clock drives an asyn
 whose notion of time is virtual: when every task is waiting, the loop would block in `select`
 until the next timer; the virtual selector instead jumps time forward to that timer and returns
 at once. So `asyncio.sleep`, `wait_for` and timeouts all follow virtual time, event order is the
-loop's own (timers by due time, then FIFO), and a simulated hour runs in milliseconds.
+loop's own (timers by due time; ties in an order fixed by the program, so runs repeat exactly), and
+a simulated hour runs in milliseconds.
 """
 
 from __future__ import annotations

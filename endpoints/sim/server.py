@@ -25,7 +25,6 @@ SIM_VERSION = "0.5.6-costbench-sim"  # the SGLang API generation it speaks; "-si
 HEALTH_CHECK_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT default
 _UNAUTHENTICATED_PATHS = ("/health", "/health_generate", "/metrics")
 
-TWIN_KEY = web.AppKey("twin", object)
 
 
 def _json(data: object, status: int = 200) -> web.Response:
@@ -101,6 +100,9 @@ class SimTwin:
     def body(self, request: SimRequest, text: OutputText, update: TokenUpdate) -> dict:
         n = update.output_tokens
         return {"text": text.upto(n), "output_ids": request.output_ids[:n], "meta_info": self.meta_info(update)}
+
+
+TWIN_KEY = web.AppKey("twin", SimTwin)
 
 
 @web.middleware
