@@ -1,5 +1,6 @@
 """Stage 2: provision the endpoint, replay the workload against it, tear it down (one step, so a
-GPU endpoint lives no longer than its replay)."""
+GPU endpoint lives no longer than its replay). One replay per endpoint at a time is enforced on runs,
+by their endpoint tag (pipelines/schedules.py, dagster.yaml)."""
 
 
 import uuid
@@ -26,7 +27,6 @@ def build_replay_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefiniti
         partitions_def=partitions,
         group_name="replay",
         kinds={"sglang"},
-        pool="endpoint_replay",  # one replay at a time per endpoint pool
         description="Provisions the scenario's endpoint, replays the workload open-loop, tears it down.",
     )
     def replay_run(

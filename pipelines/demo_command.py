@@ -1,7 +1,9 @@
 """`costbench demo`: the weekly job on the embedded default (twin + bundled traces), end to end.
 
 Materializes the weekly job for the last complete weeks x every scenario in a real Dagster instance,
-then prints the weekly trend table, the check verdicts and where the results are.
+then prints the weekly trend table, the check verdicts and where the results are. Each endpoint gets
+its own child process (as the run queue allows one replay per endpoint at a time), so scenarios on
+different endpoints replay in parallel; weeks run in order.
 """
 
 from __future__ import annotations
@@ -9,17 +11,25 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import dagster as dg
+import orjson
 
 from pipelines.definitions import WEEKLY_JOB, build_definitions
 from pipelines.resources import REPO_ROOT
 from pipelines.trend_console import print_check_verdicts, print_weekly_trends
 from warehouse.store import Warehouse
 from workloads.scenarios import load_scenarios
+
+SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
+# Dagster's own step logs stay in the instance (and the UI); the console shows progress and results.
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def last_complete_weeks(today: date, count: int) -> list[date]:
@@ -36,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--dagster-home", type=Path, default=None,
         help="Dagster instance folder (default: $DAGSTER_HOME, else .dagster_home/ in the repo)",
     )
+    parser.add_argument("--parallel", type=int, default=2, help="endpoints replayed at once (default 2)")
+    # Internal: a child process materializes these scenarios and writes their check verdicts here.
+    parser.add_argument("--scenario", action="append", help=argparse.SUPPRESS)
+    parser.add_argument("--verdicts-file", type=Path, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
@@ -47,33 +61,78 @@ def _instance(home: Path) -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
+def _materialize_scenario(scenario: str, weeks: list[date], warehouse: Path, home: Path) -> list[dict]:
+    """One Dagster run per (week, scenario) partition, oldest week first; returns the check verdicts."""
+    instance = _instance(home)
+    job = build_definitions(scenarios_path=SCENARIOS_PATH, warehouse_root=warehouse).resolve_job_def(WEEKLY_JOB)
+    verdicts = []
+    for week in weeks:
+        key = dg.MultiPartitionKey({"week": week.isoformat(), "scenario": scenario})
+        started = time.monotonic()
+        result = job.execute_in_process(
+            partition_key=key, instance=instance, run_config=QUIET_RUN_CONFIG, raise_on_error=False
+        )
+        outcome = "ok" if result.success else f"FAILED (run {result.run_id}; see `make dagster`)"
+        print(f"  week {week} x {scenario}: {outcome} in {time.monotonic() - started:.0f} s", flush=True)
+        verdicts += [
+            {"week": week.isoformat(), "scenario": scenario, "check": e.check_name, "passed": e.passed,
+             "severity": e.severity.value}
+            for e in result.get_asset_check_evaluations()
+        ]
+    return verdicts
+
+
+def _run_children(by_endpoint: dict[str, list[str]], args: argparse.Namespace, home: Path, tmp: Path) -> list[dict]:
+    pending = sorted(by_endpoint.items())
+    running: list[tuple[subprocess.Popen, Path, str]] = []
+    verdicts: list[dict] = []
+    while pending or running:
+        while pending and len(running) < max(1, args.parallel):
+            endpoint, scenarios = pending.pop(0)
+            out = tmp / f"{endpoint}.jsonl"
+            command = [
+                sys.executable, "-m", "pipelines", "demo", "--verdicts-file", str(out), "--weeks", str(args.weeks),
+                "--warehouse", str(args.warehouse), "--dagster-home", str(home),
+                *[arg for scenario in scenarios for arg in ("--scenario", scenario)],
+            ]
+            running.append((subprocess.Popen(command), out, endpoint))
+        process, out, endpoint = running.pop(0)
+        if process.wait() != 0:
+            print(f"the replays on endpoint {endpoint} exited with code {process.returncode}")
+        if out.exists():
+            verdicts += [orjson.loads(line) for line in out.read_bytes().splitlines() if line]
+    return verdicts
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    home = args.dagster_home or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")
-    instance = _instance(home)
-    scenarios_path = REPO_ROOT / "workloads" / "scenarios.yaml"
-    defs = build_definitions(scenarios_path=scenarios_path, warehouse_root=args.warehouse)
-    job = defs.resolve_job_def(WEEKLY_JOB)
+    home = (args.dagster_home or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")).resolve()
     weeks = last_complete_weeks(datetime.now(timezone.utc).date(), args.weeks)
-    scenarios = sorted(load_scenarios(scenarios_path, REPO_ROOT))
-    verdicts: list[tuple[str, str, str, bool, str]] = []
-    for week in weeks:
-        for scenario in scenarios:
-            key = dg.MultiPartitionKey({"week": week.isoformat(), "scenario": scenario})
-            print(f"materializing week {week} x {scenario} ...", flush=True)
-            result = job.execute_in_process(partition_key=key, instance=instance, raise_on_error=False)
-            if not result.success:
-                print(f"  run {result.run_id} failed; see the Dagster UI (DAGSTER_HOME={home})")
-            for evaluation in result.get_asset_check_evaluations():
-                verdicts.append(
-                    (week.isoformat(), scenario, evaluation.check_name, evaluation.passed, evaluation.severity.value)
-                )
+    if args.scenario:
+        verdicts = [v for scenario in args.scenario for v in _materialize_scenario(scenario, weeks, args.warehouse, home)]
+        args.verdicts_file.write_bytes(b"".join(orjson.dumps(v) + b"\n" for v in verdicts))
+        return 0
+
+    scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
+    by_endpoint: dict[str, list[str]] = {}
+    for name, scenario in sorted(scenarios.items()):
+        by_endpoint.setdefault(scenario.endpoint, []).append(name)
+    _instance(home).dispose()  # create the instance's storage once, before children share it
+    print(f"weekly job: {len(scenarios)} scenarios x weeks {', '.join(map(str, weeks))} on the SGLang twin")
+    with tempfile.TemporaryDirectory(prefix="costbench-demo-") as tmp:
+        verdicts = _run_children(by_endpoint, args, home, Path(tmp))
+
     store = Warehouse(args.warehouse)
-    print_weekly_trends(store.weekly_trends())
-    print_check_verdicts(verdicts)
-    print(f"DuckDB warehouse: {store.db_path}")
+    rows = store.weekly_trends() if store.db_path.exists() else []
+    print_weekly_trends(rows)
+    print_check_verdicts(
+        [(v["week"], v["scenario"], v["check"], v["passed"], v["severity"])
+         for v in sorted(verdicts, key=lambda v: (v["week"], v["scenario"], v["check"]))]
+    )
+    print(f"DuckDB warehouse: {store.db_path}   (rows are backend='sim': modelled by the twin, not measured)")
     print(f"Parquet lake:     {store.lake_root}")
-    print(f"Dagster instance: {home}  (open the UI with `make dagster`)")
+    print(f"Dagster instance: {home}   (open the UI with `make dagster`)")
     print(f"demo finished in {time.monotonic() - started:.0f} s")
-    failed_runs = not store.weekly_trends()
-    return 1 if failed_runs else 0
+    expected = len(scenarios) * len(weeks)
+    done = {(str(r["week_start"]), r["scenario"]) for r in rows if str(r["week_start"]) in {w.isoformat() for w in weeks}}
+    return 0 if len(done) == expected else 1

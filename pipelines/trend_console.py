@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
+
+
+def _console() -> Console:
+    # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; the tables need more.
+    return Console() if sys.stdout.isatty() else Console(width=140)
 
 
 def _fmt(value, spec: str) -> str:
@@ -11,7 +18,7 @@ def _fmt(value, spec: str) -> str:
 
 
 def print_weekly_trends(rows: list[dict], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or _console()
     table = Table(title="Weekly trends (warehouse table weekly_trends)")
     for column in ("week", "scenario", "cost/request", "vs baseline", "p95 TTFT", "p95 e2e", "cache hit", "ok", "failed"):
         table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
@@ -32,7 +39,7 @@ def print_weekly_trends(rows: list[dict], console: Console | None = None) -> Non
 
 
 def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or _console()
     table = Table(title="Asset checks")
     for column in ("week", "scenario", "check", "result", "severity"):
         table.add_column(column)

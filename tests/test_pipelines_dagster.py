@@ -29,6 +29,15 @@ def test_definitions_load_with_week_by_scenario_partitions_and_a_monday_schedule
     schedule = defs.resolve_schedule_def(f"{WEEKLY_JOB}_schedule")
     assert schedule.cron_schedule == "0 6 * * 1"
     assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
+    # Monday 2026-11-23 06:00 UTC replays the week that started 2026-11-16, every scenario, tagged
+    # with its endpoint so the run queue holds one replay per endpoint.
+    from datetime import datetime, timezone
+
+    context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 23, 6, tzinfo=timezone.utc))
+    requests = list(schedule(context))
+    assert {r.partition_key.keys_by_dimension["week"] for r in requests} == {"2026-11-16"}
+    assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == set(next(d for d in partitions.partitions_defs if d.name == "scenario").partitions_def.get_partition_keys())
+    assert all(r.tags["costbench/endpoint"] for r in requests)
     checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
     assert {"requests_quality", "cost_regression"} <= checks
 

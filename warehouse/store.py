@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -60,8 +61,10 @@ def sql_path_literal(path: Path | str, glob: str = "") -> str:
 
 
 class Warehouse:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, lock_wait_s: float = 120.0) -> None:
         self.root = Path(root)
+        # DuckDB lets one process write; another waits this long for the lock, then gets a clear error.
+        self.lock_wait_s = lock_wait_s
 
     @property
     def db_path(self) -> Path:
@@ -78,11 +81,25 @@ class Warehouse:
             raise WarehouseError(f"{self.db_path} does not exist yet: refresh the warehouse first")
         if not read_only:
             self.root.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(self.db_path), read_only=read_only)
+        con = self._open(read_only)
         try:
             yield con
         finally:
             con.close()
+
+    def _open(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.lock_wait_s
+        while True:
+            try:
+                return duckdb.connect(str(self.db_path), read_only=read_only)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    raise WarehouseError(
+                        f"{self.db_path} is held by another process for more than {self.lock_wait_s:g} s: {exc}"
+                    ) from exc
+                time.sleep(0.2)
 
     def refresh(self) -> None:
         """Create or replace the lake views and rebuild the marts, in one transaction.
