@@ -46,6 +46,8 @@ class RequestRecord:
     error_message: str | None = None
     server_e2e_latency_s: float | None = None  # meta_info.e2e_latency, measured by the server
     is_warmup: bool = False
+    held_s: float = 0.0  # how long the concurrency cap or session order held it past its schedule
+    held_by: str | None = None  # "concurrency" | "session" | None
 
     def to_row(self) -> dict:
         row = asdict(self)
@@ -79,6 +81,8 @@ REQUEST_RECORD_SCHEMA = pa.schema(
         pa.field("error_message", pa.string()),
         pa.field("server_e2e_latency_s", pa.float64()),
         pa.field("is_warmup", pa.bool_(), nullable=False),
+        pa.field("held_s", pa.float64(), nullable=False),
+        pa.field("held_by", pa.string()),
     ]
 )
 
@@ -109,6 +113,12 @@ class RunInfo:
     client_degraded: bool  # the client fell behind its schedule (lag p99 past the threshold)
     partial: bool  # the run did not finish: requests.parquet holds only what completed
     server_info: dict = field(default_factory=dict)
+    max_concurrency: int | None = None  # client-side cap on requests in flight (None: open loop only)
+    warmup_s: float = 0.0  # requests scheduled before this offset are flagged is_warmup
+    shard_index: int = 0  # this process replays shard shard_index of shard_count
+    shard_count: int = 1
+    arrival_process: str = "trace"  # trace | poisson | gamma | constant
+    config_fingerprint: str | None = None  # endpoints/fingerprint.py: what changes cost, hashed
 
     def to_dict(self) -> dict:
         return asdict(self)
