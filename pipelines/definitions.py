@@ -13,6 +13,7 @@ from assets.replay_asset import build_replay_asset
 from assets.trend_assets import build_trend_assets
 from assets.workload_asset import build_workload_asset
 from pipelines.partitions import build_partitions
+from pipelines.failure_notice import failure_notice_sensor
 from pipelines.schedules import build_weekly_schedule
 from pipelines.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource
 from workloads.scenarios import load_scenarios
@@ -44,6 +45,7 @@ def build_definitions(
         asset_checks=build_quality_checks(partitions),
         jobs=[job],
         schedules=[schedule],
+        sensors=[failure_notice_sensor],
         resources={
             "catalog": ScenarioCatalog(scenarios_path=str(scenarios_path)),
             "warehouse": WarehouseResource(root=str(warehouse_root)),
