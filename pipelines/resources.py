@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -33,13 +34,23 @@ class ScenarioCatalog(dg.ConfigurableResource):
         return specs[name]
 
 
-class WarehouseResource(dg.ConfigurableResource):
-    """The Parquet lake and the DuckDB file beside it."""
+WAREHOUSE_ENV = "COSTBENCH_WAREHOUSE"
 
-    root: str = str(REPO_ROOT / "warehouse")
+
+class WarehouseResource(dg.ConfigurableResource):
+    """The Parquet lake and the DuckDB file beside it.
+
+    Root: `root` when set, else $COSTBENCH_WAREHOUSE (read when a run uses it, e.g. a shared volume on
+    Kubernetes), else warehouse/ in the repository.
+    """
+
+    root: str | None = None
+
+    def root_path(self) -> Path:
+        return Path(self.root or os.environ.get(WAREHOUSE_ENV) or REPO_ROOT / "warehouse")
 
     def warehouse(self) -> Warehouse:
-        return Warehouse(Path(self.root))
+        return Warehouse(self.root_path())
 
     def run_dir(self, week: str, scenario: str, run_id: str) -> Path:
-        return Path(self.root) / "runs" / f"week={week}" / f"scenario={scenario}" / run_id
+        return self.root_path() / "runs" / f"week={week}" / f"scenario={scenario}" / run_id
