@@ -20,7 +20,8 @@ class ServerSample:
     metric: str  # full Prometheus name, e.g. "sglang:num_running_reqs" or "sglang:e2e_request_latency_seconds_bucket"
     kind: str  # counter | gauge | histogram (buckets, _sum and _count are rows of kind histogram)
     labels_json: str  # sorted JSON of the labels, dp_rank summed away
-    value: float  # gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
+    value: float  # gauges: summed over dp_rank (fractions such as token_usage: averaged); counters and
+    # histograms: delta since the run's first scrape (endpoints/metrics_scrape.py)
 
 
 SERVER_SAMPLE_SCHEMA = pa.schema(

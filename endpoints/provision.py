@@ -1,28 +1,38 @@
 """Provision an endpoint for one replay: start it (sim, launch) or check it (attach), then tear it down.
 
 `sim` is the launch path with the twin as the launched program, so the code that starts a real
-`sglang.launch_server` on a GPU host is the code every test exercises.
+`sglang.launch_server` on a GPU host is the code every test exercises. Either way the run directory
+gets `server_facts.json` (server_info, model_info, version, config fingerprint) and, for a server
+costbench started, its log.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from endpoints.fingerprint import ConfigFingerprint, config_fingerprint
+from endpoints.process_group import start_in_own_group, stop_group, terminate_on_sigterm
+from endpoints.server_facts import (
+    SERVER_FACTS_FILE,
+    NotSglangError,
+    UnreachableError,
+    auth_headers,
+    fetch_server_facts,
+    health_status,
+    save_server_facts,
+)
 from endpoints.spec import EndpointMode, EndpointSpec
 
 LOOPBACK = "127.0.0.1"
+_POLL_FIRST_S = 0.05
+_POLL_MAX_S = 2.0  # a real server takes minutes to load DeepSeek; do not flood its access log
 
 
 class EndpointStartError(RuntimeError):
@@ -36,6 +46,16 @@ class RunningEndpoint:
     server_info: dict
     model_info: dict
     log_path: Path | None  # the server's log, kept with the run (launch and sim)
+    # Added: where /metrics lives (each worker of a fleet, else the endpoint), the run's fingerprint,
+    # and the saved facts.
+    metrics_urls: tuple[str, ...] = ()
+    fingerprint: ConfigFingerprint | None = None
+    facts_path: Path | None = None
+    worker_server_infos: tuple[dict, ...] = ()
+
+    @property
+    def version(self) -> str | None:
+        return self.server_info.get("version")
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -60,28 +80,7 @@ def server_command(spec: EndpointSpec, port: int) -> list[str]:
         "--enable-metrics",
         "--enable-cache-report",
         *spec.server_args,
-    ]
-
-
-def _auth_headers(spec: EndpointSpec) -> dict[str, str]:
-    if spec.api_key_env and os.environ.get(spec.api_key_env):
-        return {"Authorization": f"Bearer {os.environ[spec.api_key_env]}"}
-    return {}
-
-
-def _get_json(url: str, headers: dict[str, str], timeout_s: float = 10.0) -> dict:
-    request = urllib.request.Request(url, headers=headers)
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:
-        return json.loads(response.read())
-
-
-def _healthy(url: str, headers: dict[str, str]) -> bool:
-    try:
-        request = urllib.request.Request(f"{url}/health_generate", headers=headers)
-        with urllib.request.urlopen(request, timeout=5.0) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
+    ]  # fmt: skip
 
 
 def _log_tail(log_path: Path, lines: int = 20) -> str:
@@ -91,71 +90,120 @@ def _log_tail(log_path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-def _server_facts(url: str, spec: EndpointSpec) -> tuple[dict, dict]:
-    headers = _auth_headers(spec)
+def _facts(spec: EndpointSpec, url: str) -> tuple[dict, dict]:
     try:
-        server_info = _get_json(f"{url}/server_info", headers)
-        model_info = _get_json(f"{url}/model_info", headers)
-    except (urllib.error.URLError, ValueError, OSError) as exc:
-        raise EndpointStartError(f"endpoint {spec.name!r} at {url} does not answer like an SGLang server: {exc}") from exc
-    # A server launched with --api-key echoes it in server_info: never keep it.
-    server_info.pop("api_key", None)
-    return server_info, model_info
+        return fetch_server_facts(url, auth_headers(spec))
+    except (NotSglangError, UnreachableError) as exc:
+        raise EndpointStartError(f"endpoint {spec.name!r}: {exc}") from None
 
 
-def _stop_group(process: subprocess.Popen, grace_s: float = 10.0) -> None:
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=grace_s)
-    except ProcessLookupError:
-        pass
+def _running(
+    spec: EndpointSpec,
+    url: str,
+    run_dir: Path,
+    log_path: Path | None,
+    metrics_urls: tuple[str, ...],
+    server_info: dict,
+    model_info: dict,
+    workers: tuple[dict, ...] = (),
+    command: list[str] | None = None,
+) -> RunningEndpoint:
+    fingerprint = config_fingerprint(server_info, spec.model, spec.gpu_type, spec.gpu_count)
+    facts = {
+        "endpoint": spec.name,
+        "mode": spec.mode.value,
+        "url": url,
+        "metrics_urls": list(metrics_urls),
+        "version": server_info.get("version"),
+        "server_info": server_info,
+        "model_info": model_info,
+        "workers": [{"url": u, "server_info": info} for u, info in zip(spec.worker_urls, workers)],
+        "config_fingerprint": fingerprint.digest,
+        "config_facts": fingerprint.facts,
+        "command": command,
+        "log_file": log_path.name if log_path else None,
+    }
+    facts_path = save_server_facts(run_dir / SERVER_FACTS_FILE, facts)
+    return RunningEndpoint(
+        spec, url, server_info, model_info, log_path, metrics_urls, fingerprint, facts_path, workers
+    )
+
+
+def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + spec.ready_timeout_s
+    headers = auth_headers(spec)
+    pause_s = _POLL_FIRST_S
+    while True:
+        remaining_s = deadline - time.monotonic()
+        answer = health_status(url, headers, timeout_s=max(0.5, min(25.0, remaining_s)))
+        if answer.status == 200:
+            return
+        if process.poll() is not None:
+            raise EndpointStartError(
+                f"endpoint {spec.name!r} exited with code {process.returncode} before it was healthy; "
+                f"log {log_path}:\n{_log_tail(log_path)}"
+            )
+        if time.monotonic() > deadline:
+            last = f"HTTP {answer.status}" if answer.status is not None else answer.problem
+            raise EndpointStartError(
+                f"endpoint {spec.name!r} not healthy at {url}/health_generate after "
+                f"{spec.ready_timeout_s:g} s (last answer: {last}); log {log_path}:\n{_log_tail(log_path)}"
+            )
+        time.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
+        pause_s = min(pause_s * 2, _POLL_MAX_S)
 
 
 @contextmanager
-def _launched(spec: EndpointSpec, log_dir: Path) -> Iterator[RunningEndpoint]:
-    log_dir.mkdir(parents=True, exist_ok=True)
+def _launched(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
+    run_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     url = f"http://{LOOPBACK}:{port}"
-    log_path = log_dir / f"{spec.name}.server.log"
+    log_path = run_dir / f"{spec.name}.server.log"
     command = server_command(spec, port)
-    with open(log_path, "wb") as log:
+    log_path.write_text(f"# costbench: {' '.join(command)}\n")  # no secret can be here: spec forbids --api-key
+    with terminate_on_sigterm():
         # Own process group, so teardown reaches every child (a router's workers, a container shim).
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        process = start_in_own_group(command, log_path, dict(spec.env))
+        try:
+            _wait_healthy(spec, url, process, log_path)
+            server_info, model_info = _facts(spec, url)
+            yield _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=command)
+        finally:
+            stop_group(process)
+
+
+def _check_health(spec: EndpointSpec, url: str) -> None:
+    answer = health_status(url, auth_headers(spec))
+    if answer.status is None:
+        raise EndpointStartError(f"endpoint {spec.name!r}: nothing answers at {url}/health_generate ({answer.problem})")
+    if answer.status == 404:
+        raise EndpointStartError(
+            f"endpoint {spec.name!r}: {url} has no /health_generate: not an SGLang server or sglang_router"
         )
-    try:
-        deadline = time.monotonic() + spec.ready_timeout_s
-        headers = _auth_headers(spec)
-        while not _healthy(url, headers):
-            if process.poll() is not None:
-                raise EndpointStartError(
-                    f"endpoint {spec.name!r} exited with code {process.returncode} before it was healthy; "
-                    f"log {log_path}:\n{_log_tail(log_path)}"
-                )
-            if time.monotonic() > deadline:
-                raise EndpointStartError(
-                    f"endpoint {spec.name!r} not healthy at {url}/health_generate after "
-                    f"{spec.ready_timeout_s:g} s; log {log_path}:\n{_log_tail(log_path)}"
-                )
-            time.sleep(0.1)
-        server_info, model_info = _server_facts(url, spec)
-        yield RunningEndpoint(spec, url, server_info, model_info, log_path)
-    finally:
-        _stop_group(process)
+    if answer.status != 200:
+        raise EndpointStartError(
+            f"endpoint {spec.name!r}: {url}/health_generate answered HTTP {answer.status} "
+            "(warming up, overloaded or unhealthy)"
+        )
 
 
 @contextmanager
-def _attached(spec: EndpointSpec, log_dir: Path) -> Iterator[RunningEndpoint]:
+def _attached(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
     url = str(spec.url).rstrip("/")
-    if not _healthy(url, _auth_headers(spec)):
-        raise EndpointStartError(f"endpoint {spec.name!r}: {url}/health_generate does not answer 200")
-    server_info, model_info = _server_facts(url, spec)
-    yield RunningEndpoint(spec, url, server_info, model_info, None)
+    _check_health(spec, url)
+    if not spec.worker_urls:
+        server_info, model_info = _facts(spec, url)
+        yield _running(spec, url, run_dir, None, (url,), server_info, model_info)
+        return
+    # A fleet behind sglang_router: the router routes, the workers are the SGLang servers whose
+    # flags and /metrics describe the run.
+    workers = []
+    for worker in spec.worker_urls:
+        _check_health(spec, worker)
+        workers.append(_facts(spec, worker))
+    server_info, model_info = workers[0]
+    infos = tuple(info for info, _ in workers)
+    yield _running(spec, url, run_dir, None, spec.worker_urls, server_info, model_info, infos)
 
 
 _PROVISIONERS = {
@@ -166,7 +214,8 @@ _PROVISIONERS = {
 
 
 @contextmanager
-def provision(spec: EndpointSpec, log_dir: Path) -> Iterator[RunningEndpoint]:
-    """A healthy endpoint for the duration of the block; started ones are always torn down."""
-    with _PROVISIONERS[spec.mode](spec, Path(log_dir)) as endpoint:
+def provision(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
+    """A healthy endpoint for the duration of the block; started ones are always torn down
+    (on success, on an exception, on Ctrl-C, on SIGTERM)."""
+    with _PROVISIONERS[spec.mode](spec, Path(run_dir)) as endpoint:
         yield endpoint

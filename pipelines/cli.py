@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipelines import demo_command, replay_command, sim_command, workload_command
+from pipelines import capture_command, demo_command, replay_command, sim_command, workload_command
 
-_COMMANDS = (workload_command, sim_command, replay_command, demo_command)
+_COMMANDS = (workload_command, capture_command, sim_command, replay_command, demo_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,14 +1,16 @@
-"""`costbench workload inspect FILE --format mooncake|azure`: what a trace holds, before replaying it."""
+"""`costbench workload inspect FILE --format FORMAT`: what a trace holds, before replaying it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from workloads.reader_registry import known_formats, read_trace
+from workloads.block_hasher import DEFAULT_BLOCK_TOKENS
+from workloads.reader_registry import ReadOptions, known_formats, read_trace
 from workloads.trace_stats import TraceStats, trace_stats
 from workloads.workload import TraceFormatError
 
@@ -18,11 +20,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = workload.add_subparsers(dest="workload_command", required=True)
     inspect = actions.add_parser(
         "inspect",
-        help="print requests, duration, token means and prefix reuse of a trace",
-        description="Read a trace file and print its size, span, mean token counts and prefix reuse share.",
+        help="print requests, duration, token means, prefix reuse and excluded rows of a trace",
+        description="Read a trace file and print its size, span, mean token counts, prefix reuse share, "
+        "the rows left out and why, and how its token counts and arrivals were obtained.",
     )
     inspect.add_argument("file", metavar="FILE", help="trace file")
     inspect.add_argument("--format", dest="trace_format", required=True, choices=known_formats(), help="trace format")
+    inspect.add_argument("--tokenizer", type=Path, default=None,
+                         help="local tokenizer.json for sharegpt/gateway text (default: ~4 UTF-8 bytes a token)")
+    inspect.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_TOKENS,
+                         help=f"tokens per prefix block for sharegpt/gateway (default {DEFAULT_BLOCK_TOKENS})")
+    inspect.add_argument("--model", default=None, help="burstgpt/gateway: keep only this model's requests")
     inspect.set_defaults(func=inspect_command)
 
 
@@ -38,16 +46,22 @@ def stats_table(title: str, stats: TraceStats) -> Table:
     block = f"{stats.block_size} tokens" if stats.block_size > 0 else "none (no prefix information)"
     table.add_row("block size", block)
     table.add_row("time unit", stats.time_unit)
+    arrivals = "none: untimed, needs synthetic arrivals" if stats.arrival_process == "none" else stats.arrival_process
+    table.add_row("arrivals", arrivals)
+    table.add_row("token counts", stats.token_counter)
+    excluded = f"{stats.excluded_rows:,}" + (f" ({stats.excluded_reason})" if stats.excluded_rows else "")
+    table.add_row("excluded rows", excluded)
     return table
 
 
 def inspect_command(args: argparse.Namespace) -> int:
+    options = ReadOptions(tokenizer_path=args.tokenizer, block_size=args.block_size, model=args.model)
     try:
-        workload = read_trace(args.file, args.trace_format)
+        workload = read_trace(args.file, args.trace_format, options)
     except TraceFormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # Built here, not at import: the console binds to whatever stdout is current (tests capture it).
-    console = Console(file=sys.stdout, width=100)
+    console = Console(file=sys.stdout, width=120)
     console.print(stats_table(f"{workload.name} ({workload.trace_format.value})", trace_stats(workload)))
     return 0

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
-from workloads.prompt_materializer import materialize_input_ids
+from workloads.prompt_materializer import materialize_input_ids as materialize_arrays
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, Workload
 
 
@@ -27,6 +28,17 @@ def make_workload(rows: list[tuple[int, list[int] | None]], block_size: int) -> 
         schema=WORKLOAD_SCHEMA,
     )
     return Workload("test", "test", TraceFormat.MOONCAKE, "ms", block_size, table)
+
+
+def materialize_input_ids(workload: Workload, **options: int) -> list[list[int]]:
+    """The ids as plain lists, for readable comparisons."""
+    return [row.tolist() for row in materialize_arrays(workload, **options)]
+
+
+def test_returns_one_int32_array_per_row_ready_for_replay() -> None:
+    workload = make_workload([(8, [1, 2]), (3, None)], block_size=4)
+    ids = materialize_arrays(workload)
+    assert [(row.dtype, row.ndim, row.shape[0]) for row in ids] == [(np.dtype(np.int32), 1, 8), (np.dtype(np.int32), 1, 3)]
 
 
 def test_lengths_are_exact_whatever_the_block_count() -> None:
@@ -93,3 +105,52 @@ def test_rejects_a_vocabulary_without_room() -> None:
     workload = make_workload([(4, [1])], block_size=4)
     with pytest.raises(ValueError, match="reserved_ids"):
         materialize_input_ids(workload, vocab_size=16, reserved_ids=16)
+
+
+def first_divergence(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix of two id lists: how far a radix cache would match."""
+    common = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        common += 1
+    return common
+
+
+def test_siblings_never_share_a_first_token_so_matches_stop_at_the_block_boundary() -> None:
+    # A vocabulary of 8 usable ids makes an accidental shared first token almost certain without the rule:
+    # 6 different blocks follow block 1, plus one request that continues with ids of its own.
+    followers = [[1, h] for h in (2, 3, 4, 5, 6, 7)]
+    workload = make_workload([(8, blocks) for blocks in followers] + [(6, [1])], block_size=4)
+    rows = materialize_input_ids(workload, vocab_size=24, reserved_ids=16)
+    for i in range(len(rows)):
+        for j in range(i + 1, len(rows)):
+            assert first_divergence(rows[i], rows[j]) == 4, (i, j)
+
+
+def test_first_tokens_of_root_blocks_are_distinct_for_a_large_trace_window() -> None:
+    # 3,000 different first blocks (and 3,000 requests without blocks) under the root of the trie:
+    # no two may start with the same id, or a cache would match one token between unrelated prompts.
+    workload = make_workload([(2, [h * 7919]) for h in range(3000)] + [(2, None)] * 3000, block_size=2)
+    firsts = [row[0] for row in materialize_input_ids(workload)]
+    assert len(set(firsts)) == 6000
+
+
+def test_materializing_a_long_window_is_exact_and_shares_where_the_trace_shares() -> None:
+    # 200 requests of 20 blocks of 512 behind one 4-block common prefix.
+    rows = [(20 * 512 - i, [0, 1, 2, 3] + [1000 * i + k for k in range(16)]) for i in range(200)]
+    ids = materialize_arrays(make_workload(rows, block_size=512))
+    assert [row.shape[0] for row in ids] == [n for n, _ in rows]
+    assert all(np.array_equal(row[:2048], ids[0][:2048]) and row[2048] != ids[0][2048] for row in ids[1:])
+
+
+def test_a_shard_materializing_only_its_rows_gets_the_unsharded_ids() -> None:
+    # Tiny id range: siblings clash often, so first tokens move; a subset must still see the same choice.
+    rows = [(6, [1, h]) for h in range(2, 9)] + [(5, [1]), (3, None), (4, [1, 2])]
+    workload = make_workload(rows, block_size=2)
+    whole = materialize_input_ids(workload, vocab_size=26, reserved_ids=16)
+    mask = [i % 3 == 1 for i in range(len(rows))]
+    shard = [row.tolist() for row in materialize_arrays(workload, vocab_size=26, reserved_ids=16, selected=mask)]
+    assert shard == [row for row, keep in zip(whole, mask) if keep]
+    with pytest.raises(ValueError, match="selected has 2 entries for 10 rows"):
+        materialize_arrays(workload, selected=[True, False])

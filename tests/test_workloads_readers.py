@@ -217,9 +217,9 @@ def test_registry_dispatches_by_enum_or_string() -> None:
 
 def test_registry_unknown_format_lists_known_ones() -> None:
     with pytest.raises(TraceFormatError) as caught:
-        read_trace(MOONCAKE_TRACE, "burstgpt")
-    assert "'burstgpt'" in str(caught.value)
-    assert "mooncake, azure" in str(caught.value)
+        read_trace(MOONCAKE_TRACE, "lmsys")
+    assert "'lmsys'" in str(caught.value)
+    assert "mooncake, azure, burstgpt, sharegpt, canonical, gateway" in str(caught.value)
 
 
 def test_registry_missing_file_names_it(tmp_path: Path) -> None:

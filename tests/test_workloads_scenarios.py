@@ -81,7 +81,7 @@ def without(key: str) -> dict:
     ("entries", "message_part"),
     [
         ([without("speedup")], "scenarios[0] (chat-v3): missing field(s) speedup"),
-        ([{**GOOD, "format": "sharegpt"}], "unknown format 'sharegpt': known formats are mooncake, azure"),
+        ([{**GOOD, "format": "lmsys"}], "unknown format 'lmsys': known formats are mooncake, azure, burstgpt"),
         ([GOOD, {**GOOD, "endpoint": "other"}], "scenarios[1]: duplicate scenario name 'chat-v3'"),
         ([{**GOOD, "speedup": 0}], "speedup must be > 0"),
         ([{**GOOD, "speedup": -1.5}], "speedup must be > 0"),

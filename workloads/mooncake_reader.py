@@ -12,14 +12,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import orjson
-import pyarrow as pa
-
-from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
+from workloads.trace_source import jsonl_records
+from workloads.workload import TraceFormat, TraceFormatError, Workload
+from workloads.workload_builder import INT32_MAX, INT64_MAX, INT64_MIN, RequestColumns
 
 MOONCAKE_BLOCK_TOKENS = 512
-_INT64_MAX = 2**63 - 1
-_INT32_MAX = 2**31 - 1  # token counts are int32 in the canonical schema
 _FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 
 
@@ -39,15 +36,15 @@ def _check_line(raw: object) -> str | None:
     if not _is_int(timestamp) or timestamp < 0:
         return f"timestamp must be a non-negative integer (ms), got {timestamp!r}"
     input_length = raw["input_length"]
-    if not _is_int(input_length) or not 1 <= input_length <= _INT32_MAX:
+    if not _is_int(input_length) or not 1 <= input_length <= INT32_MAX:
         return f"input_length must be a positive integer, got {input_length!r}"
     output_length = raw["output_length"]
-    if not _is_int(output_length) or not 0 <= output_length <= _INT32_MAX:
+    if not _is_int(output_length) or not 0 <= output_length <= INT32_MAX:
         return f"output_length must be a non-negative integer, got {output_length!r}"
     hash_ids = raw["hash_ids"]
     if not isinstance(hash_ids, list):
         return f"hash_ids must be a list of integers, got {type(hash_ids).__name__}"
-    if not all(type(h) is int and -_INT64_MAX - 1 <= h <= _INT64_MAX for h in hash_ids):
+    if not all(type(h) is int and INT64_MIN <= h <= INT64_MAX for h in hash_ids):
         return "hash_ids must hold only 64-bit integers"
     expected_blocks = math.ceil(input_length / MOONCAKE_BLOCK_TOKENS)
     if len(hash_ids) != expected_blocks:
@@ -61,56 +58,21 @@ def _check_line(raw: object) -> str | None:
 def read_mooncake(path: str | Path) -> Workload:
     """Read a Mooncake JSONL trace; raises TraceFormatError(path, line, reason) on the first bad line."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
-
-    request_ids: list[str] = []
-    arrival_s: list[float] = []
-    input_tokens: list[int] = []
-    output_tokens: list[int] = []
-    prefix_blocks: list[list[int]] = []
-    # bytes.splitlines splits on \n, \r\n and \r only, so the index is the physical line.
-    for index, line in enumerate(data.splitlines()):
-        if not line.strip():
-            continue
-        try:
-            raw = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise TraceFormatError(str(path), index + 1, f"invalid JSON at column {exc.colno}: {exc.msg}") from None
+    rows = RequestColumns()
+    for line, raw in jsonl_records(path):
         reason = _check_line(raw)
         if reason is not None:
-            raise TraceFormatError(str(path), index + 1, reason)
-        request_ids.append(str(index))
-        arrival_s.append(raw["timestamp"] / 1000.0)
-        input_tokens.append(raw["input_length"])
-        output_tokens.append(raw["output_length"])
-        prefix_blocks.append(raw["hash_ids"])
-
-    if not request_ids:
+            raise TraceFormatError(str(path), line, reason)
+        # request_id = 0-based physical line, stable however the file is windowed or sorted.
+        rows.append(str(line - 1), raw["timestamp"] / 1000.0, raw["input_length"], raw["output_length"],
+                    prefix_blocks=raw["hash_ids"])
+    if not len(rows):
         raise TraceFormatError(str(path), None, "no requests: the file is empty or holds only blank lines")
-
-    count = len(request_ids)
-    table = pa.table(
-        {
-            "request_id": pa.array(request_ids, pa.string()),
-            "session_id": pa.nulls(count, pa.string()),
-            "turn": pa.nulls(count, pa.int32()),
-            "arrival_s": pa.array(arrival_s, pa.float64()),
-            "input_tokens": pa.array(input_tokens, pa.int32()),
-            "output_tokens": pa.array(output_tokens, pa.int32()),
-            "prefix_blocks": pa.array(prefix_blocks, pa.list_(pa.int64())),
-            "prompt": pa.nulls(count, pa.string()),
-            "reasoning_tokens": pa.nulls(count, pa.int32()),
-        },
-        schema=WORKLOAD_SCHEMA,
-    )
     return Workload(
         name=path.stem,
         source_path=str(path),
         trace_format=TraceFormat.MOONCAKE,
         time_unit="ms",
         block_size=MOONCAKE_BLOCK_TOKENS,
-        table=table.sort_by("arrival_s"),  # Arrow's sort is stable: equal arrivals keep file order
+        table=rows.table(),
     )

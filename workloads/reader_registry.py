@@ -1,19 +1,44 @@
-"""One entry point for every trace format: `read_trace(path, format)` picks the reader from a registry."""
+"""One entry point for every trace format: `read_trace(path, format, options)` picks the reader from a registry."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from workloads.azure_reader import read_azure
+from workloads.block_hasher import DEFAULT_BLOCK_TOKENS
+from workloads.burstgpt_reader import read_burstgpt
+from workloads.canonical_parquet import read_canonical
+from workloads.gateway_reader import read_gateway
 from workloads.mooncake_reader import read_mooncake
+from workloads.sharegpt_reader import read_sharegpt
+from workloads.token_counter import load_token_counter
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 
-TraceReader = Callable[[Path], Workload]
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """Options some formats take; a format ignores the ones it has no use for."""
+
+    tokenizer_path: Path | None = None  # ShareGPT, gateway: a local tokenizer.json (else the approximation)
+    block_size: int = DEFAULT_BLOCK_TOKENS  # ShareGPT, gateway: tokens per prefix block
+    model: str | None = None  # BurstGPT, gateway: keep only this model's requests
+
+
+TraceReader = Callable[[Path, ReadOptions], Workload]
 
 READERS: dict[TraceFormat, TraceReader] = {
-    TraceFormat.MOONCAKE: read_mooncake,
-    TraceFormat.AZURE: read_azure,
+    TraceFormat.MOONCAKE: lambda path, _: read_mooncake(path),
+    TraceFormat.AZURE: lambda path, _: read_azure(path),
+    TraceFormat.BURSTGPT: lambda path, options: read_burstgpt(path, options.model),
+    TraceFormat.SHAREGPT: lambda path, options: read_sharegpt(
+        path, load_token_counter(options.tokenizer_path), options.block_size
+    ),
+    TraceFormat.CANONICAL: lambda path, _: read_canonical(path),
+    TraceFormat.GATEWAY: lambda path, options: read_gateway(
+        path, load_token_counter(options.tokenizer_path), options.block_size, options.model
+    ),
 }
 
 
@@ -32,12 +57,14 @@ def parse_trace_format(trace_format: TraceFormat | str) -> TraceFormat:
     return parsed
 
 
-def read_trace(path: str | Path, trace_format: TraceFormat | str) -> Workload:
+def read_trace(path: str | Path, trace_format: TraceFormat | str, options: ReadOptions | None = None) -> Workload:
     """Read `path` as `trace_format` into the canonical Workload.
 
-    Raises TraceFormatError (a ValueError) naming the file for a missing file, an unknown format or bad content.
+    Raises TraceFormatError (a ValueError) naming the file for a missing file, an unknown format, an
+    unusable option (tokenizer file, block size) or bad content.
     """
     path = Path(path)
+    options = options if options is not None else ReadOptions()
     try:
         reader = READERS[parse_trace_format(trace_format)]
     except ValueError as exc:
@@ -45,4 +72,11 @@ def read_trace(path: str | Path, trace_format: TraceFormat | str) -> Workload:
     if not path.is_file():
         reason = "is a directory, not a trace file" if path.is_dir() else "no such file"
         raise TraceFormatError(str(path), None, reason)
-    return reader(path)
+    if options.block_size <= 0:
+        raise TraceFormatError(str(path), None, f"block size must be > 0, got {options.block_size}")
+    try:
+        return reader(path, options)
+    except TraceFormatError:
+        raise
+    except ValueError as exc:  # an unusable tokenizer file: name it, and the trace it was for
+        raise TraceFormatError(str(path), None, str(exc)) from None

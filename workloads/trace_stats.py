@@ -18,6 +18,10 @@ class TraceStats:
     prefix_reuse_share: float  # share of input tokens an infinite prefix cache would hit; 0.0 without blocks
     block_size: int  # tokens per prefix block; 0 when the trace has no prefix information
     time_unit: str  # unit of the source timestamps
+    excluded_rows: int = 0  # source rows left out on purpose (Workload.excluded_rows)
+    excluded_reason: str = ""
+    token_counter: str = "trace"  # what produced the token counts
+    arrival_process: str = "trace"  # "trace", "none" (untimed: needs synthetic arrivals) or the synthetic process
 
 
 def prefix_reuse_share(workload: Workload) -> float:
@@ -57,15 +61,22 @@ def prefix_reuse_share(workload: Workload) -> float:
 def trace_stats(workload: Workload) -> TraceStats:
     table = workload.table
     requests = table.num_rows
-    if requests == 0:
-        return TraceStats(0, 0.0, 0.0, 0.0, 0.0, workload.block_size, workload.time_unit)
-    arrival = pc.min_max(table.column("arrival_s")).as_py()
+    duration_s = mean_input = mean_output = 0.0
+    if requests:
+        arrival = pc.min_max(table.column("arrival_s")).as_py()
+        duration_s = float(arrival["max"] - arrival["min"])
+        mean_input = float(pc.mean(table.column("input_tokens")).as_py())
+        mean_output = float(pc.mean(table.column("output_tokens")).as_py())
     return TraceStats(
         requests=requests,
-        duration_s=float(arrival["max"] - arrival["min"]),
-        mean_input_tokens=float(pc.mean(table.column("input_tokens")).as_py()),
-        mean_output_tokens=float(pc.mean(table.column("output_tokens")).as_py()),
+        duration_s=duration_s,
+        mean_input_tokens=mean_input,
+        mean_output_tokens=mean_output,
         prefix_reuse_share=prefix_reuse_share(workload),
         block_size=workload.block_size,
         time_unit=workload.time_unit,
+        excluded_rows=workload.excluded_rows,
+        excluded_reason=workload.excluded_reason,
+        token_counter=workload.token_counter,
+        arrival_process=workload.arrival_process,
     )

@@ -6,7 +6,7 @@ Every reader produces exactly this schema; replay and the warehouse read nothing
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import pyarrow as pa
@@ -15,6 +15,15 @@ import pyarrow as pa
 class TraceFormat(str, Enum):
     MOONCAKE = "mooncake"
     AZURE = "azure"
+    BURSTGPT = "burstgpt"
+    SHAREGPT = "sharegpt"
+    CANONICAL = "canonical"
+    GATEWAY = "gateway"
+
+
+# time_unit of a trace that carries no timing (ShareGPT): every arrival_s is 0 until
+# workloads.synthetic_arrivals.with_synthetic_arrivals gives it a schedule.
+UNTIMED = "none"
 
 
 class TraceFormatError(ValueError):
@@ -51,13 +60,28 @@ class Workload:
     name: str
     source_path: str
     trace_format: TraceFormat
-    time_unit: str  # unit of the source timestamps ("ms", "s", "datetime")
+    time_unit: str  # unit of the source timestamps ("ms", "s", "datetime"; "none": the source has no timing)
     block_size: int  # tokens per prefix block; 0 when the trace has no prefix information
     table: pa.Table  # WORKLOAD_SCHEMA, sorted by arrival_s
+    # Rows of the source left out on purpose (e.g. BurstGPT failures), and why, per reason:
+    # "failed (Response tokens = 0): 12; other model: 3". Bad rows are errors, not exclusions.
+    excluded_rows: int = 0
+    excluded_reason: str = ""
+    # What produced input/output token counts: "trace" (the file's own counts), "usage" (the server's
+    # logged usage), "approx-4-bytes" (UTF-8 bytes / 4, see token_counter.py) or "tokenizer:<file name>".
+    token_counter: str = "trace"
+    # Where arrival_s came from: "trace"; "none" for an untimed trace (all 0, see UNTIMED); or the
+    # synthetic process that set it ("poisson", "gamma", "constant").
+    arrival_process: str = "trace"
 
     def __post_init__(self) -> None:
         if not self.table.schema.equals(WORKLOAD_SCHEMA):
             raise ValueError(f"workload {self.name!r}: table does not have the canonical schema")
+
+    @property
+    def needs_arrivals(self) -> bool:
+        """True for an untimed trace: replay it only after synthetic_arrivals.with_synthetic_arrivals."""
+        return self.arrival_process == "none"
 
     @property
     def num_requests(self) -> int:
@@ -85,11 +109,8 @@ class Workload:
         sub = self.table.filter(mask)
         rebased = pc.subtract(sub.column("arrival_s"), start_s)
         sub = sub.set_column(sub.schema.get_field_index("arrival_s"), WORKLOAD_SCHEMA.field("arrival_s"), rebased)
-        return Workload(
+        return replace(
+            self,
             name=f"{self.name}[{start_s:g}s+{duration_s if duration_s is not None else 'end'}s]",
-            source_path=self.source_path,
-            trace_format=self.trace_format,
-            time_unit=self.time_unit,
-            block_size=self.block_size,
             table=sub,
         )

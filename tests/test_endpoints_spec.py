@@ -1,0 +1,86 @@
+"""Endpoint specs: fleets, launch environment and probe settings validate with clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from endpoints.spec import EndpointMode, EndpointSpecError, load_endpoint_specs
+
+BASE = {"name": "e", "mode": "launch", "model": "deepseek-ai/DeepSeek-V3", "gpu_type": "H200", "gpu_count": 8,
+        "usd_per_gpu_hour": 3.5}  # fmt: skip
+
+
+def _load(tmp_path, **entry):
+    path = tmp_path / "endpoints.yaml"
+    path.write_text(json.dumps({"endpoints": [{**BASE, **entry}]}))
+    return path, load_endpoint_specs(path)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"server_args": ["--tp 8"]}, r"server_args\[0\] '--tp 8' holds a flag and its value in one item"),
+        ({"server_args": ["--tp", "8", "-dp", "2"]}, r"server_args\[2\] '-dp' is not a flag like --tp-size"),
+        ({"server_args": ["--TP", "8"]}, r"'--TP' is not a flag"),
+        ({"server_args": ["--tp", True]}, "must be a list of flags and values"),
+        ({"server_args": ["--api-key", "sk-123"]}, "secret in plain text; name its variable in api_key_env"),
+        ({"server_args": ["--api-key=sk-123"]}, "secret in plain text"),
+        ({"server_args": ["--port", "30000"]}, "--port is set by costbench"),
+        ({"server_args": ["--model-path", "x"]}, "--model-path is set by costbench"),
+        ({"env": {"HF_TOKEN": "hf_abc"}}, "env HF_TOKEN looks like a secret"),
+        ({"env": {"lower": "1"}}, "not an environment variable name"),
+        ({"env": ["A=1"]}, "env must be a mapping"),
+        ({"url": "http://10.0.0.1:30000"}, "url and worker_urls are for mode attach"),
+        ({"mode": "attach", "url": "http://r:30000", "worker_urls": ["10.0.0.2:30000"]}, r"worker_urls\[0\] must be an http"),
+        ({"mode": "attach", "url": "http://r:30000", "env": {"A": "1"}}, "env is for a server costbench starts"),
+        ({"dcgm_url": "gpu-host:9400"}, "dcgm_url must be an http"),
+        ({"scrape_interval_s": 0}, "must be > 0"),
+        ({"gpu_count": 2.5}, "gpu_count must be a whole number"),
+        ({"command": "python -m sglang_router.launch_server"}, "command must be a non-empty list"),
+    ],
+)
+def test_bad_specs_name_the_field_and_the_fix(tmp_path, entry, message):
+    with pytest.raises(EndpointSpecError, match=message) as error:
+        _load(tmp_path, **entry)
+    assert "endpoints[0]" in str(error.value) and "'e'" in str(error.value)
+
+
+def test_negative_values_and_inline_values_are_not_mistaken_for_flags(tmp_path):
+    _, specs = _load(tmp_path, server_args=["--chunked-prefill-size", -1, "--mem-fraction-static=0.85",
+                                            "--json-model-override-args", '{"a": 1}'])  # fmt: skip
+    assert specs["e"].server_args == ("--chunked-prefill-size", "-1", "--mem-fraction-static=0.85",
+                                      "--json-model-override-args", '{"a": 1}')  # fmt: skip
+
+
+def test_a_fleet_and_its_probe_settings_load(tmp_path):
+    _, specs = _load(
+        tmp_path,
+        mode="attach",
+        url="http://router:30000/",
+        worker_urls=["http://w0:30000", "http://w1:30000/"],
+        dcgm_url="http://w0:9400/metrics",
+        scrape_interval_s=2,
+        api_key_env="SGLANG_API_KEY",
+    )
+    spec = specs["e"]
+    assert spec.mode is EndpointMode.ATTACH and spec.url == "http://router:30000"
+    assert spec.worker_urls == ("http://w0:30000", "http://w1:30000")
+    assert spec.dcgm_url == "http://w0:9400/metrics" and spec.scrape_interval_s == 2.0
+
+
+def test_launch_environment_is_kept_as_strings(tmp_path):
+    _, specs = _load(tmp_path, env={"SGLANG_ENABLE_JIT_DEEPGEMM": 1, "NCCL_DEBUG": "WARN", "X_ON": True})
+    assert dict(specs["e"].env) == {"SGLANG_ENABLE_JIT_DEEPGEMM": "1", "NCCL_DEBUG": "WARN", "X_ON": "true"}
+
+
+def test_bundled_r1_launch_example_builds_the_runbook_command():
+    from endpoints.provision import server_command
+    from workloads.scenarios import default_endpoints_path
+
+    spec = load_endpoint_specs(default_endpoints_path())["r1-8xh200-launch"]
+    command = " ".join(server_command(spec, 30000))
+    assert "-m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1" in command
+    assert "--enable-metrics --enable-cache-report --tp 8" in command
+    assert "--reasoning-parser deepseek-r1" in command

@@ -1,0 +1,111 @@
+"""The one place a reader's rows become the canonical table, so no reader repeats the Arrow plumbing.
+
+A reader validates its whole file first, appending each good row to a `RequestColumns`, and only then
+calls `table()`: a bad row raises before any table exists, so nothing is ever half-imported.
+Rows left out on purpose (failed requests, another model) are counted in an `ExclusionTally`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+
+from workloads.workload import WORKLOAD_SCHEMA
+
+INT32_MAX = 2**31 - 1  # token counts are int32 in the canonical schema
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class RequestColumns:
+    """Canonical rows collected column by column, in source order."""
+
+    def __init__(self) -> None:
+        self._request_id: list[str] = []
+        self._session_id: list[str | None] = []
+        self._turn: list[int | None] = []
+        self._arrival_s: list[float] = []
+        self._input_tokens: list[int] = []
+        self._output_tokens: list[int] = []
+        self._prefix_blocks: list[list[int] | None] = []
+        self._prompt: list[str | None] = []
+        self._reasoning_tokens: list[int | None] = []
+
+    def __len__(self) -> int:
+        return len(self._request_id)
+
+    def append(
+        self,
+        request_id: str,
+        arrival_s: float,
+        input_tokens: int,
+        output_tokens: int,
+        *,
+        session_id: str | None = None,
+        turn: int | None = None,
+        prefix_blocks: list[int] | None = None,
+        prompt: str | None = None,
+        reasoning_tokens: int | None = None,
+    ) -> None:
+        self._request_id.append(request_id)
+        self._session_id.append(session_id)
+        self._turn.append(turn)
+        self._arrival_s.append(arrival_s)
+        self._input_tokens.append(input_tokens)
+        self._output_tokens.append(output_tokens)
+        self._prefix_blocks.append(prefix_blocks)
+        self._prompt.append(prompt)
+        self._reasoning_tokens.append(reasoning_tokens)
+
+    def table(self, *, number_turns: bool = False) -> pa.Table:
+        """The canonical table sorted by arrival_s (stable: equal arrivals keep source order).
+
+        number_turns: set `turn` to 0, 1, ... within each session in arrival order (traces that carry a
+        session id but no turn number, e.g. BurstGPT or a gateway log).
+        """
+        table = pa.table(
+            {
+                "request_id": pa.array(self._request_id, pa.string()),
+                "session_id": pa.array(self._session_id, pa.string()),
+                "turn": pa.array(self._turn, pa.int32()),
+                "arrival_s": pa.array(self._arrival_s, pa.float64()),
+                "input_tokens": pa.array(self._input_tokens, pa.int32()),
+                "output_tokens": pa.array(self._output_tokens, pa.int32()),
+                "prefix_blocks": pa.array(self._prefix_blocks, pa.list_(pa.int64())),
+                "prompt": pa.array(self._prompt, pa.string()),
+                "reasoning_tokens": pa.array(self._reasoning_tokens, pa.int32()),
+            },
+            schema=WORKLOAD_SCHEMA,
+        )
+        table = table.sort_by("arrival_s")
+        if number_turns:
+            next_turn: Counter[str] = Counter()
+            turns: list[int | None] = []
+            for session in table.column("session_id").to_pylist():
+                if session is None:
+                    turns.append(None)
+                else:
+                    turns.append(next_turn[session])
+                    next_turn[session] += 1
+            at = WORKLOAD_SCHEMA.get_field_index("turn")
+            table = table.set_column(at, WORKLOAD_SCHEMA.field("turn"), pa.array(turns, pa.int32()))
+        return table
+
+
+class ExclusionTally:
+    """Rows left out on purpose, counted per reason, so a workload can say what it does not hold."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+
+    def add(self, reason: str) -> None:
+        self._counts[reason] += 1
+
+    @property
+    def count(self) -> int:
+        return sum(self._counts.values())
+
+    @property
+    def summary(self) -> str:
+        """"reason: n; reason: n" in first-seen order; empty when nothing was excluded."""
+        return "; ".join(f"{reason}: {n}" for reason, n in self._counts.items())
