@@ -37,6 +37,8 @@ class Scenario:
     endpoint: str  # name of an endpoint in endpoints.yaml
     slo_ttft_ms: float
     slo_tpot_ms: float
+    cold_start: bool = False  # flush the prefix cache before the replay (else the server starts as it is)
+    shared_prefix_tokens: int = 0  # a system prompt of this many tokens in front of every request
 
 
 def default_scenarios_path() -> Path:
@@ -86,6 +88,12 @@ def _scenario_from_dict(raw: object, where: str, repo_root: Path) -> Scenario:
     slo = raw["slo"]
     if not isinstance(slo, dict) or "ttft_ms" not in slo or "tpot_ms" not in slo:
         raise ScenarioError(f"{where}: slo must be a mapping with ttft_ms and tpot_ms, got {slo!r}")
+    cold_start = raw.get("cold_start", False)
+    if not isinstance(cold_start, bool):
+        raise ScenarioError(f"{where}: cold_start must be true or false, got {cold_start!r}")
+    shared_prefix_tokens = raw.get("shared_prefix_tokens", 0)
+    if isinstance(shared_prefix_tokens, bool) or not isinstance(shared_prefix_tokens, int) or shared_prefix_tokens < 0:
+        raise ScenarioError(f"{where}: shared_prefix_tokens must be a whole number >= 0, got {shared_prefix_tokens!r}")
     trace = Path(raw["trace"])
     return Scenario(
         name=name,
@@ -98,6 +106,8 @@ def _scenario_from_dict(raw: object, where: str, repo_root: Path) -> Scenario:
         endpoint=raw["endpoint"],
         slo_ttft_ms=_number(slo, "ttft_ms", f"{where} slo", positive=True),
         slo_tpot_ms=_number(slo, "tpot_ms", f"{where} slo", positive=True),
+        cold_start=cold_start,
+        shared_prefix_tokens=shared_prefix_tokens,
     )
 
 
