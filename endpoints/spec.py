@@ -7,7 +7,8 @@ environment variable that holds them, never written here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date
 from enum import Enum
 from pathlib import Path
 
@@ -35,6 +36,15 @@ _SECRET_ENV_NAME = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|
 
 
 @dataclass(frozen=True, slots=True)
+class EndpointRevision:
+    """A dated change of the server's flags: from the week starting `from_week` on, it runs `server_args`."""
+
+    from_week: date  # a Monday
+    server_args: tuple[str, ...]
+    note: str = ""  # why it changed, for whoever reads the trend
+
+
+@dataclass(frozen=True, slots=True)
 class EndpointSpec:
     name: str
     mode: EndpointMode
@@ -52,6 +62,15 @@ class EndpointSpec:
     env: tuple[tuple[str, str], ...] = ()  # launch/sim: extra environment for the server (no secrets)
     dcgm_url: str | None = None  # a DCGM exporter's /metrics, for GPUs that are not on this host
     scrape_interval_s: float = 1.0  # /metrics and GPU sampling period during a replay
+    revisions: tuple[EndpointRevision, ...] = ()  # dated flag changes, oldest first
+
+    def as_of(self, week: date) -> "EndpointSpec":
+        """The endpoint as it was configured in the week starting `week`."""
+        server_args = self.server_args
+        for revision in self.revisions:
+            if revision.from_week <= week:
+                server_args = revision.server_args
+        return replace(self, server_args=server_args, revisions=())
 
     @staticmethod
     def from_dict(raw: dict, where: str) -> "EndpointSpec":
@@ -122,6 +141,7 @@ class EndpointSpec:
             env=_env(raw.get("env") or {}, mode, fail),
             dcgm_url=_optional_url(raw, "dcgm_url", fail),
             scrape_interval_s=scrape_interval_s,
+            revisions=_revisions(raw.get("revisions") or [], fail),
         )
 
 
@@ -155,6 +175,26 @@ def _server_args(server_args: object, fail) -> tuple[str, ...]:
         if flag in _RESERVED_FLAGS:
             raise fail(f"server_args[{i}] {flag} is set by costbench (the model field, loopback host, a free port)")
     return args
+
+
+def _revisions(raw: object, fail) -> tuple[EndpointRevision, ...]:
+    if not isinstance(raw, list):
+        raise fail(f"revisions must be a list of {{from_week, server_args, note}}, got {raw!r}")
+    revisions = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or "from_week" not in entry or "server_args" not in entry:
+            raise fail(f"revisions[{i}] needs from_week and server_args")
+        week = entry["from_week"]
+        try:
+            week = week if isinstance(week, date) else date.fromisoformat(str(week))
+        except ValueError:
+            raise fail(f"revisions[{i}].from_week {entry['from_week']!r} is not a date (YYYY-MM-DD)") from None
+        if week.weekday() != 0:
+            raise fail(f"revisions[{i}].from_week {week} is not a Monday (weeks start on Monday)")
+        revisions.append(EndpointRevision(week, _server_args(entry["server_args"], fail), str(entry.get("note") or "")))
+    if [r.from_week for r in revisions] != sorted({r.from_week for r in revisions}):
+        raise fail("revisions must be in date order, one per week")
+    return tuple(revisions)
 
 
 def _env(env: object, mode: EndpointMode, fail) -> tuple[tuple[str, str], ...]:

@@ -84,3 +84,22 @@ def test_bundled_r1_launch_example_builds_the_runbook_command():
     assert "-m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1" in command
     assert "--enable-metrics --enable-cache-report --tp 8" in command
     assert "--reasoning-parser deepseek-r1" in command
+
+
+def test_revisions_change_the_flags_from_their_week_on(tmp_path):
+    from datetime import date
+
+    path = tmp_path / "endpoints.yaml"
+    path.write_text(
+        "endpoints:\n  - name: e\n    mode: sim\n    model: m\n    gpu_type: H200\n    gpu_count: 8\n"
+        "    usd_per_gpu_hour: 3.5\n    server_args: [--tp, '8']\n    revisions:\n"
+        "      - {from_week: 2026-11-09, server_args: [--tp, '8', --disable-radix-cache], note: debugging}\n"
+        "      - {from_week: 2026-11-16, server_args: [--tp, '8']}\n"
+    )
+    spec = load_endpoint_specs(path)["e"]
+    assert spec.as_of(date(2026, 11, 2)).server_args == ("--tp", "8")
+    assert spec.as_of(date(2026, 11, 9)).server_args == ("--tp", "8", "--disable-radix-cache")
+    assert spec.as_of(date(2026, 11, 23)).server_args == ("--tp", "8")
+    path.write_text(path.read_text().replace("2026-11-16", "2026-11-17"))
+    with pytest.raises(EndpointSpecError, match="is not a Monday"):
+        load_endpoint_specs(path)
