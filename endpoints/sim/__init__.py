@@ -1,8 +1,10 @@
 """The SGLang twin: SGLang's HTTP API over a simulated DeepSeek-V3/R1 server (see DESIGN.md).
 
 Layers, each its own module: clock (real or virtual time), cost_model (roofline step time),
-radix_cache and kv_pool (prefix cache in a fixed KV pool), scheduler (continuous batching),
-engine (the step loop on the clock), server (aiohttp routes), server_args (SGLang's flags).
+radix_cache and kv_pool (prefix cache in a fixed KV pool), scheduler (continuous batching with
+optimistic admission and retraction), engine (the step loop on the clock), server (aiohttp routes),
+native_view / openai_view (answer shapes), response_stream (when bytes go out, faults),
+server_args and faults (SGLang's flags plus the twin's), virtual_bench (bench_serving in virtual time).
 """
 
 

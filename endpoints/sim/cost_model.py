@@ -11,8 +11,8 @@ time = max(compute time, memory time) + a fixed per-step overhead.
 - Overhead: kernel launches and the two TP all-reduces per layer. Decode replays CUDA graphs, so it
   is small; prefill (extend) runs eagerly, so each layer costs far more launch and Python time.
 
-The constants below are set once against calibration.md row 1 (8×B200, batch 1: ~105 tok/s, i.e.
-~9.5 ms a token) and the same run's TTFT; nothing is fitted per test.
+The constants below are set once from public figures (shared/reference/calibration.md); nothing
+is fitted per test. bench/twin_calibration.py prints predicted vs published for every row.
 """
 
 from __future__ import annotations
@@ -26,15 +26,22 @@ from endpoints.sim.step_batch import ForwardMode, StepBatch
 # Achieved share of peak HBM bandwidth for grouped-GEMM weight streaming and MLA KV reads
 # (a device-to-device copy reaches ~90% of peak; MoE kernels at small batch reach much less).
 MEMORY_EFFICIENCY = 0.6
-# Achieved share of dense peak FLOP/s (the H200 8192³ bf16 matmul reaches ~80%; MoE GEMMs with
-# ragged expert groups and attention kernels sit lower).
-COMPUTE_EFFICIENCY = 0.45
+# Achieved share of dense peak FLOP/s. The best public DeepSeek prefill (LMSYS large-scale EP,
+# 57,674 input tok/s per 8×H100 node) is 57,674 × 2 × 36.6e9 / (8 × 1,979e12) = 27% of FP8 peak;
+# TP-sharded experts (2048/TP-wide GEMMs) do no better, so that is the estimate.
+COMPUTE_EFFICIENCY = 0.27
 # Per layer, per decode step: CUDA-graph replay of ~two dozen kernels plus two all-reduces.
-# 61 layers × 130 µs ≈ 7.9 ms, which with the B200 weight read gives ~9.5 ms at batch 1.
+# 61 layers × 130 µs ≈ 7.9 ms, which with the B200 weight read gives ~9.5 ms at batch 1
+# (calibration row 1: 105 tok/s at concurrency 1).
 DECODE_OVERHEAD_PER_LAYER_S = 130e-6
-# Per layer, per extend step: eager launches and Python work, no CUDA graphs. 61 ms per step puts a
-# ~500-token prefill on 8×B200 near the published 153 ms TTFT (the rest is HTTP and tokenizing).
-EXTEND_OVERHEAD_PER_LAYER_S = 1.0e-3
+# Per layer, per extend step: eager launches and host work, no CUDA graphs. Row 1's 153 ms TTFT
+# for a ~500-token prompt at concurrency 1, minus the ~18 ms weight read, leaves ~2 ms a layer.
+EXTEND_OVERHEAD_PER_LAYER_S = 2.0e-3
+# Past one node (TP over more than 8 GPUs), every MoE layer exchanges tokens over InfiniBand: DeepEP's
+# published low-latency kernels at EP16 take ~118 µs to dispatch and ~195 µs to combine. Within a
+# node, NVLink all-reduces are part of the per-layer overheads above.
+GPUS_PER_NODE = 8
+INTER_NODE_MOE_EXCHANGE_S = 313e-6
 
 
 class CostModel(Protocol):
@@ -108,6 +115,8 @@ class RooflineCostModel:
             pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens / 2.0) for item in batch.items)
             attention_flops = model.prefill_attention_flops_per_context_token * pairs
             overhead_s = EXTEND_OVERHEAD_PER_LAYER_S * model.num_layers
+        if par.tp_size > GPUS_PER_NODE:
+            overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
         compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * COMPUTE_EFFICIENCY) + attention_flops / (
             par.tp_size * hw.bf16_flops_per_s * COMPUTE_EFFICIENCY
         )

@@ -8,9 +8,11 @@ monotonic clock and runs thousands of requests in a blink on a virtual one.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Protocol
 
 from endpoints.sim.clock import Clock
 from endpoints.sim.profiles import ModelProfile
@@ -18,11 +20,17 @@ from endpoints.sim.scheduler import Scheduler
 from endpoints.sim.sim_request import GenerateInput, SimRequest, TokenUpdate, planned_output
 from endpoints.sim.step_batch import ForwardMode
 
-GEN_THROUGHPUT_WINDOW_STEPS = 40  # SGLang's --decode-log-interval default
+LOG_INTERVAL_STEPS = 40  # SGLang's --decode-log-interval default: the window of the throughput gauges
 
 
 class RequestRejected(ValueError):
     """The request can never run here (too long for the context or the KV pool); becomes HTTP 400."""
+
+
+class UpdateObserver(Protocol):
+    """Told about every update the engine delivers (the metrics); must be cheap, it runs per chunk."""
+
+    def observe(self, request: SimRequest, update: TokenUpdate, prev_tokens: int, prev_s: float | None) -> None: ...
 
 
 class SimEngine:
@@ -38,12 +46,21 @@ class SimEngine:
         self.clock = clock
         self.model = model
         self.context_length_tokens = context_length_tokens
+        self.observer: UpdateObserver | None = None
         self._stream_interval = max(1, stream_interval)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._decode_window: deque[tuple[float, int]] = deque(maxlen=GEN_THROUGHPUT_WINDOW_STEPS)
+        self._decode_window: deque[tuple[float, int]] = deque(maxlen=LOG_INTERVAL_STEPS)
+        self._retract_window: deque[int] = deque(maxlen=LOG_INTERVAL_STEPS)
+        # SGLang's overlap scheduler plans step k+1 while step k runs, so a request that arrives
+        # during step k is first seen when step k+1 is planned... and can run in step k+2 at the
+        # earliest. Arrivals wait in the inbox for one step boundary, then in staged for one more.
+        self._busy = False
+        self._inbox: list[SimRequest] = []
+        self._staged: list[SimRequest] = []
         self.last_step_end_s: float | None = None
         self.steps = 0
+        self.loop_cpu_s = 0.0  # Python time spent planning, completing and delivering (the twin's own overhead)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -79,11 +96,16 @@ class SimEngine:
                 f"the request needs {prompt + max_new} KV tokens (prompt {prompt} + max_new_tokens {max_new}) "
                 f"but the KV pool holds {capacity}"
             )
-        output_ids, reason = planned_output(
-            spec.input_ids, max_new, spec.ignore_eos, self.model.vocab_size, self.model.eos_token_id
-        )
-        request = SimRequest(replace(spec, max_new_tokens=max_new), output_ids, reason, arrival_s=self.clock.now_s())
-        self.scheduler.add(request)
+        model = self.model
+        plan = planned_output(
+            spec.input_ids, max_new, spec.ignore_eos, model.vocab_size, model.eos_token_id,
+            model.think_end_token_id, model.reasoning_share, spec.reasoning_tokens,
+        )  # fmt: skip
+        request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=self.clock.now_s())
+        if self._busy:
+            self._inbox.append(request)  # joins the scheduler's queue at the next step boundary (see _run)
+        else:
+            self.scheduler.add(request)
         self._wake.set()
         return request
 
@@ -96,8 +118,21 @@ class SimEngine:
                 if update.finished:
                     return
         finally:
-            if not request.finished:
-                self.scheduler.abort(request)
+            self.abort(request)
+
+    def abort(self, request: SimRequest, reason: dict | None = None) -> None:
+        """Stop a request now (client gone, or a fault); it gets a final update if it had none."""
+        if request.finished or request.aborted:
+            return
+        self.scheduler.abort(request, reason)
+        self._tell_aborted(request)
+        self._wake.set()
+
+    def _tell_aborted(self, request: SimRequest) -> None:
+        update = request.update(self.clock.now_s())
+        if self.observer is not None:
+            self.observer.observe(request, update, max(request.sent_tokens, 0), request.last_sent_s)
+        request.updates.put_nowait(update)
 
     async def generate(self, spec: GenerateInput) -> TokenUpdate:
         """Submit and wait for the final update (the non-streaming path and virtual-time tests)."""
@@ -110,37 +145,70 @@ class SimEngine:
 
     async def _run(self) -> None:
         busy_until_s: float | None = None  # when the previous step ended on the step timeline
+        scheduler, clock = self.scheduler, self.clock
         while True:
-            plan = self.scheduler.plan_step()
+            cpu_start = time.perf_counter()
+            if self._staged:
+                for r in self._staged:
+                    if not r.aborted:
+                        scheduler.add(r)
+            self._staged, self._inbox = [r for r in self._inbox if not r.aborted], []
+            plan = scheduler.plan_step(clock.now_s())
+            if scheduler.dropped:
+                for r in scheduler.dropped:
+                    self._tell_aborted(r)
+                scheduler.dropped.clear()
             if plan is None:
+                self.loop_cpu_s += time.perf_counter() - cpu_start
+                if self._staged:
+                    continue  # idle GPU: nothing to overlap with, staged arrivals are scheduled now
                 busy_until_s = None
+                self._busy = False
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            self._busy = True
+            if plan.retracted:
+                self._retract_window.append(len(plan.retracted))
             # Back-to-back steps start where the last one ended, so this loop's own Python time is
             # absorbed (as SGLang's overlap scheduler hides CPU work); after idling, or when more
             # than a step behind, the step starts now.
-            start_s = self.clock.now_s()
+            start_s = clock.now_s()
             if busy_until_s is not None and start_s - busy_until_s < plan.duration_s:
                 start_s = busy_until_s
             busy_until_s = start_s + plan.duration_s
-            await self.clock.sleep_until(busy_until_s)
-            now_s = self.clock.now_s()
-            progressed = self.scheduler.complete_step(plan, now_s)
+            self.loop_cpu_s += time.perf_counter() - cpu_start
+            await clock.sleep_until(busy_until_s)
+            cpu_start = time.perf_counter()
+            now_s = clock.now_s()
+            progressed = scheduler.complete_step(plan, now_s)
             self.steps += 1
             self.last_step_end_s = now_s
             if plan.batch.mode is ForwardMode.DECODE:
                 self._decode_window.append((plan.duration_s, len(plan.work)))
+                if not plan.retracted:
+                    self._retract_window.append(0)
             self._deliver(progressed, now_s)
+            self.loop_cpu_s += time.perf_counter() - cpu_start
 
     def _deliver(self, progressed: list[SimRequest], now_s: float) -> None:
         interval = self._stream_interval
+        observer = self.observer
         for r in progressed:
-            if r.finished:
-                r.updates.put_nowait(r.update(now_s))
-            elif r.stream and (r.sent_tokens < 0 or r.output_tokens - r.sent_tokens >= interval):
+            if r.finished or (r.stream and (r.sent_tokens < 0 or r.output_tokens - r.sent_tokens >= interval)):
+                update = r.update(now_s)
+                if observer is not None:
+                    observer.observe(r, update, max(r.sent_tokens, 0), r.last_sent_s)
                 r.sent_tokens = r.output_tokens
-                r.updates.put_nowait(r.update(now_s))
+                r.last_sent_s = now_s
+                r.updates.put_nowait(update)
+
+    def has_work(self) -> bool:
+        return bool(self._inbox or self._staged) or self.scheduler.has_work()
+
+    def flush_cache(self) -> bool:
+        """SGLang's /flush_cache: refused (False) while any request runs or waits."""
+        return not self.has_work() and self.scheduler.flush_cache()
 
     # -- gauges -----------------------------------------------------------------------------------
 
@@ -148,3 +216,7 @@ class SimEngine:
         """Decode tokens per second over the last decode steps (SGLang's gen_throughput gauge)."""
         busy_s = sum(d for d, _ in self._decode_window)
         return sum(n for _, n in self._decode_window) / busy_s if busy_s > 0 else 0.0
+
+    def recent_retractions(self) -> int:
+        """Requests retracted over the last log interval (SGLang's num_retracted_reqs gauge)."""
+        return sum(self._retract_window)

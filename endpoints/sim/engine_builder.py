@@ -24,6 +24,7 @@ def build_engine(args: SimServerArgs, clock: Clock) -> SimEngine:
             max_running_requests=args.max_running_requests,
             chunked_prefill_size=args.chunked_prefill_size,
             max_prefill_tokens=args.max_prefill_tokens,
+            schedule_conservativeness=args.schedule_conservativeness,
         ),
         RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes),
         RadixCache(disabled=args.disable_radix_cache),

@@ -32,6 +32,12 @@ class ModelProfile:
     max_context_tokens: int
     eos_token_id: int
     weight_bytes_per_param: float  # block-FP8 checkpoint
+    think_end_token_id: int  # `</think>` in DeepSeek's vocabulary
+    # Reasoning models think before answering: the share of each output spent thinking is drawn
+    # uniformly from this range (fixed per prompt) unless the request says how many tokens. None:
+    # the model does not reason. R1's range is an assumption (long traces, answers a fifth to a
+    # half of the output), not a calibrated figure; send sim_reasoning_tokens for captured lengths.
+    reasoning_share: tuple[float, float] | None = None
 
     @property
     def num_moe_layers(self) -> int:
@@ -73,7 +79,7 @@ class HardwareProfile:
     fp8_flops_per_s: float
 
 
-def _deepseek_v3(name: str) -> ModelProfile:
+def _deepseek_v3(name: str, reasoning_share: tuple[float, float] | None = None) -> ModelProfile:
     return ModelProfile(
         name=name,
         model_type="deepseek_v3",
@@ -95,6 +101,8 @@ def _deepseek_v3(name: str) -> ModelProfile:
         max_context_tokens=163_840,
         eos_token_id=1,  # <｜end▁of▁sentence｜>
         weight_bytes_per_param=1.0,
+        think_end_token_id=128_799,
+        reasoning_share=reasoning_share,
     )
 
 
@@ -111,7 +119,7 @@ class HardwareName(str, Enum):
 
 MODEL_PROFILES: dict[ModelName, ModelProfile] = {
     ModelName.DEEPSEEK_V3: _deepseek_v3("DeepSeek-V3"),
-    ModelName.DEEPSEEK_R1: _deepseek_v3("DeepSeek-R1"),  # same architecture and config as V3
+    ModelName.DEEPSEEK_R1: _deepseek_v3("DeepSeek-R1", reasoning_share=(0.5, 0.8)),  # V3's architecture and config
 }
 
 HARDWARE_PROFILES: dict[HardwareName, HardwareProfile] = {

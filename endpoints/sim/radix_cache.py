@@ -47,6 +47,7 @@ class RadixCache:
         self.root = RadixNode((), None)
         self.root.lock_ref = 1  # never evicted
         self._tokens = 0
+        self._evictable = 0  # tokens in unlocked nodes, kept current so admission checks are O(1)
         self._tick = itertools.count(1)  # access order for LRU; a counter, not a clock, so runs repeat exactly
 
     @property
@@ -87,6 +88,7 @@ class RadixCache:
                 node.children[key[pos]] = leaf
                 added = len(key) - pos
                 self._tokens += added
+                self._evictable += added
                 return added
             shared = _common_prefix_len(child.key, key, pos)
             child.last_access = tick
@@ -109,6 +111,8 @@ class RadixCache:
 
     def lock(self, node: RadixNode) -> None:
         while node is not None:
+            if node.lock_ref == 0:
+                self._evictable -= len(node.key)
             node.lock_ref += 1
             node = node.parent
 
@@ -117,6 +121,8 @@ class RadixCache:
             node.lock_ref -= 1
             if node.lock_ref < 0:
                 raise RuntimeError("radix cache: unlock without a matching lock")
+            if node.lock_ref == 0:
+                self._evictable += len(node.key)
             node = node.parent
 
     def evict(self, tokens: int) -> int:
@@ -135,16 +141,18 @@ class RadixCache:
             if parent is not self.root and not parent.children and parent.lock_ref == 0:
                 heapq.heappush(leaves, (parent.last_access, id(parent), parent))
         self._tokens -= freed
+        self._evictable -= freed
         return freed
 
     def evictable_tokens(self) -> int:
-        return sum(len(n.key) for n in self._nodes() if n.lock_ref == 0)
+        return self._evictable
 
     def reset(self) -> None:
         """Drop everything (SGLang's /flush_cache); only valid when nothing is locked."""
         self.root = RadixNode((), None)
         self.root.lock_ref = 1
         self._tokens = 0
+        self._evictable = 0
 
     def _nodes(self):
         stack = list(self.root.children.values())

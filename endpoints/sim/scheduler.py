@@ -3,14 +3,18 @@
 Each step is either an extend (prefill) step or a decode step; prefill goes first, as in SGLang
 without --enable-mixed-chunk. An extend step continues the request being prefilled in chunks,
 then admits waiting requests in policy order while the step's token budget, the running-request
-cap and the KV pool allow (evicting cached prefixes when the pool is short; a request that still
-does not fit waits, and so do the ones behind it). A decode step gives every prefilled running
-request one token.
+cap and the KV estimate allow. A decode step gives every prefilled running request one token.
 
-KV accounting: an admitted request reserves its uncached prompt tokens plus max_new_tokens. When
-its prefill ends, the prompt moves into the radix tree (so concurrent requests share it, like
-SGLang's cache_unfinished_req); when it finishes, prompt + output move in and the rest is freed.
-Reserving the whole output up front means no retraction is ever needed (first cut).
+KV, the way SGLang does it: admission is optimistic. A request is admitted when its uncached
+prompt plus `new_token_ratio` × its remaining output budget fits in what is free (evictable cache
+counts as free), after the same estimate for everything already running; real slots are taken
+only as tokens are computed. The ratio starts at 0.7 and decays each decode step, so a busy
+server admits more than it could hold if every request ran to max_new_tokens. When a decode step
+cannot get one slot per request, requests are retracted (fewest output tokens first, then longest
+prompt): their KV outside the tree is freed and they queue again, to be re-prefilled (their prompt
+is probably still cached) and continue where they stopped. The ratio then jumps to what the
+remaining batch really needs. Prompts enter the radix tree when their prefill ends (so concurrent
+requests share them); prompt + output enter it when a request finishes.
 
 The scheduler asks the injected cost model how long a step takes; it knows no hardware.
 """
@@ -27,6 +31,14 @@ from endpoints.sim.schedule_policy import POLICIES, SchedulePolicy
 from endpoints.sim.sim_request import SimRequest
 from endpoints.sim.step_batch import BatchItem, ForwardMode, StepBatch
 
+# SGLang's defaults (global_config / environment): the new-token ratio and retraction constants.
+INIT_NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+NEW_TOKEN_RATIO_DECAY_STEPS = 600
+RETRACT_DECODE_STEPS = 20  # after a retraction, leave room for this many decode steps of the rest
+CLIP_MAX_NEW_TOKENS = 4096  # the admission estimate never counts more output than this per request
+KV_EXHAUSTED = {"type": "abort", "message": "The KV pool cannot hold even one request's next token."}
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
@@ -34,6 +46,7 @@ class SchedulerConfig:
     max_running_requests: int = 2048
     chunked_prefill_size: int = 8192  # -1: no chunking, a prompt is prefilled in one step
     max_prefill_tokens: int = 16384
+    schedule_conservativeness: float = 1.0  # scales the initial new-token ratio, like SGLang's flag
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +54,14 @@ class StepPlan:
     batch: StepBatch
     work: tuple[tuple[SimRequest, int], ...]  # (request, tokens it computes this step)
     duration_s: float
+    retracted: tuple[SimRequest, ...] = ()  # sent back to the queue before this step
+
+
+@dataclass(slots=True)
+class RetractionCounters:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 class Scheduler:
@@ -52,6 +73,12 @@ class Scheduler:
         self.pool = pool
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []  # admission order
+        self.init_new_token_ratio = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
+        self.min_new_token_ratio = min(self.init_new_token_ratio * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
+        self._ratio_decay = (self.init_new_token_ratio - self.min_new_token_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
+        self.new_token_ratio = self.init_new_token_ratio
+        self.retractions = RetractionCounters()
+        self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
 
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
@@ -59,88 +86,167 @@ class Scheduler:
     def add(self, request: SimRequest) -> None:
         self.waiting.append(request)
 
+    # -- KV slots ---------------------------------------------------------------------------------
+
+    def free_tokens(self) -> int:
+        """Slots free now or after evicting unlocked cache."""
+        return self.pool.available_tokens(self.cache.total_tokens) + self.cache.evictable_tokens()
+
+    def _take(self, r: SimRequest, tokens: int) -> bool:
+        short = tokens - self.pool.available_tokens(self.cache.total_tokens)
+        if short > 0 and self.cache.evict(short) < short:
+            return False
+        self.pool.reserve(tokens)
+        r.held_tokens += tokens
+        return True
+
+    def _estimate(self, r: SimRequest) -> float:
+        """Slots the admission rule sets aside for a request: the rest of its prefill, and the
+        new-token ratio's share of the output it may still produce."""
+        rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
+        return r.prefill_remaining + rest * self.new_token_ratio
+
     # -- planning -------------------------------------------------------------------------------
 
-    def plan_step(self) -> StepPlan | None:
-        work = self._plan_extend()
+    def plan_step(self, now_s: float = 0.0) -> StepPlan | None:
+        work = self._plan_extend(now_s)
+        retracted: list[SimRequest] = []
         if work:
             mode = ForwardMode.EXTEND
         else:
-            work = [(r, 1) for r in self.running if r.prefill_remaining == 0 and not r.finished]
             mode = ForwardMode.DECODE
+            work, retracted = self._plan_decode()
         if not work:
-            return None
+            return None if not retracted else StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
         batch = StepBatch(mode, tuple(BatchItem(n, self._context_tokens(r)) for r, n in work))
-        return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch))
+        return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
 
     @staticmethod
     def _context_tokens(r: SimRequest) -> int:
-        if r.prefill_remaining:
+        if not r.decoding:
             return r.prefilled_tokens
-        return r.prompt_tokens + r.output_tokens - 1  # decode: KV of everything before the newest token
+        return r.seq_tokens - 1  # decode: KV of everything before the newest token
 
     def _prefill_budget(self) -> int:
         chunk = self._config.chunked_prefill_size
         return min(chunk, self._config.max_prefill_tokens) if chunk > 0 else self._config.max_prefill_tokens
 
-    def _plan_extend(self) -> list[tuple[SimRequest, int]]:
+    def _plan_extend(self, now_s: float) -> list[tuple[SimRequest, int]]:
         budget = self._prefill_budget()
         chunking = self._config.chunked_prefill_size > 0
         work: list[tuple[SimRequest, int]] = []
         for r in self.running:  # a request part-way through a chunked prefill continues first
-            if r.prefill_remaining and budget > 0:
+            if not r.decoding and r.prefill_remaining and budget > 0:
                 n = min(r.prefill_remaining, budget) if chunking else r.prefill_remaining
+                if not self._take(r, n):
+                    return work
                 work.append((r, n))
                 budget -= n
         if budget <= 0 or not self.waiting or len(self.running) >= self._config.max_running_requests:
             return work
+        room = self.free_tokens() - sum(self._estimate(r) for r in self.running)
         for r in self._order(self.waiting, self.cache):
             if len(self.running) >= self._config.max_running_requests or budget <= 0:
                 break
-            if not chunking and work and r.prompt_tokens > budget:
+            # The last token is always computed: its logits give the next output token.
+            matched, node = self.cache.match_prefix(r.sequence()[:-1])
+            extend = r.seq_tokens - matched
+            if extend + min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS) * self.new_token_ratio > room:
+                break  # the KV estimate is spent: this request and those behind it wait
+            if not chunking and work and extend > budget:
                 break  # without chunking only the first prompt of a step may exceed the budget
-            if not self._admit(r):
-                break  # the KV pool is full: this request and those behind it wait
-            n = min(r.prefill_remaining, budget) if chunking else r.prefill_remaining
+            n = min(extend, budget) if chunking else extend
+            self.cache.lock(node)  # before evicting, so eviction cannot take this request's own prefix
+            r.lock_node = node
+            if not self._take(r, n):
+                self.cache.unlock(node)
+                r.lock_node = None
+                break
+            self._admit(r, matched, now_s)
+            room -= self._estimate(r)
             work.append((r, n))
             budget -= n
         return work
 
-    def _admit(self, r: SimRequest) -> bool:
-        # The last prompt token is always computed: its logits give the first output token.
-        matched, node = self.cache.match_prefix(r.input_ids[:-1])
-        need = r.prompt_tokens - matched + r.max_new_tokens
-        self.cache.lock(node)  # before evicting, so eviction cannot take this request's own prefix
-        short = need - self.pool.available_tokens(self.cache.total_tokens)
-        if short > 0 and self.cache.evict(short) < short:
-            self.cache.unlock(node)
-            return False
-        self.pool.reserve(need)
-        r.reserved_tokens = need
-        r.lock_node = node
-        r.cached_tokens = matched
+    def _admit(self, r: SimRequest, matched: int, now_s: float) -> None:
+        if r.admitted_s is None:
+            r.admitted_s = now_s  # SGLang's queue time ends at the first forward entry
+            r.cached_tokens = matched  # reported once: a re-prefill after retraction is not a cache hit
+        r.prefix_tokens = matched
+        r.prefill_target = r.seq_tokens
         r.prefilled_tokens = matched
         self.waiting.remove(r)
         self.running.append(r)
-        return True
+
+    def _plan_decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest]]:
+        decoding = [r for r in self.running if r.decoding]
+        retracted: list[SimRequest] = []
+        if decoding and self.free_tokens() < len(decoding):
+            decoding, retracted = self._retract(decoding)
+        short = len(decoding) - self.pool.available_tokens(self.cache.total_tokens)
+        if short <= 0 or self.cache.evict(short) >= short:  # the usual case: one slot each, in bulk
+            self.pool.reserve(len(decoding))
+            for r in decoding:
+                r.held_tokens += 1
+            work = [(r, 1) for r in decoding]
+        else:
+            work = []
+            for r in decoding:
+                if not self._take(r, 1):  # only when one request alone outgrows the pool
+                    self._drop(r, KV_EXHAUSTED)
+                    continue
+                work.append((r, 1))
+        if work and not retracted:
+            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
+        return work, retracted
+
+    def _retract(self, decoding: list[SimRequest]) -> tuple[list[SimRequest], list[SimRequest]]:
+        """SGLang's retract_decode: give up the requests that have done least, until the rest have
+        room for RETRACT_DECODE_STEPS more steps."""
+        keep = sorted(decoding, key=lambda r: (r.output_tokens, -r.prompt_tokens), reverse=True)
+        retracted = []
+        while len(keep) > 1:
+            victim = keep.pop()
+            self._send_back(victim)
+            retracted.append(victim)
+            if self.free_tokens() >= len(keep) * RETRACT_DECODE_STEPS:
+                break
+        budget = sum(r.max_new_tokens for r in keep)
+        if budget:
+            needed = sum(r.output_tokens for r in keep) + RETRACT_DECODE_STEPS * len(keep)
+            self.new_token_ratio = min(1.0, needed / budget)
+        kept = set(map(id, keep))
+        return [r for r in decoding if id(r) in kept], retracted
+
+    def _send_back(self, r: SimRequest) -> None:
+        self.retractions.requests += 1
+        self.retractions.input_tokens += r.prompt_tokens
+        self.retractions.output_tokens += r.output_tokens
+        r.num_retractions += 1
+        self._release(r)
+        r.decoding = False
+        r.prefilled_tokens = r.prefill_target = r.prefix_tokens = 0
+        self.running.remove(r)
+        self.waiting.append(r)
 
     # -- completing -----------------------------------------------------------------------------
 
     def complete_step(self, plan: StepPlan, now_s: float) -> list[SimRequest]:
         """Apply a finished step; returns the requests that produced a token (or finished)."""
         progressed: list[SimRequest] = []
+        extend = plan.batch.mode is ForwardMode.EXTEND
         for r, n in plan.work:
             if r.aborted:
                 continue
-            if plan.batch.mode is ForwardMode.EXTEND:
+            if extend:
                 r.prefilled_tokens += n
-                if r.prefill_remaining:
+                if r.prefilled_tokens < r.prefill_target:
                     continue
-                self._cache_prompt(r)
-            if r.output_tokens < r.target_tokens:
-                r.output_tokens += 1
-                if r.first_token_s is None:
-                    r.first_token_s = now_s
+                self._cache_prefill(r)
+                r.decoding = True
+            r.output_tokens += 1
+            if r.first_token_s is None:
+                r.first_token_s = now_s
             if r.output_tokens >= r.target_tokens:
                 self._finish(r)
             progressed.append(r)
@@ -148,42 +254,53 @@ class Scheduler:
             self.running = [r for r in self.running if not r.finished]
         return progressed
 
-    def _cache_prompt(self, r: SimRequest) -> None:
-        """The prompt's KV now exists: hand it to the radix tree (duplicates of cached tokens are freed)."""
+    def _cache_prefill(self, r: SimRequest) -> None:
+        """The sequence's KV now exists: hand it to the radix tree (duplicates of cached tokens are freed)."""
         if self.cache.disabled:
             return
-        self.cache.insert(r.input_ids)
-        moved = r.prompt_tokens - r.cached_tokens
+        sequence = r.sequence()
+        self.cache.insert(sequence)
+        moved = len(sequence) - r.prefix_tokens
         self.pool.release(moved)
-        r.reserved_tokens -= moved
-        _, node = self.cache.match_prefix(r.input_ids)
+        r.held_tokens -= moved
+        _, node = self.cache.match_prefix(sequence)
         self.cache.lock(node)
         self.cache.unlock(r.lock_node)
         r.lock_node = node
+        r.prefix_tokens = len(sequence)
 
     def _finish(self, r: SimRequest) -> None:
         r.finished = True
         # The newest token has no KV yet, so the tree gets prompt + all but the last output token.
-        self.cache.insert(r.input_ids + tuple(r.output_ids[:-1]))
+        self.cache.insert(r.input_ids + tuple(r.output_ids[: r.output_tokens - 1]))
         self._release(r)
 
     def _release(self, r: SimRequest) -> None:
         if r.lock_node is not None:
             self.cache.unlock(r.lock_node)
             r.lock_node = None
-        self.pool.release(r.reserved_tokens)
-        r.reserved_tokens = 0
+        self.pool.release(r.held_tokens)
+        r.held_tokens = 0
 
-    def abort(self, r: SimRequest) -> None:
-        """Drop a request the client gave up on; frees what it held."""
+    def _drop(self, r: SimRequest, reason: dict) -> None:
+        self.dropped.append(r)
+        r.aborted = True
+        r.abort_reason = reason
+        self._release(r)
+        self.running.remove(r)
+
+    def abort(self, r: SimRequest, reason: dict | None = None) -> None:
+        """Drop a request the client gave up on (or a fault killed); frees what it held."""
         if r.finished or r.aborted:
             return
         r.aborted = True
+        r.abort_reason = reason or {"type": "abort", "message": "Abort before the request finished."}
         if r in self.waiting:
             self.waiting.remove(r)
-            return
-        self.running.remove(r)
-        self._release(r)
+        elif r in self.running:
+            self.running.remove(r)
+            self._release(r)
+        # else: still in the engine's inbox; the engine skips aborted arrivals
 
     def flush_cache(self) -> bool:
         """SGLang's /flush_cache: only when idle."""

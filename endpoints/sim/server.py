@@ -1,13 +1,16 @@
 """The twin's HTTP layer: SGLang's routes and JSON shapes over the simulated engine (aiohttp).
 
 Routes: /health, /health_generate (503 during the simulated warm-up), /server_info, /model_info,
-/v1/models, /metrics (with --enable-metrics), /flush_cache, and native /generate with streaming.
+/v1/models, /metrics (with --enable-metrics), /flush_cache, native /generate, and the OpenAI
+/v1/chat/completions and /v1/completions, streaming or not. What the answers look like is in
+native_view and openai_view; when they go out (and the injected faults) in response_stream.
 """
 
 from __future__ import annotations
 
 import asyncio
-from contextlib import aclosing
+import os
+from collections.abc import Callable
 
 import orjson
 from aiohttp import web
@@ -15,38 +18,63 @@ from aiohttp import web
 from endpoints.sim.clock import Clock, MonotonicClock
 from endpoints.sim.engine import RequestRejected, SimEngine
 from endpoints.sim.engine_builder import build_engine
+from endpoints.sim.faults import CRASH_EXIT_STATUS, FaultInjector
 from endpoints.sim.generate_request import BadRequest, parse_generate
+from endpoints.sim.native_view import NativeView, json_response
+from endpoints.sim.openai_request import parse_chat, parse_completion
+from endpoints.sim.openai_view import OpenAIView, Route, error_body
+from endpoints.sim.response_stream import answer, engine_spec
 from endpoints.sim.server_args import SimServerArgs
 from endpoints.sim.sim_metrics import CONTENT_TYPE, SimMetrics
-from endpoints.sim.sim_request import GenerateInput, SimRequest, TokenUpdate
+from endpoints.sim.sim_request import GenerateInput
 from endpoints.sim.toy_tokenizer import OutputText
 
 SIM_VERSION = "0.5.6-costbench-sim"  # the SGLang API generation it speaks; "-sim" marks the twin
 HEALTH_CHECK_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT default
+REASONING_PARSERS_WITH_EFFECT = ("deepseek-r1",)  # the parser the R1 profile's output is shaped for
 _UNAUTHENTICATED_PATHS = ("/health", "/health_generate", "/metrics")
+_GENERATION_PATHS = ("/generate", "/v1/chat/completions", "/v1/completions", "/health", "/health_generate")
 
 
-
-def _json(data: object, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
-
-
-def _error(message: str, status: int = 400) -> web.Response:
-    return _json({"error": {"message": message}}, status)
+def _exit_now() -> None:
+    os._exit(CRASH_EXIT_STATUS)  # a crash: no cleanup, open connections drop
 
 
 class SimTwin:
     """Engine plus the per-app state the handlers need (no globals: two apps in one process are independent)."""
 
-    def __init__(self, args: SimServerArgs, clock: Clock) -> None:
+    def __init__(self, args: SimServerArgs, clock: Clock, on_crash: Callable[[], None]) -> None:
         self.args = args
         self.clock = clock
         self.engine: SimEngine = build_engine(args, clock)
         self.metrics = SimMetrics(self.engine, args.served_model_name) if args.enable_metrics else None
+        self.engine.observer = self.metrics
+        self.faults = FaultInjector(args.faults)
+        self.reasoning = args.reasoning_parser in REASONING_PARSERS_WITH_EFFECT and self.engine.model.reasoning_share is not None
         self.started_s: float | None = None
+        self._on_crash = on_crash
 
-    def ready(self) -> bool:
-        return self.started_s is not None and self.clock.now_s() >= self.started_s + self.args.warmup_s
+    def since_ready_s(self) -> float | None:
+        if self.started_s is None:
+            return None
+        since = self.clock.now_s() - self.started_s - self.args.warmup_s
+        return since if since >= 0 else None
+
+    def unavailable(self, health: bool) -> bool:
+        """503 time: the injected outage for every generation route; the warm-up for health only
+        (SGLang serves /generate while it warms up: its own warm-up request is one)."""
+        since = self.since_ready_s()
+        if since is None:
+            return health
+        return self.faults.unavailable(since)
+
+    def count_response(self) -> None:
+        if self.faults.count_response():
+            asyncio.get_running_loop().call_soon(self._on_crash)  # after this response's bytes are handed to the socket
+
+    def text(self, request) -> OutputText:
+        model = self.engine.model
+        return OutputText(request.output_ids, model.eos_token_id, model.think_end_token_id)
 
     # -- facts ------------------------------------------------------------------------------------
 
@@ -58,11 +86,17 @@ class SimTwin:
             backend="sim",
             version=SIM_VERSION,
             max_total_num_tokens=scheduler.pool.capacity_tokens,
+            max_req_input_len=engine.context_length_tokens - 1,
             scheduler_info={
                 "max_total_num_tokens": scheduler.pool.capacity_tokens,
                 "max_req_input_len": engine.context_length_tokens - 1,
             },
-            internal_states=[{"last_gen_throughput": engine.gen_throughput_tok_s(), "avg_spec_accept_length": None}],
+            internal_states=[{
+                "last_gen_throughput": engine.gen_throughput_tok_s(),
+                "avg_spec_accept_length": None,
+                "sim_steps": engine.steps,  # twin only: steps run and the Python time they cost
+                "sim_loop_cpu_s": engine.loop_cpu_s,
+            }],
             sim_model_profile=engine.model.name,
         )
         return info
@@ -81,44 +115,30 @@ class SimTwin:
             "architectures": [model.architecture],
         }
 
-    # -- generation -------------------------------------------------------------------------------
-
-    def meta_info(self, update: TokenUpdate) -> dict:
-        meta = {
-            "id": update.rid,
-            "finish_reason": update.finish_reason,
-            "prompt_tokens": update.prompt_tokens,
-            "completion_tokens": update.output_tokens,
-            "cached_tokens": update.cached_tokens,
-            "reasoning_tokens": 0,
-            "weight_version": "default",
-        }
-        if update.finished:
-            meta["e2e_latency"] = update.now_s - update.arrival_s
-        return meta
-
-    def body(self, request: SimRequest, text: OutputText, update: TokenUpdate) -> dict:
-        n = update.output_tokens
-        return {"text": text.upto(n), "output_ids": request.output_ids[:n], "meta_info": self.meta_info(update)}
-
 
 TWIN_KEY = web.AppKey("twin", SimTwin)
 
 
 @web.middleware
-async def _api_key_middleware(request: web.Request, handler):
-    key = request.app[TWIN_KEY].args.api_key
+async def _gate_middleware(request: web.Request, handler):
+    twin = request.app[TWIN_KEY]
+    key = twin.args.api_key
     if key and request.path not in _UNAUTHENTICATED_PATHS:
         if request.headers.get("Authorization") != f"Bearer {key}":
-            return _json({"error": "Unauthorized"}, 401)
+            return json_response({"error": "Unauthorized"}, 401)
+    if request.path in _GENERATION_PATHS and twin.unavailable(request.path.startswith("/health")):
+        if request.path.startswith("/health"):
+            return web.Response(status=503)
+        message = "The server is not ready (warming up or unavailable)."
+        if request.path.startswith("/v1/"):
+            return json_response(error_body(message, 503), 503)
+        return json_response({"error": {"message": message}}, 503)
     return await handler(request)
 
 
 async def _health(request: web.Request) -> web.Response:
     twin: SimTwin = request.app[TWIN_KEY]
-    if not twin.ready():
-        return web.Response(status=503, text="warming up")
-    if twin.engine.scheduler.has_work():
+    if twin.engine.has_work():
         return web.Response(text="")  # busy and stepping: SGLang answers without generating
     probe = GenerateInput(rid=f"HEALTH_CHECK_{id(request)}", input_ids=(0,), max_new_tokens=1)
     try:
@@ -129,11 +149,11 @@ async def _health(request: web.Request) -> web.Response:
 
 
 async def _server_info(request: web.Request) -> web.Response:
-    return _json(request.app[TWIN_KEY].server_info())
+    return json_response(request.app[TWIN_KEY].server_info())
 
 
 async def _model_info(request: web.Request) -> web.Response:
-    return _json(request.app[TWIN_KEY].model_info())
+    return json_response(request.app[TWIN_KEY].model_info())
 
 
 async def _models(request: web.Request) -> web.Response:
@@ -146,7 +166,7 @@ async def _models(request: web.Request) -> web.Response:
         "root": twin.args.model_path,
         "max_model_len": twin.engine.context_length_tokens,
     }
-    return _json({"object": "list", "data": [card]})
+    return json_response({"object": "list", "data": [card]})
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -155,46 +175,63 @@ async def _metrics(request: web.Request) -> web.Response:
 
 
 async def _flush_cache(request: web.Request) -> web.Response:
-    if request.app[TWIN_KEY].engine.scheduler.flush_cache():
+    if request.app[TWIN_KEY].engine.flush_cache():
         return web.Response(text="Cache flushed.\n")
     return web.Response(status=400, text="Cache not flushed: requests are running or waiting.\n")
+
+
+async def _body(request: web.Request):
+    try:
+        return orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"the request body is not valid JSON: {exc}") from None
 
 
 async def _generate(request: web.Request) -> web.StreamResponse:
     twin: SimTwin = request.app[TWIN_KEY]
     engine = twin.engine
     try:
-        body = orjson.loads(await request.read())
-    except orjson.JSONDecodeError as exc:
-        return _error(f"the request body is not valid JSON: {exc}")
-    try:
-        spec = parse_generate(body, engine.model.vocab_size)
-        sim_request = engine.submit(spec)
+        ask = parse_generate(await _body(request), engine.model.vocab_size)
+        faults = twin.faults.draw()
+        sim_request = engine.submit(engine_spec(ask.spec, faults))
     except (BadRequest, RequestRejected) as exc:
-        return _error(str(exc))
-    text = OutputText(sim_request.output_ids, engine.model.eos_token_id)
-
-    if not spec.stream:
-        async with aclosing(engine.updates(sim_request)) as updates:
-            async for update in updates:
-                pass
-        if twin.metrics is not None:
-            twin.metrics.observe_finished(update)
-        return _json(twin.body(sim_request, text, update))
-
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
+        return NativeView.error_response(str(exc), 400)
+    report_reasoning = ask.require_reasoning and twin.reasoning
+    view = NativeView(sim_request, twin.text(sim_request), twin.args.incremental_streaming_output, report_reasoning, twin.args.enable_metrics)
     try:
-        async with aclosing(engine.updates(sim_request)) as updates:  # closing aborts the request
-            async for update in updates:
-                await response.write(b"data: " + orjson.dumps(twin.body(sim_request, text, update)) + b"\n\n")
-        if twin.metrics is not None:
-            twin.metrics.observe_finished(update)
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-    except ConnectionResetError:
-        pass  # the client went away; its request was aborted and its KV freed
-    return response
+        return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
+    finally:
+        twin.count_response()
+
+
+async def _openai(request: web.Request, route: Route) -> web.StreamResponse:
+    twin: SimTwin = request.app[TWIN_KEY]
+    engine, args = twin.engine, twin.args
+    vocab = engine.model.vocab_size
+    try:
+        body = await _body(request)
+        if route is Route.CHAT:
+            unlimited = engine.context_length_tokens  # engine.submit clips it to what the context leaves
+            ask = parse_chat(body, vocab, unlimited, twin.reasoning, args.stream_response_default_include_usage)
+        else:
+            ask = parse_completion(body, vocab, args.stream_response_default_include_usage)
+        faults = twin.faults.draw()
+        sim_request = engine.submit(engine_spec(ask.spec, faults))
+    except (BadRequest, RequestRejected) as exc:
+        return OpenAIView.error_response(str(exc), 400)
+    view = OpenAIView(route, sim_request, ask, twin.text(sim_request), twin.reasoning, args.enable_cache_report)
+    try:
+        return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
+    finally:
+        twin.count_response()
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    return await _openai(request, Route.CHAT)
+
+
+async def _completions(request: web.Request) -> web.StreamResponse:
+    return await _openai(request, Route.COMPLETION)
 
 
 async def _on_startup(app: web.Application) -> None:
@@ -207,10 +244,11 @@ async def _on_cleanup(app: web.Application) -> None:
     await app[TWIN_KEY].engine.stop()
 
 
-def create_app(args: SimServerArgs, clock: Clock | None = None) -> web.Application:
-    """The twin as an aiohttp app; raises UnknownProfileError or KvSizingError for impossible setups."""
-    app = web.Application(middlewares=[_api_key_middleware], client_max_size=64 * 1024**2)
-    app[TWIN_KEY] = SimTwin(args, clock or MonotonicClock())
+def create_app(args: SimServerArgs, clock: Clock | None = None, on_crash: Callable[[], None] = _exit_now) -> web.Application:
+    """The twin as an aiohttp app; raises UnknownProfileError or KvSizingError for impossible setups.
+    `on_crash` runs when --fault-crash-after is reached (default: exit the process at once)."""
+    app = web.Application(middlewares=[_gate_middleware], client_max_size=64 * 1024**2)
+    app[TWIN_KEY] = SimTwin(args, clock or MonotonicClock(), on_crash)
     app.router.add_get("/health", _health)
     app.router.add_get("/health_generate", _health)
     for path in ("/server_info", "/get_server_info"):
@@ -220,10 +258,12 @@ def create_app(args: SimServerArgs, clock: Clock | None = None) -> web.Applicati
     app.router.add_get("/v1/models", _models)
     if args.enable_metrics:
         app.router.add_get("/metrics", _metrics)
-    app.router.add_route("GET", "/flush_cache", _flush_cache)
-    app.router.add_route("POST", "/flush_cache", _flush_cache)
-    app.router.add_route("POST", "/generate", _generate)
-    app.router.add_route("PUT", "/generate", _generate)
+    for method in ("GET", "POST"):
+        app.router.add_route(method, "/flush_cache", _flush_cache)
+    for method in ("POST", "PUT"):
+        app.router.add_route(method, "/generate", _generate)
+    app.router.add_post("/v1/chat/completions", _chat)
+    app.router.add_post("/v1/completions", _completions)
     app.on_startup.append(_on_startup)
     app.on_cleanup.append(_on_cleanup)
     return app

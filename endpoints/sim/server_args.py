@@ -12,27 +12,30 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from endpoints.sim.profiles import HardwareName
+from endpoints.sim.faults import FaultConfig
+from endpoints.sim.profiles import HARDWARE_PROFILES, HardwareName
 from endpoints.sim.schedule_policy import SchedulePolicy
 
 DEFAULT_MODEL_PATH = "deepseek-ai/DeepSeek-V3"
 DEFAULT_MEM_FRACTION_STATIC = 0.88  # about what SGLang picks for DeepSeek on 8×H200/B200
-DEFAULT_CHUNKED_PREFILL_TOKENS = 8192
+DEFAULT_CHUNKED_PREFILL_TOKENS = 8192  # SGLang's default below 160 GB of HBM (H100, H200)
+LARGE_GPU_CHUNKED_PREFILL_TOKENS = 16384  # and at 160 GB or more (B200)
+LARGE_GPU_HBM_BYTES = 160 * 2**30
 DEFAULT_MAX_RUNNING_REQUESTS = 2048
 KV_DTYPE_BYTES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 # Real SGLang flags accepted and ignored: they change logs, kernels or parsing, not the twin's model.
 IGNORED_VALUE_FLAGS = (
     "--log-level", "--dtype", "--quantization", "--page-size", "--ep-size", "--attention-backend",
-    "--reasoning-parser", "--tool-call-parser", "--cuda-graph-max-bs", "--watchdog-timeout", "--random-seed",
-    "--decode-log-interval", "--schedule-conservativeness", "--moe-a2a-backend", "--deepep-mode",
+    "--tool-call-parser", "--cuda-graph-max-bs", "--watchdog-timeout", "--random-seed",
+    "--decode-log-interval", "--moe-a2a-backend", "--deepep-mode",
     "--moe-runner-backend", "--nnodes", "--node-rank", "--dist-init-addr", "--load-balance-method",
     "--chat-template", "--revision", "--download-dir", "--device",
 )  # fmt: skip
 IGNORED_BOOL_FLAGS = (
     "--trust-remote-code", "--disable-overlap-schedule", "--enable-mixed-chunk", "--disable-cuda-graph",
     "--enable-dp-lm-head", "--enable-two-batch-overlap", "--enable-eplb", "--log-requests",
-    "--enable-metrics-for-all-schedulers", "--stream-response-default-include-usage", "--enable-torch-compile",
+    "--enable-metrics-for-all-schedulers", "--enable-torch-compile",
     "--disable-custom-all-reduce",
 )  # fmt: skip
 # Real SGLang flags that change cost in ways the twin does not model yet.
@@ -61,6 +64,10 @@ class SimServerArgs:
     enable_metrics: bool
     enable_cache_report: bool
     stream_interval: int
+    incremental_streaming_output: bool
+    stream_response_default_include_usage: bool
+    reasoning_parser: str | None
+    schedule_conservativeness: float
     mem_fraction_static: float
     context_length: int | None  # None: the model's own maximum
     kv_cache_dtype: str
@@ -68,6 +75,7 @@ class SimServerArgs:
     skip_server_warmup: bool
     sim_hardware: HardwareName
     sim_warmup_s: float
+    faults: FaultConfig
     ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
 
     @property
@@ -80,7 +88,8 @@ class SimServerArgs:
 
     def as_server_info(self) -> dict:
         """Every argument under its SGLang field name, the way /server_info shows ServerArgs."""
-        info = {name: getattr(self, name) for name in self.__slots__ if name != "ignored"}
+        info = {name: getattr(self, name) for name in self.__slots__ if name not in ("ignored", "faults")}
+        info.update(self.faults.as_server_info())
         info["schedule_policy"] = self.schedule_policy.value
         info["sim_hardware"] = self.sim_hardware.value
         info["api_key"] = "<redacted>" if self.api_key else None
@@ -110,6 +119,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--enable-cache-report", action="store_true")
     p.add_argument("--stream-interval", type=int, default=1)
+    p.add_argument("--incremental-streaming-output", "--stream-output", dest="incremental_streaming_output", action="store_true")
+    p.add_argument("--stream-response-default-include-usage", action="store_true")
+    p.add_argument("--reasoning-parser", default=None)
+    p.add_argument("--schedule-conservativeness", type=float, default=1.0)
     p.add_argument("--mem-fraction-static", type=float, default=None)
     p.add_argument("--context-length", type=int, default=None)
     p.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), default="auto")
@@ -117,6 +130,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-server-warmup", action="store_true")
     p.add_argument("--sim-hardware", choices=[h.value for h in HardwareName], default=HardwareName.H200.value)
     p.add_argument("--sim-warmup-s", type=float, default=0.0, help="seconds /health answers 503 after start")
+    FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
     ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
     for flag in IGNORED_VALUE_FLAGS:
         ignored.add_argument(flag, default=None)
@@ -157,9 +171,21 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         raise ServerArgsError(f"--mem-fraction-static must be in (0, 1], got {mem}")
     if ns.sim_warmup_s < 0:
         raise ServerArgsError(f"--sim-warmup-s must be >= 0, got {ns.sim_warmup_s}")
+    if ns.schedule_conservativeness <= 0:
+        raise ServerArgsError(f"--schedule-conservativeness must be positive, got {ns.schedule_conservativeness}")
     if not 0 <= ns.port <= 65535:
         raise ServerArgsError(f"--port must be 0-65535, got {ns.port}")
-    chunk = DEFAULT_CHUNKED_PREFILL_TOKENS if ns.chunked_prefill_size is None else ns.chunked_prefill_size
+    try:
+        faults = FaultConfig.from_namespace(ns)
+    except ValueError as exc:
+        raise ServerArgsError(str(exc)) from None
+    hardware = HardwareName(ns.sim_hardware)
+    default_chunk = (
+        LARGE_GPU_CHUNKED_PREFILL_TOKENS
+        if HARDWARE_PROFILES[hardware].hbm_bytes >= LARGE_GPU_HBM_BYTES
+        else DEFAULT_CHUNKED_PREFILL_TOKENS
+    )
+    chunk = default_chunk if ns.chunked_prefill_size is None else ns.chunked_prefill_size
     if chunk == 0 or chunk < -1:
         raise ServerArgsError(f"--chunked-prefill-size must be positive or -1 (off), got {chunk}")
     return SimServerArgs(
@@ -179,6 +205,10 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         enable_metrics=ns.enable_metrics,
         enable_cache_report=ns.enable_cache_report,
         stream_interval=ns.stream_interval,
+        incremental_streaming_output=ns.incremental_streaming_output,
+        stream_response_default_include_usage=ns.stream_response_default_include_usage,
+        reasoning_parser=ns.reasoning_parser,
+        schedule_conservativeness=ns.schedule_conservativeness,
         mem_fraction_static=mem,
         context_length=ns.context_length,
         kv_cache_dtype=ns.kv_cache_dtype,
@@ -186,6 +216,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         skip_server_warmup=ns.skip_server_warmup,
         sim_hardware=HardwareName(ns.sim_hardware),
         sim_warmup_s=ns.sim_warmup_s,
+        faults=faults,
         ignored=tuple((dest, getattr(ns, dest)) for dest in _IGNORED_DESTS),
     )
 

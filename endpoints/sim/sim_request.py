@@ -3,16 +3,17 @@
 Output tokens are deterministic: ids come from a seed taken from the prompt, so the same prompt
 always yields the same answer (and the radix tree sees the same sequence). Without ignore_eos a
 request stops early at a prompt-determined length, ending with the EOS id, as a model would.
+A reasoning model (R1) spends the first part of its output thinking and closes it with `</think>`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from array import array
 from dataclasses import dataclass
 
 from endpoints.sim.radix_cache import RadixNode
+from endpoints.sim.update_channel import UpdateChannel
 
 _FIRST_ORDINARY_ID = 3  # 0-2 are BOS/EOS/PAD in DeepSeek's vocabulary
 _ID_STRIDE = 2_654_435_761  # Knuth's multiplicative hash constant: spreads consecutive steps over the vocabulary
@@ -25,6 +26,16 @@ class GenerateInput:
     max_new_tokens: int
     ignore_eos: bool = False
     stream: bool = False
+    reasoning_tokens: int | None = None  # twin-only: how many reasoning tokens to emit (R1); None: profile's draw
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPlan:
+    """What a request will produce: its ids, how it ends, and how many leading ids are reasoning."""
+
+    output_ids: list[int]
+    finish_reason: dict  # SGLang's shape: {"type": "length", "length": N} or {"type": "stop", "matched": id}
+    reasoning_tokens: int  # leading output tokens up to and including `</think>` (0: no reasoning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +46,12 @@ class TokenUpdate:
     output_tokens: int
     prompt_tokens: int
     cached_tokens: int
+    reasoning_tokens: int  # reasoning tokens emitted so far (including `</think>`)
+    num_retractions: int
     finished: bool
-    finish_reason: dict | None  # SGLang's shape: {"type": "length", "length": N} or {"type": "stop", "matched": id}
+    finish_reason: dict | None
     arrival_s: float
+    admitted_s: float | None  # first admission into the running batch (queue time ends here)
     first_token_s: float | None
     now_s: float
 
@@ -46,8 +60,18 @@ def prompt_seed(input_ids: tuple[int, ...]) -> int:
     return zlib.crc32(array("q", input_ids).tobytes())
 
 
-def planned_output(input_ids: tuple[int, ...], max_new_tokens: int, ignore_eos: bool, vocab_size: int, eos_id: int):
-    """(output ids, finish reason) this request will produce."""
+def planned_output(
+    input_ids: tuple[int, ...],
+    max_new_tokens: int,
+    ignore_eos: bool,
+    vocab_size: int,
+    eos_id: int,
+    think_end_id: int | None = None,
+    reasoning_share: tuple[float, float] | None = None,
+    reasoning_tokens: int | None = None,
+) -> OutputPlan:
+    """The output this request will produce. `think_end_id`/`reasoning_share` come from a reasoning
+    profile; `reasoning_tokens` (the request's own ask) overrides the profile's share."""
     seed = prompt_seed(input_ids)
     length = max_new_tokens
     if not ignore_eos and max_new_tokens > 1:
@@ -55,39 +79,58 @@ def planned_output(input_ids: tuple[int, ...], max_new_tokens: int, ignore_eos: 
         length = max_new_tokens - seed % (max_new_tokens // 2 + 1)
     span = vocab_size - _FIRST_ORDINARY_ID
     ids = [(seed + i * _ID_STRIDE) % span + _FIRST_ORDINARY_ID for i in range(length)]
+    thinking = 0
+    if think_end_id is not None and reasoning_share is not None:
+        if reasoning_tokens is None:
+            low, high = reasoning_share
+            draw = zlib.crc32(b"reasoning", seed) / 0xFFFFFFFF  # fixed per prompt, independent of the ids
+            reasoning_tokens = round((low + (high - low) * draw) * length)
+        thinking = min(reasoning_tokens, length)
+        if 0 < thinking < length:
+            ids[thinking - 1] = think_end_id  # the answer starts after `</think>`
     if length < max_new_tokens:
         ids[-1] = eos_id
-        return ids, {"type": "stop", "matched": eos_id}
-    return ids, {"type": "length", "length": length}
+        return OutputPlan(ids, {"type": "stop", "matched": eos_id}, thinking)
+    return OutputPlan(ids, {"type": "length", "length": length}, thinking)
 
 
 class SimRequest:
     """Mutable progress of one request; owned by the scheduler, read by the engine."""
 
     __slots__ = (
-        "rid", "input_ids", "max_new_tokens", "stream", "output_ids", "final_reason", "arrival_s",
-        "cached_tokens", "prefilled_tokens", "output_tokens", "reserved_tokens", "lock_node",
-        "first_token_s", "sent_tokens", "finished", "aborted", "updates",
+        "rid", "input_ids", "max_new_tokens", "stream", "output_ids", "final_reason", "reasoning_target",
+        "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
+        "output_tokens",
+        "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions", "finished", "aborted",
+        "abort_reason", "updates",
     )  # fmt: skip
 
-    def __init__(self, spec: GenerateInput, output_ids: list[int], final_reason: dict, arrival_s: float) -> None:
+    def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
         self.rid = spec.rid
         self.input_ids = spec.input_ids
         self.max_new_tokens = spec.max_new_tokens
         self.stream = spec.stream
-        self.output_ids = output_ids
-        self.final_reason = final_reason
+        self.output_ids = plan.output_ids
+        self.final_reason = plan.finish_reason
+        self.reasoning_target = plan.reasoning_tokens
         self.arrival_s = arrival_s
-        self.cached_tokens = 0  # prefix tokens found in the radix tree at admission
-        self.prefilled_tokens = 0  # prompt tokens with KV (cached ones included)
+        self.admitted_s: float | None = None
+        self.cached_tokens = 0  # prompt tokens found in the radix tree at first admission (what is reported)
+        self.prefix_tokens = 0  # tokens matched in the tree at the current admission (re-admission too)
+        self.prefill_target = 0  # sequence length this (re-)prefill covers, set at admission
+        self.prefilled_tokens = 0  # tokens of it with KV so far (matched prefix included)
+        self.decoding = False  # prefill done: one token per decode step from here on
         self.output_tokens = 0
-        self.reserved_tokens = 0  # KV slots held outside the radix tree
+        self.held_tokens = 0  # KV slots this request holds outside the radix tree
         self.lock_node: RadixNode | None = None
         self.first_token_s: float | None = None
         self.sent_tokens = -1  # output count at the last update sent; -1: none sent yet
+        self.last_sent_s: float | None = None
+        self.num_retractions = 0
         self.finished = False
         self.aborted = False
-        self.updates: asyncio.Queue[TokenUpdate] = asyncio.Queue()
+        self.abort_reason: dict | None = None
+        self.updates = UpdateChannel()
 
     @property
     def prompt_tokens(self) -> int:
@@ -98,8 +141,22 @@ class SimRequest:
         return len(self.output_ids)
 
     @property
+    def seq_tokens(self) -> int:
+        """Prompt plus output so far: what a (re-)prefill must cover before the next token."""
+        return len(self.input_ids) + self.output_tokens
+
+    def sequence(self) -> tuple[int, ...]:
+        if self.output_tokens == 0:
+            return self.input_ids
+        return self.input_ids + tuple(self.output_ids[: self.output_tokens])
+
+    @property
     def prefill_remaining(self) -> int:
-        return len(self.input_ids) - self.prefilled_tokens
+        return 0 if self.decoding else self.prefill_target - self.prefilled_tokens
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return min(self.output_tokens, self.reasoning_target)
 
     def update(self, now_s: float) -> TokenUpdate:
         return TokenUpdate(
@@ -107,9 +164,12 @@ class SimRequest:
             output_tokens=self.output_tokens,
             prompt_tokens=len(self.input_ids),
             cached_tokens=self.cached_tokens,
-            finished=self.finished,
-            finish_reason=self.final_reason if self.finished else None,
+            reasoning_tokens=min(self.output_tokens, self.reasoning_target),
+            num_retractions=self.num_retractions,
+            finished=self.finished or self.aborted,
+            finish_reason=(self.abort_reason or self.final_reason) if (self.finished or self.aborted) else None,
             arrival_s=self.arrival_s,
+            admitted_s=self.admitted_s,
             first_token_s=self.first_token_s,
             now_s=now_s,
         )

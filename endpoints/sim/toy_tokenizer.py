@@ -30,15 +30,33 @@ def encode(text: str, vocab_size: int) -> tuple[int, ...]:
     )
 
 
+THINK_END_TEXT = "</think>"
+
+
+def render_chat(messages: list[tuple[str, str]], thinking: bool) -> str:
+    """A stand-in chat template: role-tagged turns, then the assistant's turn. Each turn's text is a
+    prefix of the next turn's prompt, so a conversation hits the prefix cache as it would for real."""
+    parts = [f"<|{role}|>{content}" for role, content in messages]
+    return "".join(parts) + ("<|assistant|><think>\n" if thinking else "<|assistant|>")
+
+
 class OutputText:
-    """The text of a request's output ids, sliceable by token count in O(1)."""
+    """The text of a request's output ids, sliceable by token count in O(1). EOS renders as nothing,
+    the reasoning end as `</think>`."""
 
     __slots__ = ("_text", "_ends")
 
-    def __init__(self, output_ids: list[int], eos_id: int) -> None:
-        words = ["" if t == eos_id else _WORDS[t % len(_WORDS)] for t in output_ids]
+    def __init__(self, output_ids: list[int], eos_id: int, think_end_id: int | None = None) -> None:
+        words = [
+            "" if t == eos_id else THINK_END_TEXT if t == think_end_id else _WORDS[t % len(_WORDS)]
+            for t in output_ids
+        ]
         self._text = "".join(words)
         self._ends = [0, *accumulate(len(w) for w in words)]
 
     def upto(self, tokens: int) -> str:
         return self._text[: self._ends[tokens]]
+
+    def span(self, start_tokens: int, end_tokens: int) -> str:
+        """Text of output tokens [start, end)."""
+        return self._text[self._ends[start_tokens] : self._ends[end_tokens]]

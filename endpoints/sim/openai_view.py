@@ -1,0 +1,164 @@
+"""How /v1/chat/completions and /v1/completions answer, field for field (SGLang's serving_chat,
+serving_completions and usage_processor).
+
+Streams: the first chat chunk carries `delta.role`; text arrives as deltas (reasoning in
+`delta.reasoning_content` under --reasoning-parser deepseek-r1); a last chunk with an empty delta
+carries `finish_reason` and `matched_stop`; with `stream_options.include_usage` a usage-only
+chunk (`choices: []`) follows; then `data: [DONE]`. Usage has `prompt_tokens_details.cached_tokens`
+only under --enable-cache-report and when non-zero, and a top-level `reasoning_tokens`.
+"""
+
+from __future__ import annotations
+
+import time
+from enum import Enum
+
+import orjson
+from aiohttp import web
+
+from endpoints.sim.native_view import json_response
+from endpoints.sim.openai_request import OpenAIRequest
+from endpoints.sim.sim_request import SimRequest, TokenUpdate
+from endpoints.sim.toy_tokenizer import OutputText
+
+_DATA, _END = b"data: ", b"\n\n"
+_ERROR_TYPES = {400: "BadRequestError", 401: "Unauthorized", 404: "NotFoundError", 500: "InternalServerError",
+                503: "ServiceUnavailableError"}  # fmt: skip
+
+
+class Route(str, Enum):
+    CHAT = "chat.completion"
+    COMPLETION = "text_completion"
+
+
+def error_body(message: str, status: int) -> dict:
+    """SGLang's ErrorResponse."""
+    return {"object": "error", "message": message, "type": _ERROR_TYPES.get(status, str(status)), "param": None, "code": status}
+
+
+def _finish(update: TokenUpdate) -> tuple[str | None, object]:
+    reason = update.finish_reason
+    if reason is None:
+        return None, None
+    return reason["type"], reason.get("matched")
+
+
+class OpenAIView:
+    __slots__ = (
+        "_route", "_request", "_ask", "_text", "_reasoning_end", "_content_start", "_split", "_cache_report",
+        "_created", "_sent", "_first",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        route: Route,
+        request: SimRequest,
+        ask: OpenAIRequest,
+        text: OutputText,
+        reasoning_parser: bool,
+        cache_report: bool,
+    ) -> None:
+        self._route = route
+        self._request = request
+        self._ask = ask
+        self._text = text
+        thinking, length = request.reasoning_target, request.target_tokens
+        # Reasoning text is the output before `</think>`; the answer starts after it.
+        self._reasoning_end = thinking - 1 if 0 < thinking < length else thinking
+        self._content_start = thinking
+        self._split = reasoning_parser and route is Route.CHAT and ask.separate_reasoning
+        self._cache_report = cache_report
+        self._created = int(time.time())
+        self._sent = 0
+        self._first = True
+
+    # -- pieces -----------------------------------------------------------------------------------
+
+    def usage(self, update: TokenUpdate) -> dict:
+        cached = update.cached_tokens
+        return {
+            "prompt_tokens": update.prompt_tokens,
+            "total_tokens": update.prompt_tokens + update.output_tokens,
+            "completion_tokens": update.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached} if self._cache_report and cached > 0 else None,
+            "reasoning_tokens": update.reasoning_tokens if self._split else 0,
+        }
+
+    def _pieces(self, start: int, end: int) -> tuple[str | None, str]:
+        """(reasoning text, content text) of output tokens [start, end)."""
+        if not self._split:
+            return None, self._text.span(start, end)
+        r_end, c_start = self._reasoning_end, self._content_start
+        reasoning = self._text.span(min(start, r_end), min(end, r_end)) if start < r_end else None
+        content = self._text.span(max(start, c_start), end) if end > c_start else ""
+        return reasoning, content
+
+    def _chunk(self, choices: list, usage: dict | None) -> bytes:
+        body = {
+            "id": self._request.rid,
+            "object": self._route.value + ("" if self._route is Route.COMPLETION else ".chunk"),
+            "created": self._created,
+            "model": self._ask.model,
+            "choices": choices,
+            "usage": usage,
+        }
+        return _DATA + orjson.dumps(body) + _END
+
+    # -- streams ----------------------------------------------------------------------------------
+
+    def chunk(self, update: TokenUpdate) -> bytes:
+        """Every event one engine update turns into (several at a reasoning boundary or the end)."""
+        start, end = self._sent, update.output_tokens
+        self._sent = end
+        reasoning, content = self._pieces(start, end)
+        usage = self.usage(update) if self._ask.continuous_usage else None
+        reason, matched = _finish(update)
+        out = []
+        if self._route is Route.COMPLETION:
+            choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+            out.append(self._chunk([choice], usage))
+        else:
+            if self._first:
+                self._first = False
+                out.append(self._chunk([self._delta({"role": "assistant", "content": ""})], usage))
+            if reasoning:
+                out.append(self._chunk([self._delta({"reasoning_content": reasoning})], usage))
+            if content:
+                out.append(self._chunk([self._delta({"content": content})], usage))
+            if reason is not None:
+                out.append(self._chunk([self._delta({}, reason, matched)], usage))
+        if reason is not None and self._ask.include_usage:
+            out.append(self._chunk([], self.usage(update)))
+        return b"".join(out)
+
+    @staticmethod
+    def _delta(fields: dict, reason: str | None = None, matched: object = None) -> dict:
+        delta = {"role": None, "content": None, "reasoning_content": None, "tool_calls": None, **fields}
+        return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+
+    # -- whole answers ----------------------------------------------------------------------------
+
+    def full_body(self, update: TokenUpdate) -> dict:
+        reasoning, content = self._pieces(0, update.output_tokens)
+        reason, matched = _finish(update)
+        if self._route is Route.COMPLETION:
+            choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+        else:
+            message = {"role": "assistant", "content": content, "reasoning_content": reasoning, "tool_calls": None}
+            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+        return {
+            "id": self._request.rid,
+            "object": self._route.value,
+            "created": self._created,
+            "model": self._ask.model,
+            "choices": [choice],
+            "usage": self.usage(update),
+        }
+
+    @staticmethod
+    def error_event(message: str, status: int) -> bytes:
+        return _DATA + orjson.dumps({"error": error_body(message, status)}) + _END
+
+    @staticmethod
+    def error_response(message: str, status: int) -> web.Response:
+        return json_response(error_body(message, status), status)

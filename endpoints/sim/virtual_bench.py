@@ -1,0 +1,131 @@
+"""bench_serving in virtual time: run a request list through the twin's engine, in-process, and
+measure it the way `sglang.bench_serving` does (throughput over wall time, mean TTFT, TPOT, ITL).
+
+Used by bench/twin_calibration.py (the published setups) and by tests and capacity what-ifs: an
+hour of simulated serving takes seconds, and the engine, scheduler and cost model are exactly the
+ones behind HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from statistics import fmean
+
+from endpoints.sim.clock import VirtualClock
+from endpoints.sim.engine import SimEngine
+from endpoints.sim.engine_builder import build_engine
+from endpoints.sim.server_args import parse_server_args
+from endpoints.sim.sim_request import GenerateInput
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRequest:
+    input_ids: tuple[int, ...]
+    output_tokens: int
+    arrival_s: float = 0.0  # open-loop arrival; 0 for all means "as fast as the concurrency cap allows"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTiming:
+    prompt_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    num_retractions: int
+    sent_s: float
+    ttft_s: float
+    e2e_s: float
+    chunk_gaps_s: tuple[float, ...]  # between consecutive chunks (stream interval 1: per token)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    duration_s: float
+    requests: tuple[RequestTiming, ...]
+    engine: SimEngine
+
+    @property
+    def output_tok_s(self) -> float:
+        return sum(r.output_tokens for r in self.requests) / self.duration_s
+
+    @property
+    def total_tok_s(self) -> float:
+        return sum(r.output_tokens + r.prompt_tokens for r in self.requests) / self.duration_s
+
+    @property
+    def mean_ttft_s(self) -> float:
+        return fmean(r.ttft_s for r in self.requests)
+
+    @property
+    def mean_tpot_s(self) -> float:
+        """bench_serving's TPOT: (latency − TTFT) / (output − 1), over requests with > 1 token."""
+        return fmean((r.e2e_s - r.ttft_s) / (r.output_tokens - 1) for r in self.requests if r.output_tokens > 1)
+
+    @property
+    def mean_itl_s(self) -> float:
+        gaps = [g for r in self.requests for g in r.chunk_gaps_s]
+        return fmean(gaps) if gaps else 0.0
+
+    @property
+    def retractions(self) -> int:
+        return self.engine.scheduler.retractions.requests
+
+
+def random_ids(n: int, rng: random.Random) -> tuple[int, ...]:
+    return tuple(rng.randrange(3, 128_000) for _ in range(n))
+
+
+def random_requests(count: int, input_len: int, output_len: int, range_ratio: float, seed: int = 1) -> list[BenchRequest]:
+    """bench_serving's `random` dataset lengths: uniform in [max(len × ratio, 1), len]."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n_in = rng.randint(max(int(input_len * range_ratio), 1), input_len)
+        n_out = rng.randint(max(int(output_len * range_ratio), 1), output_len)
+        out.append(BenchRequest(random_ids(n_in, rng), n_out))
+    return out
+
+
+async def _one(engine: SimEngine, i: int, request: BenchRequest) -> RequestTiming:
+    clock = engine.clock
+    sent_s = clock.now_s()
+    spec = GenerateInput(f"bench-{i}", request.input_ids, request.output_tokens, ignore_eos=True, stream=True)
+    times = []
+    async for update in engine.updates(engine.submit(spec)):
+        times.append(update.now_s)
+        last = update
+    return RequestTiming(
+        prompt_tokens=last.prompt_tokens,
+        output_tokens=last.output_tokens,
+        cached_tokens=last.cached_tokens,
+        num_retractions=last.num_retractions,
+        sent_s=sent_s,
+        ttft_s=times[0] - sent_s,
+        e2e_s=times[-1] - sent_s,
+        chunk_gaps_s=tuple(b - a for a, b in zip(times, times[1:])),
+    )
+
+
+def run_bench(flags: list[str], requests: list[BenchRequest], max_concurrency: int | None = None) -> BenchResult:
+    """Run the requests against a twin built from SGLang `flags`, in virtual time."""
+    clock = VirtualClock()
+
+    async def main() -> BenchResult:
+        engine = build_engine(parse_server_args(flags), clock)
+        engine.start()
+        limit = asyncio.Semaphore(max_concurrency or len(requests))
+
+        async def client(i: int, request: BenchRequest) -> RequestTiming:
+            await clock.sleep_until(request.arrival_s)
+            async with limit:
+                return await _one(engine, i, request)
+
+        start_s = clock.now_s()
+        try:
+            timings = await asyncio.gather(*(client(i, r) for i, r in enumerate(requests)))
+        finally:
+            await engine.stop()
+        return BenchResult(clock.now_s() - start_s, tuple(timings), engine)
+
+    return clock.run(main())
