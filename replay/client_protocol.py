@@ -22,6 +22,11 @@ class SendOptions:
     request_timeout_s: float
     # Extra HTTP headers, e.g. Authorization. Kept out of repr so a logged config never shows a key.
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    model: str = "default"  # OpenAI `model`; SGLang ignores it, other OpenAI-compatible servers do not
+    require_reasoning: bool = False  # native /generate: ask SGLang to count reasoning tokens (R1)
+    # The twin's body field for how many reasoning tokens to emit; set only when the endpoint is the
+    # twin and the field is known, so a real server never receives it.
+    sim_reasoning_field: str | None = None
 
 
 class SendFunction(Protocol):

@@ -2,22 +2,45 @@
 
 It sleeps to each absolute deadline on the injected clock (never by summing deltas, so lateness
 cannot accumulate), then starts the request as its own task and moves on; a slow server makes
-requests overlap, it never delays the schedule. How late each request really left is measured by
-the client (`sent_mono_s`), so lag caused here or in the event loop shows up in the records.
+requests overlap, it never delays the schedule. Only two things may hold a request back past its
+time (DESIGN.md, "Replay"), and both are recorded on it as `held_s`/`held_by`:
+- session order: a turn waits until the previous turn of its session has finished;
+- the concurrency cap: at most `max_concurrency` requests in flight, released in schedule order.
+Schedule lag is then sent − (scheduled + held): what the client itself added.
 
-Session order and a concurrency cap (DESIGN.md, "Replay") will hold requests back here, later.
+Cancelling the run records every request it catches in flight or held as `cancelled`, so a stopped
+run still accounts for them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 
 from replay.clock import Clock
 from replay.prepared_request import PreparedRequest
-from replay.records import RequestRecord
+from replay.progress_counters import ReplayProgress
+from replay.records import RequestRecord, RequestStatus
+from replay.session_order import session_predecessors
 
 Dispatch = Callable[[PreparedRequest], Awaitable[RequestRecord]]
+
+HELD_BY_SESSION = "session"
+HELD_BY_CONCURRENCY = "concurrency"
+
+
+def cancelled_record(request: PreparedRequest, run_id: str, held_s: float, held_by: str | None) -> RequestRecord:
+    """A request the run stopped before it finished: nothing measured beyond its schedule."""
+    return RequestRecord(
+        run_id=run_id, request_id=request.request_id, session_id=request.session_id, turn=request.turn,
+        input_tokens=request.input_tokens, output_tokens=request.output_tokens, scheduled_mono_s=request.offset_s,
+        sent_mono_s=None, first_token_mono_s=None, first_answer_mono_s=None, finish_mono_s=None, chunk_mono_s=(),
+        prompt_tokens=None, completion_tokens=None, cached_tokens=None, reasoning_tokens=None, finish_reason=None,
+        http_status=None, status=RequestStatus.CANCELLED, error_kind="cancelled",
+        error_message="the replay was stopped before this request finished",
+        is_warmup=request.is_warmup, held_s=held_s, held_by=held_by,
+    )  # fmt: skip
 
 
 async def run_open_loop(
@@ -26,18 +49,57 @@ async def run_open_loop(
     clock: Clock,
     t0_s: float,
     on_record: Callable[[RequestRecord], None],
+    max_concurrency: int | None = None,
+    run_id: str = "",
+    progress: ReplayProgress | None = None,
 ) -> int:
     """Send `requests` (sorted by offset_s) on schedule; `on_record` gets each record as it completes.
 
-    Returns the number of records delivered. If cancelled, in-flight requests are cancelled too.
+    Returns the number of records delivered. If cancelled, in-flight and held requests are recorded
+    as cancelled and the cancellation propagates.
     """
+    if max_concurrency is not None and max_concurrency <= 0:
+        raise ValueError(f"max_concurrency must be > 0, got {max_concurrency}")
+    predecessors = session_predecessors(requests)
+    # Only requests someone waits for need an event.
+    finished_events = {p: asyncio.Event() for p in predecessors if p is not None}
+    slots = asyncio.Semaphore(max_concurrency) if max_concurrency is not None else None
     in_flight: set[asyncio.Task] = set()
     failures: list[BaseException] = []
     delivered = 0
 
-    async def one(request: PreparedRequest) -> None:
+    async def one(index: int, request: PreparedRequest) -> None:
         nonlocal delivered
-        record = await dispatch(request)
+        held_by: str | None = None
+        held_s = 0.0
+        acquired = False
+        try:
+            before = predecessors[index]
+            if before is not None and not finished_events[before].is_set():
+                await finished_events[before].wait()
+                held_by = HELD_BY_SESSION
+            if slots is not None:
+                if slots.locked():
+                    held_by = HELD_BY_CONCURRENCY
+                await slots.acquire()
+                acquired = True
+            if held_by is not None:
+                held_s = max(0.0, clock.now_s() - t0_s - request.offset_s)
+            if progress is not None:
+                progress.on_sent()
+            record = await dispatch(request)
+        except asyncio.CancelledError:
+            on_record(cancelled_record(request, run_id, held_s, held_by))
+            delivered += 1
+            raise
+        finally:
+            if acquired:
+                slots.release()
+            event = finished_events.get(index)
+            if event is not None:
+                event.set()
+        if held_by is not None or request.is_warmup:
+            record = dataclasses.replace(record, held_s=held_s, held_by=held_by, is_warmup=request.is_warmup)
         on_record(record)
         delivered += 1
 
@@ -53,10 +115,10 @@ async def run_open_loop(
             raise failures[0]
 
     try:
-        for request in requests:
+        for index, request in enumerate(requests):
             await clock.sleep_until(t0_s + request.offset_s)
             raise_failure()
-            task = asyncio.create_task(one(request), name=f"request {request.request_id}")
+            task = asyncio.create_task(one(index, request), name=f"request {request.request_id}")
             in_flight.add(task)
             task.add_done_callback(finished)
         while in_flight:

@@ -1,7 +1,8 @@
 """Requests ready to send: built from a Workload and its materialized token ids before t0.
 
 Everything a client needs is computed here, off the hot path: the schedule offset (already divided by
-the speedup) and the exact input ids, held as a compact int32 array that orjson serializes natively.
+the speedup), the exact input ids (a compact int32 array that orjson serializes natively), the
+captured prompt where the trace kept one, and whether the request falls in the warm-up period.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ class PreparedRequest:
     offset_s: float  # due at t0 + offset_s on the monotonic clock (= arrival_s / speedup)
     input_ids: np.ndarray  # int32, exactly input_tokens long
     output_tokens: int  # max_new_tokens, enforced with ignore_eos
+    reasoning_tokens: int | None = None  # captured reasoning length (R1), passed to the twin when known
+    prompt: str | None = None  # captured text or JSON chat messages; OpenAI backends send it as is
+    is_warmup: bool = False  # scheduled inside the warm-up period: recorded, flagged, left out of the window
 
     @property
     def input_tokens(self) -> int:
@@ -29,22 +33,28 @@ class PreparedRequest:
 
 
 def prepare_requests(
-    workload: Workload, input_ids: Sequence[Sequence[int]], speedup: float
+    workload: Workload,
+    input_ids: Sequence[Sequence[int]] | Sequence[np.ndarray],
+    speedup: float,
+    warmup_s: float = 0.0,
 ) -> list[PreparedRequest]:
     """One PreparedRequest per workload row, in schedule order.
 
-    `input_ids` holds one id list per row in table order. A count or length that disagrees with the
-    workload is a bug upstream and is rejected here, naming the request, rather than replayed wrong.
+    `input_ids` holds one id sequence per row in table order. A count or length that disagrees with
+    the workload is a bug upstream and is rejected here, naming the request, rather than replayed
+    wrong. Requests due before `warmup_s` (replay seconds after t0) are flagged `is_warmup`.
     """
     if speedup <= 0:
         raise ValueError(f"speedup must be > 0, got {speedup}")
+    if warmup_s < 0:
+        raise ValueError(f"warmup_s must be >= 0, got {warmup_s}")
     table = workload.table
     if len(input_ids) != table.num_rows:
         raise ValueError(
             f"workload {workload.name!r}: {table.num_rows} requests but {len(input_ids)} input id lists"
         )
-    columns = table.select(["request_id", "session_id", "turn", "arrival_s", "input_tokens", "output_tokens"])
-    rows = columns.to_pydict()
+    names = ["request_id", "session_id", "turn", "arrival_s", "input_tokens", "output_tokens", "reasoning_tokens", "prompt"]
+    rows = table.select(names).to_pydict()
     prepared: list[PreparedRequest] = []
     for i in range(table.num_rows):
         ids = np.asarray(input_ids[i], dtype=np.int32)
@@ -53,14 +63,18 @@ def prepare_requests(
                 f"workload {workload.name!r}, request {rows['request_id'][i]!r}: "
                 f"{ids.shape[0] if ids.ndim == 1 else ids.shape} input ids for {rows['input_tokens'][i]} input tokens"
             )
+        offset_s = rows["arrival_s"][i] / speedup
         prepared.append(
             PreparedRequest(
                 request_id=rows["request_id"][i],
                 session_id=rows["session_id"][i],
                 turn=rows["turn"][i],
-                offset_s=rows["arrival_s"][i] / speedup,
+                offset_s=offset_s,
                 input_ids=ids,
                 output_tokens=rows["output_tokens"][i],
+                reasoning_tokens=rows["reasoning_tokens"][i],
+                prompt=rows["prompt"][i],
+                is_warmup=offset_s < warmup_s,
             )
         )
     # Stable sort: equal offsets keep table order, so replay order is deterministic.

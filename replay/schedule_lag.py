@@ -1,4 +1,7 @@
-"""Schedule lag: how late requests left compared with the open-loop schedule (sent − scheduled).
+"""Schedule lag: how late requests left compared with the open-loop schedule.
+
+lag = sent − (scheduled + held): time a request was deliberately held (session order, concurrency cap)
+is the workload's doing, not the client's, and is recorded separately as `held_s`.
 
 A client that falls behind hides latency (coordinated omission), so every run reports its lag and is
 flagged degraded when the p99 passes a threshold (loadgen-anchors.md §5.7).
@@ -46,6 +49,6 @@ class RunTally:
         if record.status is RequestStatus.OK:
             self.ok += 1
         if record.sent_mono_s is not None:
-            self.lags_s.append(record.sent_mono_s - record.scheduled_mono_s)
+            self.lags_s.append(record.sent_mono_s - record.scheduled_mono_s - record.held_s)
         if record.finish_mono_s is not None and (self.last_finish_s is None or record.finish_mono_s > self.last_finish_s):
             self.last_finish_s = record.finish_mono_s

@@ -49,3 +49,21 @@ async def fetch_server_info(
             return info, None
         problems.append(f"GET {path}: body is not a JSON object")
     return {}, "; ".join(problems)
+
+
+async def fetch_model_id(
+    session: aiohttp.ClientSession, base_url: str, headers: Mapping[str, str], timeout_s: float = 30.0
+) -> str | None:
+    """The first model id of GET /v1/models (what OpenAI-compatible servers other than SGLang check
+    `model` against), or None when the server does not say."""
+    try:
+        async with session.get(base_url + "/v1/models", headers=dict(headers), timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+            if response.status != 200:
+                return None
+            listing = orjson.loads(await response.read())
+    except (aiohttp.ClientError, TimeoutError, OSError, orjson.JSONDecodeError):
+        return None
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if isinstance(data, list) and data and isinstance(data[0], dict) and isinstance(data[0].get("id"), str):
+        return data[0]["id"]
+    return None

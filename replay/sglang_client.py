@@ -1,15 +1,14 @@
 """SGLang native `POST /generate` client: exact input ids, enforced output length, streamed.
 
-Body: {input_ids, sampling_params: {max_new_tokens, ignore_eos: true, temperature: 0}, stream: true}.
-SGLang streams `data: {"text", "output_ids", "meta_info"}` events ending in `data: [DONE]`; `text` and
-`output_ids` are cumulative by default, so tokens are counted from `meta_info.completion_tokens`
-(cumulative in both streaming modes), never from text. Usage is taken from the last event's meta_info,
-exactly as reported (sglang-api.md §1.1).
+Body: {input_ids, sampling_params: {max_new_tokens, ignore_eos: true, temperature: 0}, stream: true},
+plus `require_reasoning: true` when configured (R1: SGLang then counts reasoning tokens) and, against
+the twin only, its reasoning-length field. SGLang streams `data: {"text", "output_ids", "meta_info"}`
+events ending in `data: [DONE]`; `text` and `output_ids` are cumulative by default, so tokens are
+counted from `meta_info.completion_tokens` (cumulative in both streaming modes), never from text.
+Usage is taken from the last event's meta_info, exactly as reported (sglang-api.md §1.1).
 """
 
 from __future__ import annotations
-
-import asyncio
 
 import aiohttp
 import orjson
@@ -19,25 +18,28 @@ from replay.clock import Clock
 from replay.error_kinds import ErrorKind, clip_message
 from replay.prepared_request import PreparedRequest
 from replay.records import RequestRecord, RequestStatus
-from replay.sse_reader import iter_sse
+from replay.stream_request import Failure, float_or_none, int_or_none, stream_request
 
 GENERATE_PATH = "/generate"
 _META_KEY = b'"meta_info":'
 
 
-def build_body(request: PreparedRequest) -> bytes:
-    return orjson.dumps(
-        {
-            "input_ids": request.input_ids,
-            "sampling_params": {
-                "max_new_tokens": request.output_tokens,
-                "ignore_eos": True,
-                "temperature": 0,
-            },
-            "stream": True,
+def build_body(request: PreparedRequest, options: SendOptions | None = None) -> bytes:
+    body: dict = {
+        "input_ids": request.input_ids,
+        "sampling_params": {
+            "max_new_tokens": request.output_tokens,
+            "ignore_eos": True,
+            "temperature": 0,
         },
-        option=orjson.OPT_SERIALIZE_NUMPY,
-    )
+        "stream": True,
+    }
+    if options is not None:
+        if options.require_reasoning:
+            body["require_reasoning"] = True
+        if options.sim_reasoning_field and request.reasoning_tokens is not None:
+            body[options.sim_reasoning_field] = request.reasoning_tokens
+    return orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def parse_event(data: bytes) -> dict:
@@ -61,10 +63,6 @@ def parse_event(data: bytes) -> dict:
     return orjson.loads(data)
 
 
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 class _StreamState:
     """What the events of one response have told us so far (times already relative to t0)."""
 
@@ -78,7 +76,10 @@ class _StreamState:
         self.completion_seen = 0
         self.output_len_seen = 0
 
-    def on_event(self, event: dict, at_s: float) -> str | None:
+    def on_event(self, data: bytes, at_s: float) -> str | None:
+        return self.fold(parse_event(data), at_s)
+
+    def fold(self, event: dict, at_s: float) -> str | None:
         """Fold one decoded event in; returns an error message when the event reports an error."""
         if "error" in event:
             error = event["error"]
@@ -88,7 +89,7 @@ class _StreamState:
         if not isinstance(meta, dict):
             raise ValueError("event has no meta_info object")
         self.meta = meta
-        completion = _int_or_none(meta.get("completion_tokens"))
+        completion = int_or_none(meta.get("completion_tokens"))
         if completion is not None:
             grew = completion > self.completion_seen
             self.completion_seen = max(completion, self.completion_seen)
@@ -101,7 +102,7 @@ class _StreamState:
             self.chunk_s.append(at_s)
             if self.first_token_s is None:
                 self.first_token_s = at_s
-            reasoning = _int_or_none(meta.get("reasoning_tokens"))
+            reasoning = int_or_none(meta.get("reasoning_tokens"))
             if self.first_answer_s is None and completion is not None and reasoning is not None:
                 if completion - reasoning > 0:
                     self.first_answer_s = at_s
@@ -115,6 +116,14 @@ class _StreamState:
             return (str(kind) if kind is not None else None), reason.get("message")
         return (str(reason) if reason is not None else None), None
 
+    def end_error(self, saw_done: bool) -> Failure | None:
+        finish_type, finish_message = self.finish_reason()
+        if finish_type == "abort":
+            return RequestStatus.ERROR, ErrorKind.SERVER_ABORT, str(finish_message or "aborted by the server")
+        if not saw_done and finish_type is None:
+            return RequestStatus.ERROR, ErrorKind.INCOMPLETE_STREAM, "response ended with neither [DONE] nor a finish_reason"
+        return None
+
 
 async def send(
     request: PreparedRequest,
@@ -123,45 +132,13 @@ async def send(
     t0_s: float,
     options: SendOptions,
 ) -> RequestRecord:
-    body = build_body(request)
-    headers = {"Content-Type": "application/json", **options.headers}
     state = _StreamState()
-    sent_s: float | None = None
-    finish_s: float | None = None
-    http_status: int | None = None
-    error: tuple[RequestStatus, ErrorKind, str] | None = None
-    try:
-        async with asyncio.timeout(options.request_timeout_s):
-            sent_s = clock.now_s() - t0_s
-            async with session.post(options.base_url + GENERATE_PATH, data=body, headers=headers) as response:
-                http_status = response.status
-                if response.status != 200:
-                    text = await response.text(errors="replace")
-                    finish_s = clock.now_s() - t0_s
-                    error = (RequestStatus.ERROR, ErrorKind.HTTP_STATUS, f"HTTP {response.status}: {text}")
-                else:
-                    stream = iter_sse(response.content.iter_any(), clock.now_s)
-                    async for sse in stream:
-                        try:
-                            message = state.on_event(parse_event(sse.data), sse.arrival_s - t0_s)
-                        except (ValueError, TypeError) as exc:  # orjson decode errors are ValueErrors
-                            error = (RequestStatus.ERROR, ErrorKind.BAD_PAYLOAD, f"{exc}: {sse.data[:200]!r}")
-                            break
-                        if message is not None:
-                            error = (RequestStatus.ERROR, ErrorKind.STREAM_ERROR, message)
-                            break
-                    finish_s = (stream.end_s if stream.end_s is not None else clock.now_s()) - t0_s
-                    if error is None:
-                        error = _end_of_stream_error(state, stream.saw_done)
-    except TimeoutError:
-        error = (RequestStatus.TIMEOUT, ErrorKind.TIMEOUT, f"no complete response within {options.request_timeout_s:g} s")
-    except aiohttp.ClientError as exc:
-        error = (RequestStatus.ERROR, ErrorKind.CONNECTION, f"{type(exc).__name__}: {exc}")
-    except OSError as exc:
-        error = (RequestStatus.ERROR, ErrorKind.CONNECTION, f"{type(exc).__name__}: {exc}")
-
+    outcome = await stream_request(
+        session, options.base_url + GENERATE_PATH, build_body(request, options),
+        {"Content-Type": "application/json", **options.headers}, clock, t0_s, options.request_timeout_s, state,
+    )  # fmt: skip
     meta = state.meta
-    finish_type, _ = state.finish_reason()
+    error = outcome.error
     return RequestRecord(
         run_id=options.run_id,
         request_id=request.request_id,
@@ -170,34 +147,19 @@ async def send(
         input_tokens=request.input_tokens,
         output_tokens=request.output_tokens,
         scheduled_mono_s=request.offset_s,
-        sent_mono_s=sent_s,
+        sent_mono_s=outcome.sent_s,
         first_token_mono_s=state.first_token_s,
         first_answer_mono_s=state.first_answer_s,
-        finish_mono_s=finish_s,
+        finish_mono_s=outcome.finish_s,
         chunk_mono_s=tuple(state.chunk_s),
-        prompt_tokens=_int_or_none(meta.get("prompt_tokens")),
-        completion_tokens=_int_or_none(meta.get("completion_tokens")),
-        cached_tokens=_int_or_none(meta.get("cached_tokens")),
-        reasoning_tokens=_int_or_none(meta.get("reasoning_tokens")),
-        finish_reason=finish_type,
-        http_status=http_status,
+        prompt_tokens=int_or_none(meta.get("prompt_tokens")),
+        completion_tokens=int_or_none(meta.get("completion_tokens")),
+        cached_tokens=int_or_none(meta.get("cached_tokens")),
+        reasoning_tokens=int_or_none(meta.get("reasoning_tokens")),
+        finish_reason=state.finish_reason()[0],
+        http_status=outcome.http_status,
         status=error[0] if error else RequestStatus.OK,
         error_kind=error[1].value if error else None,
         error_message=clip_message(error[2]) if error else None,
-        server_e2e_latency_s=_float_or_none(meta.get("e2e_latency")),
+        server_e2e_latency_s=float_or_none(meta.get("e2e_latency")),
     )
-
-
-def _end_of_stream_error(state: _StreamState, saw_done: bool) -> tuple[RequestStatus, ErrorKind, str] | None:
-    finish_type, finish_message = state.finish_reason()
-    if finish_type == "abort":
-        return RequestStatus.ERROR, ErrorKind.SERVER_ABORT, str(finish_message or "aborted by the server")
-    if not saw_done and finish_type is None:
-        return RequestStatus.ERROR, ErrorKind.INCOMPLETE_STREAM, "response ended with neither [DONE] nor a finish_reason"
-    return None
-
-
-def _float_or_none(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)

@@ -1,38 +1,40 @@
-"""End to end: replay a small trace window against the SGLang twin (endpoints/sim) over real HTTP."""
+"""End to end against the SGLang twin (endpoints/sim) over real HTTP: exact prompts, prefix reuse, R1."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
+from replay.requests_reader import read_requests
 from replay.runner import ReplayConfig, run_replay
 from replay_sglang_peer import make_workload
 
 REPO = Path(__file__).resolve().parents[1]
 SIM_MAIN = REPO / "endpoints" / "sim" / "__main__.py"
+BASE_ARGS = ("--host", "127.0.0.1", "--port", "0", "--tp-size", "8", "--sim-hardware", "h200", "--sim-warmup-s", "0")
 
 
-@pytest.fixture
-def sim_url():
+@contextmanager
+def running_sim(*extra_args: str):
+    """The twin as a real process on a free loopback port; yields its base URL and the process."""
     if not SIM_MAIN.exists():
         pytest.skip("endpoints/sim has no HTTP entry point yet")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "endpoints.sim", "--host", "127.0.0.1", "--port", "0", "--tp-size", "8",
-         "--sim-hardware", "h200", "--sim-warmup-s", "0"],
+        [sys.executable, "-m", "endpoints.sim", *BASE_ARGS, *extra_args],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    )  # fmt: skip
     try:
         seen = []
         for line in proc.stdout:
             seen.append(line)
             match = re.search(r"costbench-sim listening on (http://127\.0\.0\.1:\d+)", line)
             if match:
-                yield match.group(1)
+                yield match.group(1), proc
                 break
         else:
             pytest.fail("the sim exited before listening:\n" + "".join(seen))
@@ -45,22 +47,61 @@ def sim_url():
             proc.wait()
 
 
+BLOCK = 64
+
+
+def _prefix_workload():
+    """Groups of requests sharing k leading blocks (k = 1, 2, 3) with a first request that warms the
+    prefix; every later one arrives after the first finished. Lengths vary and end mid-block."""
+    arrivals, inputs, outputs, blocks, shared = [], [], [], [], []
+    t = 0.0
+    for group, k in enumerate((1, 2, 3)):
+        common = [1000 * (group + 1) + j for j in range(k)]
+        for member in range(3):
+            own = [1000 * (group + 1) + 100 + member * 10 + j for j in range(2)]
+            arrivals.append(t)
+            inputs.append(BLOCK * (k + 2) - 5 - member)  # the last own block is cut short
+            outputs.append(3 + member * 2)
+            blocks.append(common + own)
+            shared.append(k if member > 0 else 0)
+            t += 0.4
+    workload = make_workload(arrivals, prefix_blocks=blocks, block_size=BLOCK)
+    table = workload.table
+    table = table.set_column(table.schema.get_field_index("input_tokens"), "input_tokens", [inputs])
+    table = table.set_column(table.schema.get_field_index("output_tokens"), "output_tokens", [outputs])
+    return type(workload)(workload.name, workload.source_path, workload.trace_format, "s", BLOCK,
+                          table.cast(workload.table.schema)), shared  # fmt: skip
+
+
 @pytest.mark.timeout(60)
-def test_replay_against_the_sim(sim_url, tmp_path):
-    # Two requests share their first 64 tokens (same block hash): the second should hit the cache.
-    workload = make_workload([0.0, 0.3, 0.6], input_tokens=128, output_tokens=8)
-    table = workload.table.set_column(
-        workload.table.schema.get_field_index("prefix_blocks"), "prefix_blocks",
-        [[[1, 2], [1, 3], [4, 5]]],
-    )
-    workload = type(workload)(workload.name, workload.source_path, workload.trace_format, "s", 64,
-                              table.cast(workload.table.schema))
-    run = run_replay(workload, ReplayConfig(url=sim_url, speedup=1.0, request_timeout_s=30), tmp_path)
-    assert not run.partial and run.requests_ok == 3, pq.read_table(tmp_path / "requests.parquet").to_pylist()
-    assert run.server_info  # the sim serves /server_info
-    rows = sorted(pq.read_table(tmp_path / "requests.parquet").to_pylist(), key=lambda r: r["request_id"])
-    for row in rows:
-        assert row["prompt_tokens"] == 128 and row["completion_tokens"] == 8
+def test_exact_prompts_and_prefix_reuse_against_the_twin(tmp_path):
+    workload, shared_blocks = _prefix_workload()
+    with running_sim() as (url, _):
+        run = run_replay(workload, ReplayConfig(url=url, request_timeout_s=30, flush_every_records=4), tmp_path)
+    rows = {r["request_id"]: r for r in read_requests(tmp_path).to_pylist()}
+    assert not run.partial and run.requests_ok == len(rows) == 9, [(r["error_kind"], r["error_message"]) for r in rows.values()]
+    assert run.server_info  # the twin serves /server_info
+    for i, k in enumerate(shared_blocks):
+        row = rows[f"r{i}"]
+        assert row["prompt_tokens"] == row["input_tokens"], row  # the server saw exactly the ids we meant
+        assert row["completion_tokens"] == row["output_tokens"], row  # and produced exactly what we asked
         assert row["sent_mono_s"] < row["first_token_mono_s"] <= row["finish_mono_s"]
         assert len(row["chunk_mono_s"]) >= 1 and row["finish_reason"] == "length"
-    assert rows[1]["cached_tokens"] is not None and rows[1]["cached_tokens"] >= 64
+        assert row["cached_tokens"] is not None
+        if k:  # the group's first request finished before this one was sent: its k blocks are warm
+            assert row["finish_mono_s"] is not None and rows[f"r{i - i % 3}"]["finish_mono_s"] < row["sent_mono_s"]
+            assert row["cached_tokens"] >= k * BLOCK, (i, k, row["cached_tokens"])
+
+
+@pytest.mark.timeout(60)
+def test_r1_reasoning_length_reaches_the_twin_and_first_answer_follows_it(tmp_path):
+    workload = make_workload([0.0, 0.2], input_tokens=32, output_tokens=12, reasoning_tokens=[5, 9])
+    with running_sim("--model-path", "deepseek-ai/DeepSeek-R1", "--reasoning-parser", "deepseek-r1") as (url, _):
+        run = run_replay(workload, ReplayConfig(url=url, require_reasoning=True), tmp_path)
+    assert run.requests_ok == 2
+    for row in read_requests(tmp_path).to_pylist():
+        reasoning = 5 if row["request_id"] == "r0" else 9
+        assert row["reasoning_tokens"] == reasoning and row["completion_tokens"] == 12
+        # One token per chunk here: the first answer token is the chunk right after the reasoning.
+        assert row["first_token_mono_s"] == row["chunk_mono_s"][0]
+        assert row["first_answer_mono_s"] == row["chunk_mono_s"][reasoning]

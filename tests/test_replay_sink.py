@@ -1,18 +1,29 @@
-"""requests.parquet and run.json: the schema round-trips, and a run stopped halfway stays readable."""
+"""Records on disk: part files round-trip, merge at the end, and survive a SIGKILL of the replay."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from replay.clock import MonotonicClock
-from replay.parquet_sink import ParquetRecordSink
+from replay.part_sink import PartFileSink
 from replay.records import REQUEST_RECORD_SCHEMA, RequestRecord, RequestStatus
+from replay.requests_reader import PARTS_DIR, REQUESTS_FILE, part_paths, read_requests, requests_partial_parts
 from replay.run_json import read_run_json
 from replay.runner import ReplayConfig, run_replay_async
-from replay_sglang_peer import SglangPeer, make_workload
+from replay_sglang_peer import PeerBehaviour, SglangPeer, make_workload, peer_in_thread
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
 
 
 def _records(n: int) -> list[RequestRecord]:
@@ -21,13 +32,15 @@ def _records(n: int) -> list[RequestRecord]:
         scheduled_mono_s=0.5, sent_mono_s=0.501, first_token_mono_s=0.6, first_answer_mono_s=0.7, finish_mono_s=0.8,
         chunk_mono_s=(0.6, 0.7, 0.8), prompt_tokens=10, completion_tokens=3, cached_tokens=4, reasoning_tokens=1,
         finish_reason="length", http_status=200, status=RequestStatus.OK, server_e2e_latency_s=0.29,
+        held_s=0.25, held_by="session",
     )
     failed = RequestRecord(
         run_id="run", request_id="r1", session_id=None, turn=None, input_tokens=10, output_tokens=3,
         scheduled_mono_s=1.0, sent_mono_s=1.0, first_token_mono_s=None, first_answer_mono_s=None, finish_mono_s=None,
         chunk_mono_s=(), prompt_tokens=None, completion_tokens=None, cached_tokens=None, reasoning_tokens=None,
         finish_reason=None, http_status=None, status=RequestStatus.TIMEOUT, error_kind="timeout", error_message="late",
-    )
+        is_warmup=True,
+    )  # fmt: skip
     base = [full, failed]
     return [dataclasses.replace(base[i % 2], request_id=f"r{i}") for i in range(n)]
 
@@ -36,24 +49,31 @@ def _from_row(row: dict) -> RequestRecord:
     return RequestRecord(**{**row, "status": RequestStatus(row["status"]), "chunk_mono_s": tuple(row["chunk_mono_s"])})
 
 
-def test_sink_round_trips_records_in_batches(tmp_path):
-    path = tmp_path / "out" / "requests.parquet"
-    sink = ParquetRecordSink(path, MonotonicClock().now_s, flush_every_records=3, flush_interval_s=60.0)
+def test_parts_are_complete_files_while_running_and_merge_into_one_file_at_close(tmp_path):
+    sink = PartFileSink(tmp_path / "out", MonotonicClock().now_s, flush_every_records=3, flush_interval_s=60.0)
     sink.open()
     records = _records(8)
-    for record in records:
+    for record in records[:6]:
+        sink.add(record)
+    sink._executor.submit(lambda: None).result()  # let the writer thread catch up
+    assert [p.name for p in part_paths(tmp_path / "out")] == ["part-00001.parquet", "part-00002.parquet"]
+    assert requests_partial_parts(tmp_path / "out")
+    assert [_from_row(r) for r in read_requests(tmp_path / "out").to_pylist()] == records[:6]  # readable mid-run
+    for record in records[6:]:
         sink.add(record)
     sink.close()
     sink.close()  # idempotent
-    parquet = pq.ParquetFile(path)
+    assert not (tmp_path / "out" / PARTS_DIR).exists()
+    parquet = pq.ParquetFile(tmp_path / "out" / REQUESTS_FILE)
     assert parquet.schema_arrow.equals(REQUEST_RECORD_SCHEMA)
     assert parquet.num_row_groups == 3  # 3 + 3 + the 2 left at close
-    assert [_from_row(row) for row in parquet.read().to_pylist()] == records
+    assert [_from_row(row) for row in read_requests(tmp_path / "out").to_pylist()] == records
+    assert read_requests(tmp_path / "out", ["request_id"]).column_names == ["request_id"]
 
 
 def test_sink_flushes_on_time_as_well_as_on_count(tmp_path):
     now = [0.0]
-    sink = ParquetRecordSink(tmp_path / "requests.parquet", lambda: now[0], flush_every_records=100, flush_interval_s=2.0)
+    sink = PartFileSink(tmp_path, lambda: now[0], flush_every_records=100, flush_interval_s=2.0)
     sink.open()
     records = _records(3)
     sink.add(records[0])
@@ -63,28 +83,89 @@ def test_sink_flushes_on_time_as_well_as_on_count(tmp_path):
     sink.add(records[2])
     assert sink.records_written == 2
     sink.close()
-    assert pq.ParquetFile(tmp_path / "requests.parquet").num_row_groups == 2
+    assert pq.ParquetFile(tmp_path / REQUESTS_FILE).num_row_groups == 2
 
 
-def test_a_run_stopped_halfway_leaves_a_partial_run_json_and_readable_records(tmp_path):
+def test_open_clears_an_earlier_runs_records_from_the_directory(tmp_path):
+    first = PartFileSink(tmp_path, MonotonicClock().now_s)
+    first.open()
+    for record in _records(2):
+        first.add(record)
+    first.close()
+    second = PartFileSink(tmp_path, MonotonicClock().now_s)
+    second.open()
+    second.add(_records(3)[2])
+    second.close()
+    assert read_requests(tmp_path).column("request_id").to_pylist() == ["r2"]
+
+
+def test_reading_a_directory_without_records_names_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+        read_requests(tmp_path)
+
+
+def test_a_run_stopped_halfway_records_in_flight_requests_as_cancelled(tmp_path):
     async def main():
-        async with SglangPeer() as peer:
+        async with SglangPeer(PeerBehaviour(token_delay_s=0.5)) as peer:
             config = ReplayConfig(url=peer.url, run_id="half", flush_every_records=1)
-            # Two requests now, one 30 s later: stop the run after the first two finish.
+            # Two requests now (each takes ~2 s), one 30 s later: stop the run while the first two stream.
             replay = asyncio.create_task(run_replay_async(make_workload([0.0, 0.0, 30.0]), config, tmp_path))
             while not (tmp_path / "run.json").exists():
                 await asyncio.sleep(0.01)
             assert read_run_json(tmp_path).partial  # readable while the run is going
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.4)
             replay.cancel()
-            try:
+            with pytest.raises(asyncio.CancelledError):
                 await replay
-            except asyncio.CancelledError:
-                pass
 
     asyncio.run(main())
     run = read_run_json(tmp_path)
     assert run.partial and run.finished_wall_s is None
-    assert (run.requests_total, run.requests_recorded, run.requests_ok) == (3, 2, 2)
-    table = pq.read_table(tmp_path / "requests.parquet")
-    assert sorted(table.column("request_id").to_pylist()) == ["r0", "r1"]
+    assert (run.requests_total, run.requests_recorded, run.requests_ok) == (3, 2, 0)
+    rows = read_requests(tmp_path).to_pylist()
+    assert sorted(r["request_id"] for r in rows) == ["r0", "r1"]
+    assert {r["status"] for r in rows} == {"cancelled"}
+
+
+KILLED_REPLAY = """
+import sys
+sys.path.insert(0, {tests!r})
+from replay.runner import ReplayConfig, run_replay
+from replay_sglang_peer import make_workload
+config = ReplayConfig(url={url!r}, run_id="killed", flush_every_records=1, flush_interval_s=0.05)
+run_replay(make_workload([i * 0.05 for i in range(60)], output_tokens=2), config, {out!r})
+"""
+
+
+@pytest.mark.timeout(60)
+def test_a_replay_killed_with_sigkill_leaves_every_finished_request_readable(tmp_path):
+    out = tmp_path / "run"
+    with peer_in_thread(PeerBehaviour(token_delay_s=0.01)) as peer:
+        code = KILLED_REPLAY.format(tests=str(TESTS), url=peer.url, out=str(out))
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+        try:
+            deadline = time.monotonic() + 30
+            while len(part_paths(out)) < 5 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert proc.poll() is None, "the replay ended before it could be killed"
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(10)
+        sent = len(peer.bodies)
+    assert proc.returncode == -signal.SIGKILL
+    assert requests_partial_parts(out)
+    table = read_requests(out)
+    ids = table.column("request_id").to_pylist()
+    assert len(ids) >= 5 and len(set(ids)) == len(ids)
+    assert set(table.column("status").to_pylist()) == {"ok"}
+    assert len(ids) <= sent < 60  # killed mid-way; nothing recorded that was not sent
+    run = read_run_json(out)
+    assert run.partial and run.finished_wall_s is None and run.requests_total == 60
+
+
+def test_the_fast_row_conversion_equals_to_row():
+    from replay.part_sink import record_row
+
+    for record in _records(2):
+        row = record_row(record)
+        assert {**row, "chunk_mono_s": list(row["chunk_mono_s"])} == record.to_row()

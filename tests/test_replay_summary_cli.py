@@ -112,3 +112,26 @@ def test_cli_exit_2_when_the_endpoint_is_unreachable(tmp_path, capsys):
                  "--out", str(tmp_path / "run")])
     assert code == 2
     assert "unreachable" in capsys.readouterr().err
+
+
+def test_progress_shows_the_live_counters_and_is_quiet_in_ci():
+    import io
+
+    from rich.console import Console
+
+    from replay.progress_counters import ReplayProgress
+    from replay.progress_display import progress_wanted, render_progress
+
+    progress = ReplayProgress(total=10)
+    for _ in range(4):
+        progress.on_sent()
+    record = _ok("a", sent_s=1.003, ttft_s=0.1, e2e_s=0.5, prompt=10, cached=0)  # scheduled 10 ms earlier
+    progress.on_record(record)
+    progress.on_record(dataclasses.replace(record, status=RequestStatus.ERROR))
+    console = Console(file=io.StringIO(), width=120, force_terminal=True)
+    console.print(render_progress(progress, lag_degraded_ms=5.0))
+    shown = console.file.getvalue()
+    for text in ("sent 4/10", "done 2", "errors 1", "in flight 2", "lag 10.0 ms"):
+        assert text in shown, shown
+    assert progress_wanted(console, environ={}) and not progress_wanted(console, environ={"CI": "true"})
+    assert not progress_wanted(Console(file=io.StringIO()), environ={})  # not a terminal

@@ -1,0 +1,143 @@
+"""What the two OpenAI-compatible clients share: folding stream chunks, and turning them into a record.
+
+Chunks are `data: {"choices": [...], "usage": null|{...}}` ending in `data: [DONE]` (sglang-api.md
+§1.2). A chunk carries tokens when its first choice has text: `delta.content` or
+`delta.reasoning_content` (chat; the latter under `--reasoning-parser deepseek-r1`), or `text`
+(completions). The first chunk with answer text (content, not reasoning) is the first answer token.
+Usage comes from the usage chunk that `stream_options.include_usage` asks for, exactly as reported:
+`prompt_tokens_details.cached_tokens` (only with `--enable-cache-report`, and SGLang drops it when 0),
+and `reasoning_tokens`, top-level in SGLang or under `completion_tokens_details` in OpenAI's schema.
+A field the server did not send stays None.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+import orjson
+
+from replay.client_protocol import SendOptions
+from replay.clock import Clock
+from replay.error_kinds import ErrorKind, clip_message
+from replay.prepared_request import PreparedRequest
+from replay.records import RequestRecord, RequestStatus
+from replay.stream_request import Failure, int_or_none, stream_request
+
+
+class OpenAiStreamState:
+    __slots__ = ("chat", "first_token_s", "first_answer_s", "chunk_s", "usage", "finish_reason")
+
+    def __init__(self, chat: bool) -> None:
+        self.chat = chat  # chat chunks carry `delta`, completion chunks carry `text`
+        self.first_token_s: float | None = None
+        self.first_answer_s: float | None = None
+        self.chunk_s: list[float] = []
+        self.usage: dict | None = None
+        self.finish_reason: str | None = None
+
+    def on_event(self, data: bytes, at_s: float) -> str | None:
+        chunk = orjson.loads(data)
+        if not isinstance(chunk, dict):
+            raise ValueError("chunk is not a JSON object")
+        if "error" in chunk or chunk.get("object") == "error":
+            error = chunk.get("error", chunk)
+            message = error.get("message") if isinstance(error, dict) else None
+            return str(message or error)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = usage
+        choices = chunk.get("choices")
+        if not choices:
+            return None  # the usage-only chunk, or an `sglext` chunk
+        choice = choices[0]
+        if self.chat:
+            delta = choice.get("delta") or {}
+            answer, reasoning = delta.get("content"), delta.get("reasoning_content")
+        else:
+            answer, reasoning = choice.get("text"), None
+        if answer or reasoning:
+            self.chunk_s.append(at_s)
+            if self.first_token_s is None:
+                self.first_token_s = at_s
+            if answer and self.first_answer_s is None:
+                self.first_answer_s = at_s
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            self.finish_reason = str(reason)
+        return None
+
+    def end_error(self, saw_done: bool) -> Failure | None:
+        if self.finish_reason == "abort":
+            return RequestStatus.ERROR, ErrorKind.SERVER_ABORT, "finish_reason abort: the server aborted the request"
+        if not saw_done and self.finish_reason is None:
+            return RequestStatus.ERROR, ErrorKind.INCOMPLETE_STREAM, "response ended with neither [DONE] nor a finish_reason"
+        return None
+
+    def usage_counts(self) -> tuple[int | None, int | None, int | None, int | None]:
+        """(prompt, completion, cached, reasoning) tokens as reported; None where not reported."""
+        usage = self.usage
+        if usage is None:
+            return None, None, None, None
+        prompt_details = usage.get("prompt_tokens_details")
+        cached = int_or_none(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None
+        reasoning = int_or_none(usage.get("reasoning_tokens"))
+        completion_details = usage.get("completion_tokens_details")
+        if reasoning is None and isinstance(completion_details, dict):
+            reasoning = int_or_none(completion_details.get("reasoning_tokens"))
+        return int_or_none(usage.get("prompt_tokens")), int_or_none(usage.get("completion_tokens")), cached, reasoning
+
+
+def sampling_fields(request: PreparedRequest, options: SendOptions) -> dict:
+    """Fields both OpenAI bodies carry: exact output length (ignore_eos, SGLang's and vLLM's extra),
+    greedy sampling, streaming with a final usage chunk, and the twin's reasoning length when known."""
+    fields: dict = {
+        "model": options.model,
+        "ignore_eos": True,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if options.sim_reasoning_field and request.reasoning_tokens is not None:
+        fields[options.sim_reasoning_field] = request.reasoning_tokens
+    return fields
+
+
+async def send_openai(
+    path: str,
+    body: bytes,
+    chat: bool,
+    request: PreparedRequest,
+    session: aiohttp.ClientSession,
+    clock: Clock,
+    t0_s: float,
+    options: SendOptions,
+) -> RequestRecord:
+    state = OpenAiStreamState(chat)
+    outcome = await stream_request(
+        session, options.base_url + path, body, {"Content-Type": "application/json", **options.headers},
+        clock, t0_s, options.request_timeout_s, state,
+    )  # fmt: skip
+    prompt, completion, cached, reasoning = state.usage_counts()
+    error = outcome.error
+    return RequestRecord(
+        run_id=options.run_id,
+        request_id=request.request_id,
+        session_id=request.session_id,
+        turn=request.turn,
+        input_tokens=request.input_tokens,
+        output_tokens=request.output_tokens,
+        scheduled_mono_s=request.offset_s,
+        sent_mono_s=outcome.sent_s,
+        first_token_mono_s=state.first_token_s,
+        first_answer_mono_s=state.first_answer_s,
+        finish_mono_s=outcome.finish_s,
+        chunk_mono_s=tuple(state.chunk_s),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=cached,
+        reasoning_tokens=reasoning,
+        finish_reason=state.finish_reason,
+        http_status=outcome.http_status,
+        status=error[0] if error else RequestStatus.OK,
+        error_kind=error[1].value if error else None,
+        error_message=clip_message(error[2]) if error else None,
+    )
