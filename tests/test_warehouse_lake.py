@@ -143,3 +143,74 @@ def test_partition_key_columns_must_agree_with_the_partition(tmp_path):
     with pytest.raises(LakeError, match="'week' column"):
         write_partition(tmp_path, "runs", MONDAY, "a", pa.table({"week": [1]}))
     assert read_partition(tmp_path, "runs", MONDAY, "a").equals(good)
+
+
+_WRITER = """
+import sys, time
+from datetime import date
+import pyarrow as pa
+from warehouse.lake import write_partition
+root = sys.argv[1]
+rows = 200_000
+v = 0
+while True:
+    v += 1
+    write_partition(root, "requests", date(2025, 3, 3), "a", pa.table({"value": pa.array([v] * rows, pa.int32())}))
+    print(v, flush=True)
+"""
+
+
+def test_killing_a_writer_mid_write_leaves_exactly_one_intact_copy(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    for delay_s in (0.05, 0.13, 0.21, 0.34):
+        writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert writer.stdout.readline().strip() == "1"  # a first copy is in place
+            time.sleep(delay_s)
+        finally:
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
+        recover_lake(tmp_path)
+        table = read_partition(tmp_path, "requests", MONDAY, "a")
+        values = set(table.column("value").to_pylist())
+        assert table.num_rows == 200_000 and len(values) == 1  # one whole version, never a mix or a torn file
+        visible = [p for p in _parquet_files(tmp_path) if lake.STAGING_DIR not in p.parts]
+        assert visible == [tmp_path / "requests" / "week=2025-03-03" / "scenario=a" / "part-0.parquet"]
+        with duckdb.connect() as con:
+            count = con.execute("SELECT count(*) FROM read_parquet(?)", [str(tmp_path / "requests" / "*" / "*" / "*.parquet")]).fetchone()[0]
+        assert count == 200_000
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1]))  # the lake is writable again
+    assert _duckdb_values(tmp_path) == [1]
+
+
+_LOCK_HOLDER = """
+import sys, time
+from datetime import date
+from warehouse import lake
+with lake._partition_lock(sys.argv[1], "requests", date(2025, 3, 3), "a"):
+    print("locked", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_second_writer_gets_a_clear_error_and_changes_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
+    holder = subprocess.Popen([sys.executable, "-c", _LOCK_HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(LakeError, match=r"requests\.week=2025-03-03\.scenario=a is being written by another process"):
+            write_partition(tmp_path, "requests", MONDAY, "a", _table([9]), lock_wait_s=0.2)
+        write_partition(tmp_path, "requests", MONDAY, "b", _table([5]), lock_wait_s=0.2)  # other partitions are free
+    finally:
+        holder.kill()
+        holder.wait()
+    assert read_partition(tmp_path, "requests", MONDAY, "a").equals(_table([1, 2]))
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([9]), lock_wait_s=0.2)  # the lock died with its holder
+    assert _duckdb_values(tmp_path) == [5, 9]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from replay.records import RequestStatus
-from warehouse.quality import check_requests, check_weekly_trends
+from warehouse.quality import check_requests, check_runs, check_weekly_trends
 from warehouse_builders import request, requests_table
 
 
@@ -73,28 +73,53 @@ def test_missing_columns_are_a_clear_error():
         check_requests(_good_requests().drop(columns=["cached_tokens"]))
 
 
-def test_regression_rule_flags_cost_rises_past_10_pct_only_where_a_baseline_exists():
-    rows = [
-        {"scenario": "a", "cost_per_request_usd": 0.10, "baseline_cost_per_request_usd": 0.105, "cost_change_pct": -4.76},
-        {"scenario": "b", "cost_per_request_usd": 0.11, "baseline_cost_per_request_usd": 0.10, "cost_change_pct": 10.0},
-        {"scenario": "c", "cost_per_request_usd": 0.50, "baseline_cost_per_request_usd": None, "cost_change_pct": None},
-    ]
-    assert check_weekly_trends(pd.DataFrame(rows)).success  # +10 % is on the line; no baseline is no regression
-    rows.append({"scenario": "d", "cost_per_request_usd": 0.13, "baseline_cost_per_request_usd": 0.10, "cost_change_pct": 30.0})
+def _trend(scenario: str, verdict: str, reasons: str | None = None) -> dict:
+    return {"week_start": "2025-03-03", "scenario": scenario, "endpoint": "v3", "regression_verdict": verdict,
+            "regression_reasons": reasons}
+
+
+def test_regression_check_fails_exactly_on_regression_verdicts_and_says_why():
+    rows = [_trend("a", "ok"), _trend("b", "drift", '["cost +12% inside noise"]'), _trend("c", "no_baseline")]
+    assert check_weekly_trends(pd.DataFrame(rows)).success  # drift warns in the table, it does not fail the check
+    rows.append(_trend("d", "regression", '["cost_per_request_usd +30.0% vs baseline 0.1"]'))
     result = check_weekly_trends(pd.DataFrame(rows))
     assert not result.success and result.evaluated == 1
     [failure] = result.failures
-    assert (failure.columns, failure.unexpected_count, failure.examples) == (("cost_change_pct",), 1, (30.0,))
-    assert check_weekly_trends(pd.DataFrame(rows), max_cost_change_pct=50).success
+    assert failure.unexpected_count == 1
+    assert failure.examples == ('2025-03-03 d v3: ["cost_per_request_usd +30.0% vs baseline 0.1"]',)
 
 
 def test_no_trend_rows_is_no_regression():
     assert check_weekly_trends(pd.DataFrame([])).success
-    assert check_weekly_trends(pd.DataFrame([{"cost_change_pct": None}])).success
+    with pytest.raises(ValueError, match="missing columns"):
+        check_weekly_trends(pd.DataFrame([{"cost_change_pct": 30.0}]))
+
+
+def _run_rows(**overrides) -> pd.DataFrame:
+    row = {"completed_requests": 99, "failed_requests": 1, "schedule_lag_p99_ms": 3.0, "client_degraded": False,
+           "server_sample_count": 40, "partial": False}
+    row.update(overrides)
+    return pd.DataFrame([row])
+
+
+def test_runs_suite_passes_a_good_run_and_names_each_problem():
+    assert check_runs(_run_rows()).success  # 99 / 100 completed is on the line
+    cases = {
+        "completion_rate >= 0.99": dict(completed_requests=98, failed_requests=2),
+        "some request completed": dict(completed_requests=0, failed_requests=0),
+        "schedule_lag_p99_ms <= 100": dict(schedule_lag_p99_ms=250.0),
+        "client not degraded": dict(client_degraded=True),
+        "server samples present": dict(server_sample_count=0),
+        "run finished (not partial)": dict(partial=True),
+    }
+    for rule, overrides in cases.items():
+        result = check_runs(_run_rows(**overrides))
+        assert [f.rule for f in result.failures] == [rule], rule
+    assert check_runs(_run_rows(schedule_lag_p99_ms=250.0), max_schedule_lag_p99_ms=300).success
 
 
 def test_a_suite_runs_in_well_under_a_few_seconds_once_gx_is_loaded():
-    check_weekly_trends(pd.DataFrame([{"cost_change_pct": 1.0}]))  # pays the one-time import
+    check_weekly_trends(pd.DataFrame([_trend("a", "ok")]))  # pays the one-time import
     started = time.perf_counter()
     check_requests(_good_requests())
     assert time.perf_counter() - started < 3.0

@@ -83,3 +83,28 @@ def test_run_row_matches_the_schema_and_refuses_bad_partition_keys():
         build_run_row(run_info("run-1", 90.0), endpoint(), "a/b", MONDAY)
     with pytest.raises(LakeError, match="Monday"):
         build_run_row(run_info("run-1", 90.0), endpoint(), "a", date(2025, 3, 5))
+
+
+def test_run_row_carries_the_v2_facts_the_marts_need():
+    from warehouse.run_rows import RunContext
+
+    info = run_info(
+        "run-1", 90.0, warmup_s=5.0, max_concurrency=64, shard_index=1, shard_count=2, arrival_process="poisson",
+        server_info={"version": "0.5.4", "tp_size": 8, "max_running_requests": 128, "api_key": "sk-x"},
+    )
+    context = RunContext(slo_ttft_ms=2000.0, slo_tpot_ms=100.0, target_rps=12.5, budget_usd_per_request=0.01,
+                         prefix_reuse_share=0.42)
+    row = build_run_row(info, endpoint(), "a", MONDAY, context).to_pylist()[0]
+    assert (row["warmup_s"], row["max_concurrency"], row["shard_index"], row["shard_count"]) == (5.0, 64, 1, 2)
+    assert row["arrival_process"] == "poisson" and row["max_running_requests"] == 128
+    assert (row["slo_ttft_ms"], row["slo_tpot_ms"], row["target_rps"]) == (2000.0, 100.0, 12.5)
+    assert (row["budget_usd_per_request"], row["prefix_reuse_share"]) == (0.01, 0.42)
+    facts = json.loads(row["config_facts_json"])
+    assert facts["tp_size"] == 8 and facts["model"] == "deepseek-ai/DeepSeek-V3"
+    assert len(row["config_fingerprint"]) == 12
+    other = build_run_row(run_info("run-2", 90.0, server_info={"version": "0.5.4", "tp_size": 4}), endpoint(), "a", MONDAY)
+    assert other.column("config_fingerprint").to_pylist()[0] != row["config_fingerprint"]
+    assert other.column("max_running_requests").to_pylist() == [None]  # SGLang derived it: unknown here
+    # The replay's own digest, when it computed one, is kept.
+    kept = build_run_row(run_info("run-3", 90.0, config_fingerprint="abcdef012345"), endpoint(), "a", MONDAY)
+    assert kept.column("config_fingerprint").to_pylist() == ["abcdef012345"]

@@ -69,7 +69,7 @@ def test_run_summary_by_hand(store):
     assert row["cost_per_request_usd"] == pytest.approx(0.10)
     # 4 x 100 output tokens = 400 tokens: $0.40 / 0.0004 Mtok = $1000 per million output tokens; 400 / 90 s.
     assert row["cost_per_mtok_output_usd"] == pytest.approx(1000.0)
-    assert row["output_tokens_per_s"] == pytest.approx(400 / 90)
+    assert row["sustained_output_tokens_per_s"] == pytest.approx(400 / 90)
     # Linear interpolation over [100, 200, 300, 400]: p50 at rank 1.5 = 250; p95 at rank 0.95 x 3 = 2.85
     # = 300 + 0.85 x 100 = 385 ms. The warm-up's 9000 ms must not show.
     assert row["p50_ttft_ms"] == pytest.approx(250.0)

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from endpoints.probe_records import GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA, GpuSample, ServerSample
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.records import REQUEST_RECORD_SCHEMA, RequestRecord, RequestStatus, RunInfo
 from warehouse.lake import write_partition
-from warehouse.run_rows import build_run_row
+from warehouse.run_rows import RunContext, build_run_row
+
+T0_WALL_S = 1_741_000_000.0
 
 
 def endpoint(name: str = "v3-8xh200", gpu_count: int = 8, usd_per_gpu_hour: float = 2.0, **extra) -> EndpointSpec:
@@ -39,7 +42,7 @@ def run_info(run_id: str, window_s: float | None, **extra) -> RunInfo:
         speedup=2.0,
         url="http://127.0.0.1:30000",
         backend="sglang",
-        t0_wall_s=1_741_000_000.0,
+        t0_wall_s=T0_WALL_S,
         finished_wall_s=1_741_000_090.0,
         window_s=window_s,
         requests_total=6,
@@ -67,10 +70,23 @@ def request(
     completion_tokens: int | None = 100,
     is_warmup: bool = False,
     sent_mono_s: float = 1.0,
+    chunks_ms: tuple[float, ...] | None = None,
+    reasoning_tokens: int | None = None,
+    ttfa_ms: float | None = None,
+    lag_ms: float = 10.0,
 ) -> RequestRecord:
-    """A request sent at `sent_mono_s` (scheduled 10 ms earlier) with the given latencies from send."""
+    """A request sent at `sent_mono_s` (scheduled `lag_ms` earlier) with the given latencies from send.
+
+    chunks_ms: arrival of every token-carrying chunk, ms after the send (default: one chunk at the TTFT);
+    ttfa_ms: first answer token after the send (default: the TTFT).
+    """
     first = None if ttft_ms is None else sent_mono_s + ttft_ms / 1000
     finish = None if e2e_ms is None else sent_mono_s + e2e_ms / 1000
+    if chunks_ms is None:
+        chunks = () if first is None else (first,)
+    else:
+        chunks = tuple(sent_mono_s + c / 1000 for c in chunks_ms)
+    answer = first if ttfa_ms is None else sent_mono_s + ttfa_ms / 1000
     return RequestRecord(
         run_id=run_id,
         request_id=request_id,
@@ -78,16 +94,16 @@ def request(
         turn=None,
         input_tokens=1000,
         output_tokens=100,
-        scheduled_mono_s=sent_mono_s - 0.010,
+        scheduled_mono_s=sent_mono_s - lag_ms / 1000,
         sent_mono_s=sent_mono_s,
         first_token_mono_s=first,
-        first_answer_mono_s=first,
+        first_answer_mono_s=answer,
         finish_mono_s=finish,
-        chunk_mono_s=() if first is None else (first,),
+        chunk_mono_s=chunks,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cached_tokens=cached_tokens,
-        reasoning_tokens=None,
+        reasoning_tokens=reasoning_tokens,
         finish_reason="length" if status is RequestStatus.OK else None,
         http_status=200 if status is RequestStatus.OK else 500,
         status=status,
@@ -108,8 +124,32 @@ def write_run(
     info: RunInfo,
     spec: EndpointSpec,
     records: list[RequestRecord] | None,
+    context: RunContext = RunContext(),
+    server_samples: list[ServerSample] | None = None,
+    gpu_samples: list[GpuSample] | None = None,
 ) -> None:
-    """Both lake tables of one replay, the way the lake assets write them (records=None: no requests table)."""
-    write_partition(lake_root, "runs", week_start, scenario, build_run_row(info, spec, scenario, week_start))
+    """The lake tables of one replay, the way the lake assets write them (None: that table is not written)."""
+    write_partition(lake_root, "runs", week_start, scenario, build_run_row(info, spec, scenario, week_start, context))
     if records is not None:
         write_partition(lake_root, "requests", week_start, scenario, requests_table(records))
+    if server_samples is not None:
+        table = pa.Table.from_pylist([_row(s) for s in server_samples], schema=SERVER_SAMPLE_SCHEMA)
+        write_partition(lake_root, "server_samples", week_start, scenario, table)
+    if gpu_samples is not None:
+        table = pa.Table.from_pylist([_row(s) for s in gpu_samples], schema=GPU_SAMPLE_SCHEMA)
+        write_partition(lake_root, "gpu_samples", week_start, scenario, table)
+
+
+def _row(sample) -> dict:
+    return {name: getattr(sample, name) for name in sample.__slots__}
+
+
+def server_sample(run_id: str, at_s: float, metric: str, value: float, source: str = "http://127.0.0.1:30000") -> ServerSample:
+    """A /metrics sample `at_s` seconds after the run's t0 (kind from the name: *_total is a counter)."""
+    kind = "counter" if metric.endswith("_total") else "gauge"
+    return ServerSample(run_id, T0_WALL_S + at_s, source, metric, kind, '{"model_name":"m"}', value)
+
+
+def gpu_sample(run_id: str, at_s: float, utilisation_pct: float | None, gpu_index: int = 0) -> GpuSample:
+    source = "none" if utilisation_pct is None else "nvml"
+    return GpuSample(run_id, T0_WALL_S + at_s, "host-1", gpu_index, source, utilisation_pct, None, None, None, None)

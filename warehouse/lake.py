@@ -4,7 +4,8 @@ The lake is the warehouse's source of truth (DESIGN.md, "Warehouse"). Re-writing
 partition replaces it: the new folder is written in a staging area, then swapped in with two renames.
 A failure before the swap leaves the previous copy untouched; a crash between the two renames leaves
 the previous copy parked in the staging area, and the next write of that partition (or `recover_lake`)
-puts it back. There are never two copies visible, because DuckDB's glob matches hidden names too, so
+puts it back. One writer per partition at a time: a second writer waits `lock_wait_s` for the
+partition's lock, then gets a LakeError naming the partition; it never writes over the first. There are never two copies visible, because DuckDB's glob matches hidden names too, so
 staging lives in `<lake_root>/_staging`, outside every table's folder.
 """
 
@@ -14,6 +15,7 @@ import fcntl
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +29,8 @@ import pyarrow.parquet as pq
 PART_FILE = "part-0.parquet"
 STAGING_DIR = "_staging"  # table names start with a letter, so no table can be called this
 PARTITION_KEYS = ("week", "scenario")
+DEFAULT_LOCK_WAIT_S = 30.0
+_LOCK_POLL_S = 0.05
 
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # Becomes a folder name and a hive partition value: no '/', '=', leading dot, or spaces.
@@ -75,7 +79,14 @@ def partition_path(lake_root: Path, table: str, week_start: date, scenario: str)
     return Path(lake_root) / table / f"week={week_start.isoformat()}" / f"scenario={scenario}"
 
 
-def write_partition(lake_root: Path, table: str, week_start: date, scenario: str, data: pa.Table) -> Path:
+def write_partition(
+    lake_root: Path,
+    table: str,
+    week_start: date,
+    scenario: str,
+    data: pa.Table,
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S,
+) -> Path:
     """Write `data` as the whole (week, scenario) partition of `table`, replacing any previous copy.
 
     Returns the path of the Parquet file. Raises LakeError for bad names or data whose own
@@ -87,7 +98,7 @@ def write_partition(lake_root: Path, table: str, week_start: date, scenario: str
     _check_partition_columns(data, table, week_start, scenario)
     staging = Path(lake_root) / STAGING_DIR
     backup = _backup_path(lake_root, table, week_start, scenario)
-    with _partition_lock(lake_root, table, week_start, scenario):
+    with _partition_lock(lake_root, table, week_start, scenario, wait_s=lock_wait_s):
         _recover_partition(final, backup)
         tmp = staging / "tmp" / uuid.uuid4().hex
         tmp.mkdir(parents=True)
@@ -181,12 +192,31 @@ def _recover_partition(final: Path, backup: Path) -> bool:
 
 
 @contextmanager
-def _partition_lock(lake_root: Path, table: str, week_start: date, scenario: str, shared: bool = False) -> Iterator[None]:
+def _partition_lock(
+    lake_root: Path,
+    table: str,
+    week_start: date,
+    scenario: str,
+    shared: bool = False,
+    wait_s: float = DEFAULT_LOCK_WAIT_S,
+) -> Iterator[None]:
     # flock is released by the OS when the process dies, so a crash never leaves a partition locked.
     locks = Path(lake_root) / STAGING_DIR / "locks"
     locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{table}.week={week_start.isoformat()}.scenario={scenario}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    name = f"{table}.week={week_start.isoformat()}.scenario={scenario}"
+    with open(locks / f"{name}.lock", "a") as handle:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LakeError(
+                        f"lake partition {name} is being written by another process (lock held for more than "
+                        f"{wait_s:g} s: {locks / (name + '.lock')}); nothing was changed, retry when it finishes"
+                    ) from None
+                time.sleep(_LOCK_POLL_S)
         try:
             yield
         finally:

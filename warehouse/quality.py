@@ -1,7 +1,8 @@
 """Data-quality suites (Great Expectations 1.x) over pandas DataFrames, returned as plain data.
 
-`check_requests` guards the request records before they feed the marts; `check_weekly_trends` is the
-regression rule on the trend rows. The Dagster asset checks (assets/quality_checks.py) turn a
+`check_requests` guards the request records before they feed the marts; `check_runs` says whether a
+run can be trusted (completion, schedule lag, server samples); `check_weekly_trends` is the regression
+rule on the trend rows, exactly as weekly_trends.sql judges it. The Dagster asset checks (assets/quality_checks.py) turn a
 QualityResult into check metadata. Each call builds its own ephemeral GX context: nothing is written
 to disk, nothing is shared between calls, and no analytics or progress bars leave the process.
 """
@@ -19,7 +20,9 @@ from replay.records import RequestStatus
 EXAMPLES_KEPT = 5
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
 REQUEST_COLUMNS = (*TOKEN_COLUMNS, "status", "sent_mono_s", "first_token_mono_s", "finish_mono_s")
-DEFAULT_MAX_COST_CHANGE_PCT = 10.0  # DESIGN.md, "Regressions": cost per request +10%
+RUN_COLUMNS = ("completed_requests", "failed_requests", "schedule_lag_p99_ms", "client_degraded", "server_sample_count", "partial")
+DEFAULT_MIN_COMPLETION_RATE = 0.99  # completed / (completed + failed)
+DEFAULT_MAX_SCHEDULE_LAG_P99_MS = 100.0  # beyond this the open-loop schedule was not kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,22 +111,62 @@ def check_requests(df: pd.DataFrame, outputs_enforced: bool = True) -> QualityRe
     return _validate("requests", df, rules)
 
 
-def check_weekly_trends(df: pd.DataFrame, max_cost_change_pct: float = DEFAULT_MAX_COST_CHANGE_PCT) -> QualityResult:
-    """The regression rule: where a baseline exists, cost per request rose by at most `max_cost_change_pct`."""
-    if df.empty and "cost_change_pct" not in df.columns:
-        df = pd.DataFrame({"cost_change_pct": pd.Series([], dtype="float64")})  # no trend rows: nothing regressed
-    _require_columns(df, ("cost_change_pct",), "weekly_trends")
-    # Rows without a baseline hold None; as float NaN they are skipped like any null.
-    df = df.assign(cost_change_pct=pd.to_numeric(df["cost_change_pct"], errors="coerce").astype("float64"))
+def check_weekly_trends(df: pd.DataFrame) -> QualityResult:
+    """The regression rule of weekly_trends.sql: fails exactly on the rows whose regression_verdict is 'regression'.
+
+    Each failing row shows up in the failure's examples as "<week> <scenario> <endpoint>: <reasons>", so
+    the check's metadata says what regressed and by how much. Drift (past a threshold, inside the noise)
+    and rows without a baseline pass.
+    """
+    if df.empty and "regression_verdict" not in df.columns:
+        return _validate("weekly_trends", pd.DataFrame({"regression": pd.Series([], dtype="object")}), _regression_rules())
+    _require_columns(df, ("week_start", "scenario", "endpoint", "regression_verdict", "regression_reasons"), "weekly_trends")
+    regression = [
+        f"{week} {scenario} {endpoint}: {reasons}" if verdict == "regression" else None
+        for week, scenario, endpoint, verdict, reasons in zip(
+            df["week_start"], df["scenario"], df["endpoint"], df["regression_verdict"], df["regression_reasons"]
+        )
+    ]
+    return _validate("weekly_trends", pd.DataFrame({"regression": pd.Series(regression, dtype="object")}), _regression_rules())
+
+
+def _regression_rules() -> list:
+    import great_expectations.expectations as gxe
+
+    return [("no metric regressed past its threshold and outside this week's noise", gxe.ExpectColumnValuesToBeNull(column="regression"))]
+
+
+def check_runs(
+    df: pd.DataFrame,
+    min_completion_rate: float = DEFAULT_MIN_COMPLETION_RATE,
+    max_schedule_lag_p99_ms: float = DEFAULT_MAX_SCHEDULE_LAG_P99_MS,
+) -> QualityResult:
+    """run_summary rows are trustworthy runs: enough requests completed, the client kept its schedule,
+    the server was observed, and the run finished."""
+    _require_columns(df, RUN_COLUMNS, "runs")
+    df = df.assign(
+        completion_rate=[
+            None if (ok + failed) == 0 else ok / (ok + failed)
+            for ok, failed in zip(df["completed_requests"], df["failed_requests"])
+        ]
+    ).astype({"completion_rate": "float64", "schedule_lag_p99_ms": "float64"})
     import great_expectations.expectations as gxe
 
     rules = [
         (
-            f"cost_change_pct <= {max_cost_change_pct:g} where a baseline exists",
-            gxe.ExpectColumnValuesToBeBetween(column="cost_change_pct", max_value=max_cost_change_pct),
-        )
+            f"completion_rate >= {min_completion_rate:g}",
+            gxe.ExpectColumnValuesToBeBetween(column="completion_rate", min_value=min_completion_rate),
+        ),
+        ("some request completed", gxe.ExpectColumnValuesToBeBetween(column="completed_requests", min_value=1)),
+        (
+            f"schedule_lag_p99_ms <= {max_schedule_lag_p99_ms:g}",
+            gxe.ExpectColumnValuesToBeBetween(column="schedule_lag_p99_ms", max_value=max_schedule_lag_p99_ms),
+        ),
+        ("client not degraded", gxe.ExpectColumnValuesToBeInSet(column="client_degraded", value_set=[False])),
+        ("server samples present", gxe.ExpectColumnValuesToBeBetween(column="server_sample_count", min_value=1)),
+        ("run finished (not partial)", gxe.ExpectColumnValuesToBeInSet(column="partial", value_set=[False])),
     ]
-    return _validate("weekly_trends", df, rules)
+    return _validate("runs", df, rules)
 
 
 def _require_columns(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:

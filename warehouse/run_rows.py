@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import date
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pyarrow as pa
 
+from endpoints.fingerprint import config_fingerprint
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.records import RunInfo
 from warehouse.lake import validate_scenario_name, validate_week_start
@@ -59,8 +61,44 @@ RUNS_SCHEMA = pa.schema(
         pa.field("schedule_lag_max_ms", pa.float64()),
         pa.field("client_degraded", pa.bool_(), nullable=False),
         pa.field("partial", pa.bool_(), nullable=False),
+        # Schema version 2 (older lake files lack these; the views read them as null).
+        pa.field("max_concurrency", pa.int32()),
+        pa.field("warmup_s", pa.float64()),
+        pa.field("shard_index", pa.int32()),
+        pa.field("shard_count", pa.int32()),
+        pa.field("arrival_process", pa.string()),
+        pa.field("config_fingerprint", pa.string()),
+        pa.field("config_facts_json", pa.string()),
+        pa.field("max_running_requests", pa.int32()),
+        pa.field("slo_ttft_ms", pa.float64()),
+        pa.field("slo_tpot_ms", pa.float64()),
+        pa.field("target_rps", pa.float64()),
+        pa.field("budget_usd_per_request", pa.float64()),
+        pa.field("prefix_reuse_share", pa.float64()),
     ]
 )
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """What the scenario and workload say about a run, beyond what the replay recorded (all optional)."""
+
+    slo_ttft_ms: float | None = None  # scenario SLO: time to first token, from the schedule
+    slo_tpot_ms: float | None = None  # scenario SLO: time per output token after the first
+    target_rps: float | None = None  # load the fleet must carry (requests/s), for fleet sizing
+    budget_usd_per_request: float | None = None  # cost the scenario may spend per request (diagnoses)
+    prefix_reuse_share: float | None = None  # workloads.trace_stats.prefix_reuse_share of the replayed window
+
+
+def max_running_requests(server_info: dict) -> int | None:
+    """The server's cap on running requests, when it reports one (SGLang derives it when unset: null then)."""
+    value = server_info.get("max_running_requests")
+    if value is None and isinstance(server_info.get("scheduler_info"), dict):
+        value = server_info["scheduler_info"].get("max_running_requests")
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def run_backend(run_info: RunInfo, endpoint: EndpointSpec) -> str:
@@ -113,11 +151,14 @@ def redact_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def build_run_row(run_info: RunInfo, endpoint: EndpointSpec, scenario: str, week_start: date) -> pa.Table:
+def build_run_row(
+    run_info: RunInfo, endpoint: EndpointSpec, scenario: str, week_start: date, context: RunContext = RunContext()
+) -> pa.Table:
     """One `runs` row (RUNS_SCHEMA) for the replay `run_info` of `scenario` in the week starting `week_start`."""
     validate_scenario_name(scenario)
     validate_week_start(week_start)
     version = run_info.server_info.get("version")
+    fingerprint = config_fingerprint(run_info.server_info, endpoint.model)
     row = {
         "run_id": run_info.run_id,
         "scenario": scenario,
@@ -153,5 +194,19 @@ def build_run_row(run_info: RunInfo, endpoint: EndpointSpec, scenario: str, week
         "schedule_lag_max_ms": run_info.schedule_lag_max_ms,
         "client_degraded": run_info.client_degraded,
         "partial": run_info.partial,
+        "max_concurrency": run_info.max_concurrency,
+        "warmup_s": run_info.warmup_s,
+        "shard_index": run_info.shard_index,
+        "shard_count": run_info.shard_count,
+        "arrival_process": run_info.arrival_process,
+        # The replay's own digest when it computed one; the same function otherwise.
+        "config_fingerprint": run_info.config_fingerprint or fingerprint.digest,
+        "config_facts_json": json.dumps(redact_mapping(fingerprint.facts), sort_keys=True, default=str),
+        "max_running_requests": max_running_requests(run_info.server_info),
+        "slo_ttft_ms": context.slo_ttft_ms,
+        "slo_tpot_ms": context.slo_tpot_ms,
+        "target_rps": context.target_rps,
+        "budget_usd_per_request": context.budget_usd_per_request,
+        "prefix_reuse_share": context.prefix_reuse_share,
     }
     return pa.Table.from_pylist([row], schema=RUNS_SCHEMA)

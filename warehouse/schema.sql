@@ -1,20 +1,25 @@
 -- costbench warehouse schema: the documented contract for everything in warehouse/costbench.duckdb.
 -- Every stored number carries its unit in its name (_s, _ms, _usd, _tokens, _pct) and a one-line
--- definition here. The lake (Parquet, one folder per week x scenario) is the source of truth; `runs`
--- and `requests` are views over it, `run_summary` and `weekly_trends` are tables rebuilt from them
--- by warehouse/sql/*.sql on every refresh.
+-- definition here; ratios without a suffix are fractions 0-1. The lake (Parquet, one folder per
+-- week x scenario) is the source of truth: `runs`, `requests`, `server_samples` and `gpu_samples` are
+-- views over it; gpu_prices/api_prices come from warehouse/prices.yaml; run_summary, weekly_trends,
+-- diagnoses and cost_intervals are tables rebuilt from them by warehouse/sql/*.sql on every refresh.
 --
--- @runs_files@ and @requests_files@ are replaced by warehouse/store.py with a quoted list of Parquet
--- paths: a zero-row file that pins the current columns and types, plus the lake glob when the lake
--- has files for the table. DuckDB cannot bind parameters in CREATE VIEW, so this is the one
--- substitution, of paths the store controls and escapes.
--- Times called *_mono_s are seconds on the replay's monotonic clock from the run's t0.
+-- @<table>_files@ placeholders are replaced by warehouse/store.py with a quoted list of Parquet paths: a
+-- zero-row file that pins the current columns and types, plus the lake glob when the lake has files for
+-- the table. DuckDB cannot bind parameters in CREATE VIEW, so this is the one substitution, of paths
+-- the store controls and escapes. Older lake files that lack newer columns read them as null
+-- (union_by_name). Times called *_mono_s are seconds on the replay's monotonic clock from the run's
+-- t0; *_wall_s are seconds since the Unix epoch.
+--
+-- Measured window of a run: from t0 + warmup_s to t0 + window_s (seconds from t0). Warm-up requests
+-- (is_warmup) enter no metric; server and GPU samples count only inside the measured window.
 
 CREATE TABLE IF NOT EXISTS schema_version (
-    version INTEGER NOT NULL  -- revision of this file the database was built with; bumped on incompatible changes
+    version INTEGER NOT NULL,         -- schema revision applied (warehouse/schema_migrations.py SCHEMA_VERSION)
+    applied_wall_s DOUBLE,            -- when it was applied (s since the Unix epoch; null for version 1)
+    note VARCHAR                      -- what the upgrade did
 );
-DELETE FROM schema_version;
-INSERT INTO schema_version VALUES (1);
 
 CREATE OR REPLACE VIEW runs AS
 SELECT
@@ -27,7 +32,7 @@ SELECT
     model,                    -- served model path, e.g. deepseek-ai/DeepSeek-V3
     gpu_type,                 -- GPU model the price refers to, e.g. H200
     gpu_count,                -- GPUs the endpoint occupies (count)
-    usd_per_gpu_hour,         -- price of one GPU for one hour (USD)
+    usd_per_gpu_hour,         -- price of one GPU for one hour (USD), from the endpoint spec
     api_key_env,              -- name of the environment variable holding the API key (never the key)
     sglang_version,           -- "version" from the server's /server_info (null when not reported)
     server_args_json,         -- JSON list of the sglang.launch_server flags, secret values redacted
@@ -42,7 +47,7 @@ SELECT
     speedup,                  -- trace time / replay time (ratio)
     t0_wall_s,                -- wall-clock time of the run's t0 (s since the Unix epoch)
     finished_wall_s,          -- wall-clock time the run ended (s since the Unix epoch; null if it never did)
-    window_s,                 -- measured window, t0 to the last finish (s); the cost basis
+    window_s,                 -- t0 to the last finish (s)
     requests_total,           -- requests in the workload window (count)
     requests_recorded,        -- requests with a record (count)
     requests_ok,              -- requests with status ok, as the client counted them (count)
@@ -50,7 +55,20 @@ SELECT
     schedule_lag_p99_ms,      -- p99 send time minus scheduled time (ms)
     schedule_lag_max_ms,      -- worst send time minus scheduled time (ms)
     client_degraded,          -- the client fell behind its schedule (lag p99 past the threshold)
-    partial                   -- the run did not finish: only the requests that completed are recorded
+    partial,                  -- the run did not finish: only the requests that completed are recorded
+    max_concurrency,          -- client-side cap on requests in flight (count; null = open loop only)
+    coalesce(warmup_s, 0.0) AS warmup_s,  -- requests scheduled before this offset are warm-up (s from t0; 0 in files before v2)
+    shard_index,              -- this run replayed shard shard_index of shard_count
+    shard_count,              -- shards the workload was split into (count)
+    arrival_process,          -- trace | poisson | gamma | constant
+    config_fingerprint,       -- 12 hex digits over model, version and cost-relevant server flags (endpoints/fingerprint.py)
+    config_facts_json,        -- JSON of the facts the fingerprint hashes
+    max_running_requests,     -- the server's cap on running requests (count; null when SGLang derived it)
+    slo_ttft_ms,              -- scenario SLO on time to first token from the schedule (ms; null = none)
+    slo_tpot_ms,              -- scenario SLO on time per output token after the first (ms; null = none)
+    target_rps,               -- load the fleet must carry, for fleet sizing (requests/s; null = none)
+    budget_usd_per_request,   -- what the scenario may spend per request (USD; null = compare with the API price)
+    prefix_reuse_share        -- share of input tokens an infinite prefix cache could reuse in this workload (ratio 0-1)
 FROM read_parquet(@runs_files@, hive_partitioning = true, union_by_name = true,
                   hive_types = {'week': DATE, 'scenario': VARCHAR});
 
@@ -71,7 +89,7 @@ SELECT
     finish_mono_s,            -- last byte of the response (s from t0)
     chunk_mono_s,             -- arrival of every token-carrying chunk (list of s from t0)
     prompt_tokens,            -- prompt length the server reported (tokens; null = not reported)
-    completion_tokens,        -- output length the server reported (tokens; null = not reported)
+    completion_tokens,        -- output length the server reported, reasoning included (tokens; null = not reported)
     cached_tokens,            -- prompt tokens served from the prefix cache, server-reported (tokens; null = not reported)
     reasoning_tokens,         -- reasoning tokens the server reported (tokens; null = not reported)
     finish_reason,            -- length | stop | abort
@@ -81,18 +99,71 @@ SELECT
     error_message,            -- failure detail (null when ok)
     server_e2e_latency_s,     -- end-to-end latency measured by the server (s)
     is_warmup,                -- sent before the measured window; excluded from every metric
+    coalesce(held_s, 0.0) AS held_s,  -- how long the concurrency cap or session order held it past its schedule (s; 0 in files before v2)
+    held_by,                  -- concurrency | session | null
     status = 'ok' AND NOT is_warmup AS is_completed,                     -- counts as a completed request of the measured window
     status IN ('error', 'timeout') AND NOT is_warmup AS is_failed,       -- counts as a failed request of the measured window
-    (sent_mono_s - scheduled_mono_s) * 1000 AS schedule_lag_ms,          -- how late the client sent it (ms)
+    (sent_mono_s - scheduled_mono_s) * 1000 AS schedule_lag_ms,          -- how late the client sent it, holds included (ms)
     (first_token_mono_s - sent_mono_s) * 1000 AS ttft_ms,                -- time to first token from send (ms)
     (first_token_mono_s - scheduled_mono_s) * 1000 AS ttft_from_schedule_ms,  -- time to first token from the schedule (ms)
     (first_answer_mono_s - sent_mono_s) * 1000 AS ttfa_ms,               -- time to first answer (non-reasoning) token from send (ms)
     (finish_mono_s - sent_mono_s) * 1000 AS e2e_ms,                      -- end-to-end latency from send (ms)
     (finish_mono_s - scheduled_mono_s) * 1000 AS e2e_from_schedule_ms,   -- end-to-end latency from the schedule; a lagging client cannot hide it (ms)
     (finish_mono_s - first_token_mono_s) * 1000
-        / CASE WHEN completion_tokens > 1 THEN completion_tokens - 1 END AS tpot_ms  -- time per output token after the first (ms)
+        / CASE WHEN completion_tokens > 1 THEN completion_tokens - 1 END AS tpot_ms,  -- time per output token after the first (ms)
+    CASE WHEN len(chunk_mono_s) > 1
+        THEN coalesce((completion_tokens - 1) / (len(chunk_mono_s) - 1), 1.0) END AS tokens_per_chunk_gap  -- output tokens each chunk gap stands for: (completion_tokens - 1) / (chunks - 1), 1 when not reported (tokens)
 FROM read_parquet(@requests_files@, hive_partitioning = true, union_by_name = true,
                   hive_types = {'week': DATE, 'scenario': VARCHAR});
+
+CREATE OR REPLACE VIEW server_samples AS
+SELECT
+    week AS week_start,       -- Monday (DATE) that starts the partition's week, from the lake path
+    scenario,                 -- scenario name, from the lake path
+    run_id,                   -- the replay the sample belongs to (runs.run_id)
+    sample_wall_s,            -- when /metrics was scraped (s since the Unix epoch)
+    source_url,               -- the worker whose /metrics was scraped
+    metric,                   -- full Prometheus name, e.g. sglang:num_running_reqs
+    kind,                     -- counter | gauge | histogram
+    labels_json,              -- sorted JSON of the labels, dp_rank summed away
+    value                     -- gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
+FROM read_parquet(@server_samples_files@, hive_partitioning = true, union_by_name = true,
+                  hive_types = {'week': DATE, 'scenario': VARCHAR});
+
+CREATE OR REPLACE VIEW gpu_samples AS
+SELECT
+    week AS week_start,       -- Monday (DATE) that starts the partition's week, from the lake path
+    scenario,                 -- scenario name, from the lake path
+    run_id,                   -- the replay the sample belongs to (runs.run_id)
+    sample_wall_s,            -- when the GPU was sampled (s since the Unix epoch)
+    host,                     -- host the GPU is in
+    gpu_index,                -- GPU index on the host (null when no GPU could be read)
+    source,                   -- nvml | dcgm | none
+    utilisation_pct,          -- GPU busy time share over the sample period (%; null when unmeasured, never 0)
+    memory_used_bytes,        -- device memory in use (bytes)
+    memory_total_bytes,       -- device memory size (bytes)
+    power_w,                  -- power draw (W)
+    sm_clock_mhz,             -- SM clock (MHz)
+    note                      -- why the values are null
+FROM read_parquet(@gpu_samples_files@, hive_partitioning = true, union_by_name = true,
+                  hive_types = {'week': DATE, 'scenario': VARCHAR});
+
+CREATE OR REPLACE TABLE gpu_prices (
+    gpu_type VARCHAR NOT NULL,        -- GPU model, matched to runs.gpu_type
+    usd_per_gpu_hour DOUBLE NOT NULL, -- list price of one GPU for one hour, on demand (USD)
+    as_of DATE NOT NULL,              -- when the price was read
+    source VARCHAR NOT NULL           -- public page the price comes from
+);
+
+CREATE OR REPLACE TABLE api_prices (
+    model VARCHAR NOT NULL,           -- served model path, lower-cased, matched to lower(runs.model)
+    name VARCHAR NOT NULL,            -- the API product, e.g. deepseek-chat (DeepSeek-V3)
+    usd_per_mtok_cached_input DOUBLE NOT NULL,    -- input tokens served from the API's context cache (USD per million tokens)
+    usd_per_mtok_uncached_input DOUBLE NOT NULL,  -- input tokens not cached (USD per million tokens)
+    usd_per_mtok_output DOUBLE NOT NULL,          -- output tokens, reasoning included (USD per million tokens)
+    as_of DATE NOT NULL,              -- when the price was read
+    source VARCHAR NOT NULL           -- public page the price comes from
+);
 
 CREATE OR REPLACE TABLE run_summary (
     run_id VARCHAR NOT NULL,          -- the replay (runs.run_id)
@@ -101,10 +172,12 @@ CREATE OR REPLACE TABLE run_summary (
     endpoint VARCHAR NOT NULL,        -- endpoint name
     backend VARCHAR NOT NULL,         -- 'sim' (the twin: modelled cost) or 'sglang' (measured)
     model VARCHAR NOT NULL,           -- served model path
+    config_fingerprint VARCHAR,       -- runs.config_fingerprint
     gpu_type VARCHAR NOT NULL,        -- GPU model the price refers to
     gpu_count INTEGER NOT NULL,       -- GPUs the endpoint occupies (count)
-    usd_per_gpu_hour DOUBLE NOT NULL, -- price of one GPU for one hour (USD)
-    window_s DOUBLE,                  -- measured window, t0 to the last finish (s; warm-up excluded)
+    usd_per_gpu_hour DOUBLE NOT NULL, -- price of one GPU for one hour, from the endpoint (USD)
+    list_usd_per_gpu_hour DOUBLE,     -- gpu_prices list price for gpu_type, for comparison (USD; null when not listed)
+    window_s DOUBLE,                  -- measured window: runs.window_s - runs.warmup_s, at least 0 (s)
     run_cost_usd DOUBLE,              -- gpu_count x usd_per_gpu_hour x window_s / 3600 (USD)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up (count)
     failed_requests BIGINT NOT NULL,  -- status error or timeout, not warm-up (count)
@@ -114,15 +187,72 @@ CREATE OR REPLACE TABLE run_summary (
     hit_rate_cached_tokens BIGINT,    -- sum of cached_tokens over the same requests (tokens)
     cost_per_request_usd DOUBLE,      -- run_cost_usd / completed_requests (USD; null when none completed)
     cost_per_mtok_output_usd DOUBLE,  -- run_cost_usd / (output_tokens / 1e6) (USD per million output tokens)
-    p50_ttft_ms DOUBLE,               -- median ttft_ms of completed requests (ms)
-    p95_ttft_ms DOUBLE,               -- 95th percentile ttft_ms of completed requests, linear interpolation (ms)
+    api_price_name VARCHAR,           -- api_prices.name matched by model (null: no API price for this model)
+    api_cost_usd DOUBLE,              -- the completed requests' tokens at API prices: (cached x cached price + (prompt - cached) x uncached price + completion x output price) / 1e6; prompt/completion fall back to the requested input/output tokens, unreported cached counts as uncached (USD)
+    api_cost_per_request_usd DOUBLE,  -- api_cost_usd / completed_requests (USD)
+    self_host_to_api_cost_ratio DOUBLE,  -- run_cost_usd / api_cost_usd (ratio; < 1: self-hosting was cheaper)
+    break_even_utilisation DOUBLE,    -- batch_occupancy x self_host_to_api_cost_ratio: the batch occupancy at which self-hosting costs what the API costs, if requests served per GPU-hour grow in proportion to occupancy (ratio; > 1: unreachable on this configuration)
+    prefix_cache_hit_rate DOUBLE,     -- client: hit_rate_cached_tokens / hit_rate_prompt_tokens (ratio 0-1; null when not reported)
+    server_prefix_cache_hit_rate DOUBLE,  -- server: delta sglang:cached_tokens_total / delta sglang:prompt_tokens_total over the measured window (ratio 0-1; null without server samples)
+    batch_occupancy DOUBLE,           -- time-weighted mean of sglang:num_running_reqs (summed over workers) / max_running_requests over the sampled measured window (ratio 0-1; null when either is unknown)
+    kv_usage_mean DOUBLE,             -- time-weighted mean of sglang:token_usage, KV-pool fraction, summed over workers as stored (ratio)
+    kv_usage_max DOUBLE,              -- largest sampled sglang:token_usage in the measured window (ratio)
+    retractions BIGINT,               -- delta sglang:num_retracted_requests_total over the measured window (count; null when the server does not export it)
+    gpu_utilisation_pct DOUBLE,       -- mean of measured gpu_samples.utilisation_pct in the measured window (%; null when unmeasured)
+    server_sample_count BIGINT NOT NULL,  -- server_samples rows of the run (count)
+    gpu_sample_count BIGINT NOT NULL, -- gpu_samples rows of the run with a measured utilisation (count)
+    p50_ttft_ms DOUBLE,               -- median ttft_ms of completed requests, linear interpolation like every percentile here (ms)
+    p90_ttft_ms DOUBLE,               -- 90th percentile ttft_ms of completed requests (ms)
+    p95_ttft_ms DOUBLE,               -- 95th percentile ttft_ms of completed requests (ms)
+    p99_ttft_ms DOUBLE,               -- 99th percentile ttft_ms of completed requests (ms)
+    p50_ttfa_ms DOUBLE,               -- median time to first answer token from send, completed requests (ms)
+    p90_ttfa_ms DOUBLE,               -- 90th percentile ttfa_ms (ms)
+    p95_ttfa_ms DOUBLE,               -- 95th percentile ttfa_ms (ms)
+    p99_ttfa_ms DOUBLE,               -- 99th percentile ttfa_ms (ms)
+    p50_itl_ms DOUBLE,                -- median inter-token latency: every gap between consecutive chunks of completed requests divided by tokens_per_chunk_gap, one observation per gap (ms per token)
+    p90_itl_ms DOUBLE,                -- 90th percentile of the same gaps (ms per token)
+    p95_itl_ms DOUBLE,                -- 95th percentile of the same gaps (ms per token)
+    p99_itl_ms DOUBLE,                -- 99th percentile of the same gaps (ms per token)
+    p50_tpot_ms DOUBLE,               -- median tpot_ms of completed requests (ms per token)
+    p90_tpot_ms DOUBLE,               -- 90th percentile tpot_ms (ms per token)
+    p95_tpot_ms DOUBLE,               -- 95th percentile tpot_ms (ms per token)
+    p99_tpot_ms DOUBLE,               -- 99th percentile tpot_ms (ms per token)
     p50_e2e_ms DOUBLE,                -- median e2e_ms of completed requests (ms)
-    p95_e2e_ms DOUBLE,                -- 95th percentile e2e_ms of completed requests, linear interpolation (ms)
-    prefix_cache_hit_rate DOUBLE,     -- hit_rate_cached_tokens / hit_rate_prompt_tokens (ratio 0-1; null when not reported)
-    output_tokens_per_s DOUBLE,       -- output_tokens / window_s (tokens/s)
+    p90_e2e_ms DOUBLE,                -- 90th percentile e2e_ms (ms)
+    p95_e2e_ms DOUBLE,                -- 95th percentile e2e_ms (ms)
+    p99_e2e_ms DOUBLE,                -- 99th percentile e2e_ms (ms)
+    p95_e2e_from_schedule_ms DOUBLE,  -- 95th percentile e2e_from_schedule_ms: latency the user saw, client delays included (ms)
+    p95_queue_share DOUBLE,           -- over completed requests with e2e_from_schedule_ms >= its p95: sum of queue_ms / sum of e2e_from_schedule_ms, where queue_ms = max(0, ttft_from_schedule_ms - uncached prompt tokens / the run's fastest observed prefill rate) (ratio 0-1)
+    reasoning_token_share DOUBLE,     -- sum reasoning_tokens / sum completion_tokens over completed requests reporting both (ratio 0-1)
+    slo_ttft_ms DOUBLE,               -- runs.slo_ttft_ms
+    slo_tpot_ms DOUBLE,               -- runs.slo_tpot_ms
+    good_requests BIGINT,             -- completed requests with ttft_from_schedule_ms <= slo_ttft_ms and tpot_ms <= slo_tpot_ms (a missing SLO or a null tpot passes that part) (count; null without an SLO)
+    goodput DOUBLE,                   -- good_requests / (completed + failed requests) (ratio 0-1; null without an SLO)
+    goodput_rps DOUBLE,               -- good_requests / window_s (requests/s)
+    sustained_output_tokens_per_s DOUBLE,  -- output_tokens / window_s (tokens/s)
+    target_rps DOUBLE,                -- runs.target_rps (requests/s)
+    replicas_for_target DOUBLE,       -- ceil(target_rps / goodput_rps): replicas of this endpoint to carry the target inside the SLO, at this run's per-replica goodput (count; conservative when the replica was not saturated)
+    fleet_usd_per_hour DOUBLE,        -- replicas_for_target x gpu_count x usd_per_gpu_hour (USD per hour)
+    budget_usd_per_request DOUBLE,    -- runs.budget_usd_per_request (USD)
+    prefix_reuse_share DOUBLE,        -- runs.prefix_reuse_share (ratio 0-1)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
     client_degraded BOOLEAN NOT NULL, -- the client fell behind its schedule: latency from send understates
     partial BOOLEAN NOT NULL          -- the run did not finish
+);
+
+CREATE OR REPLACE TABLE cost_intervals (
+    week_start DATE NOT NULL,         -- Monday that starts the week
+    scenario VARCHAR NOT NULL,        -- scenario name
+    endpoint VARCHAR NOT NULL,        -- endpoint name
+    backend VARCHAR NOT NULL,         -- 'sim' or 'sglang'
+    config_fingerprint VARCHAR,       -- configuration the row pools
+    blocks BIGINT NOT NULL,           -- time blocks resampled (count)
+    cost_per_request_low_usd DOUBLE,  -- 2.5th percentile of the block-bootstrap cost per request (USD)
+    cost_per_request_high_usd DOUBLE, -- 97.5th percentile of the block-bootstrap cost per request (USD)
+    hit_rate_low DOUBLE,              -- 2.5th percentile of the block-bootstrap client prefix-cache hit rate (ratio 0-1)
+    hit_rate_high DOUBLE,             -- 97.5th percentile of the same (ratio 0-1)
+    p95_ttft_low_ms DOUBLE,           -- 2.5th percentile of the block-bootstrap p95 TTFT, from 1%-wide log bins (ms)
+    p95_ttft_high_ms DOUBLE           -- 97.5th percentile of the same (ms)
 );
 
 CREATE OR REPLACE TABLE weekly_trends (
@@ -130,18 +260,55 @@ CREATE OR REPLACE TABLE weekly_trends (
     scenario VARCHAR NOT NULL,        -- scenario name
     endpoint VARCHAR NOT NULL,        -- endpoint name
     backend VARCHAR NOT NULL,         -- 'sim' or 'sglang'; never pooled together
+    config_fingerprint VARCHAR,       -- configuration of the pooled runs; baselines only use weeks with the same one
+    config_changed BOOLEAN NOT NULL,  -- the scenario and endpoint's most recent earlier week ran another configuration
     runs BIGINT NOT NULL,             -- replays pooled into this row (count)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up, over the runs (count)
     failed_requests BIGINT NOT NULL,  -- status error or timeout, not warm-up, over the runs (count)
     cost_usd DOUBLE,                  -- sum of run_cost_usd over the runs with a known window (USD)
     cost_per_request_usd DOUBLE,      -- cost_usd / completed requests of those runs (USD)
     cost_per_mtok_output_usd DOUBLE,  -- cost_usd / (output tokens of those runs / 1e6) (USD per million output tokens)
+    api_cost_per_request_usd DOUBLE,  -- sum of api_cost_usd / completed requests of the runs with an API price (USD)
     p50_ttft_ms DOUBLE,               -- median ttft_ms over the completed requests of all runs (ms)
-    p95_ttft_ms DOUBLE,               -- 95th percentile ttft_ms over the same requests, linear interpolation (ms)
-    p50_e2e_ms DOUBLE,                -- median e2e_ms over the completed requests of all runs (ms)
-    p95_e2e_ms DOUBLE,                -- 95th percentile e2e_ms over the same requests, linear interpolation (ms)
+    p95_ttft_ms DOUBLE,               -- 95th percentile ttft_ms over the same requests (ms)
+    p50_e2e_ms DOUBLE,                -- median e2e_ms over the same requests (ms)
+    p95_e2e_ms DOUBLE,                -- 95th percentile e2e_ms over the same requests (ms)
     prefix_cache_hit_rate DOUBLE,     -- sum of cached / sum of prompt tokens over the runs (ratio 0-1; null when not reported)
-    baseline_weeks BIGINT NOT NULL,   -- earlier weeks (up to 4, same scenario, endpoint, backend) with a cost in the baseline (count)
-    baseline_cost_per_request_usd DOUBLE,  -- median cost_per_request_usd of those weeks (USD; null when none)
-    cost_change_pct DOUBLE            -- 100 x (cost_per_request_usd - baseline) / baseline (%; null without a baseline)
+    goodput DOUBLE,                   -- sum of good_requests / sum of completed + failed requests of the runs with an SLO (ratio 0-1)
+    sustained_output_tokens_per_s DOUBLE,  -- sum of output tokens / sum of window_s over the runs (tokens/s)
+    prev_week_start DATE,             -- the same configuration's week 7 days earlier, when there was one
+    cost_wow_change_pct DOUBLE,       -- 100 x (cost_per_request_usd - previous week's) / previous week's (%)
+    p95_ttft_wow_change_pct DOUBLE,   -- 100 x (p95_ttft_ms - previous week's) / previous week's (%)
+    hit_rate_wow_change_pts DOUBLE,   -- 100 x (prefix_cache_hit_rate - previous week's) (percentage points)
+    baseline_weeks BIGINT NOT NULL,   -- earlier weeks in the baseline: up to the 4 most recent with the same scenario, endpoint, backend and fingerprint (count)
+    baseline_cost_per_request_usd DOUBLE,  -- median cost_per_request_usd of the baseline weeks (USD; null when none)
+    baseline_p95_ttft_ms DOUBLE,      -- median p95_ttft_ms of the baseline weeks (ms)
+    baseline_prefix_cache_hit_rate DOUBLE,  -- median prefix_cache_hit_rate of the baseline weeks (ratio 0-1)
+    cost_change_pct DOUBLE,           -- 100 x (cost_per_request_usd - baseline) / baseline (%; null without a baseline)
+    p95_ttft_change_pct DOUBLE,       -- 100 x (p95_ttft_ms - baseline) / baseline (%)
+    hit_rate_change_pts DOUBLE,       -- 100 x (prefix_cache_hit_rate - baseline) (percentage points)
+    cost_per_request_low_usd DOUBLE,  -- this week's 95% block-bootstrap interval for cost per request, low end (USD)
+    cost_per_request_high_usd DOUBLE, -- the same interval, high end (USD)
+    hit_rate_low DOUBLE,              -- this week's 95% block-bootstrap interval for the hit rate, low end (ratio 0-1)
+    hit_rate_high DOUBLE,             -- the same interval, high end (ratio 0-1)
+    p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
+    p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
+    regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | drift (past a threshold, inside the noise) | ok | no_baseline
+    regression_reasons VARCHAR        -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
+);
+
+CREATE OR REPLACE TABLE diagnoses (
+    run_id VARCHAR NOT NULL,          -- the replay (run_summary.run_id)
+    week_start DATE NOT NULL,         -- Monday that starts the week
+    scenario VARCHAR NOT NULL,        -- scenario name
+    endpoint VARCHAR NOT NULL,        -- endpoint name
+    verdict VARCHAR NOT NULL,         -- runtime_lever | model_candidate | healthy | inconclusive (the four-numbers rubric, DESIGN.md)
+    reasons VARCHAR NOT NULL,         -- JSON list of the reasons behind the verdict, each with its number and threshold
+    prefix_cache_hit_rate DOUBLE,     -- client hit rate (server's when the client's is null) (ratio 0-1)
+    prefix_reuse_share DOUBLE,        -- what an infinite cache could reuse in this workload (ratio 0-1)
+    batch_occupancy DOUBLE,           -- run_summary.batch_occupancy (ratio 0-1)
+    p95_queue_share DOUBLE,           -- run_summary.p95_queue_share (ratio 0-1)
+    gpu_utilisation_pct DOUBLE,       -- run_summary.gpu_utilisation_pct (%)
+    cost_per_request_usd DOUBLE,      -- run_summary.cost_per_request_usd (USD)
+    budget_usd_per_request DOUBLE     -- the scenario's budget, else the API-equivalent cost per request (USD)
 );

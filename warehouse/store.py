@@ -2,7 +2,8 @@
 
 Layout under `root`: `lake/` (the Parquet lake, warehouse/lake.py) and `costbench.duckdb`. All SQL lives in
 warehouse/schema.sql and warehouse/sql/*.sql. DuckDB allows one writing process at a time, so every
-method opens its own connection and closes it before returning.
+method opens its own connection and closes it before returning. Schema versions and upgrades:
+warehouse/schema_migrations.py.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -19,14 +20,21 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from endpoints.probe_records import GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA
 from replay.records import REQUEST_RECORD_SCHEMA
+from warehouse import schema_migrations
+from warehouse.bootstrap_interval import rebuild_intervals
 from warehouse.lake import list_partitions, recover_lake
+from warehouse.price_table import PriceTable, load_price_table
 from warehouse.run_rows import RUNS_SCHEMA
 
 # Lake tables the views read, with the columns and types they must have even while the lake is empty.
-LAKE_TABLES: dict[str, pa.Schema] = {"runs": RUNS_SCHEMA, "requests": REQUEST_RECORD_SCHEMA}
-# Marts, rebuilt in this order (weekly_trends reads run_summary).
-MART_SQL_FILES = ("sql/run_summary.sql", "sql/weekly_trends.sql")
+LAKE_TABLES: dict[str, pa.Schema] = {
+    "runs": RUNS_SCHEMA,
+    "requests": REQUEST_RECORD_SCHEMA,
+    "server_samples": SERVER_SAMPLE_SCHEMA,
+    "gpu_samples": GPU_SAMPLE_SCHEMA,
+}
 SCHEMA_DIR = "_schema"  # zero-row stand-ins, inside the lake root but outside every table's folder
 _PLACEHOLDER = re.compile(r"@([a-z_]+)@")
 _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
@@ -61,10 +69,20 @@ def sql_path_literal(path: Path | str, glob: str = "") -> str:
 
 
 class Warehouse:
-    def __init__(self, root: Path, lock_wait_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        lock_wait_s: float = 120.0,
+        prices_path: Path | None = None,
+        memory_limit: str | None = None,
+        clock_wall_s: Callable[[], float] = time.time,
+    ) -> None:
         self.root = Path(root)
         # DuckDB lets one process write; another waits this long for the lock, then gets a clear error.
         self.lock_wait_s = lock_wait_s
+        self.prices_path = prices_path  # None: warehouse/prices.yaml
+        self.memory_limit = memory_limit  # DuckDB memory_limit, e.g. "3GB"; None: DuckDB's default
+        self.clock_wall_s = clock_wall_s
 
     @property
     def db_path(self) -> Path:
@@ -83,6 +101,10 @@ class Warehouse:
             self.root.mkdir(parents=True, exist_ok=True)
         con = self._open(read_only)
         try:
+            if self.memory_limit:
+                con.execute("SET memory_limit = ?", [self.memory_limit])
+            if read_only:
+                schema_migrations.check_readable(schema_migrations.stored_version(con), str(self.db_path))
             yield con
         finally:
             con.close()
@@ -101,29 +123,52 @@ class Warehouse:
                     ) from exc
                 time.sleep(0.2)
 
-    def refresh(self) -> None:
-        """Create or replace the lake views and rebuild the marts, in one transaction.
+    def refresh(self) -> list[str]:
+        """Upgrade an older database, create or replace the lake views and rebuild the marts, in one transaction.
 
         Works on an empty or partly filled lake: a table with no files yet gets an empty view with its
-        full set of columns. A failure leaves the previous views and marts as they were.
+        full set of columns. A failure (or a database newer than this code) leaves the previous views and
+        marts as they were. Returns the notes of the schema upgrades applied (usually none).
         """
+        prices = load_price_table(self.prices_path)  # a bad price file fails before anything is touched
         recover_lake(self.lake_root)
         sources = {f"{table}_files": self._source_files(table, schema) for table, schema in LAKE_TABLES.items()}
         schema_sql = render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql")
+        now_wall_s = self.clock_wall_s()
         with self.connect() as con:
+            # Marts are read with ORDER BY; not keeping insertion order lets DuckDB stream large scans.
+            con.execute("SET preserve_insertion_order = false")
             con.execute("BEGIN TRANSACTION")
             try:
+                fresh = schema_migrations.stored_version(con) is None
+                notes = schema_migrations.upgrade(con, str(self.db_path), now_wall_s)
                 con.execute(schema_sql)
-                for name in MART_SQL_FILES:
-                    con.execute(read_sql(name))
+                schema_migrations.record_version(con, notes, now_wall_s, fresh)
+                self._load_prices(con, prices)
+                con.execute(read_sql("sql/run_summary.sql"))
+                rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
+                con.execute(read_sql("sql/weekly_trends.sql"))
+                con.execute(read_sql("sql/diagnoses.sql"))
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
             con.execute("COMMIT")
+        return notes
+
+    @staticmethod
+    def _load_prices(con: duckdb.DuckDBPyConnection, prices: PriceTable) -> None:
+        if prices.gpu_rows:
+            con.executemany("INSERT INTO gpu_prices VALUES (?, ?, ?, ?)", list(prices.gpu_rows))
+        if prices.api_rows:
+            con.executemany("INSERT INTO api_prices VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.api_rows))
+
+    def diagnoses(self) -> list[dict]:
+        """Every diagnoses row (the four-numbers verdict per run), ordered by week, scenario, run."""
+        return self._rows("diagnoses", "week_start, scenario, run_id")
 
     def weekly_trends(self) -> list[dict]:
         """Every weekly_trends row (columns: warehouse/schema.sql), ordered by week, scenario, endpoint."""
-        return self._rows("weekly_trends", "week_start, scenario, endpoint, backend")
+        return self._rows("weekly_trends", "week_start, scenario, endpoint, backend, config_fingerprint")
 
     def run_summary(self) -> list[dict]:
         """Every run_summary row, ordered by week, scenario, run."""

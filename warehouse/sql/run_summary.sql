@@ -1,8 +1,18 @@
--- run_summary: one row per run, rebuilt from the `runs` and `requests` views (columns: schema.sql).
--- Only completed requests of the measured window (requests.is_completed) enter latency, tokens and
--- the hit rate; warm-up requests enter nothing.
-INSERT INTO run_summary BY NAME
-WITH per_run AS (
+-- run_summary: one row per run, rebuilt from the lake views (column definitions: schema.sql).
+-- Only completed requests of the measured window (requests.is_completed) enter latency, tokens, hit
+-- rate and cost per request; warm-up requests enter nothing; server and GPU samples count only
+-- between t0 + warmup_s and t0 + window_s (counters: up to 2 s later, the scrape after the last finish).
+-- Built in stages (temporary tables, dropped at the end) so each pass over `requests` streams on its
+-- own and its memory is freed before the next: at 10M requests this is what keeps the rebuild in memory.
+CREATE OR REPLACE TEMP TABLE run_windows AS
+SELECT
+    *,
+    greatest(window_s - warmup_s, 0.0) AS measured_window_s,
+    t0_wall_s + warmup_s AS window_start_wall_s,
+    t0_wall_s + window_s AS window_end_wall_s
+FROM runs;
+
+CREATE OR REPLACE TEMP TABLE per_run AS (
     SELECT
         week_start,
         scenario,
@@ -15,29 +25,186 @@ WITH per_run AS (
         -- give a null hit rate, not a made-up 0.
         sum(prompt_tokens) FILTER (WHERE is_completed AND cached_tokens IS NOT NULL) AS hit_rate_prompt_tokens,
         sum(cached_tokens) FILTER (WHERE is_completed AND prompt_tokens IS NOT NULL) AS hit_rate_cached_tokens,
-        quantile_cont(ttft_ms, 0.50) FILTER (WHERE is_completed) AS p50_ttft_ms,
-        quantile_cont(ttft_ms, 0.95) FILTER (WHERE is_completed) AS p95_ttft_ms,
-        quantile_cont(e2e_ms, 0.50) FILTER (WHERE is_completed) AS p50_e2e_ms,
-        quantile_cont(e2e_ms, 0.95) FILTER (WHERE is_completed) AS p95_e2e_ms
+        sum(reasoning_tokens) FILTER (WHERE is_completed AND completion_tokens IS NOT NULL) AS share_reasoning_tokens,
+        sum(completion_tokens) FILTER (WHERE is_completed AND reasoning_tokens IS NOT NULL) AS share_completion_tokens,
+        -- Token counts for the API-equivalent cost (what the API would bill for the same requests).
+        sum(coalesce(cached_tokens, 0)) FILTER (WHERE is_completed) AS api_cached_tokens,
+        sum(coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0)) FILTER (WHERE is_completed) AS api_uncached_tokens,
+        sum(coalesce(completion_tokens, output_tokens)) FILTER (WHERE is_completed) AS api_output_tokens,
+        quantile_cont(ttft_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttft_q,
+        quantile_cont(ttfa_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttfa_q,
+        quantile_cont(tpot_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS tpot_q,
+        quantile_cont(e2e_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS e2e_q,
+        quantile_cont(e2e_from_schedule_ms, 0.95) FILTER (WHERE is_completed) AS p95_e2e_from_schedule_ms,
+        -- Fastest observed prefill (uncached prompt tokens per ms of TTFT): the run's own ceiling,
+        -- used to model how much of a TTFT was prefill and how much was waiting.
+        max((coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0)) / ttft_ms)
+            FILTER (WHERE is_completed AND ttft_ms > 0) AS peak_prefill_tokens_per_ms
     FROM requests
     GROUP BY week_start, scenario, run_id
+);
+
+CREATE OR REPLACE TEMP TABLE itl AS
+SELECT
+    week_start,
+    scenario,
+    run_id,
+    quantile_cont(gap_ms, [0.50, 0.90, 0.95, 0.99]) AS itl_q
+FROM (
+    SELECT
+        week_start,
+        scenario,
+        run_id,
+        -- Pairs (next chunk, this chunk): every gap between consecutive chunks, per token.
+        unnest(list_transform(list_zip(chunk_mono_s[2:], chunk_mono_s[:-1]),
+                              lambda pair: (pair[1] - pair[2]) * 1000 / tokens_per_chunk_gap)) AS gap_ms
+    FROM requests
+    WHERE is_completed AND len(chunk_mono_s) > 1
+)
+GROUP BY week_start, scenario, run_id;
+
+CREATE OR REPLACE TEMP TABLE per_run_slo AS
+WITH request_run AS (
+    SELECT
+        q.week_start, q.scenario, q.run_id, q.prompt_tokens, q.input_tokens, q.cached_tokens, q.ttft_from_schedule_ms,
+        q.tpot_ms, q.e2e_from_schedule_ms, w.slo_ttft_ms, w.slo_tpot_ms, p.p95_e2e_from_schedule_ms, p.peak_prefill_tokens_per_ms
+    FROM requests AS q
+    JOIN run_windows AS w USING (week_start, scenario, run_id)
+    JOIN per_run AS p USING (week_start, scenario, run_id)
+    WHERE q.is_completed
+)
+SELECT
+        week_start,
+        scenario,
+        run_id,
+        count(*) FILTER (
+            WHERE (slo_ttft_ms IS NULL OR ttft_from_schedule_ms <= slo_ttft_ms)
+            AND (slo_tpot_ms IS NULL OR tpot_ms IS NULL OR tpot_ms <= slo_tpot_ms)
+        ) AS good_requests,
+        sum(greatest(
+                ttft_from_schedule_ms
+                - coalesce((coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0))
+                           / nullif(peak_prefill_tokens_per_ms, 0), 0),
+                0))
+            FILTER (WHERE e2e_from_schedule_ms >= p95_e2e_from_schedule_ms) AS tail_queue_ms,
+    sum(e2e_from_schedule_ms) FILTER (WHERE e2e_from_schedule_ms >= p95_e2e_from_schedule_ms) AS tail_e2e_ms
+FROM request_run
+GROUP BY week_start, scenario, run_id;
+
+INSERT INTO run_summary BY NAME
+WITH window_samples AS (
+    SELECT s.*, w.window_start_wall_s, w.window_end_wall_s, w.max_running_requests
+    FROM server_samples AS s
+    JOIN run_windows AS w USING (week_start, scenario, run_id)
+),
+counters AS (
+    -- Counters are stored as deltas from the run's first scrape: the window's delta is last - first.
+    SELECT
+        week_start,
+        scenario,
+        run_id,
+        sum(delta) FILTER (WHERE metric = 'sglang:cached_tokens_total') AS server_cached_tokens,
+        sum(delta) FILTER (WHERE metric = 'sglang:prompt_tokens_total') AS server_prompt_tokens,
+        sum(delta) FILTER (WHERE metric = 'sglang:num_retracted_requests_total') AS retractions
+    FROM (
+        SELECT week_start, scenario, run_id, metric,
+               max_by(value, sample_wall_s) - min_by(value, sample_wall_s) AS delta
+        FROM window_samples
+        WHERE kind = 'counter'
+            AND metric IN ('sglang:cached_tokens_total', 'sglang:prompt_tokens_total', 'sglang:num_retracted_requests_total')
+            AND sample_wall_s BETWEEN window_start_wall_s AND window_end_wall_s + 2.0
+        GROUP BY week_start, scenario, run_id, metric, source_url, labels_json
+    )
+    GROUP BY week_start, scenario, run_id
+),
+gauge_steps AS (
+    -- A gauge holds its sampled value until the next sample of the same series (or the window's end).
+    SELECT
+        week_start,
+        scenario,
+        run_id,
+        metric,
+        source_url,
+        labels_json,
+        value,
+        max_running_requests,
+        least(lead(sample_wall_s) OVER series, window_end_wall_s) - sample_wall_s AS held_s
+    FROM window_samples
+    WHERE kind = 'gauge'
+        AND metric IN ('sglang:num_running_reqs', 'sglang:token_usage')
+        AND sample_wall_s >= window_start_wall_s AND sample_wall_s < window_end_wall_s
+    WINDOW series AS (PARTITION BY week_start, scenario, run_id, metric, source_url, labels_json ORDER BY sample_wall_s)
+),
+gauges AS (
+    SELECT
+        week_start,
+        scenario,
+        run_id,
+        sum(mean_value) FILTER (WHERE metric = 'sglang:num_running_reqs') / any_value(max_running_requests) AS batch_occupancy,
+        sum(mean_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_mean,
+        max(max_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_max
+    FROM (
+        SELECT week_start, scenario, run_id, metric, any_value(max_running_requests) AS max_running_requests,
+               sum(value * held_s) / nullif(sum(held_s), 0) AS mean_value, max(value) AS max_value
+        FROM gauge_steps
+        GROUP BY week_start, scenario, run_id, metric, source_url, labels_json
+    )
+    GROUP BY week_start, scenario, run_id
+),
+sample_counts AS (
+    SELECT week_start, scenario, run_id, count(*) AS server_sample_count
+    FROM server_samples
+    GROUP BY week_start, scenario, run_id
+),
+gpu AS (
+    SELECT
+        g.week_start,
+        g.scenario,
+        g.run_id,
+        avg(g.utilisation_pct) FILTER (
+            WHERE g.sample_wall_s BETWEEN w.window_start_wall_s AND w.window_end_wall_s
+        ) AS gpu_utilisation_pct,
+        count(g.utilisation_pct) AS gpu_sample_count
+    FROM gpu_samples AS g
+    JOIN run_windows AS w USING (week_start, scenario, run_id)
+    GROUP BY g.week_start, g.scenario, g.run_id
 ),
 costed AS (
     SELECT
         r.*,
-        r.gpu_count * r.usd_per_gpu_hour * r.window_s / 3600.0 AS run_cost_usd,
+        r.gpu_count * r.usd_per_gpu_hour * r.measured_window_s / 3600.0 AS run_cost_usd,
         coalesce(q.completed_requests, 0) AS completed_requests,
         coalesce(q.failed_requests, 0) AS failed_requests,
         coalesce(q.cancelled_requests, 0) AS cancelled_requests,
-        q.output_tokens,
-        q.hit_rate_prompt_tokens,
-        q.hit_rate_cached_tokens,
-        q.p50_ttft_ms,
-        q.p95_ttft_ms,
-        q.p50_e2e_ms,
-        q.p95_e2e_ms
-    FROM runs AS r
+        q.* EXCLUDE (week_start, scenario, run_id, completed_requests, failed_requests, cancelled_requests),
+        i.itl_q,
+        s.good_requests,
+        s.tail_queue_ms,
+        s.tail_e2e_ms,
+        c.server_cached_tokens,
+        c.server_prompt_tokens,
+        c.retractions,
+        g.batch_occupancy,
+        g.kv_usage_mean,
+        g.kv_usage_max,
+        coalesce(n.server_sample_count, 0) AS server_sample_count,
+        u.gpu_utilisation_pct,
+        coalesce(u.gpu_sample_count, 0) AS gpu_sample_count,
+        gp.usd_per_gpu_hour AS list_usd_per_gpu_hour,
+        ap.name AS api_price_name,
+        (q.api_cached_tokens * ap.usd_per_mtok_cached_input
+            + q.api_uncached_tokens * ap.usd_per_mtok_uncached_input
+            + q.api_output_tokens * ap.usd_per_mtok_output) / 1e6 AS api_cost_usd
+    FROM run_windows AS r
     LEFT JOIN per_run AS q USING (week_start, scenario, run_id)
+    LEFT JOIN itl AS i USING (week_start, scenario, run_id)
+    LEFT JOIN per_run_slo AS s USING (week_start, scenario, run_id)
+    LEFT JOIN counters AS c USING (week_start, scenario, run_id)
+    LEFT JOIN gauges AS g USING (week_start, scenario, run_id)
+    LEFT JOIN sample_counts AS n USING (week_start, scenario, run_id)
+    LEFT JOIN gpu AS u USING (week_start, scenario, run_id)
+    LEFT JOIN gpu_prices AS gp ON gp.gpu_type = r.gpu_type
+    LEFT JOIN api_prices AS ap ON ap.model = lower(r.model)
 )
 SELECT
     run_id,
@@ -46,10 +213,12 @@ SELECT
     endpoint,
     backend,
     model,
+    config_fingerprint,
     gpu_type,
     gpu_count,
     usd_per_gpu_hour,
-    window_s,
+    list_usd_per_gpu_hour,
+    measured_window_s AS window_s,
     run_cost_usd,
     completed_requests,
     failed_requests,
@@ -59,14 +228,63 @@ SELECT
     hit_rate_cached_tokens,
     run_cost_usd / nullif(completed_requests, 0) AS cost_per_request_usd,
     run_cost_usd / nullif(output_tokens / 1e6, 0) AS cost_per_mtok_output_usd,
-    p50_ttft_ms,
-    p95_ttft_ms,
-    p50_e2e_ms,
-    p95_e2e_ms,
+    api_price_name,
+    api_cost_usd,
+    api_cost_usd / nullif(completed_requests, 0) AS api_cost_per_request_usd,
+    run_cost_usd / nullif(api_cost_usd, 0) AS self_host_to_api_cost_ratio,
+    batch_occupancy * run_cost_usd / nullif(api_cost_usd, 0) AS break_even_utilisation,
     hit_rate_cached_tokens / nullif(hit_rate_prompt_tokens, 0) AS prefix_cache_hit_rate,
-    output_tokens / nullif(window_s, 0) AS output_tokens_per_s,
+    server_cached_tokens / nullif(server_prompt_tokens, 0) AS server_prefix_cache_hit_rate,
+    batch_occupancy,
+    kv_usage_mean,
+    kv_usage_max,
+    retractions::BIGINT AS retractions,
+    gpu_utilisation_pct,
+    server_sample_count,
+    gpu_sample_count,
+    ttft_q[1] AS p50_ttft_ms,
+    ttft_q[2] AS p90_ttft_ms,
+    ttft_q[3] AS p95_ttft_ms,
+    ttft_q[4] AS p99_ttft_ms,
+    ttfa_q[1] AS p50_ttfa_ms,
+    ttfa_q[2] AS p90_ttfa_ms,
+    ttfa_q[3] AS p95_ttfa_ms,
+    ttfa_q[4] AS p99_ttfa_ms,
+    itl_q[1] AS p50_itl_ms,
+    itl_q[2] AS p90_itl_ms,
+    itl_q[3] AS p95_itl_ms,
+    itl_q[4] AS p99_itl_ms,
+    tpot_q[1] AS p50_tpot_ms,
+    tpot_q[2] AS p90_tpot_ms,
+    tpot_q[3] AS p95_tpot_ms,
+    tpot_q[4] AS p99_tpot_ms,
+    e2e_q[1] AS p50_e2e_ms,
+    e2e_q[2] AS p90_e2e_ms,
+    e2e_q[3] AS p95_e2e_ms,
+    e2e_q[4] AS p99_e2e_ms,
+    p95_e2e_from_schedule_ms,
+    tail_queue_ms / nullif(tail_e2e_ms, 0) AS p95_queue_share,
+    share_reasoning_tokens / nullif(share_completion_tokens, 0) AS reasoning_token_share,
+    slo_ttft_ms,
+    slo_tpot_ms,
+    CASE WHEN slo_ttft_ms IS NOT NULL OR slo_tpot_ms IS NOT NULL THEN coalesce(good_requests, 0) END AS good_requests,
+    CASE WHEN slo_ttft_ms IS NOT NULL OR slo_tpot_ms IS NOT NULL
+        THEN coalesce(good_requests, 0) / nullif(completed_requests + failed_requests, 0) END AS goodput,
+    CASE WHEN slo_ttft_ms IS NOT NULL OR slo_tpot_ms IS NOT NULL
+        THEN coalesce(good_requests, 0) / nullif(measured_window_s, 0) END AS goodput_rps,
+    output_tokens / nullif(measured_window_s, 0) AS sustained_output_tokens_per_s,
+    target_rps,
+    ceil(target_rps / nullif(good_requests / nullif(measured_window_s, 0), 0)) AS replicas_for_target,
+    ceil(target_rps / nullif(good_requests / nullif(measured_window_s, 0), 0)) * gpu_count * usd_per_gpu_hour AS fleet_usd_per_hour,
+    budget_usd_per_request,
+    prefix_reuse_share,
     schedule_lag_p99_ms,
     client_degraded,
     partial
 FROM costed
 ORDER BY week_start, scenario, run_id;
+
+DROP TABLE run_windows;
+DROP TABLE per_run;
+DROP TABLE itl;
+DROP TABLE per_run_slo;

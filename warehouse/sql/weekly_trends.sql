@@ -1,14 +1,23 @@
--- weekly_trends: one row per week x scenario x endpoint x backend (columns: schema.sql).
--- Costs and the hit rate pool the runs' sums (a ratio of sums, not a mean of ratios); percentiles
--- pool the completed requests themselves. The baseline is the median cost per request of up to the
--- 4 calendar weeks before, for the same scenario, endpoint and backend (DESIGN.md, "Regressions").
+-- weekly_trends: one row per week x scenario x endpoint x backend x configuration fingerprint
+-- (column definitions: schema.sql). Costs and the hit rate pool the runs' sums (a ratio of sums, not a
+-- mean of ratios); percentiles pool the completed requests themselves. The baseline is the median of
+-- up to the 4 most recent earlier weeks with the same scenario, endpoint, backend and fingerprint.
+-- Regression rule (DESIGN.md, "Regressions"): a metric past its threshold AND outside this week's
+-- 95% block-bootstrap interval (cost_intervals, computed by warehouse/bootstrap_interval.py).
 INSERT INTO weekly_trends BY NAME
-WITH run_groups AS (
+WITH thresholds AS (
+    SELECT
+        10.0 AS max_cost_change_pct,       -- cost per request +10%
+        20.0 AS max_p95_ttft_change_pct,   -- p95 TTFT +20%
+        -10.0 AS min_hit_rate_change_pts   -- prefix-cache hit rate -10 points
+),
+run_groups AS (
     SELECT
         week_start,
         scenario,
         endpoint,
         backend,
+        config_fingerprint,
         count(*) AS runs,
         sum(completed_requests) AS completed_requests,
         sum(failed_requests) AS failed_requests,
@@ -16,25 +25,38 @@ WITH run_groups AS (
         sum(run_cost_usd) AS cost_usd,
         sum(completed_requests) FILTER (WHERE run_cost_usd IS NOT NULL) AS costed_requests,
         sum(output_tokens) FILTER (WHERE run_cost_usd IS NOT NULL) AS costed_output_tokens,
+        sum(api_cost_usd) AS api_cost_usd,
+        sum(completed_requests) FILTER (WHERE api_cost_usd IS NOT NULL) AS api_costed_requests,
         sum(hit_rate_prompt_tokens) AS hit_rate_prompt_tokens,
-        sum(hit_rate_cached_tokens) AS hit_rate_cached_tokens
+        sum(hit_rate_cached_tokens) AS hit_rate_cached_tokens,
+        sum(good_requests) AS good_requests,
+        sum(completed_requests + failed_requests) FILTER (WHERE good_requests IS NOT NULL) AS slo_requests,
+        sum(output_tokens) AS output_tokens,
+        sum(window_s) FILTER (WHERE output_tokens IS NOT NULL) AS output_window_s,
+        -- A single run's percentiles are already in run_summary; only pooled weeks read requests again.
+        any_value(p50_ttft_ms) AS one_run_p50_ttft_ms,
+        any_value(p95_ttft_ms) AS one_run_p95_ttft_ms,
+        any_value(p50_e2e_ms) AS one_run_p50_e2e_ms,
+        any_value(p95_e2e_ms) AS one_run_p95_e2e_ms
     FROM run_summary
-    GROUP BY week_start, scenario, endpoint, backend
+    GROUP BY ALL
 ),
-request_groups AS (
+pooled_percentiles AS (
     SELECT
         r.week_start,
         r.scenario,
         r.endpoint,
         r.backend,
-        quantile_cont(q.ttft_ms, 0.50) AS p50_ttft_ms,
-        quantile_cont(q.ttft_ms, 0.95) AS p95_ttft_ms,
-        quantile_cont(q.e2e_ms, 0.50) AS p50_e2e_ms,
-        quantile_cont(q.e2e_ms, 0.95) AS p95_e2e_ms
+        r.config_fingerprint,
+        quantile_cont(q.ttft_ms, [0.50, 0.95]) AS ttft_q,
+        quantile_cont(q.e2e_ms, [0.50, 0.95]) AS e2e_q
     FROM requests AS q
-    JOIN runs AS r USING (week_start, scenario, run_id)
-    WHERE q.is_completed
-    GROUP BY r.week_start, r.scenario, r.endpoint, r.backend
+    JOIN run_summary AS r USING (week_start, scenario, run_id)
+    JOIN run_groups AS g
+        ON g.week_start = r.week_start AND g.scenario = r.scenario AND g.endpoint = r.endpoint
+        AND g.backend = r.backend AND g.config_fingerprint IS NOT DISTINCT FROM r.config_fingerprint
+    WHERE q.is_completed AND g.runs > 1
+    GROUP BY ALL
 ),
 weekly AS (
     SELECT
@@ -42,42 +64,165 @@ weekly AS (
         g.scenario,
         g.endpoint,
         g.backend,
+        g.config_fingerprint,
         g.runs,
         g.completed_requests,
         g.failed_requests,
         g.cost_usd,
         g.cost_usd / nullif(g.costed_requests, 0) AS cost_per_request_usd,
         g.cost_usd / nullif(g.costed_output_tokens / 1e6, 0) AS cost_per_mtok_output_usd,
-        q.p50_ttft_ms,
-        q.p95_ttft_ms,
-        q.p50_e2e_ms,
-        q.p95_e2e_ms,
-        g.hit_rate_cached_tokens / nullif(g.hit_rate_prompt_tokens, 0) AS prefix_cache_hit_rate
+        g.api_cost_usd / nullif(g.api_costed_requests, 0) AS api_cost_per_request_usd,
+        CASE WHEN g.runs = 1 THEN g.one_run_p50_ttft_ms ELSE p.ttft_q[1] END AS p50_ttft_ms,
+        CASE WHEN g.runs = 1 THEN g.one_run_p95_ttft_ms ELSE p.ttft_q[2] END AS p95_ttft_ms,
+        CASE WHEN g.runs = 1 THEN g.one_run_p50_e2e_ms ELSE p.e2e_q[1] END AS p50_e2e_ms,
+        CASE WHEN g.runs = 1 THEN g.one_run_p95_e2e_ms ELSE p.e2e_q[2] END AS p95_e2e_ms,
+        g.hit_rate_cached_tokens / nullif(g.hit_rate_prompt_tokens, 0) AS prefix_cache_hit_rate,
+        g.good_requests / nullif(g.slo_requests, 0) AS goodput,
+        g.output_tokens / nullif(g.output_window_s, 0) AS sustained_output_tokens_per_s
     FROM run_groups AS g
-    LEFT JOIN request_groups AS q USING (week_start, scenario, endpoint, backend)
+    LEFT JOIN pooled_percentiles AS p
+        ON p.week_start = g.week_start AND p.scenario = g.scenario AND p.endpoint = g.endpoint
+        AND p.backend = g.backend AND p.config_fingerprint IS NOT DISTINCT FROM g.config_fingerprint
 ),
-baselines AS (
+ranked_history AS (
+    -- Every earlier week of the same configuration, most recent first.
     SELECT
         w.week_start,
         w.scenario,
         w.endpoint,
         w.backend,
-        count(b.cost_per_request_usd) AS baseline_weeks,
-        median(b.cost_per_request_usd) AS baseline_cost_per_request_usd
+        w.config_fingerprint,
+        b.week_start AS earlier_week,
+        b.cost_per_request_usd,
+        b.p95_ttft_ms,
+        b.prefix_cache_hit_rate,
+        row_number() OVER (
+            PARTITION BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint
+            ORDER BY b.week_start DESC
+        ) AS recency
     FROM weekly AS w
     JOIN weekly AS b
-        ON b.scenario = w.scenario
-        AND b.endpoint = w.endpoint
-        AND b.backend = w.backend
-        AND b.week_start BETWEEN w.week_start - 28 AND w.week_start - 7
-    GROUP BY w.week_start, w.scenario, w.endpoint, w.backend
+        ON b.scenario = w.scenario AND b.endpoint = w.endpoint AND b.backend = w.backend
+        AND b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+        AND b.week_start < w.week_start
+),
+baselines AS (
+    SELECT
+        week_start,
+        scenario,
+        endpoint,
+        backend,
+        config_fingerprint,
+        count(*) AS baseline_weeks,
+        median(cost_per_request_usd) AS baseline_cost_per_request_usd,
+        median(p95_ttft_ms) AS baseline_p95_ttft_ms,
+        median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate,
+        any_value(cost_per_request_usd) FILTER (WHERE earlier_week = week_start - 7) AS prev_cost_per_request_usd,
+        any_value(p95_ttft_ms) FILTER (WHERE earlier_week = week_start - 7) AS prev_p95_ttft_ms,
+        any_value(prefix_cache_hit_rate) FILTER (WHERE earlier_week = week_start - 7) AS prev_prefix_cache_hit_rate,
+        max(earlier_week) FILTER (WHERE earlier_week = week_start - 7) AS prev_week_start
+    FROM ranked_history
+    WHERE recency <= 4
+    GROUP BY ALL
+),
+config_history AS (
+    -- The scenario and endpoint's most recent earlier week, and whether it ran this configuration.
+    SELECT
+        w.week_start,
+        w.scenario,
+        w.endpoint,
+        w.backend,
+        w.config_fingerprint,
+        bool_or(e.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint) AS same_config
+    FROM weekly AS w
+    JOIN weekly AS e
+        ON e.scenario = w.scenario AND e.endpoint = w.endpoint AND e.backend = w.backend
+        AND e.week_start = (
+            SELECT max(x.week_start) FROM weekly AS x
+            WHERE x.scenario = w.scenario AND x.endpoint = w.endpoint AND x.backend = w.backend
+                AND x.week_start < w.week_start
+        )
+    GROUP BY ALL
+),
+compared AS (
+    SELECT
+        w.*,
+        coalesce(NOT h.same_config, false) AS config_changed,
+        b.prev_week_start,
+        100.0 * (w.cost_per_request_usd - b.prev_cost_per_request_usd) / nullif(b.prev_cost_per_request_usd, 0) AS cost_wow_change_pct,
+        100.0 * (w.p95_ttft_ms - b.prev_p95_ttft_ms) / nullif(b.prev_p95_ttft_ms, 0) AS p95_ttft_wow_change_pct,
+        100.0 * (w.prefix_cache_hit_rate - b.prev_prefix_cache_hit_rate) AS hit_rate_wow_change_pts,
+        coalesce(b.baseline_weeks, 0) AS baseline_weeks,
+        b.baseline_cost_per_request_usd,
+        b.baseline_p95_ttft_ms,
+        b.baseline_prefix_cache_hit_rate,
+        100.0 * (w.cost_per_request_usd - b.baseline_cost_per_request_usd) / nullif(b.baseline_cost_per_request_usd, 0) AS cost_change_pct,
+        100.0 * (w.p95_ttft_ms - b.baseline_p95_ttft_ms) / nullif(b.baseline_p95_ttft_ms, 0) AS p95_ttft_change_pct,
+        100.0 * (w.prefix_cache_hit_rate - b.baseline_prefix_cache_hit_rate) AS hit_rate_change_pts,
+        i.cost_per_request_low_usd,
+        i.cost_per_request_high_usd,
+        i.hit_rate_low,
+        i.hit_rate_high,
+        i.p95_ttft_low_ms,
+        i.p95_ttft_high_ms
+    FROM weekly AS w
+    LEFT JOIN baselines AS b
+        ON b.week_start = w.week_start AND b.scenario = w.scenario AND b.endpoint = w.endpoint
+        AND b.backend = w.backend AND b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+    LEFT JOIN config_history AS h
+        ON h.week_start = w.week_start AND h.scenario = w.scenario AND h.endpoint = w.endpoint
+        AND h.backend = w.backend AND h.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+    LEFT JOIN cost_intervals AS i
+        ON i.week_start = w.week_start AND i.scenario = w.scenario AND i.endpoint = w.endpoint
+        AND i.backend = w.backend AND i.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+),
+judged AS (
+    -- Changes are compared rounded to 1e-6 so a change exactly on a threshold is not past it by float noise.
+    SELECT
+        c.*,
+        coalesce(round(c.cost_change_pct, 6) > t.max_cost_change_pct, false) AS cost_past,
+        coalesce(round(c.cost_per_request_low_usd - c.baseline_cost_per_request_usd, 12) > 0, false) AS cost_outside,
+        coalesce(round(c.p95_ttft_change_pct, 6) > t.max_p95_ttft_change_pct, false) AS ttft_past,
+        coalesce(round(c.p95_ttft_low_ms - c.baseline_p95_ttft_ms, 9) > 0, false) AS ttft_outside,
+        coalesce(round(c.hit_rate_change_pts, 6) < t.min_hit_rate_change_pts, false) AS hit_past,
+        coalesce(round(c.baseline_prefix_cache_hit_rate - c.hit_rate_high, 12) > 0, false) AS hit_outside,
+        t.*
+    FROM compared AS c, thresholds AS t
+),
+reasoned AS (
+    SELECT
+        *,
+        list_filter(
+            [
+                CASE WHEN cost_past THEN format(
+                    'cost_per_request_usd {:+.1f}% vs baseline {:.6g} (threshold +{:g}%); this week''s 95% interval [{:.6g}, {:.6g}] {}',
+                    cost_change_pct, baseline_cost_per_request_usd, max_cost_change_pct,
+                    cost_per_request_low_usd, cost_per_request_high_usd,
+                    CASE WHEN cost_outside THEN 'lies above the baseline' ELSE 'includes the baseline: within noise' END) END,
+                CASE WHEN ttft_past THEN format(
+                    'p95_ttft_ms {:+.1f}% vs baseline {:.6g} (threshold +{:g}%); this week''s 95% interval [{:.6g}, {:.6g}] {}',
+                    p95_ttft_change_pct, baseline_p95_ttft_ms, max_p95_ttft_change_pct,
+                    p95_ttft_low_ms, p95_ttft_high_ms,
+                    CASE WHEN ttft_outside THEN 'lies above the baseline' ELSE 'includes the baseline: within noise' END) END,
+                CASE WHEN hit_past THEN format(
+                    'prefix_cache_hit_rate {:+.1f} points vs baseline {:.4f} (threshold {:g} points); this week''s 95% interval [{:.4f}, {:.4f}] {}',
+                    hit_rate_change_pts, baseline_prefix_cache_hit_rate, min_hit_rate_change_pts,
+                    hit_rate_low, hit_rate_high,
+                    CASE WHEN hit_outside THEN 'lies below the baseline' ELSE 'includes the baseline: within noise' END) END
+            ],
+            lambda reason: reason IS NOT NULL
+        ) AS reasons
+    FROM judged
 )
 SELECT
-    w.*,
-    coalesce(b.baseline_weeks, 0) AS baseline_weeks,
-    b.baseline_cost_per_request_usd,
-    100.0 * (w.cost_per_request_usd - b.baseline_cost_per_request_usd)
-        / nullif(b.baseline_cost_per_request_usd, 0) AS cost_change_pct
-FROM weekly AS w
-LEFT JOIN baselines AS b USING (week_start, scenario, endpoint, backend)
-ORDER BY w.week_start, w.scenario, w.endpoint, w.backend;
+    * EXCLUDE (cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
+               max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
+    CASE
+        WHEN (cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside) THEN 'regression'
+        WHEN cost_past OR ttft_past OR hit_past THEN 'drift'
+        WHEN baseline_weeks = 0 THEN 'no_baseline'
+        ELSE 'ok'
+    END AS regression_verdict,
+    CASE WHEN len(reasons) > 0 THEN to_json(reasons)::VARCHAR END AS regression_reasons
+FROM reasoned
+ORDER BY week_start, scenario, endpoint, backend, config_fingerprint;

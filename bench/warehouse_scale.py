@@ -1,0 +1,180 @@
+"""Warehouse at scale: ingest rate into the lake, time to rebuild the marts, and peak memory.
+
+    python bench/warehouse_scale.py            # 1M and 10M synthetic request rows
+    python bench/warehouse_scale.py --quick    # 200k rows, in well under 20 s
+
+For each size it writes synthetic request rows (N_CHUNKS token chunks each) as 10 weeks x 2 scenarios
+partitions with one run each, plus a runs row and a minute of server samples per run, then refreshes
+the warehouse in a child process (so its peak RSS is the refresh's own) and prints: ingest rows/s
+(write_partition, Parquet encoding included; generation excluded), the full refresh time, the time
+to rebuild run_summary and weekly_trends on their own, and the peak RSS. Target (issue): 10M request
+rows summarized in <= 10 s on 2 cores, under 4 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from endpoints.probe_records import SERVER_SAMPLE_SCHEMA  # noqa: E402
+from endpoints.spec import EndpointMode, EndpointSpec  # noqa: E402
+from replay.records import REQUEST_RECORD_SCHEMA, RunInfo  # noqa: E402
+from warehouse.lake import write_partition  # noqa: E402
+from warehouse.run_rows import RunContext, build_run_row  # noqa: E402
+
+WEEKS = 10
+SCENARIOS = ("chat-v3-h200", "reason-r1-h200")
+N_CHUNKS = 8
+T0_WALL_S = 1_741_000_000.0
+SPEC = EndpointSpec("v3-8xh200", EndpointMode.SIM, "deepseek-ai/DeepSeek-V3", ("--tp", "8"), "H200", 8, 3.5)
+
+
+def synthetic_requests(run_id: str, rows: int, window_s: float, rng: np.random.Generator) -> pa.Table:
+    sent = np.sort(rng.uniform(0, window_s * 0.9, rows))
+    ttft = rng.lognormal(-1.5, 0.5, rows)
+    itl = rng.lognormal(-3.5, 0.3, (rows, N_CHUNKS - 1))
+    chunks = np.concatenate([(sent + ttft)[:, None], (sent + ttft)[:, None] + np.cumsum(itl, axis=1)], axis=1)
+    prompt = rng.integers(500, 8000, rows, dtype=np.int32)
+    completion = rng.integers(N_CHUNKS, 800, rows, dtype=np.int32)
+    offsets = pa.array(np.arange(0, rows * N_CHUNKS + 1, N_CHUNKS, dtype=np.int32))
+    columns = {
+        "run_id": pa.array(np.full(rows, run_id)),
+        "request_id": pa.array(np.char.add("q", np.arange(rows).astype(str))),
+        "session_id": pa.nulls(rows, pa.string()),
+        "turn": pa.nulls(rows, pa.int32()),
+        "input_tokens": pa.array(prompt),
+        "output_tokens": pa.array(completion),
+        "scheduled_mono_s": pa.array(sent - rng.uniform(0, 0.002, rows)),
+        "sent_mono_s": pa.array(sent),
+        "first_token_mono_s": pa.array(chunks[:, 0]),
+        "first_answer_mono_s": pa.array(chunks[:, 1]),
+        "finish_mono_s": pa.array(chunks[:, -1]),
+        "chunk_mono_s": pa.ListArray.from_arrays(offsets, pa.array(chunks.ravel())),
+        "prompt_tokens": pa.array(prompt),
+        "completion_tokens": pa.array(completion),
+        "cached_tokens": pa.array((prompt * rng.uniform(0, 0.9, rows)).astype(np.int32)),
+        "reasoning_tokens": pa.array((completion * rng.uniform(0, 0.7, rows)).astype(np.int32)),
+        "finish_reason": pa.array(np.full(rows, "length")),
+        "http_status": pa.array(np.full(rows, 200, dtype=np.int32)),
+        "status": pa.array(np.where(rng.random(rows) < 0.995, "ok", "error")),
+        "error_kind": pa.nulls(rows, pa.string()),
+        "error_message": pa.nulls(rows, pa.string()),
+        "server_e2e_latency_s": pa.array(chunks[:, -1] - sent),
+        "is_warmup": pa.array(sent < window_s * 0.01),
+        "held_s": pa.array(np.zeros(rows)),
+        "held_by": pa.nulls(rows, pa.string()),
+    }
+    return pa.Table.from_pydict(columns, schema=REQUEST_RECORD_SCHEMA)
+
+
+def synthetic_samples(run_id: str, window_s: float) -> pa.Table:
+    times = T0_WALL_S + np.arange(0, window_s, 1.0)
+    rows = []
+    for i, t in enumerate(times):
+        rows += [
+            (run_id, t, "http://127.0.0.1:30000", "sglang:num_running_reqs", "gauge", "{}", float(100 + i % 50)),
+            (run_id, t, "http://127.0.0.1:30000", "sglang:token_usage", "gauge", "{}", 0.5),
+            (run_id, t, "http://127.0.0.1:30000", "sglang:prompt_tokens_total", "counter", "{}", 4000.0 * i),
+            (run_id, t, "http://127.0.0.1:30000", "sglang:cached_tokens_total", "counter", "{}", 2000.0 * i),
+        ]
+    return pa.Table.from_pylist([dict(zip(SERVER_SAMPLE_SCHEMA.names, r)) for r in rows], schema=SERVER_SAMPLE_SCHEMA)
+
+
+def build_lake(root: Path, total_rows: int) -> tuple[float, int]:
+    """Write the lake; returns (seconds spent in write_partition, rows written)."""
+    rng = np.random.default_rng(7)
+    per_partition = total_rows // (WEEKS * len(SCENARIOS))
+    window_s = 600.0
+    monday = date(2025, 1, 6)
+    write_s = 0.0
+    for w in range(WEEKS):
+        week = monday + timedelta(days=7 * w)
+        for scenario in SCENARIOS:
+            run_id = f"{scenario}-{week}"
+            info = RunInfo(run_id, "bench", "sha256:0", "synthetic", "synthetic", 0.0, None, 1.0, "http://127.0.0.1:30000",
+                           "sglang", T0_WALL_S, T0_WALL_S + window_s, window_s, per_partition, per_partition,
+                           per_partition, 0.5, 1.0, 2.0, False, False, {"version": "0.5.4", "max_running_requests": 256},
+                           warmup_s=window_s * 0.01)
+            requests = synthetic_requests(run_id, per_partition, window_s, rng)
+            samples = synthetic_samples(run_id, window_s)
+            started = time.perf_counter()
+            write_partition(root / "lake", "requests", week, scenario, requests)
+            write_s += time.perf_counter() - started
+            write_partition(root / "lake", "runs", week, scenario,
+                            build_run_row(info, SPEC, scenario, week, RunContext(slo_ttft_ms=1000, slo_tpot_ms=50, target_rps=100)))
+            write_partition(root / "lake", "server_samples", week, scenario, samples)
+    return write_s, per_partition * WEEKS * len(SCENARIOS)
+
+
+def refresh_child(root: str, memory_limit: str) -> None:
+    """In a fresh process: refresh, then rebuild each mart alone; print JSON with times and peak RSS."""
+    import resource
+
+    from warehouse.bootstrap_interval import rebuild_intervals
+    from warehouse.store import Warehouse, read_sql
+
+    store = Warehouse(Path(root), memory_limit=memory_limit)
+    started = time.perf_counter()
+    store.refresh()
+    refresh_s = time.perf_counter() - started
+    timings = {}
+    with store.connect() as con:
+        for table in ("run_summary", "cost_intervals", "weekly_trends", "diagnoses"):
+            con.execute("BEGIN TRANSACTION")
+            started = time.perf_counter()
+            con.execute(f"DELETE FROM {table}")
+            if table == "cost_intervals":
+                rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
+            else:
+                con.execute(read_sql(f"sql/{table}.sql"))
+            timings[table] = time.perf_counter() - started
+            con.execute("ROLLBACK")
+    peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"refresh_s": refresh_s, **{f"{k}_s": v for k, v in timings.items()}, "peak_rss_bytes": peak_bytes}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="one small size (200k rows)")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000], help="request rows per size")
+    parser.add_argument("--memory-limit", default="3GB", help="DuckDB memory_limit for the refresh")
+    parser.add_argument("--refresh-child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.refresh_child:
+        refresh_child(args.refresh_child, args.memory_limit)
+        return 0
+    sizes = [200_000] if args.quick else args.sizes
+    print(f"cores: {os.cpu_count()}  DuckDB memory_limit: {args.memory_limit}  chunks per request: {N_CHUNKS}")
+    print(f"{'rows':>11} {'ingest rows/s':>14} {'refresh s':>10} {'run_summary s':>14} {'intervals s':>12} "
+          f"{'weekly_trends s':>16} {'diagnoses s':>12} {'peak RSS GB':>12}")
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="costbench-bench-") as tmp:
+            write_s, rows = build_lake(Path(tmp), size)
+            child = subprocess.run(
+                [sys.executable, __file__, "--refresh-child", tmp, "--memory-limit", args.memory_limit],
+                capture_output=True, text=True,
+            )
+            if child.returncode != 0:
+                print(f"{size:>11,} refresh failed:\n{child.stderr[-3000:]}")
+                return 1
+            figures = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"{rows:>11,} {rows / write_s:>14,.0f} {figures['refresh_s']:>10.2f} {figures['run_summary_s']:>14.2f} "
+                  f"{figures['cost_intervals_s']:>12.2f} {figures['weekly_trends_s']:>16.2f} {figures['diagnoses_s']:>12.2f} "
+                  f"{figures['peak_rss_bytes'] / 1e9:>12.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+-- diagnoses: the four-numbers rubric of DESIGN.md as a verdict per run (column definitions: schema.sql).
+-- Read together: prefix-cache hit rate (against what the traffic could reuse), batch occupancy, the
+-- queueing share of p95 latency, and GPU utilisation.
+--   runtime_lever   any lever applies: the hit rate trails the reusable share by >= 20 points; batch
+--                   occupancy < 0.5; queueing >= 50% of the p95 tail's latency.
+--   model_candidate no lever, occupancy and queueing measured, GPU utilisation >= 50% (or unmeasured),
+--                   and the cost per request still above budget (the scenario's, else the API's).
+--   healthy         no lever and the cost per request within budget.
+--   inconclusive    no lever, but the budget or a number the verdict needs is unknown.
+INSERT INTO diagnoses BY NAME
+WITH limits AS (
+    SELECT
+        0.20 AS max_cache_gap,            -- reusable share minus hit rate
+        0.50 AS min_batch_occupancy,
+        0.50 AS max_p95_queue_share,
+        50.0 AS min_gpu_utilisation_pct
+),
+numbers AS (
+    SELECT
+        s.run_id,
+        s.week_start,
+        s.scenario,
+        s.endpoint,
+        coalesce(s.prefix_cache_hit_rate, s.server_prefix_cache_hit_rate) AS prefix_cache_hit_rate,
+        s.prefix_reuse_share,
+        s.batch_occupancy,
+        s.p95_queue_share,
+        s.gpu_utilisation_pct,
+        s.cost_per_request_usd,
+        coalesce(s.budget_usd_per_request, s.api_cost_per_request_usd) AS budget_usd_per_request,
+        CASE WHEN s.budget_usd_per_request IS NOT NULL THEN 'the scenario budget' ELSE 'the API-equivalent cost' END AS budget_kind,
+        l.*
+    FROM run_summary AS s, limits AS l
+),
+levers AS (
+    SELECT
+        *,
+        list_filter(
+            [
+                CASE WHEN prefix_reuse_share - prefix_cache_hit_rate >= max_cache_gap THEN format(
+                    'prefix-cache hit rate {:.3f} trails the {:.3f} the traffic could reuse by {:.1f} points (lever at {:g})',
+                    prefix_cache_hit_rate, prefix_reuse_share, 100 * (prefix_reuse_share - prefix_cache_hit_rate),
+                    100 * max_cache_gap) END,
+                CASE WHEN batch_occupancy < min_batch_occupancy THEN format(
+                    'batch occupancy {:.3f} is below {:g}: the GPUs run nearly empty batches',
+                    batch_occupancy, min_batch_occupancy) END,
+                CASE WHEN p95_queue_share >= max_p95_queue_share THEN format(
+                    'queueing is {:.1f}% of the p95 tail''s latency (lever at {:g}%)',
+                    100 * p95_queue_share, 100 * max_p95_queue_share) END
+            ],
+            lambda reason: reason IS NOT NULL
+        ) AS lever_reasons
+    FROM numbers
+),
+judged AS (
+    SELECT
+        *,
+        CASE
+            WHEN len(lever_reasons) > 0 THEN 'runtime_lever'
+            WHEN budget_usd_per_request IS NULL OR cost_per_request_usd IS NULL THEN 'inconclusive'
+            WHEN cost_per_request_usd <= budget_usd_per_request THEN 'healthy'
+            WHEN batch_occupancy IS NULL OR p95_queue_share IS NULL THEN 'inconclusive'
+            WHEN gpu_utilisation_pct < min_gpu_utilisation_pct THEN 'inconclusive'
+            ELSE 'model_candidate'
+        END AS verdict
+    FROM levers
+)
+SELECT
+    run_id,
+    week_start,
+    scenario,
+    endpoint,
+    verdict,
+    to_json(CASE verdict
+        WHEN 'runtime_lever' THEN lever_reasons
+        WHEN 'healthy' THEN [format('cost per request {:.6g} USD is within {} of {:.6g} USD',
+                                    cost_per_request_usd, budget_kind, budget_usd_per_request)]
+        WHEN 'model_candidate' THEN [
+            format('cost per request {:.6g} USD is above {} of {:.6g} USD', cost_per_request_usd, budget_kind, budget_usd_per_request),
+            format('no runtime lever left: occupancy {:.3f}, queueing {:.1f}% of the p95 tail, hit rate {}',
+                   batch_occupancy, 100 * p95_queue_share, coalesce(format('{:.3f}', prefix_cache_hit_rate), 'not reported')),
+            coalesce(format('GPU utilisation {:.1f}%', gpu_utilisation_pct), 'GPU utilisation unmeasured')]
+        ELSE list_filter([
+            CASE WHEN cost_per_request_usd IS NULL THEN 'no completed request: no cost per request' END,
+            CASE WHEN budget_usd_per_request IS NULL THEN 'no scenario budget and no API price for this model' END,
+            CASE WHEN cost_per_request_usd > budget_usd_per_request THEN format(
+                'cost per request {:.6g} USD is above {} of {:.6g} USD', cost_per_request_usd, budget_kind, budget_usd_per_request) END,
+            CASE WHEN batch_occupancy IS NULL THEN 'batch occupancy unknown (no server samples or no max_running_requests)' END,
+            CASE WHEN p95_queue_share IS NULL THEN 'queueing share unknown' END,
+            CASE WHEN gpu_utilisation_pct < min_gpu_utilisation_pct THEN format(
+                'GPU utilisation {:.1f}% is below {:g}% with no runtime lever showing', gpu_utilisation_pct, min_gpu_utilisation_pct) END
+        ], lambda reason: reason IS NOT NULL)
+    END)::VARCHAR AS reasons,
+    prefix_cache_hit_rate,
+    prefix_reuse_share,
+    batch_occupancy,
+    p95_queue_share,
+    gpu_utilisation_pct,
+    cost_per_request_usd,
+    budget_usd_per_request
+FROM judged
+ORDER BY week_start, scenario, run_id;
