@@ -1,56 +1,69 @@
-"""Stage 3: the replay's records into the Parquet lake, one (week, scenario) partition each.
+"""Stage 3: the replay's records into the Parquet lake, one (week, scenario) partition per table.
 Re-materializing a partition replaces it."""
-
 
 from pathlib import Path
 
 import dagster as dg
-import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.replay_asset import ReplayOutput
+from endpoints.probe_records import GPU_SAMPLE_SCHEMA, GPU_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA, SERVER_SAMPLES_FILE
 from pipelines.partitions import WeekScenario
 from pipelines.resources import ScenarioCatalog, WarehouseResource
-from replay.records import RunInfo
+from replay.requests_reader import read_requests
+from replay.run_json import read_run_json
 from warehouse.lake import write_partition
-from warehouse.run_rows import build_run_row
+from warehouse.run_rows import RunContext, build_run_row
+from workloads.trace_stats import trace_stats
+from workloads.workload import Workload
 
 
-def _run_info(run_dir: str) -> RunInfo:
-    return RunInfo(**orjson.loads((Path(run_dir) / "run.json").read_bytes()))
+def _samples(run_dir: str, name: str, schema: pa.Schema) -> pa.Table:
+    path = Path(run_dir) / name
+    return pq.read_table(path, schema=schema) if path.exists() else schema.empty_table()
 
 
 def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
-    @dg.asset(
-        partitions_def=partitions,
-        group_name="lake",
-        kinds={"parquet"},
-        description="One row per replayed request (warehouse/schema.sql, table requests).",
-    )
-    def requests_lake(
-        context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource
-    ) -> None:
+    def _write(context, warehouse: WarehouseResource, table_name: str, table: pa.Table) -> None:
         part = WeekScenario.of(context)
-        table = pq.read_table(Path(replay_run.run_dir) / "requests.parquet")
-        path = write_partition(warehouse.warehouse().lake_root, "requests", part.week_start, part.scenario, table)
+        path = write_partition(warehouse.warehouse().lake_root, table_name, part.week_start, part.scenario, table)
         context.add_output_metadata({"rows": table.num_rows, "path": dg.MetadataValue.path(str(path))})
 
-    @dg.asset(
-        partitions_def=partitions,
-        group_name="lake",
-        kinds={"parquet"},
-        description="One row per replay: endpoint, server facts, window, price (table runs).",
-    )
+    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"},
+              description="One row per replayed request (warehouse/schema.sql, table requests).")
+    def requests_lake(context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource) -> None:
+        _write(context, warehouse, "requests", read_requests(Path(replay_run.run_dir)))
+
+    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"},
+              description="The server's sglang: metrics, scraped every second during the replay (table server_samples).")
+    def server_samples_lake(context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource) -> None:
+        _write(context, warehouse, "server_samples", _samples(replay_run.run_dir, SERVER_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA))
+
+    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"},
+              description="GPU utilisation, memory, power and clocks during the replay; null where unmeasured (table gpu_samples).")
+    def gpu_samples_lake(context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource) -> None:
+        _write(context, warehouse, "gpu_samples", _samples(replay_run.run_dir, GPU_SAMPLES_FILE, GPU_SAMPLE_SCHEMA))
+
+    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"},
+              description="One row per replay: endpoint, server facts, configuration fingerprint, window, price, SLO (table runs).")
     def runs_lake(
         context: dg.AssetExecutionContext,
         replay_run: ReplayOutput,
+        workload: Workload,
         catalog: ScenarioCatalog,
         warehouse: WarehouseResource,
     ) -> None:
         part = WeekScenario.of(context)
-        spec = catalog.endpoint(replay_run.endpoint)
-        row = build_run_row(_run_info(replay_run.run_dir), spec, part.scenario, part.week_start)
-        path = write_partition(warehouse.warehouse().lake_root, "runs", part.week_start, part.scenario, row)
-        context.add_output_metadata({"run_id": replay_run.run_id, "path": dg.MetadataValue.path(str(path))})
+        scenario = catalog.scenario(part.scenario)
+        spec = catalog.endpoint(replay_run.endpoint).as_of(part.week_start)
+        window = workload.window(scenario.start_s, scenario.duration_s)
+        run_context = RunContext(
+            slo_ttft_ms=scenario.slo_ttft_ms,
+            slo_tpot_ms=scenario.slo_tpot_ms,
+            prefix_reuse_share=trace_stats(window).prefix_reuse_share,
+        )
+        row = build_run_row(read_run_json(Path(replay_run.run_dir)), spec, part.scenario, part.week_start, run_context)
+        _write(context, warehouse, "runs", row)
 
-    return [requests_lake, runs_lake]
+    return [requests_lake, server_samples_lake, gpu_samples_lake, runs_lake]

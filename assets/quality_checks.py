@@ -6,11 +6,11 @@ Data-quality failures on requests are ERROR and block the marts; a cost regressi
 import dagster as dg
 import pandas as pd
 
-from assets.trend_assets import partition_trend_rows
+from assets.trend_assets import partition_run_rows, partition_trend_rows
 from pipelines.partitions import WeekScenario
 from pipelines.resources import WarehouseResource
 from warehouse.lake import read_partition
-from warehouse.quality import QualityResult, check_requests, check_weekly_trends
+from warehouse.quality import QualityResult, check_requests, check_runs, check_weekly_trends
 
 
 def _result(result: QualityResult, severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:
@@ -40,10 +40,21 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
     @dg.asset_check(
         asset="weekly_trends",
         partitions_def=partitions,
-        description="GE suite: this week's cost per request within 10% of its 4-week baseline.",
+        blocking=True,
+        description="GE suite: the runs are trustworthy (completion rate, schedule lag, server samples present).",
+    )
+    def runs_quality(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        rows = partition_run_rows(warehouse.warehouse(), WeekScenario.of(context))
+        return _result(check_runs(pd.DataFrame(rows)), dg.AssetCheckSeverity.ERROR)
+
+    @dg.asset_check(
+        asset="weekly_trends",
+        partitions_def=partitions,
+        description="GE suite: the regression rule (cost +10%, p95 TTFT +20%, hit rate -10 points, outside "
+        "this week's bootstrap interval) against the baseline.",
     )
     def cost_regression(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
         rows = partition_trend_rows(warehouse.warehouse(), WeekScenario.of(context))
         return _result(check_weekly_trends(pd.DataFrame(rows)), dg.AssetCheckSeverity.WARN)
 
-    return [requests_quality, cost_regression]
+    return [requests_quality, runs_quality, cost_regression]

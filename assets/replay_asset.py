@@ -1,66 +1,160 @@
-"""Stage 2: provision the endpoint, replay the workload against it, tear it down (one step, so a
-GPU endpoint lives no longer than its replay). One replay per endpoint at a time is enforced on runs,
-by their endpoint tag (pipelines/schedules.py, dagster.yaml)."""
+"""Stage 2: provision the endpoint, replay the workload against it in shards, tear it down.
 
+One graph-backed asset, so a GPU endpoint lives no longer than its replay: `start_endpoint` starts (or
+attaches to) the endpoint as the partition's week had it configured and fans out one task per shard;
+`replay_shard` steps run in parallel under the multiprocess (or Kubernetes) executor and share one t0;
+`finish_replay` stops the endpoint and merges the shards into one run. Any failing step stops the
+endpoint too (a failure hook reading the run's lease file). One replay per endpoint at a time is
+enforced on runs, by their endpoint tag (pipelines/schedules.py, dagster.yaml).
+"""
 
+import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import dagster as dg
+import orjson
 
-from endpoints.provision import provision
+from endpoints.cache_prep import prepare_cache
+from endpoints.probe_session import probing
+from endpoints.provision import RunningEndpoint, start_detached, stop_detached
 from pipelines.partitions import WeekScenario
 from pipelines.resources import ScenarioCatalog, WarehouseResource
+from replay.run_json import write_run_json
 from replay.runner import ReplayConfig, run_replay
+from replay.shard_merge import merge_shard_runs
 from workloads.workload import Workload
+
+# Shards start together this long after the endpoint is ready: long enough for the executor to start
+# every shard's process (or pod) and for each to build its prompts before t0.
+SHARD_START_LEAD_S = {1: 1.0}
+MULTI_SHARD_START_LEAD_S = 20.0
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayOutput:
-    run_dir: str  # holds requests.parquet, run.json and the server's log
+    run_dir: str  # holds requests.parquet, run.json, server_samples.parquet, the server's log and facts
     run_id: str
     endpoint: str
 
 
+@dataclass(frozen=True, slots=True)
+class ShardTask:
+    run_id: str
+    run_dir: str
+    shard_index: int
+    shard_count: int
+    start_at_epoch_s: float  # the shared t0
+    endpoint: RunningEndpoint
+
+
+def _lease_path(warehouse: WarehouseResource, dagster_run_id: str) -> Path:
+    return warehouse.root_path() / "runs" / "leases" / f"{dagster_run_id}.json"
+
+
+def _stop_leased(warehouse: WarehouseResource, dagster_run_id: str) -> None:
+    path = _lease_path(warehouse, dagster_run_id)
+    if path.exists():
+        stop_detached(orjson.loads(path.read_bytes())["process_group"])
+        path.unlink()
+
+
+@dg.failure_hook(required_resource_keys={"warehouse"})
+def stop_endpoint_on_failure(context: dg.HookContext) -> None:
+    _stop_leased(context.resources.warehouse, context.run_id)
+
+
+@dg.op(out=dg.DynamicOut(ShardTask), tags={"kind": "sglang"})
+def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, warehouse: WarehouseResource):
+    part = WeekScenario.of(context)
+    scenario = catalog.scenario(part.scenario)
+    spec = catalog.endpoint(scenario.endpoint).as_of(part.week_start)
+    run_id = f"{part.week_start:%Y%m%d}-{part.scenario}-{uuid.uuid4().hex[:8]}"
+    run_dir = warehouse.run_dir(part.week_start.isoformat(), part.scenario, run_id)
+    lease = start_detached(spec, run_dir)
+    lease_path = _lease_path(warehouse, context.run_id)
+    lease_path.parent.mkdir(parents=True, exist_ok=True)
+    lease_path.write_bytes(orjson.dumps({"process_group": lease.process_group, "endpoint": spec.name}))
+    try:
+        cache = prepare_cache(lease.endpoint, scenario.cold_start)
+    except BaseException:
+        _stop_leased(warehouse, context.run_id)
+        raise
+    context.log.info(
+        f"endpoint {spec.name} ({spec.mode.value}, {' '.join(spec.server_args)}) ready at {lease.endpoint.url}; {cache.note}"
+    )
+    lead_s = SHARD_START_LEAD_S.get(scenario.shards, MULTI_SHARD_START_LEAD_S)
+    start_at = time.time() + lead_s
+    for index in range(scenario.shards):
+        task = ShardTask(run_id, str(run_dir), index, scenario.shards, start_at, lease.endpoint)
+        yield dg.DynamicOutput(task, mapping_key=f"shard_{index}")
+
+
+@dg.op(tags={"kind": "sglang"})
+def replay_shard(context: dg.OpExecutionContext, workload: Workload, task: ShardTask, catalog: ScenarioCatalog) -> str:
+    scenario = catalog.scenario(WeekScenario.of(context).scenario)
+    shard_dir = Path(task.run_dir) / f"shard-{task.shard_index}"
+    config = ReplayConfig(
+        url=task.endpoint.url,
+        backend=scenario.backend,
+        speedup=scenario.speedup,
+        start_s=scenario.start_s,
+        duration_s=scenario.duration_s,
+        api_key_env=task.endpoint.spec.api_key_env,
+        run_id=task.run_id,
+        warmup_s=scenario.warmup_s,
+        max_concurrency=scenario.max_concurrency,
+        shard_index=task.shard_index,
+        shard_count=task.shard_count,
+        start_at_epoch_s=task.start_at_epoch_s,
+        require_reasoning=scenario.require_reasoning,
+    )
+    if task.shard_index == 0:
+        # One prober per run: shard 0 scrapes the server for the whole replay (shards share t0).
+        with probing(task.endpoint, Path(task.run_dir), task.run_id):
+            info = run_replay(workload, config, shard_dir)
+    else:
+        info = run_replay(workload, config, shard_dir)
+    context.log.info(f"shard {task.shard_index}/{task.shard_count}: {info.requests_ok}/{info.requests_total} ok")
+    return str(shard_dir)
+
+
+@dg.op(tags={"kind": "sglang"})
+def finish_replay(
+    context: dg.OpExecutionContext, shard_dirs: list[str], warehouse: WarehouseResource, catalog: ScenarioCatalog
+) -> ReplayOutput:
+    _stop_leased(warehouse, context.run_id)
+    run_dir = Path(shard_dirs[0]).parent
+    facts = orjson.loads((run_dir / "server_facts.json").read_bytes())
+    info = merge_shard_runs([Path(d) for d in sorted(shard_dirs)], run_dir)
+    info = replace(info, config_fingerprint=facts.get("config_fingerprint"))
+    write_run_json(run_dir, info)
+    context.add_output_metadata(
+        {
+            "run_dir": dg.MetadataValue.path(str(run_dir)),
+            "requests_ok": info.requests_ok,
+            "requests_total": info.requests_total,
+            "window_s": info.window_s,
+            "schedule_lag_p99_ms": info.schedule_lag_p99_ms,
+            "client_degraded": info.client_degraded,
+            "config_fingerprint": info.config_fingerprint or "",
+        }
+    )
+    return ReplayOutput(run_dir=str(run_dir), run_id=info.run_id, endpoint=facts["endpoint"])
+
+
 def build_replay_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
-    @dg.asset(
+    @dg.graph_asset(
         partitions_def=partitions,
         group_name="replay",
         kinds={"sglang"},
-        description="Provisions the scenario's endpoint, replays the workload open-loop, tears it down.",
+        description="Provisions the scenario's endpoint, replays the workload open-loop (in shards sharing "
+        "one t0), probes the server, tears the endpoint down.",
     )
-    def replay_run(
-        context: dg.AssetExecutionContext,
-        workload: Workload,
-        catalog: ScenarioCatalog,
-        warehouse: WarehouseResource,
-    ) -> ReplayOutput:
-        part = WeekScenario.of(context)
-        scenario = catalog.scenario(part.scenario)
-        spec = catalog.endpoint(scenario.endpoint)
-        run_id = f"{part.week_start:%Y%m%d}-{part.scenario}-{uuid.uuid4().hex[:8]}"
-        run_dir = warehouse.run_dir(part.week_start.isoformat(), part.scenario, run_id)
-        with provision(spec, run_dir) as endpoint:
-            context.log.info(f"endpoint {spec.name} ({spec.mode.value}) ready at {endpoint.url}")
-            config = ReplayConfig(
-                url=endpoint.url,
-                speedup=scenario.speedup,
-                start_s=scenario.start_s,
-                duration_s=scenario.duration_s,
-                api_key_env=spec.api_key_env,
-                run_id=run_id,
-            )
-            info = run_replay(workload, config, run_dir)
-        context.add_output_metadata(
-            {
-                "run_dir": dg.MetadataValue.path(str(run_dir)),
-                "requests_ok": info.requests_ok,
-                "requests_total": info.requests_total,
-                "window_s": info.window_s,
-                "schedule_lag_p99_ms": info.schedule_lag_p99_ms,
-                "client_degraded": info.client_degraded,
-            }
-        )
-        return ReplayOutput(run_dir=str(run_dir), run_id=run_id, endpoint=spec.name)
+    def replay_run(workload: Workload) -> ReplayOutput:
+        tasks = start_endpoint.with_hooks({stop_endpoint_on_failure})()
+        shard_dirs = tasks.map(lambda task: replay_shard.with_hooks({stop_endpoint_on_failure})(workload, task))
+        return finish_replay.with_hooks({stop_endpoint_on_failure})(shard_dirs.collect())
 
     return replay_run

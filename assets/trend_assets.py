@@ -1,11 +1,15 @@
-"""Stage 4: DuckDB marts (run_summary, weekly_trends) rebuilt over the whole lake."""
-
+"""Stage 4: DuckDB marts (run_summary, weekly_trends, diagnoses) rebuilt over the whole lake, and the
+week's report built from them."""
 
 import dagster as dg
 
 from pipelines.partitions import WeekScenario
 from pipelines.resources import WarehouseResource
+from warehouse.report.weekly_report import write_weekly_report
 from warehouse.store import Warehouse
+
+# Plotted by Dagster's UI over time, per partition.
+_TREND_METADATA = ("cost_per_request_usd", "p95_ttft_ms", "prefix_cache_hit_rate", "completed_requests", "failed_requests")
 
 
 def partition_trend_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
@@ -14,24 +18,55 @@ def partition_trend_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
     return [r for r in store.weekly_trends() if str(r["week_start"]) == week and r["scenario"] == part.scenario]
 
 
+def partition_run_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
+    week = part.week_start.isoformat()
+    return [r for r in store.run_summary() if str(r["week_start"]) == week and r["scenario"] == part.scenario]
+
+
 def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=partitions,
         group_name="marts",
         kinds={"duckdb"},
-        deps=["requests_lake", "runs_lake"],
+        deps=["requests_lake", "runs_lake", "server_samples_lake", "gpu_samples_lake"],
         pool="warehouse_writer",  # DuckDB takes one writing process
-        description="Weekly cost per request, latency and prefix-cache hit rate per scenario "
-        "(warehouse/schema.sql, tables run_summary and weekly_trends).",
+        description="Weekly cost per request, latency, prefix-cache hit rate, baseline and regression verdict "
+        "per scenario and endpoint configuration (warehouse/schema.sql: run_summary, weekly_trends, diagnoses).",
     )
     def weekly_trends(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> None:
         store = warehouse.warehouse()
         store.refresh()
+        part = WeekScenario.of(context)
         metadata: dict = {"duckdb": dg.MetadataValue.path(str(store.db_path))}
-        for row in partition_trend_rows(store, WeekScenario.of(context)):
-            for key in ("cost_per_request_usd", "p95_ttft_ms", "prefix_cache_hit_rate", "completed_requests", "failed_requests"):
-                if row.get(key) is not None:
-                    metadata[key] = row[key]
+        for row in partition_trend_rows(store, part):
+            metadata.update({key: row[key] for key in _TREND_METADATA if row.get(key) is not None})
+            metadata["regression_verdict"] = row["regression_verdict"]
+        runs = partition_run_rows(store, part)
+        occupancy = [r["batch_occupancy"] for r in runs if r.get("batch_occupancy") is not None]
+        if occupancy:
+            metadata["batch_occupancy"] = sum(occupancy) / len(occupancy)
+        verdicts = sorted({d["verdict"] for d in store.diagnoses() if d["run_id"] in {r["run_id"] for r in runs}})
+        if verdicts:
+            metadata["diagnosis"] = ", ".join(verdicts)
         context.add_output_metadata(metadata)
 
-    return [weekly_trends]
+    @dg.asset(
+        partitions_def=partitions,
+        group_name="marts",
+        kinds={"html"},
+        deps=["weekly_trends"],
+        description="The week's HTML report (warehouse/reports/week=YYYY-MM-DD.html) and cost-trend PNG, over "
+        "every scenario materialized so far that week. Not built when an ERROR check failed upstream.",
+    )
+    def weekly_report(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> None:
+        report = write_weekly_report(warehouse.warehouse(), WeekScenario.of(context).week_start)
+        context.add_output_metadata(
+            {
+                "report": dg.MetadataValue.path(str(report.html_path)),
+                "cost_trend_png": dg.MetadataValue.path(str(report.cost_png_path)),
+                "plots": report.plots,
+                "regressions": report.regressions,
+            }
+        )
+
+    return [weekly_trends, weekly_report]

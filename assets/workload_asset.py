@@ -1,4 +1,5 @@
-"""Stage 1: the scenario's trace, read into the canonical Workload (the replay takes its window)."""
+"""Stage 1: the scenario's trace, read into the canonical Workload with the scenario's shared system
+prompt in front of every request and its reasoning budget (the replay takes its window)."""
 
 
 import dagster as dg
@@ -6,6 +7,8 @@ import dagster as dg
 from pipelines.partitions import WeekScenario
 from pipelines.resources import ScenarioCatalog
 from workloads.reader_registry import read_trace
+from workloads.reasoning_budget import with_reasoning
+from workloads.shared_prefix import with_shared_prefix
 from workloads.trace_stats import trace_stats
 from workloads.workload import Workload
 
@@ -21,6 +24,7 @@ def build_workload_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefini
         part = WeekScenario.of(context)
         scenario = catalog.scenario(part.scenario)
         workload = read_trace(scenario.trace, scenario.trace_format)
+        workload = with_reasoning(with_shared_prefix(workload, scenario.shared_prefix_tokens), scenario.reasoning_ratio)
         stats = trace_stats(workload.window(scenario.start_s, scenario.duration_s))
         context.add_output_metadata(
             {

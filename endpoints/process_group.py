@@ -79,6 +79,32 @@ def stop_group(process: subprocess.Popen, grace_s: float = 15.0) -> None:
             pass
 
 
+def _reap(pid: int) -> None:
+    # When this process started the leader (the same step that stops it), its zombie keeps the
+    # group alive until reaped; a leader started elsewhere was re-parented and is reaped there.
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def stop_group_by_id(pgid: int, grace_s: float = 15.0) -> None:
+    """stop_group for a group this process did not start (a server another step launched)."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _group_alive(pgid):
+        _reap(pgid)
+        time.sleep(0.05)
+    if _group_alive(pgid):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 @contextmanager
 def terminate_on_sigterm() -> Iterator[None]:
     """Within the block, SIGTERM raises TerminatedError (main thread, default handler only).

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from endpoints.fingerprint import ConfigFingerprint, config_fingerprint
-from endpoints.process_group import start_in_own_group, stop_group, terminate_on_sigterm
+from endpoints.process_group import stop_group_by_id, start_in_own_group, stop_group, terminate_on_sigterm
 from endpoints.server_facts import (
     SERVER_FACTS_FILE,
     NotSglangError,
@@ -153,21 +153,31 @@ def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_p
         pause_s = min(pause_s * 2, _POLL_MAX_S)
 
 
-@contextmanager
-def _launched(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
+def _start(spec: EndpointSpec, run_dir: Path) -> tuple[RunningEndpoint, subprocess.Popen]:
+    """Starts the server and waits until it is healthy; stops it again if it never gets there."""
     run_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     url = f"http://{LOOPBACK}:{port}"
     log_path = run_dir / f"{spec.name}.server.log"
     command = server_command(spec, port)
     log_path.write_text(f"# costbench: {' '.join(command)}\n")  # no secret can be here: spec forbids --api-key
+    # Own process group, so teardown reaches every child (a router's workers, a container shim).
+    process = start_in_own_group(command, log_path, dict(spec.env))
+    try:
+        _wait_healthy(spec, url, process, log_path)
+        server_info, model_info = _facts(spec, url)
+        return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=command), process
+    except BaseException:
+        stop_group(process)
+        raise
+
+
+@contextmanager
+def _launched(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
     with terminate_on_sigterm():
-        # Own process group, so teardown reaches every child (a router's workers, a container shim).
-        process = start_in_own_group(command, log_path, dict(spec.env))
+        endpoint, process = _start(spec, run_dir)
         try:
-            _wait_healthy(spec, url, process, log_path)
-            server_info, model_info = _facts(spec, url)
-            yield _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=command)
+            yield endpoint
         finally:
             stop_group(process)
 
@@ -219,3 +229,25 @@ def provision(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
     (on success, on an exception, on Ctrl-C, on SIGTERM)."""
     with _PROVISIONERS[spec.mode](spec, Path(run_dir)) as endpoint:
         yield endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointLease:
+    """An endpoint that outlives the step that started it (a sharded replay: one step starts it, shard
+    steps in other processes use it, a last step stops it). Whoever holds the lease must stop it."""
+
+    endpoint: RunningEndpoint
+    process_group: int | None  # the server's process group; None when attached (nothing to stop)
+
+
+def start_detached(spec: EndpointSpec, run_dir: Path) -> EndpointLease:
+    if spec.mode is EndpointMode.ATTACH:
+        with _attached(spec, Path(run_dir)) as endpoint:
+            return EndpointLease(endpoint, None)
+    endpoint, process = _start(spec, Path(run_dir))
+    return EndpointLease(endpoint, process.pid)  # start_new_session: the leader's pid is the group id
+
+
+def stop_detached(process_group: int | None, grace_s: float = 15.0) -> None:
+    if process_group is not None:
+        stop_group_by_id(process_group, grace_s)

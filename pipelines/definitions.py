@@ -28,6 +28,7 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning, message=".*partiti
 def build_definitions(
     scenarios_path: Path = REPO_ROOT / "workloads" / "scenarios.yaml",
     warehouse_root: Path | None = None,
+    endpoints_path: Path = REPO_ROOT / "workloads" / "endpoints.yaml",
 ) -> dg.Definitions:
     # Static partition keys must be known when the code location loads.
     scenarios = load_scenarios(scenarios_path, REPO_ROOT)
@@ -47,7 +48,7 @@ def build_definitions(
         schedules=[schedule],
         sensors=[failure_notice_sensor],
         resources={
-            "catalog": ScenarioCatalog(scenarios_path=str(scenarios_path)),
+            "catalog": ScenarioCatalog(scenarios_path=str(scenarios_path), endpoints_path=str(endpoints_path)),
             "warehouse": WarehouseResource(root=str(warehouse_root) if warehouse_root else None),
         },
     )

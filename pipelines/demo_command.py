@@ -22,12 +22,14 @@ import dagster as dg
 import orjson
 
 from pipelines.definitions import WEEKLY_JOB, build_definitions
+from pipelines.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints
 from pipelines.resources import REPO_ROOT
-from pipelines.trend_console import print_check_verdicts, print_weekly_trends
+from pipelines.trend_console import print_check_verdicts, print_regression_verdicts, print_weekly_trends
 from warehouse.store import Warehouse
 from workloads.scenarios import load_scenarios
 
 SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
+ENDPOINTS_PATH = REPO_ROOT / "workloads" / "endpoints.yaml"
 # Dagster's own step logs stay in the instance (and the UI); the console shows progress and results.
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -40,16 +42,17 @@ def last_complete_weeks(today: date, count: int) -> list[date]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="run the weekly job on the twin and the bundled traces")
-    parser.add_argument("--weeks", type=int, default=3, help="how many past weeks to materialize (default 3)")
+    parser.add_argument("--weeks", type=int, default=4, help="how many past weeks to materialize (default 4)")
     parser.add_argument("--warehouse", type=Path, default=REPO_ROOT / "warehouse", help="warehouse root")
     parser.add_argument(
         "--dagster-home", type=Path, default=None,
         help="Dagster instance folder (default: $DAGSTER_HOME, else .dagster_home/ in the repo)",
     )
-    parser.add_argument("--parallel", type=int, default=2, help="endpoints replayed at once (default 2)")
+    parser.add_argument("--parallel", type=int, default=4, help="endpoints replayed at once (default 4)")
     # Internal: a child process materializes these scenarios and writes their check verdicts here.
     parser.add_argument("--scenario", action="append", help=argparse.SUPPRESS)
     parser.add_argument("--verdicts-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--endpoints", type=Path, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
@@ -61,10 +64,11 @@ def _instance(home: Path) -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-def _materialize_scenario(scenario: str, weeks: list[date], warehouse: Path, home: Path) -> list[dict]:
+def _materialize_scenario(scenario: str, weeks: list[date], warehouse: Path, home: Path, endpoints: Path) -> list[dict]:
     """One Dagster run per (week, scenario) partition, oldest week first; returns the check verdicts."""
     instance = _instance(home)
-    job = build_definitions(scenarios_path=SCENARIOS_PATH, warehouse_root=warehouse).resolve_job_def(WEEKLY_JOB)
+    defs = build_definitions(scenarios_path=SCENARIOS_PATH, warehouse_root=warehouse, endpoints_path=endpoints)
+    job = defs.resolve_job_def(WEEKLY_JOB)
     verdicts = []
     for week in weeks:
         key = dg.MultiPartitionKey({"week": week.isoformat(), "scenario": scenario})
@@ -92,7 +96,7 @@ def _run_children(by_endpoint: dict[str, list[str]], args: argparse.Namespace, h
             out = tmp / f"{endpoint}.jsonl"
             command = [
                 sys.executable, "-m", "pipelines", "demo", "--verdicts-file", str(out), "--weeks", str(args.weeks),
-                "--warehouse", str(args.warehouse), "--dagster-home", str(home),
+                "--warehouse", str(args.warehouse), "--dagster-home", str(home), "--endpoints", str(args.endpoints),
                 *[arg for scenario in scenarios for arg in ("--scenario", scenario)],
             ]
             running.append((subprocess.Popen(command), out, endpoint))
@@ -109,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
     home = (args.dagster_home or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")).resolve()
     weeks = last_complete_weeks(datetime.now(timezone.utc).date(), args.weeks)
     if args.scenario:
-        verdicts = [v for scenario in args.scenario for v in _materialize_scenario(scenario, weeks, args.warehouse, home)]
+        verdicts = [
+            v for scenario in args.scenario for v in _materialize_scenario(scenario, weeks, args.warehouse, home, args.endpoints)
+        ]
         args.verdicts_file.write_bytes(b"".join(orjson.dumps(v) + b"\n" for v in verdicts))
         return 0
 
@@ -118,7 +124,10 @@ def run(args: argparse.Namespace) -> int:
     for name, scenario in sorted(scenarios.items()):
         by_endpoint.setdefault(scenario.endpoint, []).append(name)
     _instance(home).dispose()  # create the instance's storage once, before children share it
+    args.endpoints = story_endpoints(ENDPOINTS_PATH, home / "demo-endpoints.yaml", weeks)
     print(f"weekly job: {len(scenarios)} scenarios x weeks {', '.join(map(str, weeks))} on the SGLang twin")
+    if len(weeks) >= 2:
+        print(f"story: in the week of {weeks[-2]} endpoint {STORY_ENDPOINT} ran with {STORY_NOTE}; the week after it is back")
     with tempfile.TemporaryDirectory(prefix="costbench-demo-") as tmp:
         verdicts = _run_children(by_endpoint, args, home, Path(tmp))
 
@@ -129,7 +138,11 @@ def run(args: argparse.Namespace) -> int:
         [(v["week"], v["scenario"], v["check"], v["passed"], v["severity"])
          for v in sorted(verdicts, key=lambda v: (v["week"], v["scenario"], v["check"]))]
     )
+    print_regression_verdicts(rows)
+    reports = sorted((args.warehouse / "reports").glob("week=*.html"))
     print(f"DuckDB warehouse: {store.db_path}   (rows are backend='sim': modelled by the twin, not measured)")
+    if reports:
+        print(f"Weekly report:    {reports[-1]}  (and {reports[-1].parent}/cost_trend_*.png)")
     print(f"Parquet lake:     {store.lake_root}")
     print(f"Dagster instance: {home}   (open the UI with `make dagster`)")
     print(f"demo finished in {time.monotonic() - started:.0f} s")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import orjson
+
 from rich.console import Console
 from rich.table import Table
 
@@ -45,4 +47,21 @@ def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], consol
         table.add_column(column)
     for week, scenario, check, passed, severity in verdicts:
         table.add_row(week, scenario, check, "[green]passed[/]" if passed else "[red]FAILED[/]", severity)
+    console.print(table)
+
+
+def print_regression_verdicts(rows: list[dict], console: Console | None = None) -> None:
+    """Every week that was not plainly ok, with the reasons weekly_trends gives."""
+    console = console or _console()
+    flagged = [r for r in rows if r.get("regression_verdict") not in ("ok", "no_baseline", None)]
+    if not flagged:
+        console.print("Regression verdicts: every week ok against its baseline.")
+        return
+    table = Table(title="Regression verdicts (weekly_trends.regression_verdict)")
+    for column in ("week", "scenario", "verdict", "why"):
+        table.add_column(column)
+    for row in flagged:
+        reasons = orjson.loads(row["regression_reasons"]) if row.get("regression_reasons") else []
+        colour = "red" if row["regression_verdict"] == "regression" else "yellow"
+        table.add_row(str(row["week_start"]), row["scenario"], f"[{colour}]{row['regression_verdict']}[/]", "\n".join(reasons))
     console.print(table)

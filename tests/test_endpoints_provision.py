@@ -280,3 +280,17 @@ def test_attach_to_a_refused_port_says_nothing_answers(tmp_path):
         with pytest.raises(EndpointStartError, match="nothing answers .*refused"):
             with provision(spec, tmp_path):
                 pass
+
+
+def test_detached_endpoint_outlives_its_starter_until_stopped(tmp_path):
+    """A sharded replay starts the endpoint in one step and stops it in another."""
+    from endpoints.provision import start_detached, stop_detached
+
+    lease = start_detached(_spec(), tmp_path)
+    with urllib.request.urlopen(f"{lease.endpoint.url}/health_generate", timeout=5) as response:
+        assert response.status == 200
+    stop_detached(lease.process_group)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(lease.process_group, 0)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{lease.endpoint.url}/health", timeout=2)

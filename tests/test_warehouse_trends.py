@@ -90,13 +90,20 @@ def test_p95_ttft_and_hit_rate_regressions(trends):
     assert json.loads(hits["regression_reasons"])[0].startswith("prefix_cache_hit_rate -20.0 points vs baseline 0.5000")
 
 
-def test_a_new_configuration_starts_its_own_baseline_and_is_marked(trends):
+def test_a_new_configuration_is_judged_against_the_previous_one_then_starts_its_own_baseline(trends):
     changed = _row(trends, "config", WEEKS[4])
     assert changed["config_changed"] is True
-    assert changed["baseline_weeks"] == 0 and changed["regression_verdict"] == "no_baseline"
+    # No week ran this configuration before: the change itself is judged against the old baseline (0.10).
+    assert changed["baseline_source"] == "previous_config" and changed["baseline_weeks"] == 4
+    assert changed["baseline_cost_per_request_usd"] == pytest.approx(0.10)
+    assert changed["regression_verdict"] == "regression"
+    reasons = json.loads(changed["regression_reasons"])
+    assert reasons[0].startswith("configuration changed this week")
+    assert reasons[1].startswith("cost_per_request_usd +30.0%")
     assert changed["cost_wow_change_pct"] is None  # last week ran another configuration
     after = _row(trends, "config", WEEKS[5])
     assert after["config_changed"] is False
+    assert after["baseline_source"] == "same_config"
     assert after["baseline_weeks"] == 1 and after["regression_verdict"] == "ok"
     assert after["config_fingerprint"] == changed["config_fingerprint"] != _row(trends, "config", WEEKS[3])["config_fingerprint"]
 
@@ -116,4 +123,4 @@ def test_the_dagster_check_fails_exactly_where_the_verdict_says_regression(trend
             [failure] = result.failures
             assert failure.unexpected_count == len(regressed)
             assert sorted(e.split(" ")[1] for e in failure.examples) == regressed
-    assert sorted(r["scenario"] for r in trends if r["regression_verdict"] == "regression") == ["cost-up", "hits-down", "ttft-up"]
+    assert sorted(r["scenario"] for r in trends if r["regression_verdict"] == "regression") == ["config", "cost-up", "hits-down", "ttft-up"]

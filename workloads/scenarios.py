@@ -39,6 +39,12 @@ class Scenario:
     slo_tpot_ms: float
     cold_start: bool = False  # flush the prefix cache before the replay (else the server starts as it is)
     shared_prefix_tokens: int = 0  # a system prompt of this many tokens in front of every request
+    backend: str = "sglang"  # replay client: sglang (native /generate) | openai-chat | openai-completions
+    shards: int = 1  # replay processes sharing one t0 (Dagster steps, pods on Kubernetes)
+    warmup_s: float = 0.0  # requests due in the first warmup_s seconds are flagged and excluded
+    max_concurrency: int | None = None  # client-side cap on requests in flight
+    require_reasoning: bool = False  # ask the server to count reasoning tokens (DeepSeek-R1)
+    reasoning_ratio: float = 0.0  # reasoning tokens per answer token, for traces that did not capture them
 
 
 def default_scenarios_path() -> Path:
@@ -94,6 +100,17 @@ def _scenario_from_dict(raw: object, where: str, repo_root: Path) -> Scenario:
     shared_prefix_tokens = raw.get("shared_prefix_tokens", 0)
     if isinstance(shared_prefix_tokens, bool) or not isinstance(shared_prefix_tokens, int) or shared_prefix_tokens < 0:
         raise ScenarioError(f"{where}: shared_prefix_tokens must be a whole number >= 0, got {shared_prefix_tokens!r}")
+    backend = raw.get("backend", "sglang")
+    if backend not in ("sglang", "openai-chat", "openai-completions"):
+        raise ScenarioError(f"{where}: backend must be sglang, openai-chat or openai-completions, got {backend!r}")
+    shards = raw.get("shards", 1)
+    max_concurrency = raw.get("max_concurrency")
+    for key, value in (("shards", shards), ("max_concurrency", max_concurrency)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ScenarioError(f"{where}: {key} must be a whole number >= 1, got {value!r}")
+    require_reasoning = raw.get("require_reasoning", False)
+    if not isinstance(require_reasoning, bool):
+        raise ScenarioError(f"{where}: require_reasoning must be true or false, got {require_reasoning!r}")
     trace = Path(raw["trace"])
     return Scenario(
         name=name,
@@ -108,6 +125,12 @@ def _scenario_from_dict(raw: object, where: str, repo_root: Path) -> Scenario:
         slo_tpot_ms=_number(slo, "tpot_ms", f"{where} slo", positive=True),
         cold_start=cold_start,
         shared_prefix_tokens=shared_prefix_tokens,
+        backend=backend,
+        shards=shards,
+        warmup_s=_number(raw, "warmup_s", where, positive=False) if "warmup_s" in raw else 0.0,
+        max_concurrency=max_concurrency,
+        require_reasoning=require_reasoning,
+        reasoning_ratio=_number(raw, "reasoning_ratio", where, positive=False) if "reasoning_ratio" in raw else 0.0,
     )
 
 

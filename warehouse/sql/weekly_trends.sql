@@ -1,7 +1,10 @@
 -- weekly_trends: one row per week x scenario x endpoint x backend x configuration fingerprint
 -- (column definitions: schema.sql). Costs and the hit rate pool the runs' sums (a ratio of sums, not a
 -- mean of ratios); percentiles pool the completed requests themselves. The baseline is the median of
--- up to the 4 most recent earlier weeks with the same scenario, endpoint, backend and fingerprint.
+-- up to the 4 most recent earlier weeks with the same scenario, endpoint, backend and fingerprint. A week
+-- whose configuration changed has no such weeks yet: it is judged against the previous configuration's
+-- baseline instead (baseline_source = 'previous_config'), so a change that made things worse is caught
+-- the week it happens, not a month later.
 -- Regression rule (DESIGN.md, "Regressions"): a metric past its threshold AND outside this week's
 -- 95% block-bootstrap interval (cost_intervals, computed by warehouse/bootstrap_interval.py).
 INSERT INTO weekly_trends BY NAME
@@ -125,6 +128,29 @@ baselines AS (
     WHERE recency <= 4
     GROUP BY ALL
 ),
+previous_config_baselines AS (
+    -- For a week with a new configuration: the median of up to the 4 most recent earlier weeks of the
+    -- scenario and endpoint, whatever configuration they ran.
+    SELECT week_start, scenario, endpoint, backend, config_fingerprint,
+        count(*) AS baseline_weeks,
+        median(cost_per_request_usd) AS baseline_cost_per_request_usd,
+        median(p95_ttft_ms) AS baseline_p95_ttft_ms,
+        median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate
+    FROM (
+        SELECT w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint,
+            e.cost_per_request_usd, e.p95_ttft_ms, e.prefix_cache_hit_rate,
+            row_number() OVER (
+                PARTITION BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint
+                ORDER BY e.week_start DESC
+            ) AS recency
+        FROM weekly AS w
+        JOIN weekly AS e
+            ON e.scenario = w.scenario AND e.endpoint = w.endpoint AND e.backend = w.backend
+            AND e.week_start < w.week_start
+    )
+    WHERE recency <= 4
+    GROUP BY ALL
+),
 config_history AS (
     -- The scenario and endpoint's most recent earlier week, and whether it ran this configuration.
     SELECT
@@ -152,13 +178,14 @@ compared AS (
         100.0 * (w.cost_per_request_usd - b.prev_cost_per_request_usd) / nullif(b.prev_cost_per_request_usd, 0) AS cost_wow_change_pct,
         100.0 * (w.p95_ttft_ms - b.prev_p95_ttft_ms) / nullif(b.prev_p95_ttft_ms, 0) AS p95_ttft_wow_change_pct,
         100.0 * (w.prefix_cache_hit_rate - b.prev_prefix_cache_hit_rate) AS hit_rate_wow_change_pts,
-        coalesce(b.baseline_weeks, 0) AS baseline_weeks,
-        b.baseline_cost_per_request_usd,
-        b.baseline_p95_ttft_ms,
-        b.baseline_prefix_cache_hit_rate,
-        100.0 * (w.cost_per_request_usd - b.baseline_cost_per_request_usd) / nullif(b.baseline_cost_per_request_usd, 0) AS cost_change_pct,
-        100.0 * (w.p95_ttft_ms - b.baseline_p95_ttft_ms) / nullif(b.baseline_p95_ttft_ms, 0) AS p95_ttft_change_pct,
-        100.0 * (w.prefix_cache_hit_rate - b.baseline_prefix_cache_hit_rate) AS hit_rate_change_pts,
+        coalesce(b.baseline_weeks, 0) AS same_config_weeks,
+        b.baseline_cost_per_request_usd AS same_config_cost_per_request_usd,
+        b.baseline_p95_ttft_ms AS same_config_p95_ttft_ms,
+        b.baseline_prefix_cache_hit_rate AS same_config_prefix_cache_hit_rate,
+        p.baseline_weeks AS previous_config_weeks,
+        p.baseline_cost_per_request_usd AS previous_config_cost_per_request_usd,
+        p.baseline_p95_ttft_ms AS previous_config_p95_ttft_ms,
+        p.baseline_prefix_cache_hit_rate AS previous_config_prefix_cache_hit_rate,
         i.cost_per_request_low_usd,
         i.cost_per_request_high_usd,
         i.hit_rate_low,
@@ -172,9 +199,37 @@ compared AS (
     LEFT JOIN config_history AS h
         ON h.week_start = w.week_start AND h.scenario = w.scenario AND h.endpoint = w.endpoint
         AND h.backend = w.backend AND h.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+    LEFT JOIN previous_config_baselines AS p
+        ON p.week_start = w.week_start AND p.scenario = w.scenario AND p.endpoint = w.endpoint
+        AND p.backend = w.backend AND p.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
     LEFT JOIN cost_intervals AS i
         ON i.week_start = w.week_start AND i.scenario = w.scenario AND i.endpoint = w.endpoint
         AND i.backend = w.backend AND i.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+),
+baselined AS (
+    SELECT
+        * EXCLUDE (same_config_weeks, same_config_cost_per_request_usd, same_config_p95_ttft_ms,
+                   same_config_prefix_cache_hit_rate, previous_config_weeks, previous_config_cost_per_request_usd,
+                   previous_config_p95_ttft_ms, previous_config_prefix_cache_hit_rate),
+        CASE WHEN same_config_weeks > 0 THEN 'same_config'
+             WHEN config_changed AND previous_config_weeks > 0 THEN 'previous_config' END AS baseline_source,
+        CASE WHEN same_config_weeks > 0 THEN same_config_weeks
+             WHEN config_changed THEN coalesce(previous_config_weeks, 0) ELSE 0 END AS baseline_weeks,
+        CASE WHEN same_config_weeks > 0 THEN same_config_cost_per_request_usd
+             WHEN config_changed THEN previous_config_cost_per_request_usd END AS baseline_cost_per_request_usd,
+        CASE WHEN same_config_weeks > 0 THEN same_config_p95_ttft_ms
+             WHEN config_changed THEN previous_config_p95_ttft_ms END AS baseline_p95_ttft_ms,
+        CASE WHEN same_config_weeks > 0 THEN same_config_prefix_cache_hit_rate
+             WHEN config_changed THEN previous_config_prefix_cache_hit_rate END AS baseline_prefix_cache_hit_rate
+    FROM compared
+),
+changes AS (
+    SELECT
+        *,
+        100.0 * (cost_per_request_usd - baseline_cost_per_request_usd) / nullif(baseline_cost_per_request_usd, 0) AS cost_change_pct,
+        100.0 * (p95_ttft_ms - baseline_p95_ttft_ms) / nullif(baseline_p95_ttft_ms, 0) AS p95_ttft_change_pct,
+        100.0 * (prefix_cache_hit_rate - baseline_prefix_cache_hit_rate) AS hit_rate_change_pts
+    FROM baselined
 ),
 judged AS (
     -- Changes are compared rounded to 1e-6 so a change exactly on a threshold is not past it by float noise.
@@ -187,7 +242,7 @@ judged AS (
         coalesce(round(c.hit_rate_change_pts, 6) < t.min_hit_rate_change_pts, false) AS hit_past,
         coalesce(round(c.baseline_prefix_cache_hit_rate - c.hit_rate_high, 12) > 0, false) AS hit_outside,
         t.*
-    FROM compared AS c, thresholds AS t
+    FROM changes AS c, thresholds AS t
 ),
 reasoned AS (
     SELECT
@@ -211,11 +266,21 @@ reasoned AS (
                     CASE WHEN hit_outside THEN 'lies below the baseline' ELSE 'includes the baseline: within noise' END) END
             ],
             lambda reason: reason IS NOT NULL
-        ) AS reasons
+        ) AS threshold_reasons,
+        CASE WHEN baseline_source = 'previous_config' THEN
+            'configuration changed this week; compared with the previous configuration''s baseline' END AS config_reason
     FROM judged
+),
+explained AS (
+    SELECT
+        *,
+        CASE WHEN config_reason IS NOT NULL AND len(threshold_reasons) > 0
+             THEN list_prepend(config_reason, threshold_reasons) ELSE threshold_reasons END AS reasons
+    FROM reasoned
 )
 SELECT
     * EXCLUDE (cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
+               threshold_reasons, config_reason,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
     CASE
         WHEN (cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside) THEN 'regression'
@@ -224,5 +289,5 @@ SELECT
         ELSE 'ok'
     END AS regression_verdict,
     CASE WHEN len(reasons) > 0 THEN to_json(reasons)::VARCHAR END AS regression_reasons
-FROM reasoned
+FROM explained
 ORDER BY week_start, scenario, endpoint, backend, config_fingerprint;

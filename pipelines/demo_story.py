@@ -1,0 +1,31 @@
+"""The demo's story: the bundled scenarios over the last weeks, with one deployment change in them.
+
+In the second-to-last week someone turned the radix cache off on the chat endpoint (a dated revision in
+the demo's own copy of endpoints.yaml); the week after, it is back on. The trend, the regression check
+and the report should all show it.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import yaml
+
+STORY_ENDPOINT = "v3-8xh200-chat"
+STORY_NOTE = "radix cache disabled while debugging a KV-cache memory leak"
+
+
+def story_endpoints(bundled: Path, out: Path, weeks: list[date]) -> Path:
+    """Writes a copy of `bundled` in which STORY_ENDPOINT runs without its radix cache in weeks[-2]."""
+    raw = yaml.safe_load(bundled.read_text())
+    if len(weeks) >= 2:
+        for entry in raw["endpoints"]:
+            if entry["name"] == STORY_ENDPOINT:
+                normal = list(entry["server_args"])
+                entry["revisions"] = [
+                    {"from_week": weeks[-2].isoformat(), "server_args": [*normal, "--disable-radix-cache"], "note": STORY_NOTE},
+                    {"from_week": weeks[-1].isoformat(), "server_args": normal, "note": "radix cache back on"},
+                ]
+    out.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return out
