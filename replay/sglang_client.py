@@ -15,9 +15,10 @@ import orjson
 
 from replay.client_protocol import SendOptions
 from replay.clock import Clock
-from replay.error_kinds import ErrorKind, clip_message
+from replay.error_kinds import ErrorKind
 from replay.prepared_request import PreparedRequest
 from replay.records import RequestRecord, RequestStatus
+from replay.stream_record import ReportedUsage, StreamedTimes, record_from_stream
 from replay.stream_request import Failure, float_or_none, int_or_none, stream_request
 
 GENERATE_PATH = "/generate"
@@ -138,28 +139,13 @@ async def send(
         {"Content-Type": "application/json", **options.headers}, clock, t0_s, options.request_timeout_s, state,
     )  # fmt: skip
     meta = state.meta
-    error = outcome.error
-    return RequestRecord(
-        run_id=options.run_id,
-        request_id=request.request_id,
-        session_id=request.session_id,
-        turn=request.turn,
-        input_tokens=request.input_tokens,
-        output_tokens=request.output_tokens,
-        scheduled_mono_s=request.offset_s,
-        sent_mono_s=outcome.sent_s,
-        first_token_mono_s=state.first_token_s,
-        first_answer_mono_s=state.first_answer_s,
-        finish_mono_s=outcome.finish_s,
-        chunk_mono_s=tuple(state.chunk_s),
-        prompt_tokens=int_or_none(meta.get("prompt_tokens")),
-        completion_tokens=int_or_none(meta.get("completion_tokens")),
-        cached_tokens=int_or_none(meta.get("cached_tokens")),
-        reasoning_tokens=int_or_none(meta.get("reasoning_tokens")),
-        finish_reason=state.finish_reason()[0],
-        http_status=outcome.http_status,
-        status=error[0] if error else RequestStatus.OK,
-        error_kind=error[1].value if error else None,
-        error_message=clip_message(error[2]) if error else None,
-        server_e2e_latency_s=float_or_none(meta.get("e2e_latency")),
+    usage = ReportedUsage(
+        int_or_none(meta.get("prompt_tokens")),
+        int_or_none(meta.get("completion_tokens")),
+        int_or_none(meta.get("cached_tokens")),
+        int_or_none(meta.get("reasoning_tokens")),
+    )
+    times = StreamedTimes(state.first_token_s, state.first_answer_s, tuple(state.chunk_s))
+    return record_from_stream(
+        request, options, outcome, times, usage, state.finish_reason()[0], float_or_none(meta.get("e2e_latency"))
     )
