@@ -3,6 +3,7 @@ week's report built from them."""
 
 import dagster as dg
 
+from assets.column_schemas import column_schema
 from pipelines.partitions import WeekScenario
 from pipelines.resources import WarehouseResource
 from warehouse.report.weekly_report import write_weekly_report
@@ -28,6 +29,7 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         partitions_def=partitions,
         group_name="marts",
         kinds={"duckdb"},
+        metadata=column_schema("weekly_trends"),
         deps=["requests_lake", "runs_lake", "server_samples_lake", "gpu_samples_lake"],
         pool="warehouse_writer",  # DuckDB takes one writing process
         description="Weekly cost per request, latency, prefix-cache hit rate, baseline and regression verdict "

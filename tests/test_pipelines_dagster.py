@@ -38,6 +38,12 @@ def test_definitions_load_with_week_by_scenario_partitions_and_a_monday_schedule
     assert {r.partition_key.keys_by_dimension["week"] for r in requests} == {"2026-11-16"}
     assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == set(next(d for d in partitions.partitions_defs if d.name == "scenario").partitions_def.get_partition_keys())
     assert all(r.tags["costbench/endpoint"] for r in requests)
+    # Descriptions and column schemas (from warehouse/schema.sql) are what the UI shows for each asset.
+    for name in ("requests_lake", "runs_lake", "server_samples_lake", "gpu_samples_lake", "weekly_trends"):
+        spec = next(s for s in defs.resolve_all_asset_specs() if s.key.path == [name])
+        assert spec.description
+        columns = spec.metadata["dagster/column_schema"].columns
+        assert len(columns) > 5 and all(c.description for c in columns)
     checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
     assert {"requests_quality", "cost_regression"} <= checks
 

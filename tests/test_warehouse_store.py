@@ -190,3 +190,17 @@ def test_schema_sql_documents_every_column_of_every_table_and_view(store):
             for (column,) in con.execute(f"SELECT column_name FROM (DESCRIBE {name})").fetchall():
                 documented = re.search(rf"\b{column}\b[^\n]*--\s*\S", statement)
                 assert documented, f"schema.sql: {name}.{column} has no -- comment on its line"
+
+
+def test_column_docs_name_every_column_duckdb_has(tmp_path):
+    """The column schemas Dagster shows come from schema.sql's comments: they must match the real tables."""
+    from warehouse.column_docs import column_docs
+
+    store = Warehouse(tmp_path / "wh")
+    store.refresh()
+    with store.connect(read_only=True) as con:
+        for table in ("runs", "requests", "server_samples", "gpu_samples", "run_summary", "weekly_trends", "diagnoses"):
+            actual = [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall()]
+            docs = column_docs(table)
+            assert [d.name for d in docs] == actual, table
+            assert all(d.description for d in docs)
