@@ -139,10 +139,12 @@ def run(args: argparse.Namespace) -> int:
          for v in sorted(verdicts, key=lambda v: (v["week"], v["scenario"], v["check"]))]
     )
     print_regression_verdicts(rows)
-    reports = sorted((args.warehouse / "reports").glob("week=*.html"))
+    reports = args.warehouse / "reports"
     print(f"DuckDB warehouse: {store.db_path}   (rows are backend='sim': modelled by the twin, not measured)")
-    if reports:
-        print(f"Weekly report:    {reports[-1]}  (and {reports[-1].parent}/cost_trend_*.png)")
+    for week in weeks:
+        page = reports / f"week={week.isoformat()}.html"
+        if page.exists():
+            print(f"Weekly report:    {page}  (+ cost_trend_week={week.isoformat()}.png)")
     print(f"Parquet lake:     {store.lake_root}")
     print(f"Dagster instance: {home}   (open the UI with `make dagster`)")
     print(f"demo finished in {time.monotonic() - started:.0f} s")

@@ -41,12 +41,21 @@ def print_weekly_trends(rows: list[dict], console: Console | None = None) -> Non
 
 
 def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], console: Console | None = None) -> None:
+    """One line of counts per check, then every failed evaluation (passing ones add nothing to read)."""
     console = console or _console()
-    table = Table(title="Asset checks")
-    for column in ("week", "scenario", "check", "result", "severity"):
+    by_check: dict[str, list[bool]] = {}
+    for _, _, check, passed, _ in verdicts:
+        by_check.setdefault(check, []).append(passed)
+    summary = ", ".join(f"{check} {sum(results)}/{len(results)} passed" for check, results in sorted(by_check.items()))
+    console.print(f"Asset checks: {summary or 'none ran'}")
+    failed = [v for v in verdicts if not v[3]]
+    if not failed:
+        return
+    table = Table(title="Failed asset checks")
+    for column in ("week", "scenario", "check", "severity"):
         table.add_column(column)
-    for week, scenario, check, passed, severity in verdicts:
-        table.add_row(week, scenario, check, "[green]passed[/]" if passed else "[red]FAILED[/]", severity)
+    for week, scenario, check, _, severity in failed:
+        table.add_row(week, scenario, f"[red]{check}[/]", severity)
     console.print(table)
 
 
