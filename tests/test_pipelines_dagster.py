@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.definitions import WEEKLY_JOB, build_definitions, defs
-from pipelines.resources import REPO_ROOT
 
 REPO = Path(__file__).resolve().parent.parent
 

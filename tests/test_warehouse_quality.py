@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pandas as pd
 import pytest
@@ -108,7 +107,6 @@ def test_runs_suite_passes_a_good_run_and_names_each_problem():
         "completion_rate >= 0.99": dict(completed_requests=98, failed_requests=2),
         "some request completed": dict(completed_requests=0, failed_requests=0),
         "schedule_lag_p99_ms <= 100": dict(schedule_lag_p99_ms=250.0),
-        "client not degraded": dict(client_degraded=True),
         "server samples present": dict(server_sample_count=0),
         "run finished (not partial)": dict(partial=True),
     }
@@ -116,10 +114,5 @@ def test_runs_suite_passes_a_good_run_and_names_each_problem():
         result = check_runs(_run_rows(**overrides))
         assert [f.rule for f in result.failures] == [rule], rule
     assert check_runs(_run_rows(schedule_lag_p99_ms=250.0), max_schedule_lag_p99_ms=300).success
-
-
-def test_a_suite_runs_in_well_under_a_few_seconds_once_gx_is_loaded():
-    check_weekly_trends(pd.DataFrame([_trend("a", "ok")]))  # pays the one-time import
-    started = time.perf_counter()
-    check_requests(_good_requests())
-    assert time.perf_counter() - started < 3.0
+    # The replay's 10 ms degraded flag is shown in run_summary and the report, not a blocking rule.
+    assert check_runs(_run_rows(client_degraded=True, schedule_lag_p99_ms=12.0)).success

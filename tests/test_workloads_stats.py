@@ -98,13 +98,9 @@ def test_trie_agrees_with_the_definition_on_real_traffic() -> None:
     assert share == pytest.approx(brute_force_reuse_share(window))
 
 
-def test_bundled_mooncake_stats_are_quick() -> None:
-    import time
-
+def test_bundled_mooncake_stats() -> None:
     workload = read_mooncake(TRACES / "mooncake_conversation.jsonl")
-    started = time.perf_counter()
     stats = trace_stats(workload)
-    assert time.perf_counter() - started < 2.0  # about 0.15 s here
     assert stats.requests == 12031
     assert stats.duration_s == pytest.approx(3536.999)
     assert stats.mean_output_tokens == pytest.approx(343, abs=1)

@@ -142,7 +142,11 @@ def check_runs(
     max_schedule_lag_p99_ms: float = DEFAULT_MAX_SCHEDULE_LAG_P99_MS,
 ) -> QualityResult:
     """run_summary rows are trustworthy runs: enough requests completed, the client kept its schedule,
-    the server was observed, and the run finished."""
+    the server was observed, and the run finished.
+
+    The schedule rule is the lag p99 against `max_schedule_lag_p99_ms`, not the replay's own
+    `client_degraded` flag (10 ms): a client that fell 10 ms behind is worth flagging in the report but
+    does not make a run's seconds-long latencies untrustworthy enough to block it."""
     _require_columns(df, RUN_COLUMNS, "runs")
     df = df.assign(
         completion_rate=[
@@ -162,7 +166,6 @@ def check_runs(
             f"schedule_lag_p99_ms <= {max_schedule_lag_p99_ms:g}",
             gxe.ExpectColumnValuesToBeBetween(column="schedule_lag_p99_ms", max_value=max_schedule_lag_p99_ms),
         ),
-        ("client not degraded", gxe.ExpectColumnValuesToBeInSet(column="client_degraded", value_set=[False])),
         ("server samples present", gxe.ExpectColumnValuesToBeBetween(column="server_sample_count", min_value=1)),
         ("run finished (not partial)", gxe.ExpectColumnValuesToBeInSet(column="partial", value_set=[False])),
     ]
