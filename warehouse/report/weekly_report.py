@@ -48,7 +48,7 @@ def _verdict_table(data: ReportData) -> str:
         rows.append(
             f"<tr class='verdict-{html.escape(verdict)}'><td>{html.escape(row['scenario'])}</td>"
             f"<td>{html.escape(row['endpoint'])}</td><td>{html.escape(row['backend'])}</td>"
-            f"<td>{_fmt(row['cost_per_request_usd'], '.5f', ' $')}</td>"
+            f"<td>${_fmt(row['cost_per_request_usd'], '.5f')}</td>"
             f"<td>{_fmt(row['cost_change_pct'], '+.1f', '%')}</td>"
             f"<td>{_fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
             f"<td>{_fmt(row['prefix_cache_hit_rate'] * 100 if row['prefix_cache_hit_rate'] is not None else None, '.1f', '%')}</td>"
