@@ -1,5 +1,8 @@
 """bench_serving in virtual time: run a request list through the twin's engine, in-process, and
 measure it the way `sglang.bench_serving` does (throughput over wall time, mean TTFT, TPOT, ITL).
+Arrivals follow bench_serving at `--request-rate inf`: every request is started at once behind a
+`max_concurrency` semaphore, and a request's clock (TTFT, latency) starts when it gets through the
+semaphore, so the first `max_concurrency` requests hit an idle server as one burst.
 
 Used by bench/twin_calibration.py (the published setups) and by tests and capacity what-ifs: an
 hour of simulated serving takes seconds, and the engine, scheduler and cost model are exactly the
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from statistics import fmean
+from statistics import fmean, median, quantiles
 
 from endpoints.sim.clock import VirtualClock
 from endpoints.sim.engine import SimEngine
@@ -58,6 +61,16 @@ class BenchResult:
         return fmean(r.ttft_s for r in self.requests)
 
     @property
+    def median_ttft_s(self) -> float:
+        return median(r.ttft_s for r in self.requests)
+
+    @property
+    def p99_ttft_s(self) -> float:
+        """numpy's default (linear) 99th percentile, as bench_serving prints it."""
+        ttfts = [r.ttft_s for r in self.requests]
+        return quantiles(ttfts, n=100, method="inclusive")[98] if len(ttfts) > 1 else ttfts[0]
+
+    @property
     def mean_tpot_s(self) -> float:
         """bench_serving's TPOT: (latency − TTFT) / (output − 1), over requests with > 1 token."""
         return fmean((r.e2e_s - r.ttft_s) / (r.output_tokens - 1) for r in self.requests if r.output_tokens > 1)
@@ -66,6 +79,16 @@ class BenchResult:
     def mean_itl_s(self) -> float:
         gaps = [g for r in self.requests for g in r.chunk_gaps_s]
         return fmean(gaps) if gaps else 0.0
+
+    @property
+    def max_itl_s(self) -> float:
+        return max((g for r in self.requests for g in r.chunk_gaps_s), default=0.0)
+
+    @property
+    def first_wave_ttft_s(self) -> tuple[float, ...]:
+        """TTFTs of the requests sent at the very start (bench_serving sends min(concurrency, N) at once)."""
+        start_s = min(r.sent_s for r in self.requests)
+        return tuple(r.ttft_s for r in self.requests if r.sent_s == start_s)
 
     @property
     def retractions(self) -> int:
