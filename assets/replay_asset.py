@@ -27,9 +27,9 @@ from replay.shard_merge import merge_shard_runs
 from workloads.workload import Workload
 
 # Shards start together this long after the endpoint is ready: long enough for the executor to start
-# every shard's process (or pod) and for each to build its prompts before t0.
-SHARD_START_LEAD_S = {1: 1.0}
-MULTI_SHARD_START_LEAD_S = 20.0
+# every shard's process (or pod) and for each to build its prompts before t0. One shard starts at once.
+SINGLE_SHARD_LEAD_S = 1.0
+MULTI_SHARD_LEAD_S = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +84,7 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     context.log.info(
         f"endpoint {spec.name} ({spec.mode.value}, {' '.join(spec.server_args)}) ready at {lease.endpoint.url}; {cache.note}"
     )
-    lead_s = SHARD_START_LEAD_S.get(scenario.shards, MULTI_SHARD_START_LEAD_S)
-    start_at = time.time() + lead_s
+    start_at = time.time() + (SINGLE_SHARD_LEAD_S if scenario.shards == 1 else MULTI_SHARD_LEAD_S)
     for index in range(scenario.shards):
         task = ShardTask(run_id, str(run_dir), index, scenario.shards, start_at, lease.endpoint)
         yield dg.DynamicOutput(task, mapping_key=f"shard_{index}")
@@ -121,9 +120,7 @@ def replay_shard(context: dg.OpExecutionContext, workload: Workload, task: Shard
 
 
 @dg.op(tags={"kind": "sglang"})
-def finish_replay(
-    context: dg.OpExecutionContext, shard_dirs: list[str], warehouse: WarehouseResource, catalog: ScenarioCatalog
-) -> ReplayOutput:
+def finish_replay(context: dg.OpExecutionContext, shard_dirs: list[str], warehouse: WarehouseResource) -> ReplayOutput:
     _stop_leased(warehouse, context.run_id)
     run_dir = Path(shard_dirs[0]).parent
     facts = orjson.loads((run_dir / "server_facts.json").read_bytes())
