@@ -105,3 +105,25 @@ def test_r1_reasoning_length_reaches_the_twin_and_first_answer_follows_it(tmp_pa
         # One token per chunk here: the first answer token is the chunk right after the reasoning.
         assert row["first_token_mono_s"] == row["chunk_mono_s"][0]
         assert row["first_answer_mono_s"] == row["chunk_mono_s"][reasoning]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["openai-chat", "openai-completions"])
+def test_openai_backends_against_the_twin_record_usage_and_reasoning(tmp_path, backend):
+    """Text prompts through the OpenAI routes of an R1 twin: usage as reported (cached tokens under
+    --enable-cache-report), reasoning_content counted, the first answer token after the reasoning."""
+    workload = make_workload([0.0, 0.3], input_tokens=64, output_tokens=12, reasoning_tokens=[4, 7])
+    flags = ("--model-path", "deepseek-ai/DeepSeek-R1", "--reasoning-parser", "deepseek-r1", "--enable-cache-report")
+    with running_sim(*flags) as (url, _):
+        run = run_replay(workload, ReplayConfig(url=url, backend=backend, request_timeout_s=30), tmp_path)
+    rows = read_requests(tmp_path).to_pylist()
+    assert run.requests_ok == len(rows) == 2, [(r["error_kind"], r["error_message"]) for r in rows]
+    for row in rows:
+        assert row["completion_tokens"] == row["output_tokens"] == 12  # ignore_eos + max tokens honoured
+        assert row["prompt_tokens"] and row["prompt_tokens"] > 0  # text prompts: the server's own count
+        assert row["sent_mono_s"] < row["first_token_mono_s"] <= row["finish_mono_s"]
+    if backend == "openai-chat":
+        for row in rows:
+            reasoning = 4 if row["request_id"] == "r0" else 7
+            assert row["reasoning_tokens"] == reasoning
+            assert row["first_answer_mono_s"] > row["first_token_mono_s"]
