@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import date
 import subprocess
 import sys
@@ -116,3 +117,18 @@ def test_materializing_one_partition_fills_lake_duckdb_and_runs_the_checks(tmp_p
     assert cost == pytest.approx(8 * 3.5 * window_s / 3600 / completed)
     # The first Mooncake requests share block 0: the radix cache must have hit something.
     assert hit_rate > 0
+
+
+def test_shipped_instance_queues_runs_one_per_endpoint_and_one_warehouse_writer(tmp_path, monkeypatch):
+    """dagster.yaml as shipped: queued runs, at most one run per endpoint tag, pools of one (the
+    warehouse_writer pool of weekly_trends)."""
+    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        config = instance.get_concurrency_config()
+    [limit] = config.run_queue_config.tag_concurrency_limits
+    assert limit == {"key": "costbench/endpoint", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+    assert config.pool_config.default_pool_limit == 1
+    trends = next(a for a in defs.resolve_asset_graph().assets_defs if a.key.path == ["weekly_trends"])
+    assert "warehouse_writer" in {op.pool for op in trends.node_def.iterate_op_defs()}
