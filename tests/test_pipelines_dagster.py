@@ -130,5 +130,5 @@ def test_shipped_instance_queues_runs_one_per_endpoint_and_one_warehouse_writer(
     [limit] = config.run_queue_config.tag_concurrency_limits
     assert limit == {"key": "costbench/endpoint", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
     assert config.pool_config.default_pool_limit == 1
-    trends = next(a for a in defs.resolve_asset_graph().assets_defs if a.key.path == ["weekly_trends"])
+    trends = next(a for a in defs.resolve_asset_graph().assets_defs if dg.AssetKey("weekly_trends") in a.keys)
     assert "warehouse_writer" in {op.pool for op in trends.node_def.iterate_op_defs()}
