@@ -65,7 +65,9 @@ def stop_endpoint_on_failure(context: dg.HookContext) -> None:
     _stop_leased(context.resources.warehouse, context.run_id)
 
 
-@dg.op(out=dg.DynamicOut(ShardTask), tags={"kind": "sglang"})
+# Waits for the workload (without loading it): an endpoint is started only when there is something to
+# replay, so a failed workload step cannot leave a started server with no step left to stop it.
+@dg.op(out=dg.DynamicOut(ShardTask), ins={"workload_ready": dg.In(dg.Nothing)}, tags={"kind": "sglang"})
 def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, warehouse: WarehouseResource):
     part = WeekScenario.of(context)
     scenario = catalog.scenario(part.scenario)
@@ -150,7 +152,7 @@ def build_replay_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefiniti
         "one t0), probes the server, tears the endpoint down.",
     )
     def replay_run(workload: Workload) -> ReplayOutput:
-        tasks = start_endpoint.with_hooks({stop_endpoint_on_failure})()
+        tasks = start_endpoint.with_hooks({stop_endpoint_on_failure})(workload_ready=workload)
         shard_dirs = tasks.map(lambda task: replay_shard.with_hooks({stop_endpoint_on_failure})(workload, task))
         return finish_replay.with_hooks({stop_endpoint_on_failure})(shard_dirs.collect())
 

@@ -59,3 +59,23 @@ def test_failed_run_is_noticed_in_file_and_webhook(tmp_path, monkeypatch):
     assert "broken" in notice["partition"] and "2026-11-16" in notice["partition"]
     assert notice["message"]
     assert [orjson.loads(b)["run_id"] for b in _Collector.bodies] == [result.run_id]
+
+
+def test_a_failed_workload_starts_no_endpoint(tmp_path):
+    """The endpoint waits for the workload: when the workload step fails no server is left running."""
+    scenarios = tmp_path / "scenarios.yaml"
+    scenarios.write_text(
+        "scenarios:\n  - name: broken\n    trace: workloads/traces/missing.jsonl\n    format: mooncake\n"
+        "    start_s: 0\n    duration_s: 1\n    speedup: 1\n    endpoint: v3-8xh200\n"
+        "    slo: {ttft_ms: 2000, tpot_ms: 100}\n"
+    )
+    defs = build_definitions(scenarios_path=scenarios, warehouse_root=tmp_path / "warehouse")
+    with dg.instance_for_test() as instance:
+        key = dg.MultiPartitionKey({"week": "2026-11-16", "scenario": "broken"})
+        result = defs.resolve_job_def(WEEKLY_JOB).execute_in_process(
+            partition_key=key, instance=instance, raise_on_error=False
+        )
+    assert not result.success
+    started = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_START]
+    assert not any(e.step_key.endswith("start_endpoint") for e in started)
+    assert not (tmp_path / "warehouse" / "runs" / "week=2026-11-16").exists()  # no run dir, no server log
