@@ -13,7 +13,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,21 +48,31 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def stop_group(process: subprocess.Popen, grace_s: float = 15.0) -> None:
+def _reap(pid: int) -> None:
+    # When this process started the leader (the same step that stops it), its zombie keeps the
+    # group alive until reaped; a leader started elsewhere was re-parented and is reaped there.
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def stop_group_by_id(pgid: int, grace_s: float = 15.0, reap: Callable[[], object] | None = None) -> None:
     """SIGTERM the whole group, wait up to `grace_s` for every member to leave, then SIGKILL.
 
-    Also when the leader already exited: its children may still hold the GPUs.
+    Also when the leader already exited: its children may still hold the GPUs. `reap` collects the
+    leader's exit status (default: waitpid, harmless for a leader this process did not start).
     """
-    pgid = process.pid  # start_new_session: the leader's pid is the group id
+    reap = reap or (lambda: _reap(pgid))
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
-        process.poll()
+        reap()
         return
     try:
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
-            process.poll()  # reap the leader, or its zombie keeps the group alive
+            reap()  # the leader's zombie keeps the group alive until reaped
             if not _group_alive(pgid):
                 return
             time.sleep(0.05)
@@ -73,35 +83,16 @@ def stop_group(process: subprocess.Popen, grace_s: float = 15.0) -> None:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def stop_group(process: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """stop_group_by_id for a server this process started (start_new_session: pid = group id)."""
+    try:
+        stop_group_by_id(process.pid, grace_s, reap=process.poll)
+    finally:
         try:
             process.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
-            pass
-
-
-def _reap(pid: int) -> None:
-    # When this process started the leader (the same step that stops it), its zombie keeps the
-    # group alive until reaped; a leader started elsewhere was re-parented and is reaped there.
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
-def stop_group_by_id(pgid: int, grace_s: float = 15.0) -> None:
-    """stop_group for a group this process did not start (a server another step launched)."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and _group_alive(pgid):
-        _reap(pgid)
-        time.sleep(0.05)
-    if _group_alive(pgid):
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
             pass
 
 
