@@ -87,29 +87,38 @@ weekly AS (
         ON p.week_start = g.week_start AND p.scenario = g.scenario AND p.endpoint = g.endpoint
         AND p.backend = g.backend AND p.config_fingerprint IS NOT DISTINCT FROM g.config_fingerprint
 ),
-ranked_history AS (
-    -- Every earlier week of the same configuration, most recent first.
+history AS (
+    -- Every earlier week of the scenario and endpoint, whatever configuration it ran, with whether it
+    -- ran this one and its rank among the earlier weeks (all, and of the same configuration).
     SELECT
-        w.week_start,
-        w.scenario,
-        w.endpoint,
-        w.backend,
-        w.config_fingerprint,
-        b.week_start AS earlier_week,
-        b.cost_per_request_usd,
-        b.p95_ttft_ms,
-        b.prefix_cache_hit_rate,
+        *,
         row_number() OVER (
-            PARTITION BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint
-            ORDER BY b.week_start DESC
-        ) AS recency
-    FROM weekly AS w
-    JOIN weekly AS b
-        ON b.scenario = w.scenario AND b.endpoint = w.endpoint AND b.backend = w.backend
-        AND b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
-        AND b.week_start < w.week_start
+            PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint ORDER BY earlier_week DESC
+        ) AS recency,
+        row_number() OVER (
+            PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint, same_config ORDER BY earlier_week DESC
+        ) AS recency_in_config,
+        max(earlier_week) OVER (PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint) AS latest_earlier_week
+    FROM (
+        SELECT
+            w.week_start,
+            w.scenario,
+            w.endpoint,
+            w.backend,
+            w.config_fingerprint,
+            b.week_start AS earlier_week,
+            b.cost_per_request_usd,
+            b.p95_ttft_ms,
+            b.prefix_cache_hit_rate,
+            b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint AS same_config
+        FROM weekly AS w
+        JOIN weekly AS b
+            ON b.scenario = w.scenario AND b.endpoint = w.endpoint AND b.backend = w.backend
+            AND b.week_start < w.week_start
+    )
 ),
 baselines AS (
+    -- Up to the 4 most recent earlier weeks of the same configuration.
     SELECT
         week_start,
         scenario,
@@ -124,9 +133,9 @@ baselines AS (
         any_value(p95_ttft_ms) FILTER (WHERE earlier_week = week_start - 7) AS prev_p95_ttft_ms,
         any_value(prefix_cache_hit_rate) FILTER (WHERE earlier_week = week_start - 7) AS prev_prefix_cache_hit_rate,
         max(earlier_week) FILTER (WHERE earlier_week = week_start - 7) AS prev_week_start
-    FROM ranked_history
-    WHERE recency <= 4
-    GROUP BY ALL
+    FROM history
+    WHERE same_config AND recency_in_config <= 4
+    GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
 ),
 previous_config_baselines AS (
     -- For a week with a new configuration: the median of up to the 4 most recent earlier weeks of the
@@ -136,39 +145,16 @@ previous_config_baselines AS (
         median(cost_per_request_usd) AS baseline_cost_per_request_usd,
         median(p95_ttft_ms) AS baseline_p95_ttft_ms,
         median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate
-    FROM (
-        SELECT w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint,
-            e.cost_per_request_usd, e.p95_ttft_ms, e.prefix_cache_hit_rate,
-            row_number() OVER (
-                PARTITION BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint
-                ORDER BY e.week_start DESC
-            ) AS recency
-        FROM weekly AS w
-        JOIN weekly AS e
-            ON e.scenario = w.scenario AND e.endpoint = w.endpoint AND e.backend = w.backend
-            AND e.week_start < w.week_start
-    )
+    FROM history
     WHERE recency <= 4
-    GROUP BY ALL
+    GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
 ),
 config_history AS (
     -- The scenario and endpoint's most recent earlier week, and whether it ran this configuration.
-    SELECT
-        w.week_start,
-        w.scenario,
-        w.endpoint,
-        w.backend,
-        w.config_fingerprint,
-        bool_or(e.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint) AS same_config
-    FROM weekly AS w
-    JOIN weekly AS e
-        ON e.scenario = w.scenario AND e.endpoint = w.endpoint AND e.backend = w.backend
-        AND e.week_start = (
-            SELECT max(x.week_start) FROM weekly AS x
-            WHERE x.scenario = w.scenario AND x.endpoint = w.endpoint AND x.backend = w.backend
-                AND x.week_start < w.week_start
-        )
-    GROUP BY ALL
+    SELECT week_start, scenario, endpoint, backend, config_fingerprint, bool_or(same_config) AS same_config
+    FROM history
+    WHERE earlier_week = latest_earlier_week
+    GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
 ),
 compared AS (
     SELECT
