@@ -13,15 +13,19 @@ from warehouse.store import Warehouse
 _TREND_METADATA = ("cost_per_request_usd", "p95_ttft_ms", "prefix_cache_hit_rate", "completed_requests", "failed_requests")
 
 
+def _of_partition(rows: list[dict], part: WeekScenario) -> list[dict]:
+    week = part.week_start.isoformat()
+    return [r for r in rows if str(r["week_start"]) == week and r["scenario"] == part.scenario]
+
+
 def partition_trend_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
     """The weekly_trends rows of one (week, scenario) partition (one per endpoint configuration)."""
-    week = part.week_start.isoformat()
-    return [r for r in store.weekly_trends() if str(r["week_start"]) == week and r["scenario"] == part.scenario]
+    return _of_partition(store.weekly_trends(), part)
 
 
 def partition_run_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
-    week = part.week_start.isoformat()
-    return [r for r in store.run_summary() if str(r["week_start"]) == week and r["scenario"] == part.scenario]
+    """The run_summary rows of one (week, scenario) partition."""
+    return _of_partition(store.run_summary(), part)
 
 
 def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
