@@ -67,20 +67,21 @@ def hit_rate_vs_cost(runs: pd.DataFrame) -> Figure:
     return _finish(fig, ax, "Prefix-cache hit rate against cost, one point per replay", "USD per request")
 
 
-def occupancy(runs: pd.DataFrame) -> Figure:
+def _weekly_share(runs: pd.DataFrame, column: str, title: str) -> Figure:
+    """A run_summary ratio, averaged per week and scenario, as a percentage over time."""
     fig, ax = plt.subplots(figsize=_SIZE)
-    weekly = runs.groupby(["week_start", "scenario", "endpoint"], as_index=False)["batch_occupancy"].mean()
+    weekly = runs.groupby(["week_start", "scenario", "endpoint"], as_index=False)[column].mean()
     for label, rows in _series(weekly):
-        ax.plot(pd.to_datetime(rows["week_start"]), rows["batch_occupancy"].astype(float) * 100, marker="o", label=label)
-    return _finish(fig, ax, "Batch occupancy (running requests / max running requests)", "%")
+        ax.plot(pd.to_datetime(rows["week_start"]), rows[column].astype(float) * 100, marker="o", label=label)
+    return _finish(fig, ax, title, "%")
+
+
+def occupancy(runs: pd.DataFrame) -> Figure:
+    return _weekly_share(runs, "batch_occupancy", "Batch occupancy (running requests / max running requests)")
 
 
 def reasoning_share(runs: pd.DataFrame) -> Figure:
-    fig, ax = plt.subplots(figsize=_SIZE)
-    weekly = runs.groupby(["week_start", "scenario", "endpoint"], as_index=False)["reasoning_token_share"].mean()
-    for label, rows in _series(weekly):
-        ax.plot(pd.to_datetime(rows["week_start"]), rows["reasoning_token_share"].astype(float) * 100, marker="o", label=label)
-    return _finish(fig, ax, "Reasoning tokens as a share of output tokens", "%")
+    return _weekly_share(runs, "reasoning_token_share", "Reasoning tokens as a share of output tokens")
 
 
 def to_svg(fig: Figure) -> str:
