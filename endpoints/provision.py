@@ -4,10 +4,17 @@
 `sglang.launch_server` on a GPU host is the code every test exercises. Either way the run directory
 gets `server_facts.json` (server_info, model_info, version, config fingerprint) and, for a server
 costbench started, its log.
+
+A started server binds the spec's `host` and `port` (127.0.0.1 and a free port by default) and is
+reached by replay shards at its `advertise_url` when the spec has one (a Service name, the pod's IP).
+It lives as long as the host (or pod) that started it: a server started by a step that has its own
+pod ends with that step, so `start_detached` refuses sim and launch where steps do not share a host.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -31,12 +38,18 @@ from endpoints.server_facts import (
 from endpoints.spec import EndpointMode, EndpointSpec
 
 LOOPBACK = "127.0.0.1"
+_ANY_ADDRESS = ("0.0.0.0", "::")  # bound to every interface: this host dials it on loopback
+_ENV_REFERENCE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 _POLL_FIRST_S = 0.05
 _POLL_MAX_S = 2.0  # a real server takes minutes to load DeepSeek; do not flood its access log
 
 
 class EndpointStartError(RuntimeError):
     pass
+
+
+class EndpointPlacementError(EndpointStartError):
+    """A server costbench would start cannot serve steps that run on other hosts (pods)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +72,37 @@ class RunningEndpoint:
 
 
 def free_port(host: str = LOOPBACK) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _http_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def local_url(spec: EndpointSpec, port: int) -> str:
+    """Where this host reaches the server it started (its health is polled here)."""
+    return _http_url(LOOPBACK if spec.host in _ANY_ADDRESS else spec.host, port)
+
+
+def advertised_url(spec: EndpointSpec, port: int) -> str:
+    """The URL replay shards dial: `advertise_url` with its ${VAR}s read from the environment now (e.g.
+    POD_IP, set from the pod's status.podIP by the downward API), else where this host reaches it."""
+    if not spec.advertise_url:
+        return local_url(spec, port)
+
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        if not os.environ.get(name):
+            raise EndpointStartError(
+                f"endpoint {spec.name!r}: advertise_url {spec.advertise_url} names ${{{name}}}, which is not set "
+                "here (on Kubernetes, set it from the downward API: valueFrom.fieldRef.fieldPath: status.podIP)"
+            )
+        return os.environ[name]
+
+    return _ENV_REFERENCE.sub(value, spec.advertise_url)
 
 
 def server_command(spec: EndpointSpec, port: int) -> list[str]:
@@ -75,7 +116,7 @@ def server_command(spec: EndpointSpec, port: int) -> list[str]:
     return [
         *program,
         "--model-path", spec.model,
-        "--host", LOOPBACK,
+        "--host", spec.host,
         "--port", str(port),
         "--enable-metrics",
         "--enable-cache-report",
@@ -156,20 +197,33 @@ def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_p
 def _start(spec: EndpointSpec, run_dir: Path) -> tuple[RunningEndpoint, subprocess.Popen]:
     """Starts the server and waits until it is healthy; stops it again if it never gets there."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    url = f"http://{LOOPBACK}:{port}"
+    port = spec.port or free_port(spec.host)
+    here = local_url(spec, port)
+    url = advertised_url(spec, port)  # before the server starts: an unset ${VAR} fails with nothing to stop
     log_path = run_dir / f"{spec.name}.server.log"
     command = server_command(spec, port)
     log_path.write_text(f"# costbench: {' '.join(command)}\n")  # no secret can be here: spec forbids --api-key
     # Own process group, so teardown reaches every child (a router's workers, a container shim).
     process = start_in_own_group(command, log_path, dict(spec.env))
     try:
-        _wait_healthy(spec, url, process, log_path)
+        _wait_healthy(spec, here, process, log_path)
+        if url != here:
+            _check_advertised(spec, url, here)
         server_info, model_info = _facts(spec, url)
         return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=command), process
     except BaseException:
         stop_group(process)
         raise
+
+
+def _check_advertised(spec: EndpointSpec, url: str, here: str) -> None:
+    try:
+        _check_health(spec, url)
+    except EndpointStartError as exc:
+        raise EndpointStartError(
+            f"endpoint {spec.name!r} is healthy at {here} but not at its advertise_url {url}, which the replay "
+            f"shards would dial: {exc}"
+        ) from None
 
 
 @contextmanager
@@ -240,7 +294,21 @@ class EndpointLease:
     process_group: int | None  # the server's process group; None when attached (nothing to stop)
 
 
-def start_detached(spec: EndpointSpec, run_dir: Path) -> EndpointLease:
+def start_detached(spec: EndpointSpec, run_dir: Path, *, steps_share_host: bool = True) -> EndpointLease:
+    """Starts (or checks) the endpoint and leaves it running for other steps.
+
+    `steps_share_host`: whether the steps that use and stop the server run on this host (or pod), as
+    under an in-process or multiprocess executor. When each step has its own pod (dagster-k8s's
+    k8s_job_executor), a server this step starts ends with it: only attach can work there.
+    """
+    if not steps_share_host and spec.mode is not EndpointMode.ATTACH:
+        raise EndpointPlacementError(
+            f"endpoint {spec.name!r} is mode {spec.mode.value}: costbench would start the server in this "
+            "step's own pod, where it ends with the step, before the replay_shard steps in other pods could "
+            "use it. With a step-per-pod executor (k8s_job_executor), use mode attach with a long-running "
+            "server and its Service (deploy/k8s/endpoint_twin.yaml); for sim or launch, run the whole run "
+            "in one pod (K8sRunLauncher with the job's default multiprocess executor)."
+        )
     if spec.mode is EndpointMode.ATTACH:
         with _attached(spec, Path(run_dir)) as endpoint:
             return EndpointLease(endpoint, None)
@@ -248,6 +316,13 @@ def start_detached(spec: EndpointSpec, run_dir: Path) -> EndpointLease:
     return EndpointLease(endpoint, process.pid)  # start_new_session: the leader's pid is the group id
 
 
-def stop_detached(process_group: int | None, grace_s: float = 15.0) -> None:
-    if process_group is not None:
-        stop_group_by_id(process_group, grace_s)
+def stop_detached(process_group: int | None, grace_s: float = 15.0, host: str | None = None) -> bool:
+    """Stops a detached server's process group; False when there is nothing to stop from here.
+
+    `host`: where the server was started (socket.gethostname() there). On another host (another pod)
+    the number names some other process group, so nothing is signalled; that server ends with its pod.
+    """
+    if process_group is None or (host is not None and host != socket.gethostname()):
+        return False
+    stop_group_by_id(process_group, grace_s)
+    return True

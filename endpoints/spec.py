@@ -28,6 +28,7 @@ class EndpointSpecError(ValueError):
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*(=.*)?$")
 _HTTP_URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
+_BIND_HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
 # provision() sets these itself: a second value would silently win (argparse keeps the last one).
 _RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port")
 # A secret on a command line ends up in `ps`, the server's log and /server_info.
@@ -63,6 +64,9 @@ class EndpointSpec:
     dcgm_url: str | None = None  # a DCGM exporter's /metrics, for GPUs that are not on this host
     scrape_interval_s: float = 1.0  # /metrics and GPU sampling period during a replay
     revisions: tuple[EndpointRevision, ...] = ()  # dated flag changes, oldest first
+    host: str = "127.0.0.1"  # launch/sim: the address the server binds (0.0.0.0: every interface of the pod)
+    port: int | None = None  # launch/sim: a fixed port (a Service's targetPort); None: a free one
+    advertise_url: str | None = None  # launch/sim: the URL replay shards dial, ${VAR}s from the environment
 
     def as_of(self, week: date) -> "EndpointSpec":
         """The endpoint as it was configured in the week starting `week`."""
@@ -113,7 +117,8 @@ class EndpointSpec:
         if mode is EndpointMode.ATTACH and not url:
             raise fail("mode attach needs a url")
         if mode is not EndpointMode.ATTACH and (url or worker_urls):
-            raise fail(f"url and worker_urls are for mode attach; mode {mode.value} picks its own loopback port")
+            raise fail(f"url and worker_urls are for mode attach; mode {mode.value} binds host and port itself")
+        host, port, advertise_url = _bind(raw, mode, fail)
         gpu_count = number("gpu_count")
         usd = number("usd_per_gpu_hour")
         if gpu_count <= 0 or gpu_count != int(gpu_count) or usd < 0:
@@ -142,6 +147,9 @@ class EndpointSpec:
             dcgm_url=_optional_url(raw, "dcgm_url", fail),
             scrape_interval_s=scrape_interval_s,
             revisions=_revisions(raw.get("revisions") or [], fail),
+            host=host,
+            port=port,
+            advertise_url=advertise_url,
         )
 
 
@@ -152,6 +160,24 @@ def _optional_url(raw: dict, key: str, fail) -> str | None:
     if not isinstance(value, str) or not _HTTP_URL.match(value):
         raise fail(f"{key} must be an http(s) URL, got {value!r}")
     return value
+
+
+def _bind(raw: dict, mode: EndpointMode, fail) -> tuple[str, int | None, str | None]:
+    """Where a server costbench starts listens (host, port) and the URL replay shards dial instead."""
+    if mode is EndpointMode.ATTACH:
+        if any(raw.get(key) not in (None, "") for key in ("host", "port", "advertise_url")):
+            raise fail("host, port and advertise_url are for a server costbench starts (launch, sim); attach has url")
+        return "127.0.0.1", None, None
+    host = raw.get("host", "127.0.0.1")
+    if not isinstance(host, str) or not _BIND_HOST.match(host):
+        raise fail(f"host must be an address or host name to bind, like 127.0.0.1 or 0.0.0.0, got {host!r}")
+    port = raw.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+        raise fail(f"port must be a whole number from 1 to 65535, got {port!r}")
+    advertise_url = _optional_url(raw, "advertise_url", fail)
+    if advertise_url and port is None:
+        raise fail("advertise_url needs a fixed port: on a free port the address is not known before the server starts")
+    return host, port, advertise_url.rstrip("/") if advertise_url else None
 
 
 def _server_args(server_args: object, fail) -> tuple[str, ...]:
@@ -173,7 +199,7 @@ def _server_args(server_args: object, fail) -> tuple[str, ...]:
         if flag in _SECRET_FLAGS:
             raise fail(f"server_args[{i}] {flag} would write a secret in plain text; name its variable in api_key_env")
         if flag in _RESERVED_FLAGS:
-            raise fail(f"server_args[{i}] {flag} is set by costbench (the model field, loopback host, a free port)")
+            raise fail(f"server_args[{i}] {flag} is set by costbench (the model, host and port fields)")
     return args
 
 
