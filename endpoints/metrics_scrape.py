@@ -14,6 +14,7 @@ import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from endpoints.probe_records import ServerSample
+from replay.secret_redaction import REDACTED, is_secret_name
 
 SGLANG_PREFIX = "sglang:"
 SUMMED_LABEL = "dp_rank"
@@ -51,7 +52,10 @@ def parse_sglang_metrics(text: str) -> list[SeriesValue]:
         for sample in family.samples:
             if sample.name.endswith(_SKIPPED_SUFFIXES):
                 continue
-            labels = {k: v for k, v in sample.labels.items() if k != SUMMED_LABEL}
+            # Labels are stored: a secret-named one (no SGLang build sends any) is redacted too.
+            labels = {
+                k: REDACTED if is_secret_name(k) else v for k, v in sample.labels.items() if k != SUMMED_LABEL
+            }
             key = (sample.name, kind, orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
             sums.setdefault(key, []).append(float(sample.value))
     out = []

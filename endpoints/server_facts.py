@@ -3,25 +3,26 @@ same way for launch, attach and sim, and saved with the run as `server_facts.jso
 
 Plain urllib (blocking): provisioning runs before the replay's event loop exists. Errors say which
 URL and what came back, so "not an SGLang server" and "nothing listens there" read differently.
+Secrets a server echoes (SGLang has sent `api_key` in /server_info) are redacted as the answers
+arrive, and the saved file is redacted again as a whole (replay/secret_redaction.py: the rule).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from endpoints.spec import EndpointSpec
+from replay.secret_redaction import redact_secrets
 
 SERVER_FACTS_FILE = "server_facts.json"
 # Newer SGLang (and sglang_router) serve /server_info; older builds and routers only the aliases.
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
 MODEL_INFO_PATHS = ("/model_info", "/get_model_info")
-_SECRET_KEY = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)($|_)", re.IGNORECASE)
 
 
 class NotSglangError(RuntimeError):
@@ -86,27 +87,17 @@ def _json_object(url: str, paths: tuple[str, ...], headers: dict[str, str], requ
     raise NotSglangError(f"{url} does not answer like an SGLang server ({'; '.join(problems)})")
 
 
-def redacted(info: dict) -> dict:
-    """A copy without secret-looking fields (a server launched with --api-key echoes it)."""
-    out = {}
-    for key, value in info.items():
-        if _SECRET_KEY.search(str(key)):
-            continue
-        out[key] = redacted(value) if isinstance(value, dict) else value
-    return out
-
-
 def fetch_server_facts(url: str, headers: dict[str, str]) -> tuple[dict, dict]:
     """(server_info, model_info); raises NotSglangError or UnreachableError."""
     # Every ServerArgs field is in server_info; tp_size has been there in every SGLang version.
     server_info = _json_object(url, SERVER_INFO_PATHS, headers, required="tp_size")
     model_info = _json_object(url, MODEL_INFO_PATHS, headers, required="model_path")
-    return redacted(server_info), model_info
+    return redact_secrets(server_info), redact_secrets(model_info)
 
 
 def save_server_facts(path: Path, facts: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(facts, indent=2, sort_keys=True, default=str))
+    tmp.write_text(json.dumps(redact_secrets(facts), indent=2, sort_keys=True, default=str))
     tmp.replace(path)
     return path

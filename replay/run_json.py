@@ -1,7 +1,8 @@
 """run.json: the RunInfo of a replay, next to its requests.parquet.
 
 Written at t0 with partial=true and rewritten at the end with partial=false, each time atomically
-(temporary file + rename) so a reader never sees half a file.
+(temporary file + rename) so a reader never sees half a file. What is written passes through
+replay/secret_redaction.py, so no secret the server echoed (or a URL carried) reaches the file.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import orjson
 
 from replay.records import RunInfo
+from replay.secret_redaction import redact_secrets
 
 RUN_FILE = "run.json"
 
@@ -19,7 +21,8 @@ RUN_FILE = "run.json"
 def write_run_json(out_dir: Path, run: RunInfo) -> Path:
     path = Path(out_dir) / RUN_FILE
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_bytes(orjson.dumps(run.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    body = redact_secrets(run.to_dict())
+    tmp.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     os.replace(tmp, path)
     return path
 

@@ -2,6 +2,7 @@
 
 An endpoint that cannot be reached at all is bad input (the run would only record connection errors);
 one that answers but has no usable /server_info still gets replayed, with empty server facts.
+Secrets the server echoes (`api_key`, `admin_api_key`, ...) are redacted here, before anything keeps them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from collections.abc import Mapping
 
 import aiohttp
 import orjson
+
+from replay.secret_redaction import redact_secrets, redact_text, redact_url
 
 # Newer SGLang serves /server_info; older builds only the now-deprecated alias.
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
@@ -39,14 +42,15 @@ async def fetch_server_info(
                     problems.append(f"GET {path}: HTTP {response.status}")
                     continue
         except (aiohttp.ClientConnectionError, TimeoutError, OSError) as exc:
-            raise EndpointUnreachableError(f"{base_url} is unreachable: {type(exc).__name__}: {exc}") from None
+            why = redact_text(f"{type(exc).__name__}: {exc}")
+            raise EndpointUnreachableError(f"{redact_url(base_url)} is unreachable: {why}") from None
         try:
             info = orjson.loads(body)
         except orjson.JSONDecodeError:
             problems.append(f"GET {path}: body is not JSON")
             continue
         if isinstance(info, dict):
-            return info, None
+            return redact_secrets(info), None
         problems.append(f"GET {path}: body is not a JSON object")
     return {}, "; ".join(problems)
 

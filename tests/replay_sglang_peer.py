@@ -29,6 +29,8 @@ class PeerBehaviour:
     reasoning_tokens: int | None = None  # leading reasoning tokens; None: field absent
     ping: bool = False  # send `: ping` comments between events
     server_info_status: int = 200
+    server_info: dict | None = None  # the /server_info body (None: a small SGLang-like one)
+    model_info: dict | None = None  # the /model_info body (None: a small SGLang-like one)
 
 
 class SglangPeer:
@@ -48,6 +50,10 @@ class SglangPeer:
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/completions", self._openai)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/model_info", self._model_info)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/health_generate", self._health)
+        app.router.add_get("/metrics", self._metrics)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -63,7 +69,29 @@ class SglangPeer:
     async def _server_info(self, request: web.Request) -> web.Response:
         if self.behaviour.server_info_status != 200:
             return web.Response(status=self.behaviour.server_info_status, text="not here")
+        if self.behaviour.server_info is not None:
+            return web.json_response(self.behaviour.server_info)
         return web.json_response({"version": "0.0-peer", "tp_size": 8, "scheduler_info": {"max_total_num_tokens": 1000}})
+
+    async def _model_info(self, request: web.Request) -> web.Response:
+        body = self.behaviour.model_info
+        return web.json_response(body if body is not None else {"model_path": "peer-model", "is_generation": True})
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(text="")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        """SGLang's Prometheus text: gauges and counters labelled with the model name."""
+        done = len(self.bodies)
+        text = (
+            "# HELP sglang:num_running_reqs The number of running requests.\n"
+            "# TYPE sglang:num_running_reqs gauge\n"
+            'sglang:num_running_reqs{model_name="peer-model"} 0.0\n'
+            "# HELP sglang:prompt_tokens_total Number of prefill tokens processed.\n"
+            "# TYPE sglang:prompt_tokens_total counter\n"
+            f'sglang:prompt_tokens_total{{model_name="peer-model"}} {8.0 * done}\n'
+        )
+        return web.Response(text=text, content_type="text/plain")
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "peer-model", "object": "model"}]})

@@ -2,29 +2,24 @@
 
 Secrets never reach the lake: the endpoint's API key is named by its environment variable only, and
 values of secret-looking flags and server_info fields (a server launched with `--api-key` echoes it)
-are replaced by a marker before anything is stored.
+are replaced by a marker before anything is stored (the rule: replay/secret_redaction.py).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import date
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pyarrow as pa
 
 from endpoints.fingerprint import config_fingerprint
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.records import RunInfo
+from replay.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
 from warehouse.lake import validate_scenario_name, validate_week_start
 
-REDACTED = "<redacted>"
-# Whole name segments only: `hf_token` and `--api-key` are secrets, `max_prefill_tokens` is not.
-_SECRET_NAME = re.compile(
-    r"(^|[-_])(api[-_]?key|key|token|secret|password|passwd|credentials?)($|[-_])", re.IGNORECASE
-)
+__all__ = ["REDACTED", "RUNS_SCHEMA", "RunContext", "build_run_row", "max_running_requests", "run_backend"]
 
 RUNS_SCHEMA = pa.schema(
     [
@@ -108,49 +103,6 @@ def run_backend(run_info: RunInfo, endpoint: EndpointSpec) -> str:
     return "sglang"
 
 
-def redact_server_args(args: tuple[str, ...] | list[str]) -> list[str]:
-    """The flags as given, with the value after a secret-looking flag (or inside `--flag=value`) hidden."""
-    out: list[str] = []
-    hide_next = False
-    for arg in args:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-        elif arg.startswith("--") and _SECRET_NAME.search(arg.split("=", 1)[0].lstrip("-")):
-            if "=" in arg:
-                out.append(arg.split("=", 1)[0] + "=" + REDACTED)
-            else:
-                out.append(arg)
-                hide_next = True
-        else:
-            out.append(arg)
-    return out
-
-
-def redact_mapping(value):
-    """A deep copy of a JSON-like value with every secret-looking key's value hidden (null stays null)."""
-    if isinstance(value, dict):
-        return {
-            k: (REDACTED if _SECRET_NAME.search(str(k)) and v is not None else redact_mapping(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [redact_mapping(v) for v in value]
-    return value
-
-
-def redact_url(url: str | None) -> str | None:
-    """The URL without user:password and with secret-looking query values hidden."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    query = urlencode(
-        [(k, REDACTED if _SECRET_NAME.search(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
 def build_run_row(
     run_info: RunInfo, endpoint: EndpointSpec, scenario: str, week_start: date, context: RunContext = RunContext()
 ) -> pa.Table:
@@ -172,9 +124,9 @@ def build_run_row(
         "usd_per_gpu_hour": endpoint.usd_per_gpu_hour,
         "api_key_env": endpoint.api_key_env,
         "sglang_version": None if version is None else str(version),
-        "server_args_json": json.dumps(redact_server_args(endpoint.server_args)),
+        "server_args_json": json.dumps(redact_args(endpoint.server_args)),
         # default=str: server_info is the server's JSON, but keep a stray non-JSON value from failing the run
-        "server_info_json": json.dumps(redact_mapping(run_info.server_info), sort_keys=True, default=str),
+        "server_info_json": json.dumps(redact_secrets(run_info.server_info), sort_keys=True, default=str),
         "url": redact_url(run_info.url),
         "workload_name": run_info.workload_name,
         "workload_hash": run_info.workload_hash,
@@ -201,7 +153,7 @@ def build_run_row(
         "arrival_process": run_info.arrival_process,
         # The replay's own digest when it computed one; the same function otherwise.
         "config_fingerprint": run_info.config_fingerprint or fingerprint.digest,
-        "config_facts_json": json.dumps(redact_mapping(fingerprint.facts), sort_keys=True, default=str),
+        "config_facts_json": json.dumps(redact_secrets(fingerprint.facts), sort_keys=True, default=str),
         "max_running_requests": max_running_requests(run_info.server_info),
         "slo_ttft_ms": context.slo_ttft_ms,
         "slo_tpot_ms": context.slo_tpot_ms,
