@@ -2,13 +2,17 @@
 
 One graph-backed asset, so a GPU endpoint lives no longer than its replay: `start_endpoint` starts (or
 attaches to) the endpoint as the partition's week had it configured and fans out one task per shard;
-`replay_shard` steps run in parallel under the multiprocess (or Kubernetes) executor and share one t0;
-`finish_replay` stops the endpoint and merges the shards into one run. Any failing step stops the
-endpoint too (a failure hook reading the run's lease file). One replay per endpoint at a time is
-enforced on runs, by their endpoint tag (pipelines/schedules.py, dagster.yaml).
+`replay_shard` steps run in parallel under the multiprocess (or Kubernetes) executor and fix one
+shared t0 only once every shard has its prompts ready (replay/rendezvous.py); `finish_replay` stops
+the endpoint and merges the shards into one run. Any failing step stops the endpoint too (a failure
+hook reading the run's lease file), and the lease sensor stops it when the run ends any other way
+(terminated, run worker killed). One replay per endpoint at a time is enforced on runs, by their
+endpoint tag (pipelines/schedules.py, dagster.yaml).
 """
 
-import time
+import multiprocessing
+import os
+import socket
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,6 +21,7 @@ import dagster as dg
 import orjson
 
 from endpoints.cache_prep import prepare_cache
+from endpoints.lease_file import LeaseRecord, end_lease, write_lease
 from endpoints.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached, stop_detached
 from pipelines.partitions import WeekScenario
@@ -26,10 +31,8 @@ from replay.runner import ReplayConfig, run_replay
 from replay.shard_merge import merge_shard_runs
 from workloads.workload import Workload
 
-# Shards start together this long after the endpoint is ready: long enough for the executor to start
-# every shard's process (or pod) and for each to build its prompts before t0. One shard starts at once.
-SINGLE_SHARD_LEAD_S = 1.0
-MULTI_SHARD_LEAD_S = 20.0
+# How long the first ready shard waits for the others (a pod may have to be scheduled first).
+SHARD_RENDEZVOUS_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,19 +48,18 @@ class ShardTask:
     run_dir: str
     shard_index: int
     shard_count: int
-    start_at_epoch_s: float  # the shared t0
+    rendezvous_dir: str | None  # where the shards meet to fix t0; None: one shard starts when ready
     endpoint: RunningEndpoint
 
 
-def _lease_path(warehouse: WarehouseResource, dagster_run_id: str) -> Path:
-    return warehouse.root_path() / "runs" / "leases" / f"{dagster_run_id}.json"
+def _run_worker_pid() -> int:
+    # Under the multiprocess executor a step is a child of the run worker; in-process, it is the worker.
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None and parent.pid is not None else os.getpid()
 
 
 def _stop_leased(warehouse: WarehouseResource, dagster_run_id: str) -> None:
-    path = _lease_path(warehouse, dagster_run_id)
-    if path.exists():
-        stop_detached(orjson.loads(path.read_bytes())["process_group"])
-        path.unlink()
+    end_lease(warehouse.leases_dir(), dagster_run_id)
 
 
 @dg.failure_hook(required_resource_keys={"warehouse"})
@@ -75,9 +77,12 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     run_id = f"{part.week_start:%Y%m%d}-{part.scenario}-{uuid.uuid4().hex[:8]}"
     run_dir = warehouse.run_dir(part.week_start.isoformat(), part.scenario, run_id)
     lease = start_detached(spec, run_dir)
-    lease_path = _lease_path(warehouse, context.run_id)
-    lease_path.parent.mkdir(parents=True, exist_ok=True)
-    lease_path.write_bytes(orjson.dumps({"process_group": lease.process_group, "endpoint": spec.name}))
+    record = LeaseRecord(context.run_id, spec.name, lease.process_group, socket.gethostname(), _run_worker_pid())
+    try:
+        write_lease(warehouse.leases_dir(), record)
+    except BaseException:
+        stop_detached(lease.process_group)
+        raise
     try:
         cache = prepare_cache(lease.endpoint, scenario.cold_start)
     except BaseException:
@@ -86,9 +91,9 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     context.log.info(
         f"endpoint {spec.name} ({spec.mode.value}, {' '.join(spec.server_args)}) ready at {lease.endpoint.url}; {cache.note}"
     )
-    start_at = time.time() + (SINGLE_SHARD_LEAD_S if scenario.shards == 1 else MULTI_SHARD_LEAD_S)
+    rendezvous = str(run_dir / "rendezvous") if scenario.shards > 1 else None
     for index in range(scenario.shards):
-        task = ShardTask(run_id, str(run_dir), index, scenario.shards, start_at, lease.endpoint)
+        task = ShardTask(run_id, str(run_dir), index, scenario.shards, rendezvous, lease.endpoint)
         yield dg.DynamicOutput(task, mapping_key=f"shard_{index}")
 
 
@@ -108,7 +113,8 @@ def replay_shard(context: dg.OpExecutionContext, workload: Workload, task: Shard
         max_concurrency=scenario.max_concurrency,
         shard_index=task.shard_index,
         shard_count=task.shard_count,
-        start_at_epoch_s=task.start_at_epoch_s,
+        rendezvous_dir=task.rendezvous_dir,
+        rendezvous_timeout_s=SHARD_RENDEZVOUS_TIMEOUT_S,
         require_reasoning=scenario.require_reasoning,
     )
     if task.shard_index == 0:

@@ -14,11 +14,18 @@ from workloads.scenarios import Scenario, load_scenarios
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+ENDPOINTS_ENV = "COSTBENCH_ENDPOINTS"
+
+
 class ScenarioCatalog(dg.ConfigurableResource):
-    """Scenarios and the endpoints they replay against."""
+    """Scenarios and the endpoints they replay against.
+
+    Endpoints file: `endpoints_path` when set, else $COSTBENCH_ENDPOINTS (read when a run uses it, so
+    the demo's dated copy reaches the runs the daemon launches), else workloads/endpoints.yaml.
+    """
 
     scenarios_path: str = str(REPO_ROOT / "workloads" / "scenarios.yaml")
-    endpoints_path: str = str(REPO_ROOT / "workloads" / "endpoints.yaml")
+    endpoints_path: str | None = None
     repo_root: str = str(REPO_ROOT)
 
     def scenario(self, name: str) -> Scenario:
@@ -27,10 +34,14 @@ class ScenarioCatalog(dg.ConfigurableResource):
             raise KeyError(f"{self.scenarios_path}: no scenario named {name!r}")
         return scenarios[name]
 
+    def endpoints_file(self) -> Path:
+        return Path(self.endpoints_path or os.environ.get(ENDPOINTS_ENV) or REPO_ROOT / "workloads" / "endpoints.yaml")
+
     def endpoint(self, name: str) -> EndpointSpec:
-        specs = load_endpoint_specs(Path(self.endpoints_path))
+        path = self.endpoints_file()
+        specs = load_endpoint_specs(path)
         if name not in specs:
-            raise KeyError(f"{self.endpoints_path}: no endpoint named {name!r}")
+            raise KeyError(f"{path}: no endpoint named {name!r}")
         return specs[name]
 
 
@@ -54,3 +65,7 @@ class WarehouseResource(dg.ConfigurableResource):
 
     def run_dir(self, week: str, scenario: str, run_id: str) -> Path:
         return self.root_path() / "runs" / f"week={week}" / f"scenario={scenario}" / run_id
+
+    def leases_dir(self) -> Path:
+        """Lease files of endpoints started by runs (endpoints/lease_file.py)."""
+        return self.root_path() / "runs" / "leases"

@@ -20,6 +20,14 @@ def run_tags(scenario: Scenario) -> dict[str, str]:
     return {ENDPOINT_TAG: scenario.endpoint}
 
 
+def partition_run_tags(
+    partition_key: str, partitions: dg.MultiPartitionsDefinition, scenarios: dict[str, Scenario]
+) -> dict[str, str]:
+    """The tags of a run of one (week, scenario) partition, however it was launched."""
+    name = partitions.get_partition_key_from_str(partition_key).keys_by_dimension["scenario"]
+    return run_tags(scenarios[name])
+
+
 def build_weekly_schedule(job: dg.UnresolvedAssetJobDefinition, scenarios: dict[str, Scenario]) -> dg.ScheduleDefinition:
     @dg.schedule(
         name=f"{job.name}_schedule",

@@ -42,13 +42,16 @@ class ReplayConfig:
     run_id: str = field(default_factory=new_run_id)
     lag_degraded_ms: float = 10.0  # schedule-lag p99 past this flags the run client_degraded
     flush_every_records: int = 256
-    flush_interval_s: float = 2.0
+    flush_interval_s: float = 1.0  # a completed record reaches a part file within this (README, "Killed runs")
     max_requests: int | None = None  # replay only the first N requests of the window (before sharding)
     max_concurrency: int | None = None  # cap on requests in flight; a delay it causes is recorded
     warmup_s: float = 0.0  # requests due in the first warmup_s replay seconds are flagged is_warmup
     shard_index: int = 0  # replay shard shard_index of shard_count (by session hash)
     shard_count: int = 1
-    start_at_epoch_s: float | None = None  # shared t0 for all shards (epoch seconds); None: start now
+    start_at_epoch_s: float | None = None  # shared t0 for all shards (epoch seconds); None: start when ready
+    # Shards meet here (a folder every shard can see) and fix t0 once all are ready (replay/rendezvous.py).
+    rendezvous_dir: str | None = None
+    rendezvous_timeout_s: float = 600.0
     arrival_process: ArrivalProcess = ArrivalProcess.TRACE
     rate_rps: float | None = None  # synthetic arrivals: mean request rate
     burstiness: float = 1.0  # gamma shape: 1 = Poisson, < 1 burstier, > 1 smoother
@@ -77,6 +80,8 @@ class ReplayConfig:
             (self.request_timeout_s > 0, f"request_timeout_s must be > 0, got {self.request_timeout_s}"),
             (self.seed >= 0, f"seed must be >= 0, got {self.seed}"),
             (self.lag_degraded_ms > 0, f"lag_degraded_ms must be > 0, got {self.lag_degraded_ms}"),
+            (self.flush_interval_s > 0, f"flush_interval_s must be > 0, got {self.flush_interval_s}"),
+            (self.flush_every_records > 0, f"flush_every_records must be > 0, got {self.flush_every_records}"),
             (self.max_requests is None or self.max_requests > 0, f"max_requests must be > 0, got {self.max_requests}"),
             (self.max_concurrency is None or self.max_concurrency > 0, f"max_concurrency must be > 0, got {self.max_concurrency}"),
             (self.warmup_s >= 0, f"warmup_s must be >= 0, got {self.warmup_s}"),
@@ -86,6 +91,9 @@ class ReplayConfig:
              f"arrival process {self.arrival_process.value} needs rate_rps > 0, got {self.rate_rps}"),
             (synthetic or self.rate_rps is None, "rate_rps is only for synthetic arrivals (poisson, gamma, constant)"),
             (self.burstiness > 0, f"burstiness must be > 0, got {self.burstiness}"),
+            (self.rendezvous_dir is None or self.start_at_epoch_s is None,
+             "give shards either a start time or a rendezvous folder, not both"),
+            (self.rendezvous_timeout_s > 0, f"rendezvous_timeout_s must be > 0, got {self.rendezvous_timeout_s}"),
             (
                 self.api_key_env is None or bool(_ENV_NAME.match(self.api_key_env)),
                 "api_key_env must name an environment variable (like SGLANG_API_KEY), not hold the key",

@@ -27,11 +27,13 @@ from replay.part_sink import PartFileSink
 from replay.prepared_request import PreparedRequest
 from replay.progress_counters import ReplayProgress
 from replay.records import RequestRecord, RunInfo
+from replay.rendezvous import Rendezvous, agree_start
 from replay.replay_config import ArrivalProcess, ReplayConfig, ReplayInputError, new_run_id
 from replay.request_selection import select_requests
 from replay.run_json import write_run_json
 from replay.schedule_lag import RunTally, ScheduleLag
 from replay.server_info_fetch import fetch_model_id, fetch_server_info
+from replay.stop_signals import sigterm_as_sigint
 from workloads.workload import Workload
 
 __all__ = ["ArrivalProcess", "ReplayConfig", "ReplayInputError", "new_run_id", "run_replay", "run_replay_async"]
@@ -51,7 +53,8 @@ def run_replay(
     clock: Clock | None = None,
     progress: ReplayProgress | None = None,
 ) -> RunInfo:
-    return asyncio.run(run_replay_async(workload, config, out_dir, clock, progress))
+    with sigterm_as_sigint():  # SIGTERM, like Ctrl-C, ends the run with every request accounted for
+        return asyncio.run(run_replay_async(workload, config, out_dir, clock, progress))
 
 
 async def run_replay_async(
@@ -98,16 +101,19 @@ async def run_replay_async(
         async def dispatch(request: PreparedRequest) -> RequestRecord:
             return await send(request, session, clock, t0_s, options)
 
-        t0_s, t0_wall_s = _t0(config, clock)
+        t0_s, t0_wall_s = await _t0(config, clock)
         run = _run_info(selected, workload, config, len(requests), t0_wall_s, server_info)
         write_run_json(out_dir, run)
         finished = False
+        # Flushes each batch on time even when no further record arrives (a pause in the trace).
+        flush_timer = asyncio.create_task(sink.flush_when_due(), name="part-sink flush timer")
         try:
             await run_open_loop(
                 requests, dispatch, clock, t0_s, on_record, config.max_concurrency, config.run_id, progress
             )
             finished = True
         finally:
+            flush_timer.cancel()
             await asyncio.to_thread(sink.close)
             lag = ScheduleLag.from_lags_s(tally.lags_s, config.lag_degraded_ms)
             window_s = None
@@ -129,17 +135,27 @@ async def run_replay_async(
     return run
 
 
-def _t0(config: ReplayConfig, clock: Clock) -> tuple[float, float]:
-    """(t0 on the monotonic clock, t0 in epoch seconds). Shards given one start epoch share one t0."""
-    if config.start_at_epoch_s is None:
+async def _t0(config: ReplayConfig, clock: Clock) -> tuple[float, float]:
+    """(t0 on the monotonic clock, t0 in epoch seconds), fixed now that this run's requests are ready.
+
+    Alone: just ahead of now. Shards with a rendezvous folder: once every shard is ready. Shards given
+    one start epoch share that t0.
+    """
+    start_at = config.start_at_epoch_s
+    if config.rendezvous_dir is not None:
+        rendezvous = Rendezvous(Path(config.rendezvous_dir), config.shard_index, config.shard_count,
+                                timeout_s=config.rendezvous_timeout_s)  # fmt: skip
+        start_at = await asyncio.to_thread(agree_start, rendezvous, clock.wall_s)
+    if start_at is None:
         return clock.now_s() + START_LEAD_S, clock.wall_s() + START_LEAD_S
-    ahead_s = config.start_at_epoch_s - clock.wall_s()
+    ahead_s = start_at - clock.wall_s()
     if ahead_s < 0:
         raise ReplayInputError(
-            f"start time {config.start_at_epoch_s:.3f} (epoch s) passed {-ahead_s:.3f} s ago, before the requests "
-            "were ready; give every shard a start time far enough ahead"
+            f"shard {config.shard_index}/{config.shard_count}: start time {start_at:.3f} (epoch s) passed "
+            f"{-ahead_s:.3f} s ago, before its requests were ready; give every shard a start time far enough "
+            "ahead, or a rendezvous folder"
         )
-    return clock.now_s() + ahead_s, config.start_at_epoch_s
+    return clock.now_s() + ahead_s, start_at
 
 
 async def _send_options(
@@ -155,6 +171,7 @@ async def _send_options(
         headers=headers,
         model=model or "default",
         require_reasoning=config.require_reasoning,
+        cache_report=server_info.get("enable_cache_report") is True,
         sim_reasoning_field=SIM_REASONING_FIELD if SIM_MARKER_KEY in server_info else None,
     )
 

@@ -1,0 +1,145 @@
+"""Runs carried out the way a scheduled run, a backfill or the UI's Materialize button carries them out.
+
+Runs are submitted to the instance with Dagster's own commands (`dagster job backfill`, `dagster job
+launch`); `dagster-daemon run` dequeues them through the instance's run coordinator (dagster.yaml: the
+queued coordinator, its per-endpoint tag limits and the warehouse pool), starts each with the run
+launcher, and each run executes with the job's own executor. Nothing here runs a job in-process: the
+demo and the tests of the weekly job take this path, because it is the only one users' runs take.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import orjson
+
+from pipelines.resources import REPO_ROOT
+
+BACKFILL_TAG = "dagster/backfill"
+_BACKFILL_ID = re.compile(r"Launched backfill job `([^`]+)`")
+
+
+class RunsDidNotFinish(RuntimeError):
+    """Runs still queued or running when the wait ended; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstancePaths:
+    """Where the instance lives and what every Dagster process of it is started with."""
+
+    dagster_home: Path
+    workspace: Path = REPO_ROOT / "workspace.yaml"
+    env: Mapping[str, str] | None = None  # added to this process's environment (COSTBENCH_* paths)
+
+    def environ(self) -> dict[str, str]:
+        return {**os.environ, **(self.env or {}), "DAGSTER_HOME": str(Path(self.dagster_home).resolve())}
+
+    def command(self, name: str) -> str:
+        return str(Path(sys.executable).parent / name)
+
+
+@contextmanager
+def running_daemon(paths: InstancePaths, log_path: Path | None = None) -> Iterator[subprocess.Popen]:
+    """`dagster-daemon run` for the block: the scheduler, sensors, backfills and the run queue."""
+    log_path = log_path or Path(paths.dagster_home) / "daemon.log"
+    with open(log_path, "ab") as log:
+        daemon = subprocess.Popen(
+            [paths.command("dagster-daemon"), "run", "-w", str(paths.workspace)],
+            cwd=Path(paths.workspace).parent, env=paths.environ(), stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+        yield daemon
+    finally:
+        _stop(daemon)
+
+
+def _stop(process: subprocess.Popen, grace_s: float = 30.0) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)  # the daemon and the code server it started
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _dagster(paths: InstancePaths, *args: str) -> str:
+    done = subprocess.run(
+        [paths.command("dagster"), *args, "-w", str(paths.workspace)],
+        cwd=Path(paths.workspace).parent, env=paths.environ(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"dagster {' '.join(args[:2])} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done.stdout + done.stderr
+
+
+def submit_backfill(paths: InstancePaths, job: str, partition_keys: list[str]) -> str:
+    """A backfill of these partitions, as `dagster job backfill` (or the UI) submits it; returns its id.
+    The daemon's backfill loop submits one run per partition, in the order given."""
+    output = _dagster(paths, "job", "backfill", "-j", job, "--partitions", ",".join(partition_keys), "--noprompt")
+    found = _BACKFILL_ID.search(output)
+    if not found:
+        raise RuntimeError(f"dagster job backfill printed no backfill id:\n{output}")
+    return found.group(1)
+
+
+def submit_run(paths: InstancePaths, job: str, tags: Mapping[str, str], run_id: str) -> str:
+    """One run with these tags (a schedule's RunRequest, say), submitted to the run coordinator."""
+    _dagster(paths, "job", "launch", "-j", job, "--tags", orjson.dumps(dict(tags)).decode(), "--run-id", run_id)
+    return run_id
+
+
+def wait_for_runs(
+    instance: dg.DagsterInstance,
+    runs_filter: dg.RunsFilter,
+    expected: int,
+    timeout_s: float,
+    on_finished: Callable[[dg.DagsterRun], None] | None = None,
+    poll_s: float = 1.0,
+) -> list[dg.DagsterRun]:
+    """Wait until `expected` runs match the filter and all have finished; returns them oldest first."""
+    deadline = time.monotonic() + timeout_s
+    seen: set[str] = set()
+    while True:
+        runs = instance.get_runs(filters=runs_filter)
+        for run in runs:
+            if run.is_finished and run.run_id not in seen:
+                seen.add(run.run_id)
+                if on_finished is not None:
+                    on_finished(run)
+        if len(runs) >= expected and all(r.is_finished for r in runs):
+            return list(reversed(runs))
+        if time.monotonic() > deadline:
+            waiting = ", ".join(f"{r.run_id[:8]} {r.status.value}" for r in runs if not r.is_finished)
+            raise RunsDidNotFinish(
+                f"after {timeout_s:.0f} s, {len(runs)} of {expected} runs submitted; not finished: {waiting or 'none'}"
+            )
+        time.sleep(poll_s)
+
+
+def run_seconds(instance: dg.DagsterInstance, run_id: str) -> float | None:
+    record = instance.get_run_record_by_id(run_id)
+    if record is None or record.start_time is None or record.end_time is None:
+        return None
+    return record.end_time - record.start_time
+
+
+def check_evaluations(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[dg.AssetCheckEvaluation]:
+    """The asset check results a run recorded in the event log."""
+    return [
+        entry.dagster_event.asset_check_evaluation_data
+        for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        if entry.dagster_event is not None
+    ]

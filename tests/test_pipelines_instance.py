@@ -1,0 +1,170 @@
+"""The weekly job as users' runs really run: submitted to a fresh instance under the shipped dagster.yaml,
+dequeued by `dagster-daemon`'s queued run coordinator, started by the run launcher and executed by the
+job's own executor (a process per step), never in-process.
+
+- a schedule tick: every run request it yields succeeds;
+- a two-week backfill of one scenario: both weeks land, one replay at a time on the endpoint;
+- a run terminated mid-replay, and a run whose run worker is killed: the lease sensor stops the twin.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from endpoints.lease_file import read_leases
+from pipelines.definitions import WEEKLY_JOB, defs
+from pipelines.instance_runs import (
+    BACKFILL_TAG,
+    InstancePaths,
+    running_daemon,
+    submit_backfill,
+    submit_run,
+    wait_for_runs,
+)
+from pipelines.resources import WAREHOUSE_ENV
+from pipelines.schedules import ENDPOINT_TAG
+
+REPO = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT_S = 420.0
+STOP_BOUND_S = 60.0  # the lease sensor ticks every 10 s; the daemon may take a few more to evaluate it
+
+
+@pytest.fixture(scope="module")
+def instance_paths(tmp_path_factory):
+    """A fresh DAGSTER_HOME with the shipped dagster.yaml and its daemon, a fresh warehouse."""
+    root = tmp_path_factory.mktemp("instance")
+    home = root / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    paths = InstancePaths(home, env={WAREHOUSE_ENV: str(root / "warehouse")})
+    previous = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = str(home)
+    with running_daemon(paths):
+        yield paths
+    if previous is None:
+        os.environ.pop("DAGSTER_HOME", None)
+    else:
+        os.environ["DAGSTER_HOME"] = previous
+
+
+@pytest.fixture()
+def instance(instance_paths):
+    with dg.DagsterInstance.get() as instance:
+        yield instance
+
+
+def _warehouse(paths: InstancePaths) -> Path:
+    return Path(paths.env[WAREHOUSE_ENV])
+
+
+def _partition_tags(key: dg.MultiPartitionKey) -> dict[str, str]:
+    dims = key.keys_by_dimension
+    return {"dagster/partition": str(key), **{f"dagster/partition/{d}": v for d, v in dims.items()}}
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_for(predicate, timeout_s: float, what: str) -> float:
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(instance_paths, instance):
+    schedule = defs.resolve_schedule_def(f"{WEEKLY_JOB}_schedule")
+    tick = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # a Monday 06:00: replays the week of 11-16
+    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=tick)
+    requests = schedule.evaluate_tick(context).run_requests
+    scenarios = set(defs.resolve_job_def(WEEKLY_JOB).partitions_def.get_partitions_def_for_dimension("scenario").get_partition_keys())
+    assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == scenarios
+
+    run_ids = [
+        submit_run(instance_paths, WEEKLY_JOB, {**r.tags, **_partition_tags(r.partition_key)}, str(uuid.uuid4()))
+        for r in requests
+    ]
+    runs = wait_for_runs(instance, dg.RunsFilter(run_ids=run_ids), len(run_ids), RUN_TIMEOUT_S)
+    failed = {r.tags["dagster/partition/scenario"]: r.status.value for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS}
+    assert not failed, f"runs that did not succeed: {failed}; see {instance_paths.dagster_home / 'daemon.log'}"
+    # Carried out by the run launcher in its own process, steps by the job's executor in theirs.
+    for run in runs:
+        step_pids = {
+            e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
+        }
+        assert os.getpid() not in step_pids and len(step_pids) > 3
+    with duckdb.connect(str(_warehouse(instance_paths) / "costbench.duckdb"), read_only=True) as con:
+        weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()
+    assert {(s, str(w)) for s, w, _ in weeks} >= {(s, "2026-11-16") for s in scenarios}
+    assert all(completed > 0 for _, _, completed in weeks)
+    assert read_leases(_warehouse(instance_paths) / "runs" / "leases") == []  # every endpoint stopped
+
+
+def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(instance_paths, instance):
+    scenario = "reasoning-r1-h200"
+    keys = [str(dg.MultiPartitionKey({"week": w, "scenario": scenario})) for w in ("2026-11-02", "2026-11-09")]
+    backfill = submit_backfill(instance_paths, WEEKLY_JOB, keys)
+    runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), 2, RUN_TIMEOUT_S)
+    assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * 2
+    assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(keys)
+    # The job gives a backfill's runs their endpoint's tag, so the queue ran them one after the other.
+    assert {r.tags[ENDPOINT_TAG] for r in runs} == {"r1-8xh200"}
+    first, second = sorted((instance.get_run_record_by_id(r.run_id) for r in runs), key=lambda rec: rec.start_time)
+    assert second.start_time >= first.end_time
+    with duckdb.connect(str(_warehouse(instance_paths) / "costbench.duckdb"), read_only=True) as con:
+        weeks = con.execute("SELECT week_start FROM weekly_trends WHERE scenario = ?", [scenario]).fetchall()
+    assert {"2026-11-02", "2026-11-09"} <= {str(w) for (w,) in weeks}
+
+
+def _start_and_wait_for_replay(instance_paths, instance, week: str):
+    key = dg.MultiPartitionKey({"week": week, "scenario": "azure-chat-v3-h200"})
+    run_id = submit_run(instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: "v3-8xh200-chat", **_partition_tags(key)}, str(uuid.uuid4()))
+    leases = _warehouse(instance_paths) / "runs" / "leases"
+    _wait_for(lambda: any(lease.owner_run_id == run_id for lease in read_leases(leases)), RUN_TIMEOUT_S, "the lease")
+    [lease] = [lease for lease in read_leases(leases) if lease.owner_run_id == run_id]
+    assert lease.process_group is not None and _group_alive(lease.process_group)
+    shard = next(
+        (p for p in (_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0")), None
+    )
+    _wait_for(
+        lambda: any((_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0/run.json")),
+        RUN_TIMEOUT_S, "the replay's start",
+    )  # fmt: skip
+    del shard
+    return run_id, lease, leases
+
+
+def test_a_run_terminated_mid_replay_leaves_no_server_running(instance_paths, instance):
+    run_id, lease, leases = _start_and_wait_for_replay(instance_paths, instance, "2026-10-26")
+    # What the UI's Terminate button does: the run coordinator cancels the run.
+    instance.run_coordinator.cancel_run(run_id)
+    _wait_for(lambda: not _group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
+    _wait_for(lambda: not (leases / f"{run_id}.json").exists(), STOP_BOUND_S, "the lease file to go")
+    _wait_for(lambda: instance.get_run_by_id(run_id).is_finished, STOP_BOUND_S, "the run to end")
+    assert instance.get_run_by_id(run_id).status is not dg.DagsterRunStatus.SUCCESS
+
+
+def test_a_run_whose_run_worker_is_killed_leaves_no_server_running(instance_paths, instance):
+    run_id, lease, leases = _start_and_wait_for_replay(instance_paths, instance, "2026-10-19")
+    os.kill(lease.owner_pid, signal.SIGKILL)  # the run worker: nothing of the run can clean up now
+    _wait_for(lambda: not _group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
+    assert not (leases / f"{run_id}.json").exists()
+    # The sensor also marks the run failed, so nothing waits on it and the failure notice goes out.
+    _wait_for(lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed")
