@@ -18,7 +18,8 @@ class ServerSample:
     sample_wall_s: float
     source_url: str  # the worker whose /metrics was scraped
     metric: str  # full Prometheus name, e.g. "sglang:num_running_reqs" or "sglang:e2e_request_latency_seconds_bucket"
-    kind: str  # counter | gauge | histogram (buckets, _sum and _count are rows of kind histogram)
+    kind: str  # counter | gauge | histogram (buckets, _sum and _count are rows of kind histogram) | info
+    # (info: a fact from the worker's /server_info, one row per run; endpoints/probe_session.py)
     labels_json: str  # sorted JSON of the labels, dp_rank summed away
     value: float  # gauges: summed over dp_rank (fractions such as token_usage: averaged); counters and
     # histograms: delta since the run's first scrape (endpoints/metrics_scrape.py)

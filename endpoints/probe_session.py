@@ -10,6 +10,10 @@ Usage (the replay asset):
 
 Time comes from an injected clock; ticks are due at absolute offsets from the start, so a slow
 scrape delays one sample, not every later one. A failed scrape loses that sample only and is counted.
+
+The first tick also writes, for each worker whose /server_info gave one, the cap on running requests
+it enforces (endpoints/running_cap.py) as a row of kind `info`, metric `server_info:max_running_requests`:
+batch occupancy divides each worker's running requests by its own cap.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,12 +38,16 @@ from endpoints.probe_records import (
     GPU_SAMPLES_FILE,
     SERVER_SAMPLE_SCHEMA,
     SERVER_SAMPLES_FILE,
+    ServerSample,
 )
 from endpoints.provision import RunningEndpoint
+from endpoints.running_cap import max_running_requests
 from endpoints.server_facts import auth_headers, http_get
 
 PROBES_SUMMARY_FILE = "probes.json"
 _MAX_NOTES = 20
+CAP_METRIC = "server_info:max_running_requests"  # a fact from /server_info, not a /metrics series
+CAP_KIND = "info"
 
 
 class ProbeClock(Protocol):
@@ -106,9 +114,11 @@ class ProbeSession:
         run_dir: Path,
         interval_s: float = 1.0,
         clock: ProbeClock | None = None,
+        worker_caps: Mapping[str, int] | None = None,
     ) -> None:
         self.run_id = run_id
         self.metrics_urls = metrics_urls
+        self.worker_caps = dict(worker_caps or {})  # metrics URL -> the cap that worker enforces
         self.headers = headers
         self.gpu_sampler = gpu_sampler
         self.interval_s = interval_s
@@ -126,6 +136,11 @@ class ProbeSession:
         """One sample of every source at one wall-clock instant."""
         wall_s = self.clock.wall_s()
         self.summary.ticks += 1
+        if self.summary.ticks == 1 and self.worker_caps:
+            caps = [ServerSample(self.run_id, wall_s, url, CAP_METRIC, CAP_KIND, "{}", float(cap))
+                    for url, cap in self.worker_caps.items()]  # fmt: skip
+            self._server.add(caps)
+            self.summary.server_rows += len(caps)
         timeout_s = max(0.5, min(5.0, self.interval_s))
         for url in self.metrics_urls:
             answer = http_get(f"{url}/metrics", self.headers, timeout_s)
@@ -196,17 +211,30 @@ def probing(
 ) -> Iterator[ProbeSession]:
     """Probes running for the block; interval defaults to the endpoint spec's scrape_interval_s."""
     spec = endpoint.spec
+    metrics_urls = endpoint.metrics_urls or (endpoint.url,)
     session = ProbeSession(
         run_id=run_id,
-        metrics_urls=endpoint.metrics_urls or (endpoint.url,),
+        metrics_urls=metrics_urls,
         headers=auth_headers(spec),
         gpu_sampler=open_gpu_sampler(spec, socket.gethostname()),
         run_dir=Path(run_dir),
         interval_s=interval_s or spec.scrape_interval_s,
         clock=clock,
+        worker_caps=worker_caps(endpoint, metrics_urls),
     )
     session.start()
     try:
         yield session
     finally:
         session.stop()
+
+
+def worker_caps(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dict[str, int]:
+    """Each scraped worker's cap on running requests, from the /server_info provisioning read: a fleet's
+    workers each their own, a single server its one. Workers that report none are left out."""
+    if endpoint.worker_server_infos:
+        infos = dict(zip(endpoint.spec.worker_urls, endpoint.worker_server_infos))
+    else:
+        infos = {url: endpoint.server_info for url in metrics_urls}
+    caps = {url: max_running_requests(infos[url]) for url in metrics_urls if url in infos}
+    return {url: cap for url, cap in caps.items() if cap is not None}

@@ -24,6 +24,9 @@ class SendOptions:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     model: str = "default"  # OpenAI `model`; SGLang ignores it, other OpenAI-compatible servers do not
     require_reasoning: bool = False  # native /generate: ask SGLang to count reasoning tokens (R1)
+    # The server runs with --enable-cache-report (its /server_info says so). SGLang then omits
+    # usage.prompt_tokens_details when nothing was cached, so on the OpenAI APIs its absence means 0.
+    cache_report: bool = False
     # The twin's body field for how many reasoning tokens to emit; set only when the endpoint is the
     # twin and the field is known, so a real server never receives it.
     sim_reasoning_field: str | None = None

@@ -5,9 +5,13 @@ Chunks are `data: {"choices": [...], "usage": null|{...}}` ending in `data: [DON
 `delta.reasoning_content` (chat; the latter under `--reasoning-parser deepseek-r1`), or `text`
 (completions). The first chunk with answer text (content, not reasoning) is the first answer token.
 Usage comes from the usage chunk that `stream_options.include_usage` asks for, exactly as reported:
-`prompt_tokens_details.cached_tokens` (only with `--enable-cache-report`, and SGLang drops it when 0),
-and `reasoning_tokens`, top-level in SGLang or under `completion_tokens_details` in OpenAI's schema.
-A field the server did not send stays None.
+`prompt_tokens_details.cached_tokens`, and `reasoning_tokens`, top-level in SGLang or under
+`completion_tokens_details` in OpenAI's schema. A field the server did not send stays None, with one
+exception: SGLang reports cached tokens only under `--enable-cache-report`, and then drops
+`prompt_tokens_details` when the count is 0 (`UsageProcessor._details_if_cached`,
+python/sglang/srt/entrypoints/openai/usage_processor.py). When the server's /server_info says cache
+reporting is on (SendOptions.cache_report), a usage chunk without it records 0 cached tokens, so a
+cold request stays in the hit rate's denominator instead of dropping out of it.
 """
 
 from __future__ import annotations
@@ -73,13 +77,19 @@ class OpenAiStreamState:
             return RequestStatus.ERROR, ErrorKind.INCOMPLETE_STREAM, "response ended with neither [DONE] nor a finish_reason"
         return None
 
-    def usage_counts(self) -> tuple[int | None, int | None, int | None, int | None]:
-        """(prompt, completion, cached, reasoning) tokens as reported; None where not reported."""
+    def usage_counts(self, cache_report: bool = False) -> tuple[int | None, int | None, int | None, int | None]:
+        """(prompt, completion, cached, reasoning) tokens as reported; None where not reported.
+
+        cache_report: the server reports cached tokens and omits the details when there were none.
+        """
         usage = self.usage
         if usage is None:
             return None, None, None, None
         prompt_details = usage.get("prompt_tokens_details")
-        cached = int_or_none(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None
+        if isinstance(prompt_details, dict):
+            cached = int_or_none(prompt_details.get("cached_tokens"))
+        else:
+            cached = 0 if cache_report else None
         reasoning = int_or_none(usage.get("reasoning_tokens"))
         completion_details = usage.get("completion_tokens_details")
         if reasoning is None and isinstance(completion_details, dict):
@@ -118,4 +128,5 @@ async def send_openai(
         clock, t0_s, options.request_timeout_s, state,
     )  # fmt: skip
     times = StreamedTimes(state.first_token_s, state.first_answer_s, tuple(state.chunk_s))
-    return record_from_stream(request, options, outcome, times, ReportedUsage(*state.usage_counts()), state.finish_reason)
+    usage = ReportedUsage(*state.usage_counts(options.cache_report))
+    return record_from_stream(request, options, outcome, times, usage, state.finish_reason)

@@ -7,6 +7,7 @@ read can at worst show a number one update old.
 from __future__ import annotations
 
 from replay.records import RequestRecord, RequestStatus
+from replay.schedule_lag import schedule_lag_s
 
 
 class ReplayProgress:
@@ -31,7 +32,8 @@ class ReplayProgress:
         self.done += 1
         if record.status is not RequestStatus.OK:
             self.errors += 1
-        if record.sent_mono_s is not None:
-            lag_ms = (record.sent_mono_s - record.scheduled_mono_s - record.held_s) * 1000.0
+        lag_s = schedule_lag_s(record)
+        if lag_s is not None:
+            lag_ms = lag_s * 1000.0
             self.lag_last_ms = lag_ms
             self.lag_max_ms = max(self.lag_max_ms, lag_ms)

@@ -48,6 +48,9 @@ class RequestRecord:
     is_warmup: bool = False
     held_s: float = 0.0  # how long the concurrency cap or session order held it past its schedule
     held_by: str | None = None  # "concurrency" | "session" | None
+    # meta_info.queue_time (native, --enable-metrics): seconds the server's scheduler held the request in
+    # its waiting queue before its first forward batch, as the server measured it (None: not reported).
+    server_queue_time_s: float | None = None
 
     def to_row(self) -> dict:
         row = asdict(self)
@@ -83,6 +86,7 @@ REQUEST_RECORD_SCHEMA = pa.schema(
         pa.field("is_warmup", pa.bool_(), nullable=False),
         pa.field("held_s", pa.float64(), nullable=False),
         pa.field("held_by", pa.string()),
+        pa.field("server_queue_time_s", pa.float64()),  # newer than schema version 2: older files read null
     ]
 )
 
@@ -103,7 +107,7 @@ class RunInfo:
     backend: str  # client backend, e.g. "sglang"
     t0_wall_s: float  # epoch seconds at t0
     finished_wall_s: float | None
-    window_s: float | None  # t0 to the last finish (the measured window)
+    window_s: float | None  # the measured window: t0 + warmup_s to the last finish (warm-up already excluded)
     requests_total: int  # requests in the workload window
     requests_recorded: int
     requests_ok: int

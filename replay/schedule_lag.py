@@ -1,10 +1,13 @@
 """Schedule lag: how late requests left compared with the open-loop schedule.
 
 lag = sent − (scheduled + held): time a request was deliberately held (session order, concurrency cap)
-is the workload's doing, not the client's, and is recorded separately as `held_s`.
+is the workload's doing, not the client's, and is recorded separately as `held_s`. This is the one
+definition: `schedule_lag_s` here, the runs' p50/p99/max, the live progress display and the warehouse's
+`requests.schedule_lag_ms` (warehouse/schema.sql) all mean this quantity.
 
 A client that falls behind hides latency (coordinated omission), so every run reports its lag and is
-flagged degraded when the p99 passes a threshold (loadgen-anchors.md §5.7).
+flagged degraded when the p99 passes a threshold (loadgen-anchors.md §5.7). Like every run metric, the
+percentiles leave warm-up requests out (warehouse/schema.sql, "Measured window").
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.records import RequestRecord, RequestStatus
+
+
+def schedule_lag_s(record: RequestRecord) -> float | None:
+    """sent − scheduled − held (s); None for a request that was never sent."""
+    if record.sent_mono_s is None:
+        return None
+    return record.sent_mono_s - record.scheduled_mono_s - record.held_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +58,8 @@ class RunTally:
         self.recorded += 1
         if record.status is RequestStatus.OK:
             self.ok += 1
-        if record.sent_mono_s is not None:
-            self.lags_s.append(record.sent_mono_s - record.scheduled_mono_s - record.held_s)
+        lag_s = schedule_lag_s(record)
+        if lag_s is not None and not record.is_warmup:
+            self.lags_s.append(lag_s)
         if record.finish_mono_s is not None and (self.last_finish_s is None or record.finish_mono_s > self.last_finish_s):
             self.last_finish_s = record.finish_mono_s

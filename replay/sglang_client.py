@@ -6,6 +6,13 @@ the twin only, its reasoning-length field. SGLang streams `data: {"text", "outpu
 events ending in `data: [DONE]`; `text` and `output_ids` are cumulative by default, so tokens are
 counted from `meta_info.completion_tokens` (cumulative in both streaming modes), never from text.
 Usage is taken from the last event's meta_info, exactly as reported (sglang-api.md §1.1).
+
+Under `--enable-metrics` SGLang's tokenizer manager merges the scheduler's timings into every event's
+meta_info (`SchedulerReqTimeStats.convert_to_output_meta_info`, python/sglang/srt/observability/
+req_time_stats.py): `queue_time` = forward_entry_time − wait_queue_entry_time, in seconds, next to
+`forward_entry_time` (epoch s, written only once the request entered a forward batch). It is recorded
+as `server_queue_time_s`. A `queue_time` of exactly 0 without `forward_entry_time` is the default of
+timings that never reached the tokenizer manager (both stamps 0), not a measurement, and stays None.
 """
 
 from __future__ import annotations
@@ -147,5 +154,14 @@ async def send(
     )
     times = StreamedTimes(state.first_token_s, state.first_answer_s, tuple(state.chunk_s))
     return record_from_stream(
-        request, options, outcome, times, usage, state.finish_reason()[0], float_or_none(meta.get("e2e_latency"))
+        request, options, outcome, times, usage, state.finish_reason()[0], float_or_none(meta.get("e2e_latency")),
+        reported_queue_time_s(meta),
     )
+
+
+def reported_queue_time_s(meta: dict) -> float | None:
+    """meta_info.queue_time (s) when the server measured it; None when absent or the unset default."""
+    queue_time_s = float_or_none(meta.get("queue_time"))
+    if queue_time_s == 0.0 and "forward_entry_time" not in meta:
+        return None
+    return queue_time_s

@@ -38,11 +38,12 @@ def merge_shard_runs(shard_dirs: list[Path], out_dir: Path, lag_degraded_ms: flo
     pq.write_table(table, tmp)
     os.replace(tmp, out_dir / REQUESTS_FILE)
 
+    # replay/schedule_lag.py's definition over the same requests: sent ones, warm-up left out.
     sent = table.column("sent_mono_s")
-    has_sent = pc.is_valid(sent)
+    measured = pc.and_(pc.is_valid(sent), pc.invert(table.column("is_warmup")))
     lags = pc.subtract(
-        pc.subtract(pc.filter(sent, has_sent), pc.filter(table.column("scheduled_mono_s"), has_sent)),
-        pc.filter(table.column("held_s"), has_sent),
+        pc.subtract(pc.filter(sent, measured), pc.filter(table.column("scheduled_mono_s"), measured)),
+        pc.filter(table.column("held_s"), measured),
     ).to_numpy()
     lag = ScheduleLag.from_lags_s(lags, lag_degraded_ms)
     finished = [i.finished_wall_s for i in infos if i.finished_wall_s is not None]

@@ -36,6 +36,7 @@ def record_from_stream(
     usage: ReportedUsage,
     finish_reason: str | None,
     server_e2e_latency_s: float | None = None,
+    server_queue_time_s: float | None = None,
 ) -> RequestRecord:
     error = outcome.error
     return RequestRecord(
@@ -61,4 +62,5 @@ def record_from_stream(
         error_kind=error[1].value if error else None,
         error_message=clip_message(error[2]) if error else None,
         server_e2e_latency_s=server_e2e_latency_s,
+        server_queue_time_s=server_queue_time_s,
     )

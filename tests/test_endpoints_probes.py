@@ -137,8 +137,8 @@ def test_the_gpu_source_follows_where_the_gpus_are(mode, dcgm, source):
     assert gpu_source_for(spec) is source
 
 
-def _twin_spec(name: str = "twin") -> EndpointSpec:
-    return EndpointSpec(name, EndpointMode.SIM, "deepseek-ai/DeepSeek-V3", ("--tp", "8"), "H200", 8, 3.5,
+def _twin_spec(name: str = "twin", *flags: str) -> EndpointSpec:
+    return EndpointSpec(name, EndpointMode.SIM, "deepseek-ai/DeepSeek-V3", ("--tp", "8", *flags), "H200", 8, 3.5,
                         ready_timeout_s=30)  # fmt: skip
 
 
@@ -168,7 +168,8 @@ def test_probing_a_launched_twin_in_a_background_thread(tmp_path):
 
 
 def test_a_fleet_behind_a_router_scrapes_every_worker(tmp_path):
-    with provision(_twin_spec("w0"), tmp_path / "w0") as w0, provision(_twin_spec("w1"), tmp_path / "w1") as w1:
+    w0_spec, w1_spec = _twin_spec("w0", "--max-running-requests", "3"), _twin_spec("w1", "--max-running-requests", "5")
+    with provision(w0_spec, tmp_path / "w0") as w0, provision(w1_spec, tmp_path / "w1") as w1:
         # The router URL is one of the twins: it answers /health_generate like sglang_router does.
         fleet = EndpointSpec("fleet", EndpointMode.ATTACH, "deepseek-ai/DeepSeek-V3", (), "H200", 16, 3.5,
                              url=w0.url, worker_urls=(w0.url, w1.url))  # fmt: skip
@@ -180,6 +181,10 @@ def test_a_fleet_behind_a_router_scrapes_every_worker(tmp_path):
     rows = pq.read_table(run_dir / SERVER_SAMPLES_FILE).to_pylist()
     assert _last_value(rows, "sglang:num_requests_total", w0.url) == 2
     assert _last_value(rows, "sglang:num_requests_total", w1.url) == 3
+    # Each worker's own cap, from its own /server_info, once per run: what batch occupancy divides by.
+    caps = {r["source_url"]: r["value"] for r in rows if r["kind"] == "info"}
+    assert caps == {w0.url: 3, w1.url: 5}
+    assert all(r["metric"] == "server_info:max_running_requests" for r in rows if r["kind"] == "info")
     facts = json.loads((run_dir / "server_facts.json").read_text())
     assert [w["url"] for w in facts["workers"]] == [w0.url, w1.url]
 

@@ -127,3 +127,30 @@ def test_openai_backends_against_the_twin_record_usage_and_reasoning(tmp_path, b
             reasoning = 4 if row["request_id"] == "r0" else 7
             assert row["reasoning_tokens"] == reasoning
             assert row["first_answer_mono_s"] > row["first_token_mono_s"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("backend", ["openai-chat", "openai-completions"])
+@pytest.mark.parametrize("cache_report", [True, False])
+def test_openai_backends_count_cold_requests_as_zero_cached_under_cache_report(tmp_path, backend, cache_report):
+    """SGLang under --enable-cache-report omits prompt_tokens_details when nothing was cached (the twin
+    does the same). A cold request then records 0 cached tokens, staying in the hit rate's denominator;
+    without cache reporting nothing is known and every count stays None."""
+    from replay.summary import SUMMARY_COLUMNS, summarize
+
+    block = 16
+    # r0 warms the shared blocks; r1 (sent after r0 finished) reuses them.
+    workload = make_workload([0.0, 0.6], input_tokens=4 * block, output_tokens=4, prefix_blocks=[[7, 8, 9, 10]] * 2,
+                             block_size=block)  # fmt: skip
+    flags = ("--enable-cache-report",) if cache_report else ()
+    with running_sim(*flags) as (url, _):
+        run = run_replay(workload, ReplayConfig(url=url, backend=backend, request_timeout_s=30), tmp_path)
+    rows = {r["request_id"]: r for r in read_requests(tmp_path).to_pylist()}
+    assert run.requests_ok == 2, [(r["error_kind"], r["error_message"]) for r in rows.values()]
+    cold, warm = rows["r0"], rows["r1"]
+    hit_rate = summarize(read_requests(tmp_path, SUMMARY_COLUMNS), run).prefix_cache_hit_rate
+    if not cache_report:
+        assert cold["cached_tokens"] is None and warm["cached_tokens"] is None and hit_rate is None
+        return
+    assert cold["cached_tokens"] == 0 and warm["cached_tokens"] > 0
+    assert hit_rate == pytest.approx(warm["cached_tokens"] / (cold["prompt_tokens"] + warm["prompt_tokens"]))

@@ -71,6 +71,17 @@ def test_cached_tokens_dropped_by_the_server_stay_none():
     assert record.prompt_tokens == 12 and record.cached_tokens is None
 
 
+@pytest.mark.parametrize("kind", ["chat", "completions"])
+def test_under_cache_report_missing_details_mean_zero_cached(kind):
+    # --enable-cache-report: SGLang omits prompt_tokens_details when nothing was cached.
+    cold, _ = _send(kind, PeerBehaviour(cached_tokens=0), cache_report=True)
+    warm, _ = _send(kind, PeerBehaviour(cached_tokens=8), cache_report=True)
+    assert (cold.prompt_tokens, cold.cached_tokens) == (12, 0)
+    assert (warm.prompt_tokens, warm.cached_tokens) == (12, 8)
+    failed, _ = _send(kind, PeerBehaviour(mode="http_500"), cache_report=True)
+    assert failed.cached_tokens is None  # no usage at all: nothing reported, not 0
+
+
 def test_the_twins_reasoning_field_is_sent_only_when_configured():
     _, peer = _send("chat", PeerBehaviour(), _request(reasoning=40))
     assert "sim_reasoning_tokens" not in peer.bodies[0]

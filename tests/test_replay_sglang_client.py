@@ -142,3 +142,15 @@ def test_parse_event_fast_path_agrees_with_a_full_decode():
     data = b'{"meta_info":{"completion_tokens":1},"text":"x"}'
     assert parse_event(data) == {"meta_info": {"completion_tokens": 1}, "text": "x"}
     assert parse_event(b'{"error":{"message":"m"}}') == {"error": {"message": "m"}}
+
+
+def test_queue_time_is_recorded_as_the_server_measured_it():
+    from replay.sglang_client import reported_queue_time_s
+
+    # SGLang's req_time_stats: queue_time next to forward_entry_time once the request was forwarded.
+    assert reported_queue_time_s({"queue_time": 0.25, "forward_entry_time": 1.7e9}) == 0.25
+    assert reported_queue_time_s({"queue_time": 0.0, "forward_entry_time": 1.7e9}) == 0.0
+    assert reported_queue_time_s({"queue_time": 0.25}) == 0.25
+    # Timings that never reached the tokenizer manager read 0 - 0 = 0 with no forward_entry_time.
+    assert reported_queue_time_s({"queue_time": 0.0}) is None
+    assert reported_queue_time_s({}) is None and reported_queue_time_s({"queue_time": "soon"}) is None

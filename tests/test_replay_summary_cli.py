@@ -36,31 +36,39 @@ def _run_info(**changes) -> RunInfo:
     return dataclasses.replace(base, **changes)
 
 
-def test_summary_math():
+def test_summary_math_uses_the_warehouse_definitions():
     records = [
         _ok("a", 0.0, 0.1, 1.0, prompt=100, cached=50),
         _ok("b", 1.0, 0.2, 2.0, prompt=100, cached=0),
         _ok("c", 2.0, 0.3, 3.0, prompt=None, cached=None),  # not reported: left out of the hit rate
         dataclasses.replace(_ok("d", 3.0, 0.4, 4.0, 100, 100), status=RequestStatus.ERROR, error_kind="http_status",
                             first_token_mono_s=None, finish_mono_s=None, completion_tokens=None),
+        dataclasses.replace(_ok("e", 4.0, 0.5, 5.0, 100, 0), status=RequestStatus.CANCELLED, error_kind="cancelled",
+                            first_token_mono_s=None, finish_mono_s=None, completion_tokens=None),
+        # Warm-up: counted as such and in nothing else (its 9 s TTFT, its full cache hit, its error).
+        dataclasses.replace(_ok("w1", 0.0, 9.0, 9.5, 100, 100), is_warmup=True),
+        dataclasses.replace(_ok("w2", 0.0, 9.0, 9.5, 100, 100), is_warmup=True, status=RequestStatus.TIMEOUT,
+                            error_kind="timeout"),
     ]
     table = pa.Table.from_pylist([r.to_row() for r in records], schema=REQUEST_RECORD_SCHEMA)
-    s = summarize(table, _run_info())
-    assert (s.requests_ok, s.requests_failed, s.requests_total) == (3, 1, 4)
-    assert s.request_rate_per_s == pytest.approx(0.3)
+    s = summarize(table, _run_info(requests_total=7))
+    assert (s.requests_completed, s.requests_failed, s.requests_cancelled, s.requests_warmup) == (3, 1, 1, 2)
+    assert s.requests_total == 7
+    assert s.request_rate_per_s == pytest.approx(0.3)  # 3 completed over the 10 s measured window
     assert s.output_tokens_per_s == pytest.approx(1.5)
     assert s.ttft_p50_ms == pytest.approx(200.0)
     assert s.e2e_p50_ms == pytest.approx(2000.0)
     assert s.e2e_p95_ms == pytest.approx(2900.0)
     assert s.e2e_from_scheduled_p95_ms == pytest.approx(2910.0)
-    assert s.prefix_cache_hit_rate == pytest.approx(150 / 300)  # the failed request's usage counts too
-    assert s.errors_by_kind == (("http_status", 1),)
+    assert s.prefix_cache_hit_rate == pytest.approx(50 / 200)  # completed requests only, as run_summary
+    assert s.errors_by_kind == (("http_status", 1), ("cancelled", 1))
 
 
 def test_summary_of_nothing_is_empty_not_a_crash():
     table = REQUEST_RECORD_SCHEMA.empty_table()
     s = summarize(table, _run_info(window_s=None, requests_ok=0))
-    assert s.requests_ok == 0 and s.ttft_p50_ms is None and s.prefix_cache_hit_rate is None and s.request_rate_per_s is None
+    assert s.requests_completed == 0 and s.ttft_p50_ms is None and s.prefix_cache_hit_rate is None
+    assert s.request_rate_per_s is None
 
 
 def _cli(argv: list[str]) -> int:
@@ -92,7 +100,7 @@ def test_cli_replays_a_trace_window_and_prints_the_summary(tmp_path, capsys):
     run = read_run_json(out)
     assert not run.partial and run.requests_ok == 3 and run.trace_format == "mooncake"
     printed = capsys.readouterr().out
-    assert "3 / 0 / 3" in printed and "50.0 %" in printed  # ok/failed/total; 10 of 20 prompt tokens cached
+    assert "3 / 0 / 3" in printed and "50.0 %" in printed  # completed/failed/total; 10 of 20 prompt tokens cached
 
 
 def test_cli_exit_2_on_a_bad_trace(tmp_path, capsys):

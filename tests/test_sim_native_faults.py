@@ -204,3 +204,18 @@ def test_fault_crash_after_n_responses_kills_the_process():
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             process.wait()
+
+
+def test_metrics_add_queue_time_and_forward_entry_time_and_server_info_reports_the_enforced_cap():
+    async def scenario(client):
+        first = await client.post("/generate", data=gen(20, stream=True))
+        second = await (await client.post("/generate", data=gen(3))).json()  # waits: one request at a time
+        await first.read()
+        info = await (await client.get("/server_info")).json()
+        return second["meta_info"], info
+
+    meta, info = serve(["--enable-metrics", "--max-running-requests", "1"], scenario)
+    # SchedulerReqTimeStats.convert_to_output_meta_info: seconds in the waiting queue, and the epoch
+    # time the first forward batch began; the second request waited for the first one's 20 tokens.
+    assert meta["queue_time"] > 0 and meta["forward_entry_time"] > 1.7e9
+    assert [s["effective_max_running_requests_per_dp"] for s in info["internal_states"]] == [1]

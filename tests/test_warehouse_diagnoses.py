@@ -64,6 +64,13 @@ def test_each_lever_makes_a_runtime_lever_verdict_with_its_number(numbers, reaso
     assert text.startswith(reason)
 
 
+def test_a_modelled_queueing_share_is_labelled_as_such():
+    [modelled] = _diagnose(p95_queue_share=0.75, queue_share_source="modelled")["reasons"]
+    [measured] = _diagnose(p95_queue_share=0.75, queue_share_source="server")["reasons"]
+    assert modelled.endswith("a modelled estimate: the server reported no queue_time")
+    assert measured == "queueing is 75.0% of the p95 tail's latency (lever at 50%)"
+
+
 def test_levers_are_all_listed():
     found = _diagnose(prefix_cache_hit_rate=0.1, batch_occupancy=0.1, p95_queue_share=0.9)
     assert found["verdict"] == "runtime_lever" and len(found["reasons"]) == 3

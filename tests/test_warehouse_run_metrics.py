@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import date
 
@@ -10,7 +11,8 @@ import pytest
 from replay.records import RequestStatus
 from warehouse.run_rows import RunContext
 from warehouse.store import Warehouse
-from warehouse_builders import endpoint, gpu_sample, request, run_info, server_sample, write_run
+from endpoints.probe_records import ServerSample
+from warehouse_builders import T0_WALL_S, endpoint, gpu_sample, request, run_info, server_sample, write_run
 
 WEEK = date(2025, 3, 3)
 SPEC = endpoint()  # 8 GPUs at $2 per GPU-hour: 90 s cost $0.40
@@ -58,6 +60,9 @@ def _server_samples(run_id: str) -> list:
         s(run_id, 40, "sglang:num_running_reqs", 4),
         s(run_id, 70, "sglang:num_running_reqs", 1),  # held until the window ends at 100 s
         s(run_id, 10, "sglang:num_running_reqs", 1, source="http://127.0.0.1:30001"),  # a second worker
+        # Worker A's cap as the probes read it from its /server_info; worker B has none recorded and
+        # falls back to runs.max_running_requests (10). Not a scraped sample: not in server_sample_count.
+        ServerSample(run_id, T0_WALL_S + 1, "http://127.0.0.1:30000", "server_info:max_running_requests", "info", "{}", 8),
         s(run_id, 10, "sglang:token_usage", 0.2),
         s(run_id, 70, "sglang:token_usage", 0.5),
         s(run_id, 5, "sglang:cached_tokens_total", 0),
@@ -87,7 +92,8 @@ def row(tmp_path_factory) -> dict:
     prices = root / "prices.yaml"
     prices.write_text(PRICES)
     store = Warehouse(root / "wh", prices_path=prices)
-    info = run_info("r1", 100.0, warmup_s=10.0, server_info={"version": "0.5.4", "backend": "sim", "max_running_requests": 10})
+    # The replay's window: from t0 + 10 s (the warm-up's end) to the last finish at t0 + 100 s.
+    info = run_info("r1", 90.0, warmup_s=10.0, server_info={"version": "0.5.4", "backend": "sim", "max_running_requests": 10})
     context = RunContext(slo_ttft_ms=350.0, slo_tpot_ms=1000.0, target_rps=1.0)
     write_run(store.lake_root, WEEK, "chat", info, SPEC, _records("r1"), context, _server_samples("r1"), _gpu_samples("r1"))
     store.refresh()
@@ -96,7 +102,8 @@ def row(tmp_path_factory) -> dict:
 
 
 def test_cost_over_the_measured_window_excludes_the_warm_up(row):
-    # window 100 s - warm-up 10 s = 90 s; 8 x $2/h x 90 s / 3600 = $0.40; 4 completed -> $0.10 each.
+    # runs.window_s = 90 s, warm-up already out (not subtracted again); 8 x $2/h x 90 s / 3600 = $0.40;
+    # 4 completed -> $0.10 each.
     assert row["window_s"] == pytest.approx(90.0)
     assert row["run_cost_usd"] == pytest.approx(0.40)
     assert (row["completed_requests"], row["failed_requests"]) == (4, 1)
@@ -114,8 +121,8 @@ def test_api_equivalent_cost_and_break_even(row):
     assert row["api_cost_usd"] == pytest.approx(api)
     assert row["api_cost_per_request_usd"] == pytest.approx(api / 4)
     assert row["self_host_to_api_cost_ratio"] == pytest.approx(0.40 / api)
-    # occupancy 1/3 (below) x the cost ratio.
-    assert row["break_even_utilisation"] == pytest.approx(0.40 / api / 3)
+    # occupancy (below) x the cost ratio.
+    assert row["break_even_utilisation"] == pytest.approx(0.40 / api * (7 / 3 + 1) / 18)
 
 
 def test_client_and_server_hit_rates(row):
@@ -126,8 +133,9 @@ def test_client_and_server_hit_rates(row):
 
 
 def test_batch_occupancy_and_kv_usage_are_time_weighted(row):
-    # Worker A: 2 for 30 s, 4 for 30 s, 1 for 30 s = 7/3; worker B: 1 for 90 s; (7/3 + 1) / 10 running max.
-    assert row["batch_occupancy"] == pytest.approx((7 / 3 + 1) / 10)
+    # Worker A: 2 for 30 s, 4 for 30 s, 1 for 30 s = 7/3 of its 8 slots; worker B: 1 for 90 s of its 10:
+    # the fleet ran (7/3 + 1) of 18 slots. Each worker against its own cap, so it stays within 0..1.
+    assert row["batch_occupancy"] == pytest.approx((7 / 3 + 1) / 18)
     # 0.2 for 60 s, 0.5 for 30 s.
     assert row["kv_usage_mean"] == pytest.approx((0.2 * 60 + 0.5 * 30) / 90)
     assert row["kv_usage_max"] == pytest.approx(0.5)
@@ -155,6 +163,28 @@ def test_queueing_share_of_the_p95_tail(row):
     # of its 410 ms to first token from the schedule, 360 ms were waiting: 360 / 4010.
     assert row["p95_e2e_from_schedule_ms"] == pytest.approx(3860.0)
     assert row["p95_queue_share"] == pytest.approx(360 / 4010)
+    assert row["queue_share_source"] == "modelled"  # no request reported meta_info.queue_time
+
+
+def _queue_share(tmp_path, queue_times_s: dict[str, float]) -> dict:
+    store = Warehouse(tmp_path / "wh")
+    records = [dataclasses.replace(r, server_queue_time_s=queue_times_s.get(r.request_id)) for r in _records("r1")]
+    write_run(store.lake_root, WEEK, "chat", run_info("r1", 90.0, warmup_s=10.0), SPEC, records)
+    store.refresh()
+    [summary] = store.run_summary()
+    return summary
+
+
+def test_queueing_share_is_measured_where_the_server_reports_queue_time(tmp_path):
+    # q4 alone is the p95 tail: 10 ms from its schedule to its send, then 200 ms in the server's waiting
+    # queue (meta_info.queue_time) -> 210 ms of its 4010 ms from the schedule. Warm-up's value ignored.
+    row = _queue_share(tmp_path, {"q1": 0.05, "q2": 0.05, "q3": 0.05, "q4": 0.2, "w1": 9.0})
+    assert (row["p95_queue_share"], row["queue_share_source"]) == (pytest.approx(210 / 4010), "server")
+
+
+def test_queueing_share_falls_back_to_the_model_when_the_tail_lacks_queue_time(tmp_path):
+    row = _queue_share(tmp_path / "a", {"q1": 0.05, "q2": 0.05, "q3": 0.05})  # q4, the tail, reports none
+    assert (row["p95_queue_share"], row["queue_share_source"]) == (pytest.approx(360 / 4010), "modelled")
 
 
 def test_reasoning_share_goodput_and_fleet_sizing(row):
@@ -175,8 +205,14 @@ def test_unmeasured_numbers_are_null_not_zero(tmp_path):
     store = Warehouse(tmp_path / "wh")
     info = run_info("r1", 90.0, server_info={"version": "0.5.4"})  # no max_running_requests
     records = [request("r1", "q1", 100, 1000, completion_tokens=None, chunks_ms=(100, 300, 1000))]
-    write_run(store.lake_root, WEEK, "chat", info, SPEC, records,
-              server_samples=[server_sample("r1", 1, "sglang:num_running_reqs", 3)], gpu_samples=[gpu_sample("r1", 1, None)])
+    samples = [
+        server_sample("r1", 1, "sglang:num_running_reqs", 3),
+        server_sample("r1", 1, "sglang:num_running_reqs", 2, source="http://127.0.0.1:30001"),
+        # Only the second worker's cap is known: the fleet's occupancy is unknown, not 2/4 or 5/4.
+        ServerSample("r1", T0_WALL_S, "http://127.0.0.1:30001", "server_info:max_running_requests", "info", "{}", 4),
+    ]
+    write_run(store.lake_root, WEEK, "chat", info, SPEC, records, server_samples=samples,
+              gpu_samples=[gpu_sample("r1", 1, None)])
     store.refresh()
     [row] = store.run_summary()
     for column in ("batch_occupancy", "server_prefix_cache_hit_rate", "retractions", "gpu_utilisation_pct",

@@ -14,6 +14,7 @@ from datetime import date
 import pyarrow as pa
 
 from endpoints.fingerprint import config_fingerprint
+from endpoints.running_cap import max_running_requests
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.records import RunInfo
 from replay.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
@@ -83,17 +84,6 @@ class RunContext:
     target_rps: float | None = None  # load the fleet must carry (requests/s), for fleet sizing
     budget_usd_per_request: float | None = None  # cost the scenario may spend per request (diagnoses)
     prefix_reuse_share: float | None = None  # workloads.trace_stats.prefix_reuse_share of the replayed window
-
-
-def max_running_requests(server_info: dict) -> int | None:
-    """The server's cap on running requests, when it reports one (SGLang derives it when unset: null then)."""
-    value = server_info.get("max_running_requests")
-    if value is None and isinstance(server_info.get("scheduler_info"), dict):
-        value = server_info["scheduler_info"].get("max_running_requests")
-    try:
-        return None if value is None else int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def run_backend(run_info: RunInfo, endpoint: EndpointSpec) -> str:

@@ -12,8 +12,10 @@
 -- (union_by_name). Times called *_mono_s are seconds on the replay's monotonic clock from the run's
 -- t0; *_wall_s are seconds since the Unix epoch.
 --
--- Measured window of a run: from t0 + warmup_s to t0 + window_s (seconds from t0). Warm-up requests
--- (is_warmup) enter no metric; server and GPU samples count only inside the measured window.
+-- Measured window of a run: from t0 + warmup_s to the last finish, t0 + warmup_s + window_s (seconds
+-- from t0). runs.window_s is that window's length: the replay excludes the warm-up, once, and nothing
+-- downstream subtracts it again. Warm-up requests (is_warmup) enter no metric; server and GPU samples
+-- count only inside the measured window.
 
 CREATE TABLE IF NOT EXISTS schema_version (
     version INTEGER NOT NULL,         -- schema revision applied (warehouse/schema_migrations.py SCHEMA_VERSION)
@@ -47,13 +49,13 @@ SELECT
     speedup,                  -- trace time / replay time (ratio)
     t0_wall_s,                -- wall-clock time of the run's t0 (s since the Unix epoch)
     finished_wall_s,          -- wall-clock time the run ended (s since the Unix epoch; null if it never did)
-    window_s,                 -- t0 to the last finish (s)
+    window_s,                 -- the measured window: t0 + warmup_s to the last finish, warm-up already excluded by the replay (s)
     requests_total,           -- requests in the workload window (count)
     requests_recorded,        -- requests with a record (count)
     requests_ok,              -- requests with status ok, as the client counted them (count)
-    schedule_lag_p50_ms,      -- median send time minus scheduled time (ms)
-    schedule_lag_p99_ms,      -- p99 send time minus scheduled time (ms)
-    schedule_lag_max_ms,      -- worst send time minus scheduled time (ms)
+    schedule_lag_p50_ms,      -- median requests.schedule_lag_ms over the sent requests, warm-up excluded (ms)
+    schedule_lag_p99_ms,      -- p99 of the same schedule_lag_ms (ms)
+    schedule_lag_max_ms,      -- largest of the same schedule_lag_ms (ms)
     client_degraded,          -- the client fell behind its schedule (lag p99 past the threshold)
     partial,                  -- the run did not finish: only the requests that completed are recorded
     max_concurrency,          -- client-side cap on requests in flight (count; null = open loop only)
@@ -63,7 +65,7 @@ SELECT
     arrival_process,          -- trace | poisson | gamma | constant
     config_fingerprint,       -- 12 hex digits over model, version and cost-relevant server flags (endpoints/fingerprint.py)
     config_facts_json,        -- JSON of the facts the fingerprint hashes
-    max_running_requests,     -- the server's cap on running requests (count; null when SGLang derived it)
+    max_running_requests,     -- cap on running requests one worker enforces: sum of /server_info internal_states[].effective_max_running_requests_per_dp, else the configured flag (count; null when unknown)
     slo_ttft_ms,              -- scenario SLO on time to first token from the schedule (ms; null = none)
     slo_tpot_ms,              -- scenario SLO on time per output token after the first (ms; null = none)
     target_rps,               -- load the fleet must carry, for fleet sizing (requests/s; null = none)
@@ -98,12 +100,13 @@ SELECT
     error_kind,               -- class of failure (null when ok)
     error_message,            -- failure detail (null when ok)
     server_e2e_latency_s,     -- end-to-end latency measured by the server (s)
+    server_queue_time_s,      -- meta_info.queue_time: time in the server's waiting queue before its first forward batch, measured by the server (s; null = not reported)
     is_warmup,                -- sent before the measured window; excluded from every metric
     coalesce(held_s, 0.0) AS held_s,  -- how long the concurrency cap or session order held it past its schedule (s; 0 in files before v2)
     held_by,                  -- concurrency | session | null
     status = 'ok' AND NOT is_warmup AS is_completed,                     -- counts as a completed request of the measured window
     status IN ('error', 'timeout') AND NOT is_warmup AS is_failed,       -- counts as a failed request of the measured window
-    (sent_mono_s - scheduled_mono_s) * 1000 AS schedule_lag_ms,          -- how late the client sent it, holds included (ms)
+    (sent_mono_s - scheduled_mono_s - coalesce(held_s, 0.0)) * 1000 AS schedule_lag_ms,  -- how late the client sent it past the schedule and any deliberate hold, as runs.schedule_lag_*_ms (ms)
     (first_token_mono_s - sent_mono_s) * 1000 AS ttft_ms,                -- time to first token from send (ms)
     (first_token_mono_s - scheduled_mono_s) * 1000 AS ttft_from_schedule_ms,  -- time to first token from the schedule (ms)
     (first_answer_mono_s - sent_mono_s) * 1000 AS ttfa_ms,               -- time to first answer (non-reasoning) token from send (ms)
@@ -123,8 +126,8 @@ SELECT
     run_id,                   -- the replay the sample belongs to (runs.run_id)
     sample_wall_s,            -- when /metrics was scraped (s since the Unix epoch)
     source_url,               -- the worker whose /metrics was scraped
-    metric,                   -- full Prometheus name, e.g. sglang:num_running_reqs
-    kind,                     -- counter | gauge | histogram
+    metric,                   -- full Prometheus name, e.g. sglang:num_running_reqs; or server_info:max_running_requests (kind info)
+    kind,                     -- counter | gauge | histogram | info (the worker's cap on running requests from its /server_info, one row per run)
     labels_json,              -- sorted JSON of the labels, dp_rank summed away
     value                     -- gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
 FROM read_parquet(@server_samples_files@, hive_partitioning = true, union_by_name = true,
@@ -177,7 +180,7 @@ CREATE OR REPLACE TABLE run_summary (
     gpu_count INTEGER NOT NULL,       -- GPUs the endpoint occupies (count)
     usd_per_gpu_hour DOUBLE NOT NULL, -- price of one GPU for one hour, from the endpoint (USD)
     list_usd_per_gpu_hour DOUBLE,     -- gpu_prices list price for gpu_type, for comparison (USD; null when not listed)
-    window_s DOUBLE,                  -- measured window: runs.window_s - runs.warmup_s, at least 0 (s)
+    window_s DOUBLE,                  -- measured window: runs.window_s, warm-up already excluded (s)
     run_cost_usd DOUBLE,              -- gpu_count x usd_per_gpu_hour x window_s / 3600 (USD)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up (count)
     failed_requests BIGINT NOT NULL,  -- status error or timeout, not warm-up (count)
@@ -194,7 +197,7 @@ CREATE OR REPLACE TABLE run_summary (
     break_even_utilisation DOUBLE,    -- batch_occupancy x self_host_to_api_cost_ratio: the batch occupancy at which self-hosting costs what the API costs, if requests served per GPU-hour grow in proportion to occupancy (ratio; > 1: unreachable on this configuration)
     prefix_cache_hit_rate DOUBLE,     -- client: hit_rate_cached_tokens / hit_rate_prompt_tokens (ratio 0-1; null when not reported)
     server_prefix_cache_hit_rate DOUBLE,  -- server: delta sglang:cached_tokens_total / delta sglang:prompt_tokens_total over the measured window (ratio 0-1; null without server samples)
-    batch_occupancy DOUBLE,           -- time-weighted mean of sglang:num_running_reqs (summed over workers) / max_running_requests over the sampled measured window (ratio 0-1; null when either is unknown)
+    batch_occupancy DOUBLE,           -- sum over workers of the time-weighted mean of sglang:num_running_reqs over the sampled measured window / sum over the same workers of each one's cap (its server_info:max_running_requests row, else runs.max_running_requests) (ratio 0-1; null when a worker's cap is unknown)
     kv_usage_mean DOUBLE,             -- time-weighted mean of sglang:token_usage, KV-pool fraction, summed over workers as stored (ratio)
     kv_usage_max DOUBLE,              -- largest sampled sglang:token_usage in the measured window (ratio)
     retractions BIGINT,               -- delta sglang:num_retracted_requests_total over the measured window (count; null when the server does not export it)
@@ -222,7 +225,8 @@ CREATE OR REPLACE TABLE run_summary (
     p95_e2e_ms DOUBLE,                -- 95th percentile e2e_ms (ms)
     p99_e2e_ms DOUBLE,                -- 99th percentile e2e_ms (ms)
     p95_e2e_from_schedule_ms DOUBLE,  -- 95th percentile e2e_from_schedule_ms: latency the user saw, client delays included (ms)
-    p95_queue_share DOUBLE,           -- over completed requests with e2e_from_schedule_ms >= its p95: sum of queue_ms / sum of e2e_from_schedule_ms, where queue_ms = max(0, ttft_from_schedule_ms - uncached prompt tokens / the run's fastest observed prefill rate) (ratio 0-1)
+    p95_queue_share DOUBLE,           -- over completed requests with e2e_from_schedule_ms >= its p95: sum of queue_ms / sum of e2e_from_schedule_ms; queue_ms = time from the schedule to the send (holds and lag) + max(0, server_queue_time_s) when every such request reports it (server), else max(0, ttft_from_schedule_ms - uncached prompt tokens / the run's fastest observed prefill rate) (modelled) (ratio 0-1)
+    queue_share_source VARCHAR,       -- server (p95_queue_share from meta_info.queue_time) | modelled (the prefill-rate estimate: no queue_time reported) | null (no share)
     reasoning_token_share DOUBLE,     -- sum reasoning_tokens / sum completion_tokens over completed requests reporting both (ratio 0-1)
     slo_ttft_ms DOUBLE,               -- runs.slo_ttft_ms
     slo_tpot_ms DOUBLE,               -- runs.slo_tpot_ms

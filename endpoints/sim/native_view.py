@@ -2,7 +2,10 @@
 
 Chunks carry cumulative `text` and `output_ids` (SGLang's default) or deltas under
 --incremental-streaming-output; `meta_info` follows tokenizer_manager's shape, with
-`e2e_latency` on the final chunk only.
+`e2e_latency` on the final chunk only. Under --enable-metrics every chunk after admission also
+carries the scheduler's timings as SGLang merges them (SchedulerReqTimeStats.
+convert_to_output_meta_info, python/sglang/srt/observability/req_time_stats.py): `forward_entry_time`
+(epoch s) and `queue_time` (s in the waiting queue before the first forward batch).
 """
 
 from __future__ import annotations
@@ -26,14 +29,23 @@ def status_error_body(message: str, status: int) -> dict:
 
 
 class NativeView:
-    __slots__ = ("_request", "_text", "_incremental", "_report_reasoning", "_with_timing", "_sent")
+    __slots__ = ("_request", "_text", "_incremental", "_report_reasoning", "_epoch_offset_s", "_sent")
 
-    def __init__(self, request: SimRequest, text: OutputText, incremental: bool, report_reasoning: bool, with_timing: bool) -> None:
+    def __init__(
+        self,
+        request: SimRequest,
+        text: OutputText,
+        incremental: bool,
+        report_reasoning: bool,
+        timing_epoch_offset_s: float | None,
+    ) -> None:
         self._request = request
         self._text = text
         self._incremental = incremental
         self._report_reasoning = report_reasoning  # SGLang counts reasoning only when asked and a parser is set
-        self._with_timing = with_timing  # --enable-metrics adds queue time to meta_info
+        # --enable-metrics adds the scheduler's timings to meta_info; this is epoch s minus the engine
+        # clock's now, to stamp them in epoch seconds as SGLang does (None: metrics off, no timings).
+        self._epoch_offset_s = timing_epoch_offset_s
         self._sent = 0
 
     def meta_info(self, update: TokenUpdate) -> dict:
@@ -47,7 +59,8 @@ class NativeView:
             "weight_version": "default",
             "num_retractions": update.num_retractions,
         }
-        if self._with_timing and update.admitted_s is not None:
+        if self._epoch_offset_s is not None and update.admitted_s is not None:
+            meta["forward_entry_time"] = update.admitted_s + self._epoch_offset_s
             meta["queue_time"] = update.admitted_s - update.arrival_s
         if update.finished:
             meta["e2e_latency"] = update.now_s - update.arrival_s

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable
 
 import orjson
@@ -93,6 +94,8 @@ class SimTwin:
             },
             internal_states=[{
                 "last_gen_throughput": engine.gen_throughput_tok_s(),
+                # What the (one) scheduler enforces, under SGLang's name (Scheduler.get_internal_state).
+                "effective_max_running_requests_per_dp": self.args.max_running_requests,
                 "avg_spec_accept_length": None,
                 "sim_steps": engine.steps,  # twin only: steps run and the Python time they cost
                 "sim_loop_cpu_s": engine.loop_cpu_s,
@@ -197,7 +200,8 @@ async def _generate(request: web.Request) -> web.StreamResponse:
     except (BadRequest, RequestRejected) as exc:
         return NativeView.error_response(str(exc), 400)
     report_reasoning = ask.require_reasoning and twin.reasoning
-    view = NativeView(sim_request, twin.text(sim_request), twin.args.incremental_streaming_output, report_reasoning, twin.args.enable_metrics)
+    epoch_offset_s = time.time() - twin.clock.now_s() if twin.args.enable_metrics else None
+    view = NativeView(sim_request, twin.text(sim_request), twin.args.incremental_streaming_output, report_reasoning, epoch_offset_s)
     try:
         return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
     finally:

@@ -25,6 +25,7 @@ numbers AS (
         s.prefix_reuse_share,
         s.batch_occupancy,
         s.p95_queue_share,
+        s.queue_share_source,
         s.gpu_utilisation_pct,
         s.cost_per_request_usd,
         coalesce(s.budget_usd_per_request, s.api_cost_per_request_usd) AS budget_usd_per_request,
@@ -45,8 +46,10 @@ levers AS (
                     'batch occupancy {:.3f} is below {:g}: the GPUs run nearly empty batches',
                     batch_occupancy, min_batch_occupancy) END,
                 CASE WHEN p95_queue_share >= max_p95_queue_share THEN format(
-                    'queueing is {:.1f}% of the p95 tail''s latency (lever at {:g}%)',
-                    100 * p95_queue_share, 100 * max_p95_queue_share) END
+                    'queueing is {:.1f}% of the p95 tail''s latency (lever at {:g}%){}',
+                    100 * p95_queue_share, 100 * max_p95_queue_share,
+                    CASE WHEN queue_share_source = 'modelled'
+                        THEN '; a modelled estimate: the server reported no queue_time' ELSE '' END) END
             ],
             lambda reason: reason IS NOT NULL
         ) AS lever_reasons

@@ -1,15 +1,17 @@
 -- run_summary: one row per run, rebuilt from the lake views (column definitions: schema.sql).
 -- Only completed requests of the measured window (requests.is_completed) enter latency, tokens, hit
 -- rate and cost per request; warm-up requests enter nothing; server and GPU samples count only
--- between t0 + warmup_s and t0 + window_s (counters: up to 2 s later, the scrape after the last finish).
+-- between t0 + warmup_s and the last finish, t0 + warmup_s + window_s (counters: up to 2 s later, the
+-- scrape after the last finish). runs.window_s is the measured window already: the replay excluded the
+-- warm-up, and it is not subtracted again here.
 -- Built in stages (temporary tables, dropped at the end) so each pass over `requests` streams on its
 -- own and its memory is freed before the next: at 10M requests this is what keeps the rebuild in memory.
 CREATE OR REPLACE TEMP TABLE run_windows AS
 SELECT
     *,
-    greatest(window_s - warmup_s, 0.0) AS measured_window_s,
+    window_s AS measured_window_s,
     t0_wall_s + warmup_s AS window_start_wall_s,
-    t0_wall_s + window_s AS window_end_wall_s
+    t0_wall_s + warmup_s + window_s AS window_end_wall_s
 FROM runs;
 
 CREATE OR REPLACE TEMP TABLE per_run AS (
@@ -67,7 +69,10 @@ CREATE OR REPLACE TEMP TABLE per_run_slo AS
 WITH request_run AS (
     SELECT
         q.week_start, q.scenario, q.run_id, q.prompt_tokens, q.input_tokens, q.cached_tokens, q.ttft_from_schedule_ms,
-        q.tpot_ms, q.e2e_from_schedule_ms, w.slo_ttft_ms, w.slo_tpot_ms, p.p95_e2e_from_schedule_ms, p.peak_prefill_tokens_per_ms
+        q.tpot_ms, q.e2e_from_schedule_ms, w.slo_ttft_ms, w.slo_tpot_ms, p.p95_e2e_from_schedule_ms, p.peak_prefill_tokens_per_ms,
+        q.server_queue_time_s,
+        (q.sent_mono_s - q.scheduled_mono_s) * 1000 AS schedule_wait_ms,  -- holds and lag: the client's queue
+        q.e2e_from_schedule_ms >= p.p95_e2e_from_schedule_ms AS in_tail
     FROM requests AS q
     JOIN run_windows AS w USING (week_start, scenario, run_id)
     JOIN per_run AS p USING (week_start, scenario, run_id)
@@ -81,13 +86,18 @@ SELECT
             WHERE (slo_ttft_ms IS NULL OR ttft_from_schedule_ms <= slo_ttft_ms)
             AND (slo_tpot_ms IS NULL OR tpot_ms IS NULL OR tpot_ms <= slo_tpot_ms)
         ) AS good_requests,
+        -- Queueing in the p95 tail, modelled: time to first token from the schedule, less the prefill
+        -- the uncached prompt would take at the run's fastest observed rate. The fallback only.
         sum(greatest(
                 ttft_from_schedule_ms
                 - coalesce((coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0))
                            / nullif(peak_prefill_tokens_per_ms, 0), 0),
                 0))
-            FILTER (WHERE e2e_from_schedule_ms >= p95_e2e_from_schedule_ms) AS tail_queue_ms,
-    sum(e2e_from_schedule_ms) FILTER (WHERE e2e_from_schedule_ms >= p95_e2e_from_schedule_ms) AS tail_e2e_ms
+            FILTER (WHERE in_tail) AS tail_modelled_queue_ms,
+        -- Measured: the client's wait from the schedule to the send, plus the server's own queue_time.
+        sum(schedule_wait_ms + greatest(server_queue_time_s, 0.0) * 1000) FILTER (WHERE in_tail) AS tail_server_queue_ms,
+        count(*) FILTER (WHERE in_tail) = count(server_queue_time_s) FILTER (WHERE in_tail) AS tail_reports_queue_time,
+    sum(e2e_from_schedule_ms) FILTER (WHERE in_tail) AS tail_e2e_ms
 FROM request_run
 GROUP BY week_start, scenario, run_id;
 
@@ -135,25 +145,51 @@ gauge_steps AS (
         AND sample_wall_s >= window_start_wall_s AND sample_wall_s < window_end_wall_s
     WINDOW series AS (PARTITION BY week_start, scenario, run_id, metric, source_url, labels_json ORDER BY sample_wall_s)
 ),
+gauge_means AS (
+    SELECT week_start, scenario, run_id, metric, source_url, any_value(max_running_requests) AS max_running_requests,
+           sum(value * held_s) / nullif(sum(held_s), 0) AS mean_value, max(value) AS max_value
+    FROM gauge_steps
+    GROUP BY week_start, scenario, run_id, metric, source_url, labels_json
+),
+worker_caps AS (
+    -- The cap each worker enforces, as the probes read it from that worker's /server_info.
+    SELECT week_start, scenario, run_id, source_url, max(value) AS worker_cap
+    FROM server_samples
+    WHERE kind = 'info' AND metric = 'server_info:max_running_requests'
+    GROUP BY week_start, scenario, run_id, source_url
+),
+occupancy AS (
+    -- Each worker's running requests against its own cap, added up as the fleet's running requests over
+    -- the fleet's slots; one sampled worker without a known cap makes the occupancy unknown.
+    SELECT
+        week_start,
+        scenario,
+        run_id,
+        CASE WHEN count(worker_cap) = count(*) THEN sum(mean_running) / nullif(sum(worker_cap), 0) END AS batch_occupancy
+    FROM (
+        SELECT m.week_start, m.scenario, m.run_id, m.source_url, sum(m.mean_value) AS mean_running,
+               coalesce(any_value(c.worker_cap), any_value(m.max_running_requests)) AS worker_cap
+        FROM gauge_means AS m
+        LEFT JOIN worker_caps AS c USING (week_start, scenario, run_id, source_url)
+        WHERE m.metric = 'sglang:num_running_reqs'
+        GROUP BY m.week_start, m.scenario, m.run_id, m.source_url
+    )
+    GROUP BY week_start, scenario, run_id
+),
 gauges AS (
     SELECT
         week_start,
         scenario,
         run_id,
-        sum(mean_value) FILTER (WHERE metric = 'sglang:num_running_reqs') / any_value(max_running_requests) AS batch_occupancy,
         sum(mean_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_mean,
         max(max_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_max
-    FROM (
-        SELECT week_start, scenario, run_id, metric, any_value(max_running_requests) AS max_running_requests,
-               sum(value * held_s) / nullif(sum(held_s), 0) AS mean_value, max(value) AS max_value
-        FROM gauge_steps
-        GROUP BY week_start, scenario, run_id, metric, source_url, labels_json
-    )
+    FROM gauge_means
     GROUP BY week_start, scenario, run_id
 ),
 sample_counts AS (
     SELECT week_start, scenario, run_id, count(*) AS server_sample_count
     FROM server_samples
+    WHERE kind <> 'info'  -- scraped samples only, not the facts the probes copied from /server_info
     GROUP BY week_start, scenario, run_id
 ),
 gpu AS (
@@ -179,12 +215,14 @@ costed AS (
         q.* EXCLUDE (week_start, scenario, run_id, completed_requests, failed_requests, cancelled_requests),
         i.itl_q,
         s.good_requests,
-        s.tail_queue_ms,
+        s.tail_modelled_queue_ms,
+        s.tail_server_queue_ms,
+        s.tail_reports_queue_time,
         s.tail_e2e_ms,
         c.server_cached_tokens,
         c.server_prompt_tokens,
         c.retractions,
-        g.batch_occupancy,
+        o.batch_occupancy,
         g.kv_usage_mean,
         g.kv_usage_max,
         coalesce(n.server_sample_count, 0) AS server_sample_count,
@@ -200,6 +238,7 @@ costed AS (
     LEFT JOIN itl AS i USING (week_start, scenario, run_id)
     LEFT JOIN per_run_slo AS s USING (week_start, scenario, run_id)
     LEFT JOIN counters AS c USING (week_start, scenario, run_id)
+    LEFT JOIN occupancy AS o USING (week_start, scenario, run_id)
     LEFT JOIN gauges AS g USING (week_start, scenario, run_id)
     LEFT JOIN sample_counts AS n USING (week_start, scenario, run_id)
     LEFT JOIN gpu AS u USING (week_start, scenario, run_id)
@@ -263,7 +302,9 @@ SELECT
     e2e_q[3] AS p95_e2e_ms,
     e2e_q[4] AS p99_e2e_ms,
     p95_e2e_from_schedule_ms,
-    tail_queue_ms / nullif(tail_e2e_ms, 0) AS p95_queue_share,
+    CASE WHEN tail_reports_queue_time THEN tail_server_queue_ms ELSE tail_modelled_queue_ms END
+        / nullif(tail_e2e_ms, 0) AS p95_queue_share,
+    CASE WHEN tail_e2e_ms > 0 THEN CASE WHEN tail_reports_queue_time THEN 'server' ELSE 'modelled' END END AS queue_share_source,
     share_reasoning_tokens / nullif(share_completion_tokens, 0) AS reasoning_token_share,
     slo_ttft_ms,
     slo_tpot_ms,
