@@ -307,7 +307,7 @@ def start_detached(spec: EndpointSpec, run_dir: Path, *, steps_share_host: bool 
             "step's own pod, where it ends with the step, before the replay_shard steps in other pods could "
             "use it. With a step-per-pod executor (k8s_job_executor), use mode attach with a long-running "
             "server and its Service (deploy/k8s/endpoint_twin.yaml); for sim or launch, run the whole run "
-            "in one pod (K8sRunLauncher with the job's default multiprocess executor)."
+            "in one pod (K8sRunLauncher with the job's own multiprocess executor)."
         )
     if spec.mode is EndpointMode.ATTACH:
         with _attached(spec, Path(run_dir)) as endpoint:

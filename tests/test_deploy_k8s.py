@@ -292,6 +292,8 @@ def test_instance_loads_with_its_run_launcher_run_pod_and_run_limits(offline):
     assert [m.mount_path for m in container.volume_mounts] == ["/mnt/costbench"]
     [volume] = loaded["pod"].volumes
     assert volume.persistent_volume_claim.claim_name == "costbench-warehouse"
+    # PID 1 is the pod's pause process, which reaps a stopped server whose starting step has exited.
+    assert loaded["pod"].share_process_namespace is True
 
 
 def _check_schema(schema, value):
@@ -340,6 +342,7 @@ def test_helm_values_render_the_instance_of_dagster_yaml(offline):
     assert helm_container.env_from == own_container.env_from
     assert helm_container.volume_mounts == own_container.volume_mounts
     assert helm_container.resources == own_container.resources
+    assert loaded["pod"].share_process_namespace is True
     assert {e.name for e in own_container.env} - {e.name for e in helm_container.env} == {"DAGSTER_PG_HOST", "DAGSTER_PG_USER"}
     [deployment] = _load("values.yaml")["dagster-user-deployments"]["deployments"]
     grpc = dict(zip(deployment["dagsterApiGrpcArgs"][::2], deployment["dagsterApiGrpcArgs"][1::2]))
