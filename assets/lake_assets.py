@@ -59,11 +59,7 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         scenario = catalog.scenario(part.scenario)
         spec = catalog.endpoint(replay_run.endpoint).as_of(part.week_start)
         window = workload.window(scenario.start_s, scenario.duration_s)
-        run_context = RunContext(
-            slo_ttft_ms=scenario.slo_ttft_ms,
-            slo_tpot_ms=scenario.slo_tpot_ms,
-            prefix_reuse_share=trace_stats(window).prefix_reuse_share,
-        )
+        run_context = RunContext.of_scenario(scenario, trace_stats(window).prefix_reuse_share)
         row = build_run_row(read_run_json(Path(replay_run.run_dir)), spec, part.scenario, part.week_start, run_context)
         _write(context, warehouse, "runs", row)
 

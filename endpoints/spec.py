@@ -1,7 +1,9 @@
 """Endpoint specs: how to reach or start the SGLang server a scenario replays against.
 
-Loaded from `workloads/endpoints.yaml`; validated once, then immutable. Secrets are named by the
-environment variable that holds them, never written here.
+Loaded from `workloads/endpoints.yaml` through a declared model (workloads/config_file.py: unknown
+keys, wrong types and missing keys fail with the file, the key path and the reason), then immutable.
+Secrets are named by the environment variable that holds them, never written here. An endpoint name
+becomes a file name (its server log), so it is restricted to config_file.SAFE_NAME.
 """
 
 from __future__ import annotations
@@ -11,8 +13,21 @@ from dataclasses import dataclass, replace
 from datetime import date
 from enum import Enum
 from pathlib import Path
+from typing import Annotated
 
-import yaml
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from replay.secret_redaction import is_secret_name
+from workloads.config_file import (
+    ConfigFileError,
+    ConfigModel,
+    IsoDate,
+    NonEmptyStr,
+    SafeName,
+    config_error,
+    parse_config,
+    read_yaml,
+)
 
 
 class EndpointMode(str, Enum):
@@ -21,8 +36,8 @@ class EndpointMode(str, Enum):
     ATTACH = "attach"  # a server someone else runs
 
 
-class EndpointSpecError(ValueError):
-    pass
+class EndpointSpecError(ConfigFileError):
+    """An invalid endpoints file: the message names the file, the key path and the reason."""
 
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -31,9 +46,6 @@ _HTTP_URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 _BIND_HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
 # provision() sets these itself: a second value would silently win (argparse keeps the last one).
 _RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port")
-# A secret on a command line ends up in `ps`, the server's log and /server_info.
-_SECRET_FLAGS = ("--api-key", "--admin-api-key")
-_SECRET_ENV_NAME = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)($|_)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,182 +88,195 @@ class EndpointSpec:
                 server_args = revision.server_args
         return replace(self, server_args=server_args, revisions=())
 
-    @staticmethod
-    def from_dict(raw: dict, where: str) -> "EndpointSpec":
-        if not isinstance(raw, dict):
-            raise EndpointSpecError(f"{where}: expected a mapping of endpoint fields, got {type(raw).__name__}")
-        name = str(raw.get("name") or "?")
 
-        def fail(message: str) -> EndpointSpecError:
-            return EndpointSpecError(f"{where}: endpoint {name!r}: {message}")
-
-        def need(key: str):
-            if key not in raw or raw[key] in (None, ""):
-                raise EndpointSpecError(f"{where}: endpoint {name!r} is missing {key!r}")
-            return raw[key]
-
-        def number(key: str, default: float | None = None) -> float:
-            value = raw.get(key, default) if default is not None else need(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise fail(f"{key} must be a number, got {value!r}")
-            return float(value)
-
-        need("name")
-        try:
-            mode = EndpointMode(need("mode"))
-        except ValueError:
-            raise fail(
-                f"unknown mode {raw['mode']!r} (expected one of {', '.join(m.value for m in EndpointMode)})"
-            ) from None
-        server_args = _server_args(raw.get("server_args") or [], fail)
-        api_key_env = raw.get("api_key_env")
-        if api_key_env is not None and not _ENV_NAME.match(str(api_key_env)):
-            raise fail("api_key_env must name an environment variable (like SGLANG_API_KEY), not hold the key itself")
-        url = _optional_url(raw, "url", fail)
-        worker_urls = raw.get("worker_urls") or []
-        if not isinstance(worker_urls, list):
-            raise fail(f"worker_urls must be a list of URLs, got {worker_urls!r}")
-        for i, worker in enumerate(worker_urls):
-            if not isinstance(worker, str) or not _HTTP_URL.match(worker):
-                raise fail(f"worker_urls[{i}] must be an http(s) URL, got {worker!r}")
-        if mode is EndpointMode.ATTACH and not url:
-            raise fail("mode attach needs a url")
-        if mode is not EndpointMode.ATTACH and (url or worker_urls):
-            raise fail(f"url and worker_urls are for mode attach; mode {mode.value} binds host and port itself")
-        host, port, advertise_url = _bind(raw, mode, fail)
-        gpu_count = number("gpu_count")
-        usd = number("usd_per_gpu_hour")
-        if gpu_count <= 0 or gpu_count != int(gpu_count) or usd < 0:
-            raise fail("gpu_count must be a whole number > 0 and usd_per_gpu_hour >= 0")
-        ready_timeout_s = number("ready_timeout_s", 600.0)
-        scrape_interval_s = number("scrape_interval_s", 1.0)
-        if ready_timeout_s <= 0 or scrape_interval_s <= 0:
-            raise fail("ready_timeout_s and scrape_interval_s must be > 0")
-        command = raw.get("command")
-        if command is not None and (not isinstance(command, list) or not command):
-            raise fail(f"command must be a non-empty list (program and its arguments), got {command!r}")
-        return EndpointSpec(
-            name=str(need("name")),
-            mode=mode,
-            model=str(need("model")),
-            server_args=server_args,
-            gpu_type=str(need("gpu_type")),
-            gpu_count=int(gpu_count),
-            usd_per_gpu_hour=usd,
-            url=url.rstrip("/") if url else None,
-            api_key_env=api_key_env,
-            command=tuple(str(c) for c in command) if command else None,
-            ready_timeout_s=ready_timeout_s,
-            worker_urls=tuple(w.rstrip("/") for w in worker_urls),
-            env=_env(raw.get("env") or {}, mode, fail),
-            dcgm_url=_optional_url(raw, "dcgm_url", fail),
-            scrape_interval_s=scrape_interval_s,
-            revisions=_revisions(raw.get("revisions") or [], fail),
-            host=host,
-            port=port,
-            advertise_url=advertise_url,
-        )
+# -- the file's model: one validator per kind of value, so each problem has its own key path ---------
 
 
-def _optional_url(raw: dict, key: str, fail) -> str | None:
-    value = raw.get(key)
-    if value in (None, ""):
-        return None
-    if not isinstance(value, str) or not _HTTP_URL.match(value):
-        raise fail(f"{key} must be an http(s) URL, got {value!r}")
-    return value
+def _is_value(arg: str) -> bool:
+    """A flag's value, not a flag (negative numbers included, e.g. --chunked-prefill-size -1)."""
+    return not arg.startswith("-") or arg.lstrip("-").replace(".", "").isdigit()
 
 
-def _bind(raw: dict, mode: EndpointMode, fail) -> tuple[str, int | None, str | None]:
-    """Where a server costbench starts listens (host, port) and the URL replay shards dial instead."""
-    if mode is EndpointMode.ATTACH:
-        if any(raw.get(key) not in (None, "") for key in ("host", "port", "advertise_url")):
-            raise fail("host, port and advertise_url are for a server costbench starts (launch, sim); attach has url")
-        return "127.0.0.1", None, None
-    host = raw.get("host", "127.0.0.1")
-    if not isinstance(host, str) or not _BIND_HOST.match(host):
-        raise fail(f"host must be an address or host name to bind, like 127.0.0.1 or 0.0.0.0, got {host!r}")
-    port = raw.get("port")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
-        raise fail(f"port must be a whole number from 1 to 65535, got {port!r}")
-    advertise_url = _optional_url(raw, "advertise_url", fail)
-    if advertise_url and port is None:
-        raise fail("advertise_url needs a fixed port: on a free port the address is not known before the server starts")
-    return host, port, advertise_url.rstrip("/") if advertise_url else None
+def _scalar_text(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a flag or a value (a string or a number), got {value!r}")
+    return str(value) if isinstance(value, (int, float)) else value
 
 
-def _server_args(server_args: object, fail) -> tuple[str, ...]:
-    if not isinstance(server_args, list) or not all(
-        isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in server_args
-    ):
-        raise fail("server_args must be a list of flags and values, like [--tp, 8]")
-    args = tuple(str(a) for a in server_args)
+def _server_arg(arg: str) -> str:
+    if _is_value(arg):
+        return arg
+    if " " in arg and "=" not in arg:
+        raise ValueError(f"{arg!r} holds a flag and its value in one item; write them as two items")
+    if not _FLAG.match(arg):
+        raise ValueError(f"{arg!r} is not a flag like --tp-size (two dashes, lower case)")
+    flag = arg.split("=", 1)[0]
+    if is_secret_name(flag.lstrip("-")):
+        raise ValueError(f"{flag} would write a secret in plain text; name its variable in api_key_env")
+    if flag in _RESERVED_FLAGS:
+        raise ValueError(f"{flag} is set by costbench (the model, host and port fields)")
+    return arg
+
+
+def _starts_with_flag(args: list[str]) -> list[str]:
     if args and not args[0].startswith("--"):
-        raise fail(f"server_args must start with a --flag, got {args[0]!r}")
-    for i, arg in enumerate(args):
-        if not arg.startswith("-") or arg.lstrip("-").replace(".", "").isdigit():
-            continue  # a value (negative numbers included, e.g. --chunked-prefill-size -1)
-        if " " in arg and "=" not in arg:
-            raise fail(f"server_args[{i}] {arg!r} holds a flag and its value in one item; write them as two items")
-        if not _FLAG.match(arg):
-            raise fail(f"server_args[{i}] {arg!r} is not a flag like --tp-size (two dashes, lower case)")
-        flag = arg.split("=", 1)[0]
-        if flag in _SECRET_FLAGS:
-            raise fail(f"server_args[{i}] {flag} would write a secret in plain text; name its variable in api_key_env")
-        if flag in _RESERVED_FLAGS:
-            raise fail(f"server_args[{i}] {flag} is set by costbench (the model, host and port fields)")
+        raise ValueError(f"must start with a --flag, like [--tp, 8], got {args[0]!r} first")
     return args
 
 
-def _revisions(raw: object, fail) -> tuple[EndpointRevision, ...]:
-    if not isinstance(raw, list):
-        raise fail(f"revisions must be a list of {{from_week, server_args, note}}, got {raw!r}")
-    revisions = []
-    for i, entry in enumerate(raw):
-        if not isinstance(entry, dict) or "from_week" not in entry or "server_args" not in entry:
-            raise fail(f"revisions[{i}] needs from_week and server_args")
-        week = entry["from_week"]
-        try:
-            week = week if isinstance(week, date) else date.fromisoformat(str(week))
-        except ValueError:
-            raise fail(f"revisions[{i}].from_week {entry['from_week']!r} is not a date (YYYY-MM-DD)") from None
-        if week.weekday() != 0:
-            raise fail(f"revisions[{i}].from_week {week} is not a Monday (weeks start on Monday)")
-        revisions.append(EndpointRevision(week, _server_args(entry["server_args"], fail), str(entry.get("note") or "")))
-    if [r.from_week for r in revisions] != sorted({r.from_week for r in revisions}):
-        raise fail("revisions must be in date order, one per week")
-    return tuple(revisions)
+def _command_item(arg: str) -> str:
+    flag = arg.split("=", 1)[0]
+    if flag.startswith("-") and is_secret_name(flag.lstrip("-")):
+        raise ValueError(f"{flag} would write a secret in plain text; name its variable in api_key_env")
+    return arg
 
 
-def _env(env: object, mode: EndpointMode, fail) -> tuple[tuple[str, str], ...]:
-    if not isinstance(env, dict):
-        raise fail(f"env must be a mapping of NAME: value, got {env!r}")
-    if env and mode is EndpointMode.ATTACH:
-        raise fail("env is for a server costbench starts (launch, sim), not for attach")
-    pairs = []
-    for key, value in env.items():
-        if not isinstance(key, str) or not _ENV_NAME.match(key):
-            raise fail(f"env key {key!r} is not an environment variable name")
-        if _SECRET_ENV_NAME.search(key):
-            raise fail(f"env {key} looks like a secret: export it where costbench runs (it is inherited), not here")
-        if isinstance(value, (dict, list)) or value is None:
-            raise fail(f"env {key} must be a string or number, got {value!r}")
-        pairs.append((key, str(value).lower() if isinstance(value, bool) else str(value)))
-    return tuple(sorted(pairs))
+def _http_url(value: str) -> str:
+    if "@" in value.split("://", 1)[-1].split("/", 1)[0]:  # checked first: the value is not echoed
+        raise ValueError("must not carry user:password; name the key's environment variable in api_key_env")
+    if not _HTTP_URL.match(value):
+        raise ValueError(f"must be an http(s) URL like http://host:30000, got {value!r}")
+    return value.rstrip("/")
+
+
+def _env_var_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        # Not echoed: what is here may be the key itself.
+        raise ValueError("must name an environment variable (like SGLANG_API_KEY), not hold the key itself")
+    return value
+
+
+def _env_value(value: object) -> object:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return str(value)
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string or a number, got {value!r}")
+    return value
+
+
+def _bind_host(value: str) -> str:
+    if not _BIND_HOST.match(value):
+        raise ValueError(f"must be an address or host name to bind, like 127.0.0.1 or 0.0.0.0, got {value!r}")
+    return value
+
+
+def _tcp_port(value: int) -> int:
+    if not 0 < value < 65536:
+        raise ValueError(f"must be a whole number from 1 to 65535, got {value!r}")
+    return value
+
+
+def _mode(value: str) -> str:
+    if value not in {m.value for m in EndpointMode}:
+        raise ValueError(f"unknown mode {value!r} (expected one of {', '.join(m.value for m in EndpointMode)})")
+    return value
+
+
+def _monday(week: date) -> date:
+    if week.weekday() != 0:
+        raise ValueError(f"{week} is not a Monday (weeks start on Monday)")
+    return week
+
+
+ServerArgs = Annotated[
+    list[Annotated[str, BeforeValidator(_scalar_text), AfterValidator(_server_arg)]], AfterValidator(_starts_with_flag)
+]
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+
+
+class _Revision(ConfigModel):
+    from_week: Annotated[IsoDate, AfterValidator(_monday)]
+    server_args: ServerArgs
+    note: str = ""
+
+
+class _EndpointEntry(ConfigModel):
+    name: SafeName
+    mode: Annotated[str, AfterValidator(_mode)]
+    model: NonEmptyStr
+    server_args: ServerArgs = []
+    gpu_type: NonEmptyStr
+    gpu_count: int = Field(gt=0)
+    usd_per_gpu_hour: float = Field(ge=0)
+    url: HttpUrl | None = None
+    api_key_env: Annotated[str, AfterValidator(_env_var_name)] | None = None
+    command: list[Annotated[NonEmptyStr, AfterValidator(_command_item)]] | None = Field(None, min_length=1)
+    ready_timeout_s: float = Field(600.0, gt=0)
+    worker_urls: list[HttpUrl] = []
+    env: dict[str, Annotated[str, BeforeValidator(_env_value)]] = {}
+    dcgm_url: HttpUrl | None = None
+    scrape_interval_s: float = Field(1.0, gt=0)
+    revisions: list[_Revision] = []
+    host: Annotated[str, AfterValidator(_bind_host)] | None = None  # None: 127.0.0.1
+    port: Annotated[int, AfterValidator(_tcp_port)] | None = None
+    advertise_url: HttpUrl | None = None
+
+
+class _EndpointsFile(ConfigModel):
+    endpoints: list[_EndpointEntry]
+
+
+def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
+    """The spec, after the rules that involve more than one key."""
+
+    def fail(*tail: str) -> EndpointSpecError:
+        *keys, reason = tail
+        return config_error(EndpointSpecError, path, ("endpoints", index, *keys), reason, f"endpoint {entry.name!r}")
+
+    mode = EndpointMode(entry.mode)
+    if mode is EndpointMode.ATTACH and not entry.url:
+        raise fail("url", "mode attach needs a url")
+    if mode is not EndpointMode.ATTACH:
+        for key in ("url", "worker_urls"):
+            if getattr(entry, key):
+                raise fail(key, f"url and worker_urls are for mode attach; mode {mode.value} binds host and port itself")
+    for key in ("host", "port", "advertise_url"):
+        if mode is EndpointMode.ATTACH and getattr(entry, key) is not None:
+            raise fail(key, "host, port and advertise_url are for a server costbench starts (launch, sim); attach has url")
+    if entry.advertise_url and entry.port is None:
+        raise fail("port", "advertise_url needs a fixed port: on a free port the address is not known before the server starts")
+    if entry.env and mode is EndpointMode.ATTACH:
+        raise fail("env", "env is for a server costbench starts (launch, sim), not for attach")
+    for key in entry.env:
+        if not _ENV_NAME.match(key):
+            raise fail("env", key, f"{key!r} is not an environment variable name")
+        if is_secret_name(key):
+            raise fail("env", key, "looks like a secret: export it where costbench runs (it is inherited), not here")
+    weeks = [r.from_week for r in entry.revisions]
+    if weeks != sorted(set(weeks)):
+        raise fail("revisions", "must be in date order, one per week")
+    return EndpointSpec(
+        name=entry.name,
+        mode=mode,
+        model=entry.model,
+        server_args=tuple(entry.server_args),
+        gpu_type=entry.gpu_type,
+        gpu_count=entry.gpu_count,
+        usd_per_gpu_hour=entry.usd_per_gpu_hour,
+        url=entry.url,
+        api_key_env=entry.api_key_env,
+        command=tuple(entry.command) if entry.command else None,
+        ready_timeout_s=entry.ready_timeout_s,
+        worker_urls=tuple(entry.worker_urls),
+        env=tuple(sorted(entry.env.items())),
+        dcgm_url=entry.dcgm_url,
+        scrape_interval_s=entry.scrape_interval_s,
+        revisions=tuple(EndpointRevision(r.from_week, tuple(r.server_args), r.note) for r in entry.revisions),
+        host=entry.host or "127.0.0.1",
+        port=entry.port,
+        advertise_url=entry.advertise_url,
+    )
 
 
 def load_endpoint_specs(path: Path) -> dict[str, EndpointSpec]:
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except yaml.YAMLError as exc:
-        raise EndpointSpecError(f"{path}: not valid YAML: {exc}") from None
-    entries = raw.get("endpoints") if isinstance(raw, dict) else None
-    if not isinstance(entries, list):
-        raise EndpointSpecError(f"{path}: expected a top-level 'endpoints:' list")
+    """Endpoint specs by name, in file order. Raises EndpointSpecError naming the file, the key path and the reason."""
+    path = Path(path)
+    parsed = parse_config(_EndpointsFile, read_yaml(path, EndpointSpecError), path, EndpointSpecError, "endpoint")
     specs: dict[str, EndpointSpec] = {}
-    for i, entry in enumerate(entries):
-        spec = EndpointSpec.from_dict(entry, f"{path} endpoints[{i}]")
-        if spec.name in specs:
-            raise EndpointSpecError(f"{path} endpoints[{i}]: duplicate endpoint name {spec.name!r}")
-        specs[spec.name] = spec
+    for index, entry in enumerate(parsed.endpoints):
+        if entry.name in specs:
+            raise config_error(EndpointSpecError, path, ("endpoints", index, "name"), f"duplicate endpoint name {entry.name!r}")
+        specs[entry.name] = _to_spec(entry, path, index)
     return specs

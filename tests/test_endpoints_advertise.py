@@ -62,10 +62,10 @@ def test_spec_reads_bind_host_port_and_advertise_url(tmp_path):
     "fields, message",
     [
         ({"advertise_url": "http://svc:30000"}, "advertise_url needs a fixed port"),
-        ({"port": 0}, "port must be a whole number from 1 to 65535"),
-        ({"port": "30000"}, "port must be a whole number"),
-        ({"host": "http://0.0.0.0"}, "host must be an address"),
-        ({"port": 30000, "advertise_url": "svc:30000"}, "advertise_url must be an http"),
+        ({"port": 0}, "port: must be a whole number from 1 to 65535"),
+        ({"port": "30000"}, "port: must be a whole number"),
+        ({"host": "http://0.0.0.0"}, "host: must be an address"),
+        ({"port": 30000, "advertise_url": "svc:30000"}, "advertise_url: must be an http"),
         ({"mode": "attach", "url": "http://svc:30000", "host": "0.0.0.0"}, "attach has url"),
     ],
 )

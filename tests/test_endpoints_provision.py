@@ -90,7 +90,7 @@ def test_attach_to_something_that_is_not_sglang_says_so(tmp_path):
     "entry, message",
     [
         ({"mode": "cloud"}, "unknown mode 'cloud'"),
-        ({"model": ""}, "missing 'model'"),
+        ({"model": ""}, "model: must not be empty"),
         ({"server_args": ["tp", "8"]}, "must start with a --flag"),
         ({"api_key_env": "sk-live-1234"}, "must name an environment variable"),
         ({"mode": "attach"}, "needs a url"),

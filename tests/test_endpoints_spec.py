@@ -21,30 +21,74 @@ def _load(tmp_path, **entry):
 @pytest.mark.parametrize(
     "entry, message",
     [
-        ({"server_args": ["--tp 8"]}, r"server_args\[0\] '--tp 8' holds a flag and its value in one item"),
-        ({"server_args": ["--tp", "8", "-dp", "2"]}, r"server_args\[2\] '-dp' is not a flag like --tp-size"),
+        ({"server_args": ["--tp 8"]}, r"server_args\[0\]: '--tp 8' holds a flag and its value in one item"),
+        ({"server_args": ["--tp", "8", "-dp", "2"]}, r"server_args\[2\]: '-dp' is not a flag like --tp-size"),
         ({"server_args": ["--TP", "8"]}, r"'--TP' is not a flag"),
-        ({"server_args": ["--tp", True]}, "must be a list of flags and values"),
+        ({"server_args": ["--tp", True]}, r"server_args\[1\]: must be a flag or a value \(a string or a number\), got True"),
+        ({"server_args": "--tp 8"}, "server_args: must be a list, got '--tp 8'"),
         ({"server_args": ["--api-key", "sk-123"]}, "secret in plain text; name its variable in api_key_env"),
         ({"server_args": ["--api-key=sk-123"]}, "secret in plain text"),
+        ({"server_args": ["--hf-token", "hf_abc"]}, r"server_args\[0\]: --hf-token would write a secret in plain text"),
         ({"server_args": ["--port", "30000"]}, "--port is set by costbench"),
         ({"server_args": ["--model-path", "x"]}, "--model-path is set by costbench"),
-        ({"env": {"HF_TOKEN": "hf_abc"}}, "env HF_TOKEN looks like a secret"),
-        ({"env": {"lower": "1"}}, "not an environment variable name"),
-        ({"env": ["A=1"]}, "env must be a mapping"),
-        ({"url": "http://10.0.0.1:30000"}, "url and worker_urls are for mode attach"),
-        ({"mode": "attach", "url": "http://r:30000", "worker_urls": ["10.0.0.2:30000"]}, r"worker_urls\[0\] must be an http"),
-        ({"mode": "attach", "url": "http://r:30000", "env": {"A": "1"}}, "env is for a server costbench starts"),
-        ({"dcgm_url": "gpu-host:9400"}, "dcgm_url must be an http"),
-        ({"scrape_interval_s": 0}, "must be > 0"),
-        ({"gpu_count": 2.5}, "gpu_count must be a whole number"),
-        ({"command": "python -m sglang_router.launch_server"}, "command must be a non-empty list"),
+        ({"env": {"HF_TOKEN": "hf_abc"}}, "env.HF_TOKEN: looks like a secret"),
+        ({"env": {"lower": "1"}}, "env.lower: 'lower' is not an environment variable name"),
+        ({"env": ["A=1"]}, r"env: must be a mapping, got \['A=1'\]"),
+        ({"env": {"A": [1]}}, r"env.A: must be a string or a number, got \[1\]"),
+        ({"url": "http://10.0.0.1:30000"}, "url: url and worker_urls are for mode attach"),
+        ({"mode": "attach", "url": "http://r:30000", "worker_urls": ["10.0.0.2:30000"]}, r"worker_urls\[0\]: must be an http"),
+        ({"mode": "attach", "url": "http://admin:pw@r:30000"}, "url: must not carry user:password"),
+        ({"mode": "attach", "url": "http://r:30000", "env": {"A": "1"}}, "env: env is for a server costbench starts"),
+        ({"dcgm_url": "gpu-host:9400"}, "dcgm_url: must be an http"),
+        ({"scrape_interval_s": 0}, "scrape_interval_s: must be > 0, got 0"),
+        ({"gpu_count": 2.5}, "gpu_count: must be a whole number, got 2.5"),
+        ({"gpu_count": "8"}, "gpu_count: must be a whole number, got '8'"),
+        ({"usd_per_gpu_hour": -1}, "usd_per_gpu_hour: must be >= 0, got -1"),
+        ({"command": "python -m sglang_router.launch_server"}, "command: must be a list"),
+        ({"command": []}, "command: must not be empty"),
+        ({"command": ["docker", "run", "-e", "X", "--api-key=sk-1"]}, r"command\[4\]: --api-key would write a secret"),
+        ({"gpus": 8}, "gpus: unknown key"),
+        ({"server_arg": ["--tp", "8"]}, "server_arg: unknown key \\(did you mean 'server_args'\\?\\)"),
+        ({"api_key": "sk-live"}, "api_key: unknown key \\(did you mean 'api_key_env'\\?\\)"),
     ],
-)
-def test_bad_specs_name_the_field_and_the_fix(tmp_path, entry, message):
+)  # fmt: skip
+def test_bad_specs_name_the_file_key_path_and_reason(tmp_path, entry, message):
     with pytest.raises(EndpointSpecError, match=message) as error:
         _load(tmp_path, **entry)
-    assert "endpoints[0]" in str(error.value) and "'e'" in str(error.value)
+    assert str(error.value).startswith(f"{tmp_path / 'endpoints.yaml'}: endpoints[0].")
+    assert str(error.value).endswith("(endpoint 'e')")
+
+
+def test_a_secret_in_a_bad_entry_is_not_repeated_in_the_error(tmp_path):
+    for entry in ({"api_key_env": "sk-live-1234"}, {"api_key": "sk-live-1234"}, {"env": {"HF_TOKEN": "sk-live-1234"}},
+                  {"mode": "attach", "url": "admin:sk-live-1234@gpu-node:30000"}):  # fmt: skip
+        with pytest.raises(EndpointSpecError) as error:
+            _load(tmp_path, **entry)
+        assert "sk-live-1234" not in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["../../../x", "a/b", ".hidden", "-rf", "", "two words", "é"])
+def test_an_endpoint_name_must_be_one_safe_path_component(tmp_path, name):
+    """The name becomes the server log's file name in the run folder (`<name>.server.log`)."""
+    with pytest.raises(EndpointSpecError) as error:
+        _load(tmp_path, name=name)
+    assert f"endpoints[0].name: must match ^[A-Za-z0-9][A-Za-z0-9._-]{{0,127}}$ (it becomes a folder and a file name), got {name!r}" in str(error.value)
+
+
+def test_missing_keys_and_duplicates(tmp_path):
+    path = tmp_path / "endpoints.yaml"
+    path.write_text(json.dumps({"endpoints": [{"name": "e", "mode": "sim", "model": "m"}]}))
+    with pytest.raises(EndpointSpecError) as error:
+        load_endpoint_specs(path)
+    assert str(error.value).splitlines() == [
+        f"{path}: endpoints[0].{key}: required key is missing (endpoint 'e')" for key in ("gpu_type", "gpu_count", "usd_per_gpu_hour")
+    ]
+    path.write_text(json.dumps({"endpoints": [BASE, {**BASE, "mode": "sim"}]}))
+    with pytest.raises(EndpointSpecError, match=r"endpoints\[1\].name: duplicate endpoint name 'e'"):
+        load_endpoint_specs(path)
+    path.write_text(json.dumps({"endpoint": []}))
+    with pytest.raises(EndpointSpecError, match=r"endpoints.yaml: endpoints: required key is missing"):
+        load_endpoint_specs(path)
 
 
 def test_negative_values_and_inline_values_are_not_mistaken_for_flags(tmp_path):
@@ -101,5 +145,5 @@ def test_revisions_change_the_flags_from_their_week_on(tmp_path):
     assert spec.as_of(date(2026, 11, 9)).server_args == ("--tp", "8", "--disable-radix-cache")
     assert spec.as_of(date(2026, 11, 23)).server_args == ("--tp", "8")
     path.write_text(path.read_text().replace("2026-11-16", "2026-11-17"))
-    with pytest.raises(EndpointSpecError, match="is not a Monday"):
+    with pytest.raises(EndpointSpecError, match=r"endpoints\[0\].revisions\[1\].from_week: 2026-11-17 is not a Monday"):
         load_endpoint_specs(path)

@@ -53,10 +53,10 @@ def test_scenario_fields_are_validated(tmp_path):
     scenario = load_scenarios(path, tmp_path)["s"]
     assert scenario.cold_start and scenario.shared_prefix_tokens == 2048
     path.write_text(base + "    cold_start: sometimes\n")
-    with pytest.raises(ScenarioError, match="cold_start must be true or false"):
+    with pytest.raises(ScenarioError, match="cold_start: must be true or false"):
         load_scenarios(path, tmp_path)
     path.write_text(base + "    shared_prefix_tokens: -512\n")
-    with pytest.raises(ScenarioError, match="shared_prefix_tokens must be a whole number"):
+    with pytest.raises(ScenarioError, match="shared_prefix_tokens: must be >= 0"):
         load_scenarios(path, tmp_path)
 
 
@@ -70,7 +70,7 @@ def test_replay_fields_of_a_scenario_are_validated(tmp_path):
     scenario = load_scenarios(path, tmp_path)["s"]
     assert (scenario.backend, scenario.shards, scenario.warmup_s, scenario.max_concurrency, scenario.require_reasoning) == (
         "openai-chat", 2, 3.0, 64, True)
-    for bad, message in (("backend: grpc", "backend must be"), ("shards: 0", "shards must be"), ("warmup_s: -1", "warmup_s must be")):
+    for bad, message in (("backend: grpc", "backend: must be"), ("shards: 0", "shards: must be"), ("warmup_s: -1", "warmup_s: must be")):
         path.write_text(base + f"    {bad}\n")
         with pytest.raises(ScenarioError, match=message):
             load_scenarios(path, tmp_path)

@@ -1,45 +1,50 @@
 """warehouse/prices.yaml: GPU list prices and API prices, validated, as rows for DuckDB tables gpu_prices, api_prices.
 
 Prices are informational (self-host vs API); a run's own cost uses its endpoint's usd_per_gpu_hour.
-A bad file is refused whole, with the file, the entry and what is wrong.
+A bad file is refused whole, as `<file>: <key path>: <reason>` (workloads/config_file.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
 from importlib import resources
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
+
+from workloads.config_file import (
+    ConfigFileError,
+    ConfigModel,
+    IsoDate,
+    NonEmptyStr,
+    config_error,
+    parse_config,
+    read_yaml,
+)
 
 
-class PriceTableError(ValueError):
+class PriceTableError(ConfigFileError):
     pass
 
 
-class _GpuPrice(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    gpu_type: str = Field(min_length=1)
+class _GpuPrice(ConfigModel):
+    gpu_type: NonEmptyStr
     usd_per_gpu_hour: float = Field(gt=0)
-    as_of: date
+    as_of: IsoDate
     source: str = Field(min_length=8)
 
 
-class _ApiPrice(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1)
-    models: list[str] = Field(min_length=1)
+class _ApiPrice(ConfigModel):
+    name: NonEmptyStr
+    models: list[NonEmptyStr] = Field(min_length=1)
     usd_per_mtok_cached_input: float = Field(ge=0)
     usd_per_mtok_uncached_input: float = Field(ge=0)
     usd_per_mtok_output: float = Field(ge=0)
-    as_of: date
+    as_of: IsoDate
     source: str = Field(min_length=8)
 
 
-class _PriceFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _PriceFile(ConfigModel):
     gpu: list[_GpuPrice]
     api: list[_ApiPrice]
 
@@ -56,26 +61,25 @@ def default_prices_path() -> Path:
 
 def load_price_table(path: Path | None = None) -> PriceTable:
     path = Path(path) if path is not None else default_prices_path()
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise PriceTableError(f"{path}: cannot read the price table: {exc}") from exc
-    try:
-        parsed = _PriceFile.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise PriceTableError(f"{path}: {where}: {first['msg']}") from None
-    gpu_types = [p.gpu_type for p in parsed.gpu]
-    if len(set(gpu_types)) != len(gpu_types):
-        raise PriceTableError(f"{path}: gpu: a gpu_type is listed twice in {gpu_types}")
+    parsed = parse_config(_PriceFile, read_yaml(path, PriceTableError), path, PriceTableError)
+    seen_gpus: dict[str, int] = {}
+    for index, price in enumerate(parsed.gpu):
+        if price.gpu_type in seen_gpus:
+            raise config_error(
+                PriceTableError, path, ("gpu", index, "gpu_type"),
+                f"{price.gpu_type!r} is listed twice (first at gpu[{seen_gpus[price.gpu_type]}])",
+            )  # fmt: skip
+        seen_gpus[price.gpu_type] = index
     api_rows = []
     seen: dict[str, str] = {}
-    for price in parsed.api:
+    for index, price in enumerate(parsed.api):
         for model in price.models:
             key = model.lower()
             if key in seen:
-                raise PriceTableError(f"{path}: api: model {model!r} is priced by both {seen[key]!r} and {price.name!r}")
+                raise config_error(
+                    PriceTableError, path, ("api", index, "models"),
+                    f"model {model!r} is priced by both {seen[key]!r} and {price.name!r}",
+                )  # fmt: skip
             seen[key] = price.name
             api_rows.append(
                 (

@@ -19,6 +19,7 @@ from endpoints.spec import EndpointMode, EndpointSpec
 from replay.records import RunInfo
 from replay.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
 from warehouse.lake import validate_scenario_name, validate_week_start
+from workloads.scenarios import Scenario
 
 __all__ = ["REDACTED", "RUNS_SCHEMA", "RunContext", "build_run_row", "max_running_requests", "run_backend"]
 
@@ -84,6 +85,17 @@ class RunContext:
     target_rps: float | None = None  # load the fleet must carry (requests/s), for fleet sizing
     budget_usd_per_request: float | None = None  # cost the scenario may spend per request (diagnoses)
     prefix_reuse_share: float | None = None  # workloads.trace_stats.prefix_reuse_share of the replayed window
+
+    @staticmethod
+    def of_scenario(scenario: Scenario, prefix_reuse_share: float | None = None) -> "RunContext":
+        """What a scenario says about its runs: its SLO, the load its fleet must carry and its budget."""
+        return RunContext(
+            slo_ttft_ms=scenario.slo_ttft_ms,
+            slo_tpot_ms=scenario.slo_tpot_ms,
+            target_rps=scenario.target_rps,
+            budget_usd_per_request=scenario.budget_usd_per_request,
+            prefix_reuse_share=prefix_reuse_share,
+        )
 
 
 def run_backend(run_info: RunInfo, endpoint: EndpointSpec) -> str:

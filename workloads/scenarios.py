@@ -1,28 +1,40 @@
 """Scenarios: which trace window to replay, how fast, against which endpoint, under which SLO.
 
-Loaded from `workloads/scenarios.yaml`, validated once, then immutable. A scenario name becomes a Dagster
-partition key and a lake folder (`scenario=<name>`), so it is restricted to [a-z0-9-]+.
-Trace files are resolved here but read later (`reader_registry.read_trace` names a missing file).
+Loaded from `workloads/scenarios.yaml` through a declared model (workloads/config_file.py: unknown
+keys, wrong types and missing keys fail with the file, the key path and the reason), then immutable.
+A scenario name becomes a Dagster partition key and a lake folder (`scenario=<name>`), so it is
+restricted to SCENARIO_NAME. Trace files are resolved here but read later (`reader_registry.read_trace`
+names a missing file).
 """
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Literal
 
-import yaml
+from pydantic import AfterValidator, Field
 
-from workloads.reader_registry import known_formats, parse_trace_format
+from workloads.config_file import (
+    ConfigFileError,
+    ConfigModel,
+    NonEmptyStr,
+    SafeName,
+    config_error,
+    parse_config,
+    read_yaml,
+)
+from workloads.reader_registry import parse_trace_format
 from workloads.workload import TraceFormat
 
-_NAME = re.compile(r"^[a-z0-9-]+$")
-_REQUIRED = ("name", "trace", "format", "start_s", "duration_s", "speedup", "endpoint", "slo")
+# A partition key, a folder name and a Kubernetes label value: lower case, digits and dashes.
+SCENARIO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
-class ScenarioError(ValueError):
-    """An invalid scenarios file: the message names the file, the scenario and the field."""
+class ScenarioError(ConfigFileError):
+    """An invalid scenarios file: the message names the file, the key path and the reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +57,8 @@ class Scenario:
     max_concurrency: int | None = None  # client-side cap on requests in flight
     require_reasoning: bool = False  # ask the server to count reasoning tokens (DeepSeek-R1)
     reasoning_ratio: float = 0.0  # reasoning tokens per answer token, for traces that did not capture them
+    target_rps: float | None = None  # load the fleet must carry (requests/s): run_summary sizes the fleet
+    budget_usd_per_request: float | None = None  # what a request may cost (USD): diagnoses judge against it
 
 
 def default_scenarios_path() -> Path:
@@ -55,101 +69,97 @@ def default_endpoints_path() -> Path:
     return Path(__file__).parent / "endpoints.yaml"
 
 
-def _number(raw: dict, key: str, where: str, *, positive: bool, allow_none: bool = False) -> float | None:
-    value = raw[key]
-    if value is None and allow_none:
-        return None
-    # bool is an int to Python; `speedup: yes` is a typo, not 1.0.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ScenarioError(f"{where}: {key} must be a number, got {value!r}")
-    if positive and value <= 0:
-        raise ScenarioError(f"{where}: {key} must be > 0, got {value!r}")
-    if not positive and value < 0:
-        raise ScenarioError(f"{where}: {key} must be >= 0, got {value!r}")
-    return float(value)
-
-
-def _scenario_from_dict(raw: object, where: str, repo_root: Path) -> Scenario:
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{where}: expected a mapping of scenario fields, got {type(raw).__name__}")
-    name = raw.get("name")
-    if name is not None:
-        where = f"{where} ({name})"
-    missing = [key for key in _REQUIRED if key not in raw]
-    if missing:
-        raise ScenarioError(f"{where}: missing field(s) {', '.join(missing)}")
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ScenarioError(
-            f"{where}: name {name!r} must match [a-z0-9-]+ (it becomes a partition key and a folder name)"
+def _scenario_name(value: str) -> str:
+    if not SCENARIO_NAME.match(value):
+        raise ValueError(
+            f"must match {SCENARIO_NAME.pattern} (it becomes a partition key and a folder name), got {value!r}"
         )
-    for key in ("trace", "endpoint"):
-        if not isinstance(raw[key], str) or not raw[key].strip():
-            raise ScenarioError(f"{where}: {key} must be a non-empty string, got {raw[key]!r}")
-    try:
-        trace_format = parse_trace_format(str(raw["format"]))
-    except ValueError:
-        raise ScenarioError(
-            f"{where}: unknown format {raw['format']!r}: known formats are {', '.join(known_formats())}"
-        ) from None
-    slo = raw["slo"]
-    if not isinstance(slo, dict) or "ttft_ms" not in slo or "tpot_ms" not in slo:
-        raise ScenarioError(f"{where}: slo must be a mapping with ttft_ms and tpot_ms, got {slo!r}")
-    cold_start = raw.get("cold_start", False)
-    if not isinstance(cold_start, bool):
-        raise ScenarioError(f"{where}: cold_start must be true or false, got {cold_start!r}")
-    shared_prefix_tokens = raw.get("shared_prefix_tokens", 0)
-    if isinstance(shared_prefix_tokens, bool) or not isinstance(shared_prefix_tokens, int) or shared_prefix_tokens < 0:
-        raise ScenarioError(f"{where}: shared_prefix_tokens must be a whole number >= 0, got {shared_prefix_tokens!r}")
-    backend = raw.get("backend", "sglang")
-    if backend not in ("sglang", "openai-chat", "openai-completions"):
-        raise ScenarioError(f"{where}: backend must be sglang, openai-chat or openai-completions, got {backend!r}")
-    shards = raw.get("shards", 1)
-    max_concurrency = raw.get("max_concurrency")
-    for key, value in (("shards", shards), ("max_concurrency", max_concurrency)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ScenarioError(f"{where}: {key} must be a whole number >= 1, got {value!r}")
-    require_reasoning = raw.get("require_reasoning", False)
-    if not isinstance(require_reasoning, bool):
-        raise ScenarioError(f"{where}: require_reasoning must be true or false, got {require_reasoning!r}")
-    trace = Path(raw["trace"])
-    return Scenario(
-        name=name,
-        description=str(raw.get("description") or ""),
-        trace=trace if trace.is_absolute() else (repo_root / trace),
-        trace_format=trace_format,
-        start_s=_number(raw, "start_s", where, positive=False),
-        duration_s=_number(raw, "duration_s", where, positive=True, allow_none=True),
-        speedup=_number(raw, "speedup", where, positive=True),
-        endpoint=raw["endpoint"],
-        slo_ttft_ms=_number(slo, "ttft_ms", f"{where} slo", positive=True),
-        slo_tpot_ms=_number(slo, "tpot_ms", f"{where} slo", positive=True),
-        cold_start=cold_start,
-        shared_prefix_tokens=shared_prefix_tokens,
-        backend=backend,
-        shards=shards,
-        warmup_s=_number(raw, "warmup_s", where, positive=False) if "warmup_s" in raw else 0.0,
-        max_concurrency=max_concurrency,
-        require_reasoning=require_reasoning,
-        reasoning_ratio=_number(raw, "reasoning_ratio", where, positive=False) if "reasoning_ratio" in raw else 0.0,
-    )
+    return value
 
 
-def load_scenarios(path: Path, repo_root: Path) -> dict[str, Scenario]:
-    """Scenarios by name, in file order. Raises ScenarioError naming the file, the scenario and the problem."""
+def _trace_format(value: str) -> str:
+    parse_trace_format(value)  # ValueError naming the known formats
+    return value
+
+
+class _Slo(ConfigModel):
+    ttft_ms: float = Field(gt=0)
+    tpot_ms: float = Field(gt=0)
+
+
+class _ScenarioEntry(ConfigModel):
+    name: Annotated[str, AfterValidator(_scenario_name)]
+    description: str | None = None
+    trace: NonEmptyStr
+    format: Annotated[str, AfterValidator(_trace_format)]
+    start_s: float = Field(ge=0)
+    duration_s: float | None = Field(gt=0)  # required; null: to the end of the trace
+    speedup: float = Field(gt=0)
+    endpoint: SafeName
+    slo: _Slo
+    cold_start: bool = False
+    shared_prefix_tokens: int = Field(0, ge=0)
+    backend: Literal["sglang", "openai-chat", "openai-completions"] = "sglang"
+    shards: int = Field(1, ge=1)
+    warmup_s: float = Field(0.0, ge=0)
+    max_concurrency: int | None = Field(None, ge=1)
+    require_reasoning: bool = False
+    reasoning_ratio: float = Field(0.0, ge=0)
+    target_rps: float | None = Field(None, gt=0)
+    budget_usd_per_request: float | None = Field(None, gt=0)
+
+    def to_scenario(self, repo_root: Path) -> Scenario:
+        # Strict float fields already hold floats (an int in the YAML is converted).
+        trace = Path(self.trace)
+        return Scenario(
+            name=self.name,
+            description=self.description or "",
+            trace=trace if trace.is_absolute() else repo_root / trace,
+            trace_format=parse_trace_format(self.format),
+            start_s=self.start_s,
+            duration_s=self.duration_s,
+            speedup=self.speedup,
+            endpoint=self.endpoint,
+            slo_ttft_ms=self.slo.ttft_ms,
+            slo_tpot_ms=self.slo.tpot_ms,
+            cold_start=self.cold_start,
+            shared_prefix_tokens=self.shared_prefix_tokens,
+            backend=self.backend,
+            shards=self.shards,
+            warmup_s=self.warmup_s,
+            max_concurrency=self.max_concurrency,
+            require_reasoning=self.require_reasoning,
+            reasoning_ratio=self.reasoning_ratio,
+            target_rps=self.target_rps,
+            budget_usd_per_request=self.budget_usd_per_request,
+        )
+
+
+class _ScenariosFile(ConfigModel):
+    scenarios: list[_ScenarioEntry] = Field(min_length=1)
+
+
+def load_scenarios(path: Path, repo_root: Path, endpoint_names: Collection[str] | None = None) -> dict[str, Scenario]:
+    """Scenarios by name, in file order. Raises ScenarioError naming the file, the key path and the reason.
+
+    With `endpoint_names` (the names in endpoints.yaml), a scenario naming another endpoint is refused too.
+    """
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read scenarios file: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: invalid YAML: {exc}") from None
-    entries = raw.get("scenarios") if isinstance(raw, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise ScenarioError(f"{path}: expected a non-empty top-level 'scenarios:' list")
+    parsed = parse_config(_ScenariosFile, read_yaml(path, ScenarioError), path, ScenarioError, "scenario")
     scenarios: dict[str, Scenario] = {}
-    for index, entry in enumerate(entries):
-        scenario = _scenario_from_dict(entry, f"{path} scenarios[{index}]", Path(repo_root))
-        if scenario.name in scenarios:
-            raise ScenarioError(f"{path} scenarios[{index}]: duplicate scenario name {scenario.name!r}")
-        scenarios[scenario.name] = scenario
+    first_index: dict[str, int] = {}
+    for index, entry in enumerate(parsed.scenarios):
+        if entry.name in scenarios:
+            raise config_error(
+                ScenarioError, path, ("scenarios", index, "name"),
+                f"duplicate scenario name {entry.name!r} (first at scenarios[{first_index[entry.name]}])",
+            )  # fmt: skip
+        if endpoint_names is not None and entry.endpoint not in endpoint_names:
+            raise config_error(
+                ScenarioError, path, ("scenarios", index, "endpoint"),
+                f"no endpoint named {entry.endpoint!r} (endpoints: {', '.join(sorted(endpoint_names))})",
+                f"scenario {entry.name!r}",
+            )  # fmt: skip
+        scenarios[entry.name] = entry.to_scenario(Path(repo_root))
+        first_index[entry.name] = index
     return scenarios

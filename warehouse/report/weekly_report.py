@@ -70,6 +70,32 @@ def _diagnosis_table(data: ReportData) -> str:
     return "<table><tr><th>scenario</th><th>run</th><th>verdict</th><th>the four numbers</th></tr>" + "".join(rows) + "</table>"
 
 
+def _fleet_table(data: ReportData) -> str:
+    """The scenarios' own targets: the fleet that carries target_rps inside the SLO, and the budget per request."""
+    week = data.runs[data.runs["week_start"] == data.week_start] if not data.runs.empty else data.runs
+    if not week.empty:
+        week = week[week["target_rps"].notna() | week["budget_usd_per_request"].notna()]
+    if week.empty:
+        return "<p class='note'>No scenario this week sets target_rps or budget_usd_per_request (workloads/scenarios.yaml).</p>"
+    rows = [
+        f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td><td>{html.escape(r['run_id'])}</td>"
+        f"<td>{_fmt(r['target_rps'], ',.4g', ' req/s')}</td><td>{_fmt(r['goodput_rps'], ',.4g', ' req/s')}</td>"
+        f"<td>{_fmt(r['replicas_for_target'], ',.0f')}</td><td>{_usd(r['fleet_usd_per_hour'], ',.2f')}</td>"
+        f"<td>{_usd(r['cost_per_request_usd'], '.5f')}</td><td>{_usd(r['budget_usd_per_request'], '.5f')}</td></tr>"
+        for _, r in week.sort_values(["scenario", "run_id"]).iterrows()
+    ]
+    head = (
+        "<tr><th>scenario</th><th>endpoint</th><th>run</th><th>target load</th><th>goodput per replica</th>"
+        "<th>replicas for target</th><th>fleet $/hour</th><th>cost/request</th><th>budget/request</th></tr>"
+    )
+    return f"<table class='fleet'>{head}{''.join(rows)}</table>"
+
+
+def _usd(value, spec: str) -> str:
+    text = _fmt(value, spec)
+    return text if text == "—" else f"${text}"
+
+
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
@@ -102,6 +128,7 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
         f"<style>{_STYLE}</style></head><body data-plots='{len(plots)}'>"
         f"<h1>costbench: week of {data.week_start}</h1>{sim_note}"
         f"<h2>Verdicts</h2>{_verdict_table(data)}<h2>Diagnoses (the four numbers)</h2>{_diagnosis_table(data)}"
+        f"<h2>Fleet sizing and budget</h2>{_fleet_table(data)}"
         f"<h2>Trends</h2>{figures}{_RENDER_CHECK}</body></html>"
     )
 

@@ -1,0 +1,201 @@
+"""YAML configuration read through declared models: scenarios.yaml, endpoints.yaml, prices.yaml.
+
+Each file is parsed by a pydantic model (`ConfigModel`: unknown keys forbidden, strict types, no
+NaN or infinity) at the boundary, then turned into the frozen dataclasses the code uses. Every
+problem is reported as `<file>: <key path>: <reason>`, e.g.
+`workloads/scenarios.yaml: scenarios[2].slo.ttft_ms: must be > 0, got 0 (scenario 'chat-v3')`,
+one line per problem, before anything is started. Lives in `workloads` (the bottom of the data
+flow) so `endpoints` and `warehouse` can share it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+# A name that becomes one path component (a folder, a log file name): no '/', no leading dot or dash.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_MAX_REPORTED = 10
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigFileError(ValueError):
+    """A configuration file that does not parse; the message is `<file>: <key path>: <reason>` lines."""
+
+
+class ConfigModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+
+def _safe_name(value: str) -> str:
+    if not SAFE_NAME.match(value):
+        raise ValueError(
+            f"must match {SAFE_NAME.pattern} (it becomes a folder and a file name), got {value!r}"
+        )
+    return value
+
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _iso_date(value: object) -> object:
+    # YAML reads 2026-11-16 as a date; a quoted "2026-11-16" is the same date, anything else is not one.
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a date (YYYY-MM-DD)") from None
+    return value
+
+
+SafeName = Annotated[str, AfterValidator(_safe_name)]
+NonEmptyStr = Annotated[str, AfterValidator(_non_empty)]
+IsoDate = Annotated[date, BeforeValidator(_iso_date)]
+
+
+def key_path(loc: Sequence[str | int]) -> str:
+    """('scenarios', 2, 'slo', 'ttft_ms') -> 'scenarios[2].slo.ttft_ms'."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def config_error(
+    error: type[ConfigFileError], path: Path, loc: Sequence[str | int], reason: str, entry: str = ""
+) -> ConfigFileError:
+    """One problem found after parsing (a rule across keys), in the same form; `entry` like "scenario 'x'"."""
+    return error(f"{path}: {key_path(loc)}: {reason}{f' ({entry})' if entry else ''}")
+
+
+def read_yaml(path: Path, error: type[ConfigFileError]) -> object:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise error(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise error(f"{path}: invalid YAML: {exc}") from None
+
+
+def parse_config(
+    model: type[M], raw: object, path: Path, error: type[ConfigFileError], entry_kind: str = "entry"
+) -> M:
+    """`raw` (what read_yaml returned) as `model`, or `error` naming the file, key path and reason of
+    each problem. `entry_kind` names the list items in messages ("scenario 'chat-v3'")."""
+    try:
+        return model.model_validate(raw if raw is not None else {})
+    except ValidationError as exc:
+        problems = exc.errors()
+        lines = [
+            f"{path}: {key_path(p['loc'])}: {_reason(model, p)}{_entry_name(raw, p['loc'], entry_kind)}"
+            for p in problems[:_MAX_REPORTED]
+        ]
+        if len(problems) > _MAX_REPORTED:
+            lines.append(f"{path}: ... and {len(problems) - _MAX_REPORTED} more problems")
+        raise error("\n".join(lines)) from None
+
+
+def _entry_name(raw: object, loc: Sequence[str | int], entry_kind: str) -> str:
+    """' (scenario 'chat-v3')' when the problem is inside a named list entry."""
+    if len(loc) < 2 or not isinstance(raw, dict) or not isinstance(loc[1], int):
+        return ""
+    entries = raw.get(loc[0])
+    if not isinstance(entries, list) or loc[1] >= len(entries) or not isinstance(entries[loc[1]], dict):
+        return ""
+    name = entries[loc[1]].get("name")
+    return f" ({entry_kind} {name!r})" if isinstance(name, str) and loc[2:] != ("name",) else ""
+
+
+def _got(problem: dict) -> str:
+    value = problem.get("input")
+    text = repr(value)
+    return f", got {text if len(text) <= 80 else text[:77] + '...'}"
+
+
+def _reason(model: type[BaseModel], problem: dict) -> str:
+    kind, ctx = problem["type"], problem.get("ctx") or {}
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "extra_forbidden":
+        return _unknown_key(model, problem["loc"])
+    if kind == "value_error":
+        return str(ctx.get("error", problem["msg"]))
+    simple = {
+        "bool_type": "must be true or false",
+        "int_type": "must be a whole number",
+        "float_type": "must be a number",
+        "finite_number": "must be a finite number",
+        "string_type": "must be a string",
+        "list_type": "must be a list",
+        "dict_type": "must be a mapping",
+        "model_type": "must be a mapping",
+        "model_attributes_type": "must be a mapping",
+        "date_type": "must be a date (YYYY-MM-DD)",
+        "string_too_short": "must not be empty",
+        "too_short": "must not be empty",
+    }
+    if kind in simple:
+        return simple[kind] + _got(problem)
+    bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+    if kind in bounds:
+        limit = next(iter(ctx.values()))
+        return f"must be {bounds[kind]} {limit:g}" + _got(problem)
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}" + _got(problem)
+    if kind == "string_pattern_mismatch":
+        return f"must match {ctx.get('pattern')}" + _got(problem)
+    return problem["msg"] + _got(problem)
+
+
+def _unknown_key(model: type[BaseModel], loc: Sequence[str | int]) -> str:
+    key = str(loc[-1])
+    owner = _model_at(model, loc[:-1])
+    if owner is None:
+        return "unknown key"
+    known = list(owner.model_fields)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    return f"unknown key ({hint})"
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model class that validates the value at `loc` (following fields, lists and optionals)."""
+    current: object = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, int):
+            args = typing.get_args(current)
+            current = args[0] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: object) -> object:
+    """`X | None` and `Annotated[X, ...]` -> X."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        else:
+            return annotation
