@@ -23,7 +23,7 @@ import orjson
 from endpoints.cache_prep import prepare_cache
 from endpoints.lease_file import LeaseRecord, end_lease, write_lease
 from endpoints.probe_session import probing
-from endpoints.provision import RunningEndpoint, start_detached, stop_detached
+from endpoints.provision import RunningEndpoint, start_detached
 from pipelines.partitions import WeekScenario
 from pipelines.resources import ScenarioCatalog, WarehouseResource
 from replay.run_json import write_run_json
@@ -33,6 +33,9 @@ from workloads.workload import Workload
 
 # How long the first ready shard waits for the others (a pod may have to be scheduled first).
 SHARD_RENDEZVOUS_TIMEOUT_S = 600.0
+# Executors that give each step its own pod or container: a server start_endpoint started would end
+# with that step's pod, so only attach endpoints work under them (endpoints/provision.py).
+STEP_PER_POD_EXECUTORS = frozenset({"k8s", "celery-k8s", "docker", "ecs"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +79,17 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     spec = catalog.endpoint(scenario.endpoint).as_of(part.week_start)
     run_id = f"{part.week_start:%Y%m%d}-{part.scenario}-{uuid.uuid4().hex[:8]}"
     run_dir = warehouse.run_dir(part.week_start.isoformat(), part.scenario, run_id)
-    lease = start_detached(spec, run_dir)
-    record = LeaseRecord(context.run_id, spec.name, lease.process_group, socket.gethostname(), _run_worker_pid())
-    try:
+    steps_share_host = context.job_def.executor_def.name not in STEP_PER_POD_EXECUTORS
+
+    def lease_it(process_group: int | None) -> None:
+        # Written the moment the server exists, so the lease sensor can stop it even if this step dies
+        # during the health wait (minutes for a real server).
+        record = LeaseRecord(context.run_id, spec.name, process_group, socket.gethostname(), _run_worker_pid())
         write_lease(warehouse.leases_dir(), record)
-    except BaseException:
-        stop_detached(lease.process_group)
-        raise
+
+    lease = start_detached(spec, run_dir, steps_share_host=steps_share_host, on_spawned=lease_it)
+    if lease.process_group is None:
+        lease_it(None)  # attached: nothing to stop, but finish_replay and the sensor find the lease alike
     try:
         cache = prepare_cache(lease.endpoint, scenario.cold_start)
     except BaseException:

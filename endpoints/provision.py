@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,8 +194,11 @@ def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_p
         pause_s = min(pause_s * 2, _POLL_MAX_S)
 
 
-def _start(spec: EndpointSpec, run_dir: Path) -> tuple[RunningEndpoint, subprocess.Popen]:
-    """Starts the server and waits until it is healthy; stops it again if it never gets there."""
+def _start(
+    spec: EndpointSpec, run_dir: Path, on_spawned: Callable[[int], None] | None = None
+) -> tuple[RunningEndpoint, subprocess.Popen]:
+    """Starts the server and waits until it is healthy; stops it again if it never gets there.
+    `on_spawned` gets the server's process group as soon as it exists, before the (long) health wait."""
     run_dir.mkdir(parents=True, exist_ok=True)
     port = spec.port or free_port(spec.host)
     here = local_url(spec, port)
@@ -206,6 +209,8 @@ def _start(spec: EndpointSpec, run_dir: Path) -> tuple[RunningEndpoint, subproce
     # Own process group, so teardown reaches every child (a router's workers, a container shim).
     process = start_in_own_group(command, log_path, dict(spec.env))
     try:
+        if on_spawned is not None:
+            on_spawned(process.pid)  # start_new_session: the leader's pid is the group id
         _wait_healthy(spec, here, process, log_path)
         if url != here:
             _check_advertised(spec, url, here)
@@ -294,8 +299,17 @@ class EndpointLease:
     process_group: int | None  # the server's process group; None when attached (nothing to stop)
 
 
-def start_detached(spec: EndpointSpec, run_dir: Path, *, steps_share_host: bool = True) -> EndpointLease:
+def start_detached(
+    spec: EndpointSpec,
+    run_dir: Path,
+    *,
+    steps_share_host: bool = True,
+    on_spawned: Callable[[int], None] | None = None,
+) -> EndpointLease:
     """Starts (or checks) the endpoint and leaves it running for other steps.
+
+    `on_spawned`: called with the server's process group the moment it exists (to record a lease that
+    outlives this process), before the health wait, which takes minutes for a real server.
 
     `steps_share_host`: whether the steps that use and stop the server run on this host (or pod), as
     under an in-process or multiprocess executor. When each step has its own pod (dagster-k8s's
@@ -312,7 +326,7 @@ def start_detached(spec: EndpointSpec, run_dir: Path, *, steps_share_host: bool 
     if spec.mode is EndpointMode.ATTACH:
         with _attached(spec, Path(run_dir)) as endpoint:
             return EndpointLease(endpoint, None)
-    endpoint, process = _start(spec, Path(run_dir))
+    endpoint, process = _start(spec, Path(run_dir), on_spawned)
     return EndpointLease(endpoint, process.pid)  # start_new_session: the leader's pid is the group id
 
 

@@ -29,7 +29,9 @@ class ScenarioCatalog(dg.ConfigurableResource):
     repo_root: str = str(REPO_ROOT)
 
     def scenario(self, name: str) -> Scenario:
-        scenarios = load_scenarios(Path(self.scenarios_path), Path(self.repo_root))
+        # Both files are checked whole at a run's first step, before any endpoint starts.
+        endpoints = load_endpoint_specs(self.endpoints_file())
+        scenarios = load_scenarios(Path(self.scenarios_path), Path(self.repo_root), endpoint_names=endpoints)
         if name not in scenarios:
             raise KeyError(f"{self.scenarios_path}: no scenario named {name!r}")
         return scenarios[name]

@@ -92,7 +92,9 @@ def _wait_for(predicate, timeout_s: float, what: str) -> float:
 def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(instance_paths, instance):
     schedule = defs.resolve_schedule_def(f"{WEEKLY_JOB}_schedule")
     tick = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # a Monday 06:00: replays the week of 11-16
-    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=tick)
+    context = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
+    )
     requests = schedule.evaluate_tick(context).run_requests
     scenarios = set(defs.resolve_job_def(WEEKLY_JOB).partitions_def.get_partitions_def_for_dimension("scenario").get_partition_keys())
     assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == scenarios

@@ -1,5 +1,6 @@
-"""Replay shards run in parallel under Dagster's multiprocess executor: two shard steps in two processes,
-one shared t0, one endpoint, and the merged run holds exactly the unsharded request set."""
+"""Replay shards run in parallel under the job's own (multiprocess) executor: two shard steps in two
+processes meet at a rendezvous and share one t0 on one endpoint, and the merged run holds exactly the
+unsharded request set."""
 
 from __future__ import annotations
 
@@ -48,7 +49,6 @@ def test_two_shards_replay_in_parallel_processes_and_merge_to_the_whole_window(t
                 Path(__file__).stem, sharded_job.__name__, reconstructor_working_directory=str(Path(__file__).parent)
             ),
             instance,
-            run_config={"execution": {"config": {"multiprocess": {"max_concurrent": 4}}}},
             tags={"dagster/partition": str(key), "dagster/partition/week": "2026-11-16", "dagster/partition/scenario": "sharded"},
         )
         assert result.success
@@ -60,6 +60,7 @@ def test_two_shards_replay_in_parallel_processes_and_merge_to_the_whole_window(t
     shard_infos = [read_run_json(run_dir / f"shard-{k}") for k in (0, 1)]
     assert {i.shard_index for i in shard_infos} == {0, 1}
     assert shard_infos[0].t0_wall_s == shard_infos[1].t0_wall_s  # one shared t0
+    assert sorted(p.name for p in (run_dir / "rendezvous").iterdir()) == ["shard-0.ready", "shard-1.ready"]
     assert all(i.requests_total > 0 for i in shard_infos)
 
     expected = read_trace(REPO / "workloads/traces/azure_conv_2023.csv", "azure").window(2614, 4)
