@@ -1,12 +1,14 @@
 """`costbench replay`: replay a trace window against an endpoint and print a one-screen summary.
 
 Exit codes: 0 when the replay ran (failed requests are data, not a failed command); 2 when it could
-not start (bad trace, bad options, unreachable endpoint); 130 when interrupted (results kept, partial).
+not start (bad trace, bad options, unreachable endpoint); 130 when interrupted by Ctrl-C or SIGTERM
+(results kept, partial; requests not finished are recorded as cancelled).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -26,6 +28,7 @@ from workloads.workload import TraceFormatError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+DEFAULT_FLUSH_INTERVAL_S = next(f.default for f in dataclasses.fields(ReplayConfig) if f.name == "flush_interval_s")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="shared t0 in epoch seconds, so shards on several machines start together")  # fmt: skip
     timing.add_argument("--request-timeout-s", type=float, default=600.0, help="per-request deadline")
     timing.add_argument("--lag-degraded-ms", type=float, default=10.0, help="schedule-lag p99 that flags the client degraded")
+    timing.add_argument("--flush-interval-s", type=float, default=DEFAULT_FLUSH_INTERVAL_S,
+                        help="a completed record is on disk within this (plus its write), even after SIGKILL "
+                             f"(default {DEFAULT_FLUSH_INTERVAL_S:g})")  # fmt: skip
     parser.add_argument("--require-reasoning", action="store_true", help="native backend: send require_reasoning (R1)")
     parser.add_argument("--out", type=Path, default=None, help="output directory (default runs/<run_id>)")
     parser.add_argument("--api-key-env", default=None, help="name of the environment variable holding the API key")
@@ -84,6 +90,7 @@ def _config(args: argparse.Namespace, run_id: str) -> ReplayConfig:
         seed=args.seed,
         run_id=run_id,
         lag_degraded_ms=args.lag_degraded_ms,
+        flush_interval_s=args.flush_interval_s,
         max_requests=args.max_requests,
         max_concurrency=args.max_concurrency,
         warmup_s=args.warmup_s,
@@ -114,7 +121,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"costbench replay: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        # The runner has merged the records it had and left run.json marked partial.
+        # Ctrl-C, or SIGTERM (replay/stop_signals.py): the runner has recorded the unfinished requests as
+        # cancelled, merged the records and left run.json marked partial.
         print(f"costbench replay: interrupted; partial results in {out_dir}", file=sys.stderr)
         return EXIT_INTERRUPTED
     summary = summarize(read_requests(out_dir, SUMMARY_COLUMNS), run)

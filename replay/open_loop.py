@@ -8,8 +8,8 @@ time (DESIGN.md, "Replay"), and both are recorded on it as `held_s`/`held_by`:
 - the concurrency cap: at most `max_concurrency` requests in flight, released in schedule order.
 Schedule lag is then sent − (scheduled + held): what the client itself added.
 
-Cancelling the run records every request it catches in flight or held as `cancelled`, so a stopped
-run still accounts for them.
+Cancelling the run records every request of the window it has not finished as `cancelled`: those
+in flight or held, and those not yet due. So a stopped run still accounts for every request.
 """
 
 from __future__ import annotations
@@ -28,9 +28,13 @@ Dispatch = Callable[[PreparedRequest], Awaitable[RequestRecord]]
 
 HELD_BY_SESSION = "session"
 HELD_BY_CONCURRENCY = "concurrency"
+STOPPED_UNFINISHED = "the replay was stopped before this request finished"
+STOPPED_NOT_DUE = "the replay was stopped before this request was due"
 
 
-def cancelled_record(request: PreparedRequest, run_id: str, held_s: float, held_by: str | None) -> RequestRecord:
+def cancelled_record(
+    request: PreparedRequest, run_id: str, held_s: float, held_by: str | None, message: str = STOPPED_UNFINISHED
+) -> RequestRecord:
     """A request the run stopped before it finished: nothing measured beyond its schedule."""
     return RequestRecord(
         run_id=run_id, request_id=request.request_id, session_id=request.session_id, turn=request.turn,
@@ -38,7 +42,7 @@ def cancelled_record(request: PreparedRequest, run_id: str, held_s: float, held_
         sent_mono_s=None, first_token_mono_s=None, first_answer_mono_s=None, finish_mono_s=None, chunk_mono_s=(),
         prompt_tokens=None, completion_tokens=None, cached_tokens=None, reasoning_tokens=None, finish_reason=None,
         http_status=None, status=RequestStatus.CANCELLED, error_kind="cancelled",
-        error_message="the replay was stopped before this request finished",
+        error_message=message,
         is_warmup=request.is_warmup, held_s=held_s, held_by=held_by,
     )  # fmt: skip
 
@@ -55,8 +59,8 @@ async def run_open_loop(
 ) -> int:
     """Send `requests` (sorted by offset_s) on schedule; `on_record` gets each record as it completes.
 
-    Returns the number of records delivered. If cancelled, in-flight and held requests are recorded
-    as cancelled and the cancellation propagates.
+    Returns the number of records delivered. If cancelled, in-flight, held and not yet due requests
+    are recorded as cancelled and the cancellation propagates.
     """
     if max_concurrency is not None and max_concurrency <= 0:
         raise ValueError(f"max_concurrency must be > 0, got {max_concurrency}")
@@ -67,6 +71,7 @@ async def run_open_loop(
     in_flight: set[asyncio.Task] = set()
     failures: list[BaseException] = []
     delivered = 0
+    started = 0  # requests[:started] got a task; the rest were not due when the run stopped
 
     async def one(index: int, request: PreparedRequest) -> None:
         nonlocal delivered
@@ -121,6 +126,7 @@ async def run_open_loop(
             task = asyncio.create_task(one(index, request), name=f"request {request.request_id}")
             in_flight.add(task)
             task.add_done_callback(finished)
+            started = index + 1
         while in_flight:
             await asyncio.wait(set(in_flight), return_when=asyncio.FIRST_EXCEPTION)
             raise_failure()
@@ -130,4 +136,7 @@ async def run_open_loop(
             task.cancel()
         if in_flight:
             await asyncio.gather(*in_flight, return_exceptions=True)
+        for request in requests[started:]:
+            on_record(cancelled_record(request, run_id, 0.0, None, STOPPED_NOT_DUE))
+            delivered += 1
     return delivered

@@ -7,15 +7,23 @@ is atomic, so a reader never sees half a part). When the process ends the run in
 survives, the parts are merged into `requests.parquet` (also via a temporary name) and removed.
 `requests_reader.read_requests` reads whichever of the two exists.
 
+A batch is flushed when it reaches `flush_every_records`, or `flush_interval_s` after its oldest record
+arrived, whichever comes first. The second needs no further traffic: `flush_when_due` is a timer task
+on the event loop that flushes at that deadline, so a pause in arrivals does not leave records in
+memory. A record added at time t is therefore in a renamed part file by t + flush_interval_s plus the
+time the writer thread takes to write its part (and any part queued before it), and plus however late
+the event loop wakes the timer; SIGKILL loses at most that much.
+
 Parts are written on one background thread so the event loop (and the open-loop schedule) never
 waits on disk, and in order because there is only one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,7 +51,7 @@ class PartFileSink:
         out_dir: Path,
         now_s: Callable[[], float],
         flush_every_records: int = 256,
-        flush_interval_s: float = 2.0,
+        flush_interval_s: float = 1.0,
     ) -> None:
         if flush_every_records <= 0 or flush_interval_s <= 0:
             raise ValueError("flush_every_records and flush_interval_s must be > 0")
@@ -53,7 +61,8 @@ class PartFileSink:
         self._flush_every_records = flush_every_records
         self._flush_interval_s = flush_interval_s
         self._rows: list[dict] = []
-        self._last_flush_s = now_s()
+        self._oldest_s = 0.0  # when the oldest buffered row arrived (meaningful while _rows is not empty)
+        self._arrived = asyncio.Event()  # set when the buffer stops being empty; wakes flush_when_due
         self._executor: ThreadPoolExecutor | None = None
         self._pending: list[Future] = []
         self._parts_started = 0
@@ -69,16 +78,39 @@ class PartFileSink:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="part-sink")
 
     def add(self, record: RequestRecord) -> None:
+        now_s = self._now_s()
+        if not self._rows:
+            self._oldest_s = now_s
+            self._arrived.set()
         self._rows.append(record_row(record))
-        if (
-            len(self._rows) >= self._flush_every_records
-            or self._now_s() - self._last_flush_s >= self._flush_interval_s
-        ):
+        if len(self._rows) >= self._flush_every_records or now_s - self._oldest_s >= self._flush_interval_s:
             self.flush()
+
+    def flush_due_s(self) -> float | None:
+        """When the buffered batch is due on `now_s`'s clock (its oldest row + flush_interval_s); None if empty."""
+        return self._oldest_s + self._flush_interval_s if self._rows else None
+
+    async def flush_when_due(self, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> None:
+        """Flush every batch when it is due, however long until the next record; runs until cancelled.
+
+        Run it as a task on the loop that calls `add`. It waits `due - now_s()` with `sleep` (the event
+        loop's timer by default, which runs on the same monotonic clock as MonotonicClock) and checks
+        `now_s` again on waking, so a timer that fires early only makes it wait the rest.
+        """
+        while True:
+            due_s = self.flush_due_s()
+            if due_s is None:
+                self._arrived.clear()
+                await self._arrived.wait()
+                continue
+            wait_s = due_s - self._now_s()
+            if wait_s > 0:
+                await sleep(wait_s)
+            else:
+                self.flush()
 
     def flush(self) -> None:
         """Hand the buffered rows to the writer thread as one part; returns at once."""
-        self._last_flush_s = self._now_s()
         if not self._rows:
             return
         if self._executor is None:

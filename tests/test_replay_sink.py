@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from replay.clock import MonotonicClock
+from replay.open_loop import STOPPED_NOT_DUE, STOPPED_UNFINISHED
 from replay.part_sink import PartFileSink
 from replay.records import REQUEST_RECORD_SCHEMA, RequestRecord, RequestStatus
 from replay.requests_reader import PARTS_DIR, REQUESTS_FILE, part_paths, read_requests, requests_partial_parts
@@ -86,6 +87,68 @@ def test_sink_flushes_on_time_as_well_as_on_count(tmp_path):
     assert pq.ParquetFile(tmp_path / REQUESTS_FILE).num_row_groups == 2
 
 
+class ScriptedTimer:
+    """The sink's clock and its timer's sleep: a sleep records how long it was asked to wait and
+    returns when the test moves the clock (to any time, so an early wake-up can be scripted too)."""
+
+    def __init__(self, now_s: float) -> None:
+        self.now_s = now_s
+        self.waits_s: list[float] = []
+        self._wake: asyncio.Future | None = None
+
+    async def sleep(self, delay_s: float) -> None:
+        self.waits_s.append(delay_s)
+        self._wake = asyncio.get_running_loop().create_future()
+        await self._wake
+
+    async def advance_to(self, t_s: float) -> None:
+        self.now_s = t_s
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+        await _settle()
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_the_timer_flushes_each_batch_flush_interval_after_its_oldest_record_without_further_arrivals(tmp_path):
+    timer = ScriptedTimer(now_s=10.0)
+    records = _records(3)
+
+    async def main() -> PartFileSink:
+        sink = PartFileSink(tmp_path, lambda: timer.now_s, flush_every_records=100, flush_interval_s=1.0)
+        sink.open()
+        task = asyncio.create_task(sink.flush_when_due(timer.sleep))
+        await _settle()
+        assert timer.waits_s == []  # nothing buffered: it waits for a record, not for the clock
+        timer.now_s = 10.25
+        sink.add(records[0])
+        await _settle()
+        assert timer.waits_s == [1.0] and sink.flush_due_s() == 11.25
+        timer.now_s = 10.75
+        sink.add(records[1])  # joins the batch; the deadline stays the oldest record's
+        await timer.advance_to(11.0)  # the timer woke early: it waits the rest, flushes nothing
+        assert timer.waits_s == [1.0, 0.25] and sink.records_written == 0
+        await timer.advance_to(11.25)
+        assert sink.records_written == 2 and sink.flush_due_s() is None  # no arrival needed
+        await _settle()
+        assert len(timer.waits_s) == 2  # idle again until the next record
+        timer.now_s = 30.0
+        sink.add(records[2])
+        await _settle()
+        await timer.advance_to(31.0)
+        assert timer.waits_s[2:] == [1.0] and sink.records_written == 3
+        task.cancel()
+        return sink
+
+    sink = asyncio.run(main())
+    sink.close()
+    parquet = pq.ParquetFile(tmp_path / REQUESTS_FILE)
+    assert [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)] == [2, 1]
+
+
 def test_open_clears_an_earlier_runs_records_from_the_directory(tmp_path):
     first = PartFileSink(tmp_path, MonotonicClock().now_s)
     first.open()
@@ -104,7 +167,7 @@ def test_reading_a_directory_without_records_names_it(tmp_path):
         read_requests(tmp_path)
 
 
-def test_a_run_stopped_halfway_records_in_flight_requests_as_cancelled(tmp_path):
+def test_a_run_stopped_halfway_records_in_flight_and_not_yet_due_requests_as_cancelled(tmp_path):
     async def main():
         async with SglangPeer(PeerBehaviour(token_delay_s=0.5)) as peer:
             config = ReplayConfig(url=peer.url, run_id="half", flush_every_records=1)
@@ -121,10 +184,12 @@ def test_a_run_stopped_halfway_records_in_flight_requests_as_cancelled(tmp_path)
     asyncio.run(main())
     run = read_run_json(tmp_path)
     assert run.partial and run.finished_wall_s is None
-    assert (run.requests_total, run.requests_recorded, run.requests_ok) == (3, 2, 0)
-    rows = read_requests(tmp_path).to_pylist()
-    assert sorted(r["request_id"] for r in rows) == ["r0", "r1"]
-    assert {r["status"] for r in rows} == {"cancelled"}
+    assert (run.requests_total, run.requests_recorded, run.requests_ok) == (3, 3, 0)
+    rows = {r["request_id"]: r for r in read_requests(tmp_path).to_pylist()}
+    assert sorted(rows) == ["r0", "r1", "r2"]
+    assert {r["status"] for r in rows.values()} == {"cancelled"}
+    assert rows["r2"]["error_message"] == STOPPED_NOT_DUE and rows["r2"]["scheduled_mono_s"] == 30.0
+    assert rows["r0"]["error_message"] == rows["r1"]["error_message"] == STOPPED_UNFINISHED
 
 
 KILLED_REPLAY = """
