@@ -1,4 +1,5 @@
-"""The Dagster wiring: definitions load and validate; one partition materializes for real."""
+"""The Dagster wiring: definitions load and validate; the shipped instance queues as documented.
+Runs of the weekly job are tested as users' runs run, through the instance: test_pipelines_instance.py."""
 
 from __future__ import annotations
 
@@ -10,11 +11,8 @@ import sys
 from pathlib import Path
 
 import dagster as dg
-import duckdb
-import pyarrow.parquet as pq
-import pytest
 
-from pipelines.definitions import WEEKLY_JOB, build_definitions, defs
+from pipelines.definitions import WEEKLY_JOB, defs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -56,67 +54,6 @@ def test_dagster_definitions_validate_passes(tmp_path):
         cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-@pytest.fixture()
-def short_scenarios(tmp_path):
-    path = tmp_path / "scenarios.yaml"
-    path.write_text(
-        """
-scenarios:
-  - name: chat-short
-    description: three seconds of Mooncake conversation traffic
-    trace: workloads/traces/mooncake_conversation.jsonl
-    format: mooncake
-    start_s: 0
-    duration_s: 3
-    speedup: 2.0
-    endpoint: v3-8xh200
-    slo: {ttft_ms: 2000, tpot_ms: 100}
-"""
-    )
-    return path
-
-
-def test_materializing_one_partition_fills_lake_duckdb_and_runs_the_checks(tmp_path, short_scenarios, monkeypatch):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    warehouse_root = tmp_path / "warehouse"
-    local_defs = build_definitions(scenarios_path=short_scenarios, warehouse_root=warehouse_root)
-    job = local_defs.resolve_job_def(WEEKLY_JOB)
-    key = dg.MultiPartitionKey({"week": "2026-11-16", "scenario": "chat-short"})
-    with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(partition_key=key, instance=instance)
-        assert result.success
-        # The run is in the instance's storage, so the UI and the schedule see it.
-        assert instance.get_run_by_id(result.run_id) is not None
-
-    requests_file = warehouse_root / "lake" / "requests" / "week=2026-11-16" / "scenario=chat-short" / "part-0.parquet"
-    requests = pq.read_table(requests_file).to_pandas()
-    # Mooncake's first three seconds: every request replayed, each with the server's own usage.
-    assert len(requests) >= 5
-    assert (requests["status"] == "ok").all()
-    assert (requests["completion_tokens"] == requests["output_tokens"]).all()
-    assert (requests["prompt_tokens"] == requests["input_tokens"]).all()
-
-    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
-    assert checks["requests_quality"].passed
-    assert checks["requests_quality"].metadata["evaluated_expectations"].value >= 4
-
-    with duckdb.connect(str(warehouse_root / "costbench.duckdb"), read_only=True) as con:
-        row = con.execute(
-            "SELECT completed_requests, failed_requests, cost_per_request_usd, prefix_cache_hit_rate "
-            "FROM weekly_trends WHERE scenario = 'chat-short' AND week_start = DATE '2026-11-16'"
-        ).fetchone()
-        window_s = con.execute("SELECT window_s FROM runs").fetchone()[0]
-    completed, failed, cost, hit_rate = row
-    assert completed == len(requests) and failed == 0
-    # DESIGN.md: gpu_count x usd_per_gpu_hour x window_s / 3600 / completed.
-    assert cost == pytest.approx(8 * 3.5 * window_s / 3600 / completed)
-    # The first Mooncake requests share block 0: the radix cache must have hit something.
-    assert hit_rate > 0
 
 
 def test_shipped_instance_queues_runs_one_per_endpoint_and_one_warehouse_writer(tmp_path, monkeypatch):

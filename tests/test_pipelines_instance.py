@@ -4,12 +4,16 @@ job's own executor (a process per step), never in-process.
 
 - a schedule tick: every run request it yields succeeds;
 - a two-week backfill of one scenario: both weeks land, one replay at a time on the endpoint;
-- a run terminated mid-replay, and a run whose run worker is killed: the lease sensor stops the twin.
+- a run terminated mid-replay, and a run whose run worker is killed: the lease sensor stops the twin;
+- no secret on disk: one endpoint is attached to a server that answers /server_info as SGLang does,
+  echoing its api_key; nothing the runs leave (event log, compute logs, daemon log, lake, DuckDB, run
+  folders) holds the key.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import time
@@ -19,24 +23,53 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from endpoints.lease_file import read_leases
 from pipelines.definitions import WEEKLY_JOB, defs
 from pipelines.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
+    check_evaluations,
     running_daemon,
     submit_backfill,
     submit_run,
     wait_for_runs,
 )
-from pipelines.resources import WAREHOUSE_ENV
+from pipelines.resources import ENDPOINTS_ENV, WAREHOUSE_ENV
 from pipelines.schedules import ENDPOINT_TAG
+from replay_sglang_peer import PeerBehaviour, peer_in_thread
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 420.0
 STOP_BOUND_S = 60.0  # the lease sensor ticks every 10 s; the daemon may take a few more to evaluate it
+KEY_ENV = "COSTBENCH_TEST_ATTACH_KEY"
+ATTACHED = "v3-8xh200"  # the endpoint of chat-v3-h200, attached to the SGLang-like server in these tests
+SECRET = f"sk-{secrets.token_hex(16)}"
+ADMIN_SECRET = f"adm-{secrets.token_hex(16)}"
+
+
+def _sglang_server_info() -> dict:
+    """/server_info as SGLang releases have served it: ServerArgs with api_key and admin_api_key in them."""
+    return {
+        "model_path": "deepseek-ai/DeepSeek-V3", "served_model_name": "deepseek-ai/DeepSeek-V3", "tp_size": 8,
+        "api_key": SECRET, "admin_api_key": ADMIN_SECRET, "schedule_policy": "lpm", "max_running_requests": 64,
+        "enable_cache_report": True, "enable_metrics": True, "version": "0.5.4",
+        "scheduler_info": {"max_total_num_tokens": 400000},
+    }  # fmt: skip
+
+
+def _endpoints_with_attached(path: Path, url: str) -> Path:
+    raw = yaml.safe_load((REPO / "workloads" / "endpoints.yaml").read_text())
+    for entry in raw["endpoints"]:
+        if entry["name"] == ATTACHED:
+            entry.clear()
+            entry.update(name=ATTACHED, mode="attach", model="deepseek-ai/DeepSeek-V3", url=url, api_key_env=KEY_ENV,
+                         gpu_type="H200", gpu_count=8, usd_per_gpu_hour=3.5)  # fmt: skip
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +79,14 @@ def instance_paths(tmp_path_factory):
     home = root / "dagster_home"
     home.mkdir()
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
-    paths = InstancePaths(home, env={WAREHOUSE_ENV: str(root / "warehouse")})
     previous = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
-    with running_daemon(paths):
-        yield paths
+    with peer_in_thread(PeerBehaviour(server_info=_sglang_server_info())) as peer:
+        endpoints = _endpoints_with_attached(root / "endpoints.yaml", peer.url)
+        env = {WAREHOUSE_ENV: str(root / "warehouse"), ENDPOINTS_ENV: str(endpoints), KEY_ENV: SECRET}
+        paths = InstancePaths(home, env=env)
+        with running_daemon(paths):
+            yield paths
     if previous is None:
         os.environ.pop("DAGSTER_HOME", None)
     else:
@@ -112,11 +148,28 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
             e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
         }
         assert os.getpid() not in step_pids and len(step_pids) > 3
-    with duckdb.connect(str(_warehouse(instance_paths) / "costbench.duckdb"), read_only=True) as con:
+    for run in runs:  # every check ran, and the blocking ones passed
+        checks = {e.check_name: e for e in check_evaluations(instance, run)}
+        assert set(checks) == {"requests_quality", "runs_quality", "cost_regression"}
+        assert checks["requests_quality"].passed and checks["runs_quality"].passed
+    warehouse = _warehouse(instance_paths)
+    with duckdb.connect(str(warehouse / "costbench.duckdb"), read_only=True) as con:
         weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()
+        cost, hit_rate, completed = con.execute(
+            "SELECT cost_per_request_usd, prefix_cache_hit_rate, completed_requests FROM weekly_trends "
+            "WHERE scenario = 'azure-chat-v3-h200' AND week_start = DATE '2026-11-16'"
+        ).fetchone()
+        [window_s] = con.execute("SELECT window_s FROM runs WHERE scenario = 'azure-chat-v3-h200'").fetchone()
     assert {(s, str(w)) for s, w, _ in weeks} >= {(s, "2026-11-16") for s in scenarios}
-    assert all(completed > 0 for _, _, completed in weeks)
-    assert read_leases(_warehouse(instance_paths) / "runs" / "leases") == []  # every endpoint stopped
+    assert all(n > 0 for _, _, n in weeks)
+    # The twin's scenario by hand from the lake: every request ok with the server's own usage, and
+    # DESIGN.md's cost: gpu_count x usd_per_gpu_hour x window_s / 3600 / completed.
+    lake = pq.read_table(warehouse / "lake/requests/week=2026-11-16/scenario=azure-chat-v3-h200/part-0.parquet").to_pandas()
+    assert (lake["status"] == "ok").all() and (lake["completion_tokens"] == lake["output_tokens"]).all()
+    assert completed == int((~lake["is_warmup"]).sum())
+    assert cost == pytest.approx(8 * 3.5 * window_s / 3600 / completed)
+    assert hit_rate > 0.3  # the 2,048-token system prompt is shared by every request
+    assert read_leases(warehouse / "runs" / "leases") == []  # every endpoint stopped
 
 
 def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(instance_paths, instance):
@@ -170,3 +223,36 @@ def test_a_run_whose_run_worker_is_killed_leaves_no_server_running(instance_path
     assert not (leases / f"{run_id}.json").exists()
     # The sensor also marks the run failed, so nothing waits on it and the failure notice goes out.
     _wait_for(lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed")
+
+
+def _decoded(path: Path) -> str:
+    """What a reader sees in a compressed file (Parquet, DuckDB); raw bytes cover the rest (SQLite, logs)."""
+    if path.suffix == ".parquet":
+        return str(pq.read_table(path).to_pylist())
+    if path.suffix == ".duckdb":
+        with duckdb.connect(str(path), read_only=True) as con:
+            tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+            return "".join(str(con.execute(f'SELECT * FROM "{name}"').fetchall()) for (name,) in tables)
+    return ""
+
+
+def test_no_secret_in_anything_the_runs_left(instance_paths, instance):
+    # After the schedule tick's runs: chat-v3-h200 replayed against the attached SGLang-like server.
+    attached = [r for r in instance.get_runs() if r.tags.get(ENDPOINT_TAG) == ATTACHED]
+    if not attached:  # this test run alone
+        key = dg.MultiPartitionKey({"week": "2026-11-16", "scenario": "chat-v3-h200"})
+        run_id = submit_run(instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: ATTACHED, **_partition_tags(key)}, str(uuid.uuid4()))
+        attached = wait_for_runs(instance, dg.RunsFilter(run_ids=[run_id]), 1, RUN_TIMEOUT_S)
+    assert all(r.status is dg.DagsterRunStatus.SUCCESS for r in attached)
+    roots = [Path(instance_paths.dagster_home), _warehouse(instance_paths)]
+    files = [p for root in roots for p in root.rglob("*") if p.is_file()]
+    assert any(p.name == "server_facts.json" for p in files) and any(p.suffix == ".db" for p in files)
+    leaked = [
+        str(p) for p in files
+        for secret in (SECRET, ADMIN_SECRET)
+        if secret.encode() in p.read_bytes() or secret in _decoded(p)
+    ]  # fmt: skip
+    assert not leaked, f"the API key is stored in {leaked}"
+    # The search sees stored server facts: the server's other facts are there.
+    facts = next(p for p in files if p.name == "server_facts.json" and "scenario=chat-v3-h200" in str(p))
+    assert b"max_running_requests" in facts.read_bytes() and b"<redacted>" in facts.read_bytes()
