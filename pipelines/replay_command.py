@@ -61,6 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     timing.add_argument("--shard", default="0/1", help="replay shard k of n (by session hash), e.g. 0/4")
     timing.add_argument("--start-at-epoch-s", type=float, default=None,
                         help="shared t0 in epoch seconds, so shards on several machines start together")  # fmt: skip
+    timing.add_argument("--rendezvous", default=None, metavar="DIR",
+                        help="a folder every shard sees: t0 is fixed once all n shards are ready there")  # fmt: skip
+    timing.add_argument("--rendezvous-timeout-s", type=float, default=600.0,
+                        help="how long a ready shard waits for the others before failing (default 600)")  # fmt: skip
     timing.add_argument("--request-timeout-s", type=float, default=600.0, help="per-request deadline")
     timing.add_argument("--lag-degraded-ms", type=float, default=10.0, help="schedule-lag p99 that flags the client degraded")
     timing.add_argument("--flush-interval-s", type=float, default=DEFAULT_FLUSH_INTERVAL_S,
@@ -97,6 +101,8 @@ def _config(args: argparse.Namespace, run_id: str) -> ReplayConfig:
         shard_index=shard_index,
         shard_count=shard_count,
         start_at_epoch_s=args.start_at_epoch_s,
+        rendezvous_dir=args.rendezvous,
+        rendezvous_timeout_s=args.rendezvous_timeout_s,
         arrival_process=args.arrivals,
         rate_rps=args.rate_rps,
         burstiness=args.burstiness,

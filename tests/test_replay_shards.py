@@ -1,12 +1,13 @@
-"""Sharding end to end: two `costbench replay --shard k/2` processes in parallel, one shared t0."""
+"""Sharding end to end: two `costbench replay --shard k/2` processes in parallel meet at a rendezvous
+and share one t0, fixed once both are ready."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from pipelines import cli
@@ -39,10 +40,10 @@ def test_two_shards_in_parallel_replay_exactly_the_unsharded_requests(tmp_path):
         # The unsharded replay, in this process (same command, same code path, no interpreter start-up).
         assert cli.main(["replay", "--trace", str(trace), "--format", "mooncake", "--url", peer.url, "--out",
                          str(tmp_path / "whole"), "--no-progress", "--speedup", "2", "--max-requests", "30"]) == 0
-        start = time.time() + 6.0  # both shards start their clocks at this one epoch second (startup is slow on a busy CI box)
+        rendezvous = tmp_path / "rendezvous"
         shards = [
             _replay(trace, peer.url, tmp_path / f"shard{k}", "--max-requests", "30", "--shard", f"{k}/2",
-                    "--start-at-epoch-s", f"{start:.6f}")
+                    "--rendezvous", str(rendezvous))
             for k in range(2)
         ]  # fmt: skip
         for proc in shards:
@@ -54,7 +55,8 @@ def test_two_shards_in_parallel_replay_exactly_the_unsharded_requests(tmp_path):
     assert shard_ids[0] and shard_ids[1]  # both shards did work
     assert sorted(shard_ids[0] + shard_ids[1]) == sorted(whole_ids)  # union is the whole, no overlap
     runs = [read_run_json(tmp_path / f"shard{k}") for k in range(2)]
-    assert runs[0].t0_wall_s == runs[1].t0_wall_s == pytest.approx(start)
+    ready = [orjson.loads((rendezvous / f"shard-{k}.ready").read_bytes())["ready_wall_s"] for k in range(2)]
+    assert runs[0].t0_wall_s == runs[1].t0_wall_s == pytest.approx(max(ready) + 0.5)  # the last arrival + lead
     assert [(r.shard_index, r.shard_count) for r in runs] == [(0, 2), (1, 2)]
     assert sum(r.requests_total for r in runs) == 30 and all(not r.partial for r in runs)
     # Requests went out on the shared timeline: a request's schedule is the same in a shard as unsharded.
