@@ -3,8 +3,10 @@
 A run that succeeds or fails stops its own endpoint (finish_replay, the failure hook). A run terminated
 from the UI, or whose run worker was killed, may never get there: its server (on a GPU host, an SGLang
 process holding 8 GPUs) would run on, reparented to init. Every tick this sensor reads the lease files
-(endpoints/lease_file.py) and ends each whose run is finished, cancelling, gone from the instance, or
-whose run worker no longer exists; a run left marked as started by a dead worker is marked failed.
+(endpoints/lease_file.py) and ends each whose run is finished or cancelling, or whose run worker no
+longer exists; a run left marked as started by a dead worker is marked failed.
+A lease of a run this instance does not know (another instance sharing the warehouse) is ended only
+when its run worker is gone.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ _OVER = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRun
 def lease_over(lease: LeaseRecord, run: dg.DagsterRun | None) -> str | None:
     """Why this lease must end now, or None while its run may still use the endpoint."""
     if run is None:
-        return f"run {lease.owner_run_id} is not in this instance"
+        # Another instance's run on a shared warehouse, or a run deleted from this one: only its
+        # worker's death is ours to act on.
+        return f"run {lease.owner_run_id} is not in this instance and its run worker is gone" if lease.owner_alive() is False else None
     if run.status in _OVER:
         return f"run {run.run_id} is {run.status.value}"
     if lease.owner_alive() is False:
