@@ -64,8 +64,11 @@ def test_shipped_instance_queues_runs_one_per_endpoint_and_one_warehouse_writer(
     with dg.DagsterInstance.get() as instance:
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
         config = instance.get_concurrency_config()
-    [limit] = config.run_queue_config.tag_concurrency_limits
-    assert limit == {"key": "costbench/endpoint", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+    per_value = {"applyLimitPerUniqueValue": True}
+    assert list(config.run_queue_config.tag_concurrency_limits) == [
+        {"key": "costbench/endpoint", "value": per_value, "limit": 1},
+        {"key": "dagster/partition/scenario", "value": per_value, "limit": 1},  # asset-graph launches too
+    ]
     assert config.pool_config.default_pool_limit == 1
     trends = next(a for a in defs.resolve_asset_graph().assets_defs if dg.AssetKey("weekly_trends") in a.keys)
     assert "warehouse_writer" in {op.pool for op in trends.node_def.iterate_op_defs()}
