@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.column_schemas import column_schema
+from assets.partitions import WeekScenario
 from assets.replay_asset import ReplayOutput
+from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.probe_records import GPU_SAMPLE_SCHEMA, GPU_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA, SERVER_SAMPLES_FILE
-from pipelines.partitions import WeekScenario
-from pipelines.resources import ScenarioCatalog, WarehouseResource
 from replay.requests_reader import read_requests
 from replay.run_json import read_run_json
 from warehouse.lake import write_partition

@@ -6,9 +6,9 @@ Data-quality failures on requests are ERROR and block the marts; a cost regressi
 import dagster as dg
 import pandas as pd
 
+from assets.partitions import WeekScenario
+from assets.resources import WarehouseResource
 from assets.trend_assets import partition_run_rows, partition_trend_rows
-from pipelines.partitions import WeekScenario
-from pipelines.resources import WarehouseResource
 from warehouse.lake import read_partition
 from warehouse.quality import QualityResult, check_requests, check_runs, check_weekly_trends
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import dagster as dg
 import orjson
 
+from assets.partitions import WeekScenario
+from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.cache_prep import prepare_cache
 from endpoints.lease_file import LeaseRecord, end_lease, write_lease
 from endpoints.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
-from pipelines.partitions import WeekScenario
-from pipelines.resources import ScenarioCatalog, WarehouseResource
 from replay.run_json import write_run_json
 from replay.runner import ReplayConfig, run_replay
 from replay.shard_merge import merge_shard_runs

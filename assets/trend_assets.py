@@ -4,8 +4,8 @@ week's report built from them."""
 import dagster as dg
 
 from assets.column_schemas import column_schema
-from pipelines.partitions import WeekScenario
-from pipelines.resources import WarehouseResource
+from assets.partitions import WeekScenario
+from assets.resources import WarehouseResource
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse.store import Warehouse
 

@@ -4,8 +4,8 @@ prompt in front of every request and its reasoning budget (the replay takes its 
 
 import dagster as dg
 
-from pipelines.partitions import WeekScenario
-from pipelines.resources import ScenarioCatalog
+from assets.partitions import WeekScenario
+from assets.resources import ScenarioCatalog
 from workloads.reader_registry import read_trace
 from workloads.reasoning_budget import with_reasoning
 from workloads.shared_prefix import with_shared_prefix

@@ -8,15 +8,15 @@ from pathlib import Path
 import dagster as dg
 
 from assets.lake_assets import build_lake_assets
+from assets.partitions import build_partitions
 from assets.quality_checks import build_quality_checks
 from assets.replay_asset import build_replay_asset
+from assets.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource
 from assets.trend_assets import build_trend_assets
 from assets.workload_asset import build_workload_asset
-from pipelines.partitions import build_partitions
 from pipelines.failure_notice import failure_notice_sensor
 from pipelines.lease_sensor import endpoint_lease_sensor
 from pipelines.schedules import build_weekly_schedule, partition_run_tags
-from pipelines.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource
 from workloads.scenarios import load_scenarios
 
 WEEKLY_JOB = "weekly_benchmark"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
 from pipelines.definitions import WEEKLY_JOB
 from pipelines.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints
 from pipelines.instance_runs import (
@@ -29,7 +30,6 @@ from pipelines.instance_runs import (
     submit_backfill,
     wait_for_runs,
 )
-from pipelines.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
 from pipelines.trend_console import print_check_verdicts, print_regression_verdicts, print_weekly_trends
 from warehouse.store import Warehouse
 from workloads.scenarios import load_scenarios
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
     _prepare_home(home)
     endpoints = story_endpoints(ENDPOINTS_PATH, home / "demo-endpoints.yaml", weeks)
-    # The runs read the warehouse and the demo's dated endpoints from here (pipelines/resources.py).
+    # The runs read the warehouse and the demo's dated endpoints from here (assets/resources.py).
     paths = InstancePaths(home, env={WAREHOUSE_ENV: str(warehouse), ENDPOINTS_ENV: str(endpoints)})
     # Oldest week first: the run queue is first in, first out, so each week's baseline exists before it.
     keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": s})) for w in weeks for s in sorted(scenarios)]

@@ -23,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 import orjson
 
-from pipelines.resources import REPO_ROOT
+from assets.resources import REPO_ROOT
 
 BACKFILL_TAG = "dagster/backfill"
 _BACKFILL_ID = re.compile(r"Launched backfill job `([^`]+)`")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.resources import WarehouseResource
 from endpoints.lease_file import LeaseRecord, end_lease, read_leases
-from pipelines.resources import WarehouseResource
 
 LEASE_SENSOR_INTERVAL_S = 10
 _OVER = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED,

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from assets.replay_asset import start_endpoint
+from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.spec import EndpointSpecError
 from pipelines.definitions import build_definitions
-from pipelines.resources import ScenarioCatalog, WarehouseResource
 from workloads.scenarios import ScenarioError, default_endpoints_path, default_scenarios_path
 
 

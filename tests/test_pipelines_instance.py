@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from assets.resources import ENDPOINTS_ENV, WAREHOUSE_ENV
 from endpoints.lease_file import read_leases
 from pipelines.definitions import WEEKLY_JOB, defs
 from pipelines.instance_runs import (
@@ -38,7 +39,6 @@ from pipelines.instance_runs import (
     submit_run,
     wait_for_runs,
 )
-from pipelines.resources import ENDPOINTS_ENV, WAREHOUSE_ENV
 from pipelines.schedules import ENDPOINT_TAG
 from replay_sglang_peer import PeerBehaviour, peer_in_thread
 
