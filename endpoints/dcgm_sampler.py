@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from endpoints.gpu_sampler import GpuSource, OnceNotes, unmeasured
+from endpoints.gpu_protocol import GpuSource, OnceNotes, unmeasured
 from endpoints.probe_records import GpuSample
 from endpoints.server_facts import http_get
 

@@ -1,4 +1,4 @@
-"""GPU samplers behind one protocol, chosen by where the GPUs are (registry keyed by GpuSource).
+"""GPU samplers chosen by where the GPUs are (registry keyed by GpuSource; protocol in gpu_protocol).
 
 NVML when the GPUs are on this host (launch), a DCGM exporter when they are not (attach with
 dcgm_url), none otherwise (the twin, or a remote endpoint without an exporter). A sampler that
@@ -8,76 +8,18 @@ cannot measure records null values and its reason once, never zeros.
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import Enum
-from typing import Protocol
 
-from endpoints.probe_records import GpuSample
+from endpoints.dcgm_sampler import DcgmSampler
+from endpoints.gpu_protocol import GpuSampler, GpuSource, NoGpuSampler
+from endpoints.nvml_sampler import open_nvml_sampler
 from endpoints.spec import EndpointMode, EndpointSpec
 
 
-class GpuSource(str, Enum):
-    NVML = "nvml"
-    DCGM = "dcgm"
-    NONE = "none"
-
-
-class GpuSampler(Protocol):
-    source: GpuSource
-
-    def sample(self, run_id: str, wall_s: float) -> list[GpuSample]:
-        """Zero or more rows for this instant; never raises for an unavailable source."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def unmeasured(run_id: str, wall_s: float, host: str, source: GpuSource, note: str) -> GpuSample:
-    return GpuSample(run_id, wall_s, host, None, source.value, None, None, None, None, None, note)
-
-
-class NoGpuSampler:
-    """No source: one row with null values and the reason, then nothing."""
-
-    source = GpuSource.NONE
-
-    def __init__(self, host: str, reason: str) -> None:
-        self.host = host
-        self.reason = reason
-        self._noted = False
-
-    def sample(self, run_id: str, wall_s: float) -> list[GpuSample]:
-        if self._noted:
-            return []
-        self._noted = True
-        return [unmeasured(run_id, wall_s, self.host, self.source, self.reason)]
-
-    def close(self) -> None:
-        pass
-
-
-class OnceNotes:
-    """Remembers which failure reasons were already written, so each is recorded once per run."""
-
-    def __init__(self) -> None:
-        self._seen: set[str] = set()
-
-    def first_time(self, reason: str) -> bool:
-        if reason in self._seen:
-            return False
-        self._seen.add(reason)
-        return True
-
-
-# The sampler modules import this one, so they are imported where used.
 def _nvml(spec: EndpointSpec, host: str) -> GpuSampler:
-    from endpoints.nvml_sampler import open_nvml_sampler
-
     return open_nvml_sampler(host)
 
 
 def _dcgm(spec: EndpointSpec, host: str) -> GpuSampler:
-    from endpoints.dcgm_sampler import DcgmSampler
-
     return DcgmSampler(str(spec.dcgm_url))
 
 

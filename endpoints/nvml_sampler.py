@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pynvml
 
-from endpoints.gpu_sampler import GpuSampler, GpuSource, NoGpuSampler, OnceNotes, unmeasured
+from endpoints.gpu_protocol import GpuSampler, GpuSource, NoGpuSampler, OnceNotes, unmeasured
 from endpoints.probe_records import GpuSample
 
 

@@ -31,7 +31,8 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from endpoints.gpu_sampler import GpuSampler, open_gpu_sampler
+from endpoints.gpu_protocol import GpuSampler
+from endpoints.gpu_sampler import open_gpu_sampler
 from endpoints.metrics_scrape import DeltaTracker, parse_sglang_metrics
 from endpoints.probe_records import (
     GPU_SAMPLE_SCHEMA,

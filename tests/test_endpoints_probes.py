@@ -8,15 +8,16 @@ import urllib.request
 import pyarrow.parquet as pq
 import pytest
 from aiohttp import web
-from endpoints_loopback import serve_in_thread
 
 from endpoints.dcgm_sampler import DcgmSampler
-from endpoints.gpu_sampler import GpuSource, NoGpuSampler, gpu_source_for
+from endpoints.gpu_protocol import GpuSource, NoGpuSampler
+from endpoints.gpu_sampler import gpu_source_for
 from endpoints.nvml_sampler import open_nvml_sampler
 from endpoints.probe_records import GPU_SAMPLE_SCHEMA, GPU_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA, SERVER_SAMPLES_FILE
 from endpoints.probe_session import ProbeSession, probing
 from endpoints.provision import provision
 from endpoints.spec import EndpointMode, EndpointSpec
+from endpoints_loopback import serve_in_thread
 
 DCGM_PAGE = """# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
 # TYPE DCGM_FI_DEV_SM_CLOCK gauge
