@@ -1,0 +1,140 @@
+"""The layers point one way, read statically from the source (ast; nothing is imported).
+
+workloads, replay, endpoints and warehouse are the Dagster-free library; assets wires them into
+Dagster; pipelines is the top (Definitions, schedule, sensors, CLI). replay talks to endpoints only
+over HTTP. No module of the project imports itself through others, function-local imports included.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+LIBRARY = ("workloads", "replay", "endpoints", "warehouse")
+PACKAGES = (*LIBRARY, "assets", "pipelines")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _project_modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in sorted((REPO_ROOT / pkg).rglob("*.py"))}
+
+
+MODULES = _project_modules()
+
+
+def _imported_names(module: str, path: Path) -> Iterator[str]:
+    """Every dotted name the module imports, anywhere in it; `from x import y` gives x.y when that is a module."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, node.module] if node.module else anchor)
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                yield candidate if candidate in MODULES else base
+
+
+def _within(name: str, top: str) -> bool:
+    return name == top or name.startswith(top + ".")
+
+
+def _imports(package: str) -> list[tuple[str, str]]:
+    """(module, imported name) for every import in the modules of one package."""
+    return sorted(
+        {
+            (module, name)
+            for module, path in MODULES.items()
+            if _within(module, package)
+            for name in _imported_names(module, path)
+        }
+    )
+
+
+@pytest.mark.parametrize("package", LIBRARY)
+def test_library_never_imports_dagster(package: str) -> None:
+    offenders = [(m, n) for m, n in _imports(package) if n.split(".")[0].startswith("dagster")]
+    assert offenders == [], f"{package} imports Dagster: {offenders}"
+
+
+def test_assets_never_import_pipelines() -> None:
+    offenders = [(m, n) for m, n in _imports("assets") if _within(n, "pipelines")]
+    assert offenders == [], f"assets imports pipelines: {offenders}"
+
+
+def test_replay_imports_neither_endpoints_nor_warehouse() -> None:
+    offenders = [(m, n) for m, n in _imports("replay") if _within(n, "endpoints") or _within(n, "warehouse")]
+    assert offenders == [], f"replay imports endpoints or warehouse (it talks to endpoints over HTTP): {offenders}"
+
+
+def _project_target(name: str) -> str | None:
+    """The project module a dotted import name loads, or None when it is not the project's."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {module: set() for module in MODULES}
+    for module, path in MODULES.items():
+        for name in _imported_names(module, path):
+            target = _project_target(name)
+            if target is not None and target != module:
+                graph[module].add(target)
+    return graph
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as [a, b, ..., a], or None when the graph is acyclic (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in sorted(graph):
+        if state.get(root):
+            continue
+        path = [root]
+        stack = [iter(sorted(graph[root]))]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(graph[nxt])))
+    return None
+
+
+def test_find_cycle_reports_a_cycle() -> None:
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_import_graph_sees_from_imports_of_modules() -> None:
+    graph = _import_graph()
+    assert "endpoints.probe_records" in graph["endpoints.probe_session"]
+    assert "assets.lake_assets" in graph["pipelines.definitions"]
+
+
+def test_no_import_cycles() -> None:
+    cycle = _find_cycle(_import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
