@@ -1,15 +1,26 @@
 """The twin's virtual clock: time jumps to the next wake-up, in due order, and a stuck program says so."""
 
 import asyncio
-import time
 
 import pytest
 
 from endpoints.sim.clock import MonotonicClock, VirtualClock, VirtualDeadlockError
 
 
+class JumpRecordingClock(VirtualClock):
+    """Records each forward jump: the idle loop asked to wait this long and got the time at once."""
+
+    def __init__(self, start_s: float = 0.0) -> None:
+        super().__init__(start_s)
+        self.jumps_s: list[float] = []
+
+    def _advance(self, delay_s: float) -> None:
+        self.jumps_s.append(delay_s)
+        super()._advance(delay_s)
+
+
 def test_virtual_time_jumps_to_each_wake_up_in_due_order():
-    clock = VirtualClock(start_s=100.0)
+    clock = JumpRecordingClock(start_s=100.0)
     woke: list[tuple[str, float]] = []
 
     async def sleeper(name: str, t_s: float):
@@ -19,10 +30,10 @@ def test_virtual_time_jumps_to_each_wake_up_in_due_order():
     async def main():
         await asyncio.gather(sleeper("late", 3600.0), sleeper("early", 101.5), sleeper("past", 50.0))
 
-    start = time.perf_counter()
     clock.run(main())
     assert woke == [("past", 100.0), ("early", 101.5), ("late", 3600.0)]
-    assert time.perf_counter() - start < 0.5
+    # An hour in two jumps straight to the due timers, no stepping and no real wait in between.
+    assert clock.jumps_s == [pytest.approx(1.5), pytest.approx(3498.5)]
 
 
 def test_asyncio_timeouts_follow_virtual_time():
@@ -45,11 +56,15 @@ def test_a_program_where_nothing_can_wake_is_reported_not_hung():
 
 
 def test_monotonic_clock_sleeps_until_an_absolute_time():
-    clock = MonotonicClock()
+    """The sleep is target minus the time source's now (a deadline, not a duration); a deadline already
+    past returns at once. A scripted source over the virtual loop makes the check exact."""
+    loop_clock = VirtualClock()
+    clock = MonotonicClock(time_s=lambda: 1000.0 + loop_clock.now_s())
 
     async def main():
-        target = clock.now_s() + 0.05
-        await clock.sleep_until(target)
-        return clock.now_s() - target
+        await clock.sleep_until(1000.25)
+        woke_s = clock.now_s()
+        await clock.sleep_until(999.0)
+        return woke_s, clock.now_s()
 
-    assert 0 <= asyncio.run(main()) < 0.05
+    assert loop_clock.run(main()) == (1000.25, 1000.25)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import selectors
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -26,13 +26,17 @@ class Clock(Protocol):
 
 
 class MonotonicClock:
-    """Wall time (time.monotonic), for the twin behind HTTP."""
+    """Wall time (time.monotonic), for the twin behind HTTP. `time_s` is the time source (tests pass a
+    scripted one); sleeps are the event loop's own, so they follow the loop's clock."""
+
+    def __init__(self, time_s: Callable[[], float] = time.monotonic) -> None:
+        self._time_s = time_s
 
     def now_s(self) -> float:
-        return time.monotonic()
+        return self._time_s()
 
     async def sleep_until(self, t_s: float) -> None:
-        delay_s = t_s - time.monotonic()
+        delay_s = t_s - self._time_s()
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
 
 
