@@ -1,11 +1,17 @@
-"""Every column's definition as warehouse/schema.sql states it, for whoever shows columns to people
-(Dagster's asset column schemas): the one-line comment is the documentation, kept in one place."""
+"""Every column's definition, for whoever shows columns to people (Dagster's asset column schemas).
+
+A column the lake stores is defined once, next to its record (warehouse/lake_columns.py): its type and
+one-line definition come from there. Columns only a view or mart has (partition keys, derived metrics,
+mart columns) are defined by their one-line comment in warehouse/schema.sql. The schema.sql comments of
+stored columns restate the definitions for readers of the SQL; tests/test_column_definitions.py keeps
+them equal."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from warehouse.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
 from warehouse.store import read_sql
 
 _CREATE = re.compile(r"^CREATE (?:OR REPLACE )?(TABLE|VIEW)(?: IF NOT EXISTS)? (\w+)\b")
@@ -16,12 +22,27 @@ _VIEW_COLUMN = re.compile(r"^\s*(?:.*\bAS\s+)?(\w+),?\s*--\s*(.+)$")
 @dataclass(frozen=True, slots=True)
 class ColumnDoc:
     name: str
-    sql_type: str  # empty for view columns, whose type comes from the lake files
+    sql_type: str  # empty for view columns that are not stored in the lake (derived in the view)
     description: str
 
 
 def column_docs(table: str) -> list[ColumnDoc]:
-    """The documented columns of `table` (a table or view of schema.sql), in order."""
+    """The columns of `table` (a table or view of schema.sql), in order, with their definitions."""
+    stored = LAKE_COLUMNS.get(table)
+    if stored is None:
+        return schema_sql_docs(table)
+    docs = []
+    for doc in schema_sql_docs(table):
+        if doc.name in stored:
+            column = stored[doc.name]
+            description = doc.description if doc.name in PATH_COLUMNS else column.doc
+            doc = ColumnDoc(doc.name, duckdb_type(column.arrow_type), description)
+        docs.append(doc)
+    return docs
+
+
+def schema_sql_docs(table: str) -> list[ColumnDoc]:
+    """The columns of `table` as warehouse/schema.sql's one-line comments state them, in order."""
     lines = read_sql("schema.sql").splitlines()
     for start, line in enumerate(lines):
         created = _CREATE.match(line)

@@ -19,71 +19,23 @@ from endpoints.spec import EndpointMode, EndpointSpec
 from replay.records import RunInfo
 from replay.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
 from warehouse.lake import validate_scenario_name, validate_week_start
+from warehouse.run_columns import RUNS_COLUMNS
 from workloads.scenarios import Scenario
 
 __all__ = ["REDACTED", "RUNS_SCHEMA", "RunContext", "build_run_row", "max_running_requests", "run_backend"]
 
-RUNS_SCHEMA = pa.schema(
-    [
-        pa.field("run_id", pa.string(), nullable=False),
-        pa.field("scenario", pa.string(), nullable=False),
-        pa.field("week_start", pa.date32(), nullable=False),
-        pa.field("endpoint", pa.string(), nullable=False),
-        pa.field("mode", pa.string(), nullable=False),
-        pa.field("backend", pa.string(), nullable=False),
-        pa.field("model", pa.string(), nullable=False),
-        pa.field("gpu_type", pa.string(), nullable=False),
-        pa.field("gpu_count", pa.int32(), nullable=False),
-        pa.field("usd_per_gpu_hour", pa.float64(), nullable=False),
-        pa.field("api_key_env", pa.string()),
-        pa.field("sglang_version", pa.string()),
-        pa.field("server_args_json", pa.string(), nullable=False),
-        pa.field("server_info_json", pa.string(), nullable=False),
-        pa.field("url", pa.string()),
-        pa.field("workload_name", pa.string(), nullable=False),
-        pa.field("workload_hash", pa.string(), nullable=False),
-        pa.field("trace_path", pa.string(), nullable=False),
-        pa.field("trace_format", pa.string(), nullable=False),
-        pa.field("window_start_s", pa.float64(), nullable=False),
-        pa.field("window_duration_s", pa.float64()),
-        pa.field("speedup", pa.float64(), nullable=False),
-        pa.field("t0_wall_s", pa.float64(), nullable=False),
-        pa.field("finished_wall_s", pa.float64()),
-        pa.field("window_s", pa.float64()),
-        pa.field("requests_total", pa.int64(), nullable=False),
-        pa.field("requests_recorded", pa.int64(), nullable=False),
-        pa.field("requests_ok", pa.int64(), nullable=False),
-        pa.field("schedule_lag_p50_ms", pa.float64()),
-        pa.field("schedule_lag_p99_ms", pa.float64()),
-        pa.field("schedule_lag_max_ms", pa.float64()),
-        pa.field("client_degraded", pa.bool_(), nullable=False),
-        pa.field("partial", pa.bool_(), nullable=False),
-        # Schema version 2 (older lake files lack these; the views read them as null).
-        pa.field("max_concurrency", pa.int32()),
-        pa.field("warmup_s", pa.float64()),
-        pa.field("shard_index", pa.int32()),
-        pa.field("shard_count", pa.int32()),
-        pa.field("arrival_process", pa.string()),
-        pa.field("config_fingerprint", pa.string()),
-        pa.field("config_facts_json", pa.string()),
-        pa.field("max_running_requests", pa.int32()),
-        pa.field("slo_ttft_ms", pa.float64()),
-        pa.field("slo_tpot_ms", pa.float64()),
-        pa.field("target_rps", pa.float64()),
-        pa.field("budget_usd_per_request", pa.float64()),
-        pa.field("prefix_reuse_share", pa.float64()),
-    ]
-)
+RUNS_SCHEMA = RUNS_COLUMNS.schema()  # every column is defined once, in warehouse/run_columns.py
 
 
 @dataclass(frozen=True, slots=True)
 class RunContext:
-    """What the scenario and workload say about a run, beyond what the replay recorded (all optional)."""
+    """What the scenario and workload say about a run, beyond what the replay recorded (all optional;
+    each field is the `runs` column of the same name, defined in warehouse/run_columns.py)."""
 
-    slo_ttft_ms: float | None = None  # scenario SLO: time to first token, from the schedule
-    slo_tpot_ms: float | None = None  # scenario SLO: time per output token after the first
-    target_rps: float | None = None  # load the fleet must carry (requests/s), for fleet sizing
-    budget_usd_per_request: float | None = None  # cost the scenario may spend per request (diagnoses)
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    target_rps: float | None = None
+    budget_usd_per_request: float | None = None
     prefix_reuse_share: float | None = None  # workloads.trace_stats.prefix_reuse_share of the replayed window
 
     @staticmethod
@@ -163,4 +115,6 @@ def build_run_row(
         "budget_usd_per_request": context.budget_usd_per_request,
         "prefix_reuse_share": context.prefix_reuse_share,
     }
+    if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
+        raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")
     return pa.Table.from_pylist([row], schema=RUNS_SCHEMA)

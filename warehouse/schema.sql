@@ -16,6 +16,11 @@
 -- from t0). runs.window_s is that window's length: the replay excludes the warm-up, once, and nothing
 -- downstream subtracts it again. Warm-up requests (is_warmup) enter no metric; server and GPU samples
 -- count only inside the measured window.
+--
+-- Columns the lake stores are defined once, in Python next to their records (REQUEST_COLUMNS and
+-- RUN_INFO_COLUMNS in replay/records.py, SERVER_/GPU_SAMPLE_COLUMNS in endpoints/probe_records.py,
+-- RUNS_COLUMNS in warehouse/run_columns.py): the comments on those columns below restate those
+-- definitions word for word, and tests/test_column_definitions.py fails when they drift.
 
 CREATE TABLE IF NOT EXISTS schema_version (
     version INTEGER NOT NULL,         -- schema revision applied (warehouse/schema_migrations.py SCHEMA_VERSION)
@@ -34,7 +39,7 @@ SELECT
     model,                    -- served model path, e.g. deepseek-ai/DeepSeek-V3
     gpu_type,                 -- GPU model the price refers to, e.g. H200
     gpu_count,                -- GPUs the endpoint occupies (count)
-    usd_per_gpu_hour,         -- price of one GPU for one hour (USD), from the endpoint spec
+    usd_per_gpu_hour,         -- price of one GPU for one hour, from the endpoint spec (USD)
     api_key_env,              -- name of the environment variable holding the API key (never the key)
     sglang_version,           -- "version" from the server's /server_info (null when not reported)
     server_args_json,         -- JSON list of the sglang.launch_server flags, secret values redacted
@@ -99,8 +104,8 @@ SELECT
     status,                   -- ok | error | timeout | cancelled
     error_kind,               -- class of failure (null when ok)
     error_message,            -- failure detail (null when ok)
-    server_e2e_latency_s,     -- end-to-end latency measured by the server (s)
-    server_queue_time_s,      -- meta_info.queue_time: time in the server's waiting queue before its first forward batch, measured by the server (s; null = not reported)
+    server_e2e_latency_s,     -- meta_info.e2e_latency: end-to-end latency measured by the server (s; null = not reported)
+    server_queue_time_s,      -- meta_info.queue_time (native, --enable-metrics): time in the server's waiting queue before its first forward batch, measured by the server (s; null = not reported, or a file older than this column)
     is_warmup,                -- sent before the measured window; excluded from every metric
     coalesce(held_s, 0.0) AS held_s,  -- how long the concurrency cap or session order held it past its schedule (s; 0 in files before v2)
     held_by,                  -- concurrency | session | null
@@ -147,7 +152,7 @@ SELECT
     memory_total_bytes,       -- device memory size (bytes)
     power_w,                  -- power draw (W)
     sm_clock_mhz,             -- SM clock (MHz)
-    note                      -- why the values are null
+    note                      -- why the values are null (written once per run when no source exists)
 FROM read_parquet(@gpu_samples_files@, hive_partitioning = true, union_by_name = true,
                   hive_types = {'week': DATE, 'scenario': VARCHAR});
 

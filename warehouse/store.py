@@ -20,21 +20,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from endpoints.probe_records import GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA
-from replay.records import REQUEST_RECORD_SCHEMA
 from warehouse import schema_migrations
 from warehouse.bootstrap_interval import rebuild_intervals
 from warehouse.lake import list_partitions, recover_lake
+from warehouse.lake_columns import LAKE_COLUMNS
 from warehouse.price_table import PriceTable, load_price_table
-from warehouse.run_rows import RUNS_SCHEMA
 
 # Lake tables the views read, with the columns and types they must have even while the lake is empty.
-LAKE_TABLES: dict[str, pa.Schema] = {
-    "runs": RUNS_SCHEMA,
-    "requests": REQUEST_RECORD_SCHEMA,
-    "server_samples": SERVER_SAMPLE_SCHEMA,
-    "gpu_samples": GPU_SAMPLE_SCHEMA,
-}
+LAKE_TABLES: dict[str, pa.Schema] = {table: columns.schema() for table, columns in LAKE_COLUMNS.items()}
 SCHEMA_DIR = "_schema"  # zero-row stand-ins, inside the lake root but outside every table's folder
 _PLACEHOLDER = re.compile(r"@([a-z_]+)@")
 _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
