@@ -8,5 +8,7 @@ from warehouse.column_docs import column_docs
 
 def column_schema(table: str) -> dict:
     """Asset metadata that makes the UI show `table`'s columns with their types and definitions."""
-    columns = [dg.TableColumn(doc.name, doc.sql_type or "computed in the view", doc.description) for doc in column_docs(table)]
+    columns = [
+        dg.TableColumn(doc.name, doc.sql_type or "computed in the view", doc.description) for doc in column_docs(table)
+    ]
     return {"dagster/column_schema": dg.TableSchema(columns=columns)}

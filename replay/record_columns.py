@@ -127,8 +127,11 @@ def _python_type_fits(hint: object, arrow_type: pa.DataType, json_text: bool) ->
         return typing.get_origin(hint) is dict or hint is dict
     if pa.types.is_list(arrow_type):
         args = typing.get_args(hint)
-        return typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis and _python_type_fits(
-            args[0], arrow_type.value_type, False
+        return (
+            typing.get_origin(hint) is tuple
+            and len(args) == 2
+            and args[1] is Ellipsis
+            and _python_type_fits(args[0], arrow_type.value_type, False)
         )
     allowed = _PYTHON_TYPES.get(str(arrow_type), ())
     if isinstance(hint, type) and issubclass(hint, Enum):

@@ -73,10 +73,15 @@ REQUEST_COLUMNS = ColumnList(
         Column("turn", pa.int32(), "", "position in the session", note="null: independent request"),
         Column("input_tokens", pa.int32(), "tokens", "prompt length the workload asked to send", nullable=False),
         Column(
-            "output_tokens", pa.int32(), "tokens", "output length the workload enforced via max_new_tokens + ignore_eos",
+            "output_tokens",
+            pa.int32(),
+            "tokens",
+            "output length the workload enforced via max_new_tokens + ignore_eos",
             nullable=False,
         ),
-        Column("scheduled_mono_s", pa.float64(), "s from t0", "when the open-loop schedule said to send it", nullable=False),
+        Column(
+            "scheduled_mono_s", pa.float64(), "s from t0", "when the open-loop schedule said to send it", nullable=False
+        ),
         Column("sent_mono_s", pa.float64(), "s from t0", "when the HTTP request was written"),
         Column("first_token_mono_s", pa.float64(), "s from t0", "first chunk carrying output tokens"),
         Column("first_answer_mono_s", pa.float64(), "s from t0", "first chunk carrying answer, not reasoning, tokens"),
@@ -84,11 +89,17 @@ REQUEST_COLUMNS = ColumnList(
         Column("chunk_mono_s", pa.list_(pa.float64()), "list of s from t0", "arrival of every token-carrying chunk"),
         Column("prompt_tokens", pa.int32(), "tokens", "prompt length the server reported", note=_NOT_REPORTED),
         Column(
-            "completion_tokens", pa.int32(), "tokens", "output length the server reported, reasoning included",
+            "completion_tokens",
+            pa.int32(),
+            "tokens",
+            "output length the server reported, reasoning included",
             note=_NOT_REPORTED,
         ),
         Column(
-            "cached_tokens", pa.int32(), "tokens", "prompt tokens served from the prefix cache, server-reported",
+            "cached_tokens",
+            pa.int32(),
+            "tokens",
+            "prompt tokens served from the prefix cache, server-reported",
             note=_NOT_REPORTED,
         ),
         Column("reasoning_tokens", pa.int32(), "tokens", "reasoning tokens the server reported", note=_NOT_REPORTED),
@@ -98,13 +109,22 @@ REQUEST_COLUMNS = ColumnList(
         Column("error_kind", pa.string(), "", "class of failure", note="null when ok"),
         Column("error_message", pa.string(), "", "failure detail", note="null when ok"),
         Column(
-            "server_e2e_latency_s", pa.float64(), "s", "meta_info.e2e_latency: end-to-end latency measured by the server",
+            "server_e2e_latency_s",
+            pa.float64(),
+            "s",
+            "meta_info.e2e_latency: end-to-end latency measured by the server",
             note=_NOT_REPORTED,
         ),
-        Column("is_warmup", pa.bool_(), "", "sent before the measured window; excluded from every metric", nullable=False),
         Column(
-            "held_s", pa.float64(), "s", "how long the concurrency cap or session order held it past its schedule",
-            nullable=False, note="0 in files before v2",
+            "is_warmup", pa.bool_(), "", "sent before the measured window; excluded from every metric", nullable=False
+        ),
+        Column(
+            "held_s",
+            pa.float64(),
+            "s",
+            "how long the concurrency cap or session order held it past its schedule",
+            nullable=False,
+            note="0 in files before v2",
         ),
         Column("held_by", pa.string(), "", "concurrency | session | null"),
         Column(
@@ -175,33 +195,62 @@ RUN_INFO_COLUMNS = ColumnList(
         Column("t0_wall_s", pa.float64(), _EPOCH, "wall-clock time of the run's t0", nullable=False),
         Column("finished_wall_s", pa.float64(), _EPOCH, "wall-clock time the run ended", note="null if it never did"),
         Column(
-            "window_s", pa.float64(), "s",
+            "window_s",
+            pa.float64(),
+            "s",
             "the measured window: t0 + warmup_s to the last finish, warm-up already excluded by the replay",
         ),
         Column("requests_total", pa.int64(), "count", "requests in the workload window", nullable=False),
         Column("requests_recorded", pa.int64(), "count", "requests with a record", nullable=False),
-        Column("requests_ok", pa.int64(), "count", "requests with status ok, as the client counted them", nullable=False),
         Column(
-            "schedule_lag_p50_ms", pa.float64(), "ms", "median requests.schedule_lag_ms over the sent requests, warm-up excluded"
+            "requests_ok", pa.int64(), "count", "requests with status ok, as the client counted them", nullable=False
+        ),
+        Column(
+            "schedule_lag_p50_ms",
+            pa.float64(),
+            "ms",
+            "median requests.schedule_lag_ms over the sent requests, warm-up excluded",
         ),
         Column("schedule_lag_p99_ms", pa.float64(), "ms", "p99 of the same schedule_lag_ms"),
         Column("schedule_lag_max_ms", pa.float64(), "ms", "largest of the same schedule_lag_ms"),
         Column(
-            "client_degraded", pa.bool_(), "", "the client fell behind its schedule (lag p99 past the threshold)",
+            "client_degraded",
+            pa.bool_(),
+            "",
+            "the client fell behind its schedule (lag p99 past the threshold)",
             nullable=False,
         ),
         Column(
-            "partial", pa.bool_(), "", "the run did not finish: only the requests that completed are recorded",
+            "partial",
+            pa.bool_(),
+            "",
+            "the run did not finish: only the requests that completed are recorded",
             nullable=False,
         ),
-        Column("server_info", pa.string(), "", "the server's /server_info as the replay fetched it (a JSON object)", nullable=False),
-        Column("max_concurrency", pa.int32(), "count", "client-side cap on requests in flight", note="null = open loop only"),
-        Column("warmup_s", pa.float64(), "s from t0", "requests scheduled before this offset are warm-up", nullable=False),
+        Column(
+            "server_info",
+            pa.string(),
+            "",
+            "the server's /server_info as the replay fetched it (a JSON object)",
+            nullable=False,
+        ),
+        Column(
+            "max_concurrency",
+            pa.int32(),
+            "count",
+            "client-side cap on requests in flight",
+            note="null = open loop only",
+        ),
+        Column(
+            "warmup_s", pa.float64(), "s from t0", "requests scheduled before this offset are warm-up", nullable=False
+        ),
         Column("shard_index", pa.int32(), "", "this run replayed shard shard_index of shard_count", nullable=False),
         Column("shard_count", pa.int32(), "count", "shards the workload was split into", nullable=False),
         Column("arrival_process", pa.string(), "", "trace | poisson | gamma | constant", nullable=False),
         Column(
-            "config_fingerprint", pa.string(), "",
+            "config_fingerprint",
+            pa.string(),
+            "",
             "12 hex digits over model, version and cost-relevant server flags (endpoints/fingerprint.py)",
         ),
     )

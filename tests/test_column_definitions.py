@@ -105,7 +105,13 @@ def lake_views(request, tmp_path_factory) -> dict[str, _View]:
     if request.param == "filled lake":
         records = [wb.request("r1", "q1", 100.0, 900.0), wb.request("r1", "q2", None, None)]
         wb.write_run(
-            store.lake_root, MONDAY, "s1", wb.run_info("r1", 10.0), wb.endpoint(), records, RunContext(slo_ttft_ms=500.0),
+            store.lake_root,
+            MONDAY,
+            "s1",
+            wb.run_info("r1", 10.0),
+            wb.endpoint(),
+            records,
+            RunContext(slo_ttft_ms=500.0),
             server_samples=[wb.server_sample("r1", 1.0, "sglang:num_running_reqs", 3.0)],
             gpu_samples=[wb.gpu_sample("r1", 1.0, 55.0)],
         )

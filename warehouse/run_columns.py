@@ -24,26 +24,42 @@ RUNS_COLUMNS = ColumnList(
         Column("endpoint", pa.string(), "", "endpoint name from workloads/endpoints.yaml", nullable=False),
         Column("mode", pa.string(), "", "how the endpoint was provisioned: sim | launch | attach", nullable=False),
         Column(
-            "backend", pa.string(), "", "'sim' for the SGLang twin (a model, not a measurement), else 'sglang'",
+            "backend",
+            pa.string(),
+            "",
+            "'sim' for the SGLang twin (a model, not a measurement), else 'sglang'",
             nullable=False,
         ),
         Column("model", pa.string(), "", "served model path, e.g. deepseek-ai/DeepSeek-V3", nullable=False),
         Column("gpu_type", pa.string(), "", "GPU model the price refers to, e.g. H200", nullable=False),
         Column("gpu_count", pa.int32(), "count", "GPUs the endpoint occupies", nullable=False),
         Column(
-            "usd_per_gpu_hour", pa.float64(), "USD", "price of one GPU for one hour, from the endpoint spec",
+            "usd_per_gpu_hour",
+            pa.float64(),
+            "USD",
+            "price of one GPU for one hour, from the endpoint spec",
             nullable=False,
         ),
         Column("api_key_env", pa.string(), "", "name of the environment variable holding the API key (never the key)"),
         Column(
-            "sglang_version", pa.string(), "", '"version" from the server\'s /server_info', note="null when not reported"
+            "sglang_version",
+            pa.string(),
+            "",
+            '"version" from the server\'s /server_info',
+            note="null when not reported",
         ),
         Column(
-            "server_args_json", pa.string(), "", "JSON list of the sglang.launch_server flags, secret values redacted",
+            "server_args_json",
+            pa.string(),
+            "",
+            "JSON list of the sglang.launch_server flags, secret values redacted",
             nullable=False,
         ),
         Column(
-            "server_info_json", pa.string(), "", "JSON of /server_info saved for the run, secret values redacted",
+            "server_info_json",
+            pa.string(),
+            "",
+            "JSON of /server_info saved for the run, secret values redacted",
             nullable=False,
         ),
         Column("url", pa.string(), "", "base URL the client sent to (credentials removed)"),
@@ -85,11 +101,16 @@ RUNS_COLUMNS = ColumnList(
         Column("slo_tpot_ms", pa.float64(), "ms", "scenario SLO on time per output token after the first", note=_NONE),
         Column("target_rps", pa.float64(), "requests/s", "load the fleet must carry, for fleet sizing", note=_NONE),
         Column(
-            "budget_usd_per_request", pa.float64(), "USD", "what the scenario may spend per request",
+            "budget_usd_per_request",
+            pa.float64(),
+            "USD",
+            "what the scenario may spend per request",
             note="null = compare with the API price",
         ),
         Column(
-            "prefix_reuse_share", pa.float64(), "ratio 0-1",
+            "prefix_reuse_share",
+            pa.float64(),
+            "ratio 0-1",
             "share of input tokens an infinite prefix cache could reuse in this workload",
         ),
     )
@@ -97,5 +118,8 @@ RUNS_COLUMNS = ColumnList(
 
 # RunContext's fields (warehouse/run_rows.py): what the scenario and workload say about the run.
 RUN_CONTEXT_COLUMNS = ColumnList(
-    tuple(RUNS_COLUMNS[name] for name in ("slo_ttft_ms", "slo_tpot_ms", "target_rps", "budget_usd_per_request", "prefix_reuse_share"))
+    tuple(
+        RUNS_COLUMNS[name]
+        for name in ("slo_ttft_ms", "slo_tpot_ms", "target_rps", "budget_usd_per_request", "prefix_reuse_share")
+    )
 )
