@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,7 +92,7 @@ def read_canonical(path: str | Path) -> Workload:
         raise TraceFormatError(str(path), None, "no requests: the file has no rows")
     _check_values(path, table)
 
-    facts: dict[str, object] = {}
+    facts: dict[str, Any] = {}  # each value as its _FACTS parser made it: int or str
     for key, parse in _FACTS.items():
         text = metadata.get(f"{_PREFIX}{key}")
         if text is None:

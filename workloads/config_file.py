@@ -21,6 +21,7 @@ from typing import Annotated, TypeVar
 
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 # A name that becomes one path component (a folder, a log file name): no '/', no leading dot or dash.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -121,13 +122,13 @@ def _entry_name(raw: object, loc: Sequence[str | int], entry_kind: str) -> str:
     return f" ({entry_kind} {name!r})" if isinstance(name, str) and loc[2:] != ("name",) else ""
 
 
-def _got(problem: dict) -> str:
+def _got(problem: ErrorDetails) -> str:
     value = problem.get("input")
     text = repr(value)
     return f", got {text if len(text) <= 80 else text[:77] + '...'}"
 
 
-def _reason(model: type[BaseModel], problem: dict) -> str:
+def _reason(model: type[BaseModel], problem: ErrorDetails) -> str:
     kind, ctx = problem["type"], problem.get("ctx") or {}
     if kind == "missing":
         return "required key is missing"

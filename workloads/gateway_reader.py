@@ -47,7 +47,7 @@ _SESSION_KEYS = ("session_id", "conversation_id")
 
 
 def _epoch_s(value: object) -> float:
-    if type(value) in (int, float) and value >= 0:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         return float(value)
     if isinstance(value, str):
         try:
@@ -82,7 +82,9 @@ def _prompt(request: dict) -> str | list[dict]:
 
 
 def _session(line: dict, request: dict) -> str | None:
-    metadata = request.get("metadata") if isinstance(request.get("metadata"), dict) else {}
+    metadata = request.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     for holder in (line, metadata):
         for key in _SESSION_KEYS:
             if holder.get(key) not in (None, ""):
@@ -133,6 +135,7 @@ def read_gateway(
                 excluded.add(FAILED_REASON)
                 continue
             output_tokens = _count(usage, "completion_tokens", 0)
+            assert output_tokens is not None  # completion_tokens present: checked above
             logged_input = _count(usage, "prompt_tokens", 1)
             reasoning = _reasoning_tokens(usage)
         except ValueError as exc:

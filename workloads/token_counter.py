@@ -42,8 +42,19 @@ class ApproxTokenCounter:
         return -(-len(text.encode("utf-8")) // APPROX_BYTES_PER_TOKEN)
 
 
+class _Encoding(Protocol):
+    @property
+    def ids(self) -> list[int]: ...
+
+
+class _Tokenizer(Protocol):
+    """The part of `tokenizers.Tokenizer` used here."""
+
+    def encode(self, sequence: str, *, add_special_tokens: bool = True) -> _Encoding: ...
+
+
 class FileTokenCounter:
-    def __init__(self, tokenizer: object, name: str) -> None:
+    def __init__(self, tokenizer: _Tokenizer, name: str) -> None:
         self._tokenizer = tokenizer
         self.name = name
 
