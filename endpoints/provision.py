@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from endpoints.fingerprint import ConfigFingerprint, config_fingerprint
-from endpoints.process_group import stop_group_by_id, start_in_own_group, stop_group, terminate_on_sigterm
+from endpoints.process_group import start_in_own_group, stop_group, stop_group_by_id, terminate_on_sigterm
 from endpoints.server_facts import (
     SERVER_FACTS_FILE,
     NotSglangError,

@@ -24,8 +24,9 @@ def max_running_requests(server_info: dict) -> int | None:
     states = server_info.get("internal_states")
     if isinstance(states, list) and states:
         per_rank = [_positive_int(s.get("effective_max_running_requests_per_dp")) for s in states if isinstance(s, dict)]
-        if len(per_rank) == len(states) and all(cap is not None for cap in per_rank):
-            return sum(per_rank)
+        caps = [cap for cap in per_rank if cap is not None]
+        if len(caps) == len(states):  # every rank an object that reports its cap
+            return sum(caps)
     configured = _positive_int(server_info.get("max_running_requests"))
     if configured is None and isinstance(server_info.get("scheduler_info"), dict):
         configured = _positive_int(server_info["scheduler_info"].get("max_running_requests"))

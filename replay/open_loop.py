@@ -98,7 +98,7 @@ async def run_open_loop(
             delivered += 1
             raise
         finally:
-            if acquired:
+            if acquired and slots is not None:
                 slots.release()
             event = finished_events.get(index)
             if event is not None:
@@ -111,8 +111,8 @@ async def run_open_loop(
     def finished(task: asyncio.Task) -> None:
         # Finished tasks leave the set, so a long run does not hold every completed task.
         in_flight.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            failures.append(task.exception())
+        if not task.cancelled() and (failure := task.exception()) is not None:
+            failures.append(failure)
 
     def raise_failure() -> None:
         # Clients record errors as data, so a failing dispatch is a bug: end the run loudly.

@@ -14,6 +14,7 @@ from replay.prepared_request import PreparedRequest, prepare_requests
 from replay.replay_config import ArrivalProcess, ReplayConfig, ReplayInputError
 from replay.shard import shard_mask
 from workloads.prompt_materializer import materialize_input_ids
+from workloads.synthetic_arrivals import ArrivalProcess as SyntheticProcess
 from workloads.synthetic_arrivals import with_synthetic_arrivals
 from workloads.workload import Workload
 
@@ -45,6 +46,8 @@ def select_requests(workload: Workload, config: ReplayConfig) -> tuple[Workload,
 
 def _synthetic_arrivals(workload: Workload, config: ReplayConfig) -> Workload:
     try:
-        return with_synthetic_arrivals(workload, config.arrival_process.value, config.rate_rps, config.burstiness, config.seed)
+        process = SyntheticProcess(config.arrival_process.value)
+        assert config.rate_rps is not None  # ReplayConfig requires it for every synthetic process
+        return with_synthetic_arrivals(workload, process, config.rate_rps, config.burstiness, config.seed)
     except ValueError as exc:
         raise ReplayInputError(f"{workload.source_path}: synthetic arrivals: {exc}") from None

@@ -7,11 +7,11 @@ import urllib.request
 
 import pytest
 from aiohttp import web
-from endpoints_loopback import serve_in_thread
 
 from endpoints.cache_prep import CacheFlushError, prepare_cache
 from endpoints.provision import RunningEndpoint, provision
 from endpoints.spec import EndpointMode, EndpointSpec
+from endpoints_loopback import serve_in_thread
 
 SPEC = EndpointSpec("e", EndpointMode.ATTACH, "deepseek-ai/DeepSeek-V3", (), "H200", 8, 3.5, url="http://x")
 

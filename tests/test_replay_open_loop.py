@@ -11,8 +11,8 @@ import pytest
 from replay.open_loop import run_open_loop
 from replay.prepared_request import PreparedRequest, prepare_requests
 from replay.records import RequestRecord, RequestStatus
-from replay.runner import ReplayConfig, ReplayInputError, run_replay_async
 from replay.run_json import read_run_json
+from replay.runner import ReplayConfig, ReplayInputError, run_replay_async
 from replay_sglang_peer import PeerBehaviour, ScriptedClock, SglangPeer, make_workload
 
 

@@ -11,9 +11,9 @@ from datetime import date, timedelta
 
 import pytest
 
-from warehouse_builders import endpoint, request, run_info, write_run
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse.store import Warehouse
+from warehouse_builders import endpoint, request, run_info, write_run
 
 WEEKS = [date(2026, 10, 5) + timedelta(weeks=n) for n in range(5)]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -8,10 +8,10 @@ from datetime import date
 
 import pytest
 
+from endpoints.probe_records import ServerSample
 from replay.records import RequestStatus
 from warehouse.run_rows import RunContext
 from warehouse.store import Warehouse
-from endpoints.probe_records import ServerSample
 from warehouse_builders import T0_WALL_S, endpoint, gpu_sample, request, run_info, server_sample, write_run
 
 WEEK = date(2025, 3, 3)

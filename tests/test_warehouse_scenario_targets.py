@@ -9,10 +9,10 @@ from datetime import date
 import pytest
 import yaml
 
-from warehouse_builders import endpoint, request, run_info, server_sample, write_run
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse.run_rows import RunContext
 from warehouse.store import Warehouse
+from warehouse_builders import endpoint, request, run_info, server_sample, write_run
 from workloads.scenarios import load_scenarios
 
 WEEK = date(2026, 11, 16)

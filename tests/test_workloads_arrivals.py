@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from workloads.synthetic_arrivals import ArrivalProcess, synthetic_offsets_s, with_synthetic_arrivals
-from workloads.workload import WORKLOAD_SCHEMA, UNTIMED, TraceFormat, Workload
+from workloads.workload import UNTIMED, WORKLOAD_SCHEMA, TraceFormat, Workload
 
 
 def untimed_workload(count: int) -> Workload:

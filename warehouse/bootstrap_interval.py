@@ -28,8 +28,8 @@ def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
     # (group key) -> (run_id, block) -> [cost, requests, prompt, cached]; and the TTFT bins per block.
     blocks: dict[tuple, dict[tuple, list]] = defaultdict(dict)
     bins: dict[tuple, list[tuple]] = defaultdict(list)
-    for *key, run_id, block, cost_usd, bin_, requests, prompt, cached in rows:
-        key = tuple(key)
+    for *key_columns, run_id, block, cost_usd, bin_, requests, prompt, cached in rows:
+        key = tuple(key_columns)
         totals = blocks[key].setdefault((run_id, block), [cost_usd, 0, 0, 0])
         totals[1] += requests
         totals[2] += prompt

@@ -72,24 +72,24 @@ def load_price_table(path: Path | None = None) -> PriceTable:
         seen_gpus[price.gpu_type] = index
     api_rows = []
     seen: dict[str, str] = {}
-    for index, price in enumerate(parsed.api):
-        for model in price.models:
+    for index, api_price in enumerate(parsed.api):
+        for model in api_price.models:
             key = model.lower()
             if key in seen:
                 raise config_error(
                     PriceTableError, path, ("api", index, "models"),
-                    f"model {model!r} is priced by both {seen[key]!r} and {price.name!r}",
+                    f"model {model!r} is priced by both {seen[key]!r} and {api_price.name!r}",
                 )  # fmt: skip
-            seen[key] = price.name
+            seen[key] = api_price.name
             api_rows.append(
                 (
                     key,
-                    price.name,
-                    price.usd_per_mtok_cached_input,
-                    price.usd_per_mtok_uncached_input,
-                    price.usd_per_mtok_output,
-                    price.as_of,
-                    price.source,
+                    api_price.name,
+                    api_price.usd_per_mtok_cached_input,
+                    api_price.usd_per_mtok_uncached_input,
+                    api_price.usd_per_mtok_output,
+                    api_price.as_of,
+                    api_price.source,
                 )
             )
     gpu_rows = tuple((p.gpu_type, p.usd_per_gpu_hour, p.as_of, p.source) for p in parsed.gpu)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
@@ -46,14 +47,21 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
+def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> Any:
+    """The one value of an aggregate query (count, max): such a query always returns one row."""
+    row = con.execute(sql, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
     """The schema version the database was last built with; None for a new, empty database."""
-    has_table = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' AND table_schema = 'main'"
-    ).fetchone()[0]
+    has_table = _aggregate(
+        con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' AND table_schema = 'main'"
+    )
     if not has_table:
         return None
-    found = con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+    found = _aggregate(con, "SELECT max(version) FROM schema_version")
     return None if found is None else int(found)
 
 
@@ -92,7 +100,7 @@ def upgrade(con: duckdb.DuckDBPyConnection, db_path: str, now_wall_s: float) -> 
 
 def record_version(con: duckdb.DuckDBPyConnection, notes: list[str], now_wall_s: float, fresh: bool) -> None:
     """After schema.sql: write this version's row if it is not there yet."""
-    present = con.execute("SELECT count(*) FROM schema_version WHERE version = ?", [SCHEMA_VERSION]).fetchone()[0]
+    present = _aggregate(con, "SELECT count(*) FROM schema_version WHERE version = ?", [SCHEMA_VERSION])
     if not present:
         note = "; ".join(notes) if notes else ("created" if fresh else "")
         con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [SCHEMA_VERSION, now_wall_s, note])

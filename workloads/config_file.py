@@ -34,6 +34,9 @@ class ConfigFileError(ValueError):
     """A configuration file that does not parse; the message is `<file>: <key path>: <reason>` lines."""
 
 
+E = TypeVar("E", bound=ConfigFileError)
+
+
 class ConfigModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
@@ -76,8 +79,8 @@ def key_path(loc: Sequence[str | int]) -> str:
 
 
 def config_error(
-    error: type[ConfigFileError], path: Path, loc: Sequence[str | int], reason: str, entry: str = ""
-) -> ConfigFileError:
+    error: type[E], path: Path, loc: Sequence[str | int], reason: str, entry: str = ""
+) -> E:
     """One problem found after parsing (a rule across keys), in the same form; `entry` like "scenario 'x'"."""
     return error(f"{path}: {key_path(loc)}: {reason}{f' ({entry})' if entry else ''}")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from typing import Protocol
 
@@ -109,7 +109,7 @@ class SimEngine:
         self._wake.set()
         return request
 
-    async def updates(self, request: SimRequest) -> AsyncIterator[TokenUpdate]:
+    async def updates(self, request: SimRequest) -> AsyncGenerator[TokenUpdate, None]:
         """The request's updates until it finishes; aborts it if the consumer stops early."""
         try:
             while True:
@@ -139,6 +139,8 @@ class SimEngine:
         last = None
         async for update in self.updates(self.submit(spec)):
             last = update
+        if last is None:
+            raise RuntimeError("sim engine: a request ended without a final update")
         return last
 
     # -- the loop ---------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import overload
 
 from endpoints.sim import toy_tokenizer
 from endpoints.sim.sim_request import GenerateInput
@@ -42,6 +43,10 @@ def token_ids(value: object, vocab_size: int, field: str) -> tuple[int, ...]:
     return ids
 
 
+@overload
+def count(value: object, field: str, default: int) -> int: ...
+@overload
+def count(value: object, field: str, default: None) -> int | None: ...
 def count(value: object, field: str, default: int | None) -> int | None:
     """A non-negative integer field, or its default when absent or null."""
     if value is None:

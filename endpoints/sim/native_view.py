@@ -49,7 +49,7 @@ class NativeView:
         self._sent = 0
 
     def meta_info(self, update: TokenUpdate) -> dict:
-        meta = {
+        meta: dict[str, object] = {
             "id": update.rid,
             "finish_reason": update.finish_reason,
             "prompt_tokens": update.prompt_tokens,

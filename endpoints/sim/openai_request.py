@@ -10,7 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from endpoints.sim import toy_tokenizer
-from endpoints.sim.generate_request import REASONING_TOKENS_FIELD, BadRequest, count, flag, rid, stop, temperature, token_ids
+from endpoints.sim.generate_request import (
+    REASONING_TOKENS_FIELD,
+    BadRequest,
+    count,
+    flag,
+    rid,
+    stop,
+    temperature,
+    token_ids,
+)
 from endpoints.sim.sim_request import GenerateInput
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # SGLang's CompletionRequest default
@@ -45,7 +54,7 @@ def _message_text(message: object, i: int) -> tuple[str, str]:
     raise BadRequest(f"messages[{i}].content must be a string or a list of content parts")
 
 
-def _common(body: dict, input_ids: tuple[int, ...], max_tokens: int | None, default_usage: bool) -> dict:
+def _common(body: dict, input_ids: tuple[int, ...], max_tokens: int, default_usage: bool) -> dict:
     temperature(body.get("temperature"), "temperature")
     stop(body.get("stop"), "stop")
     if body.get("n", 1) not in (1, None):

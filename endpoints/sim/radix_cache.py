@@ -100,6 +100,7 @@ class RadixCache:
     def _split(self, child: RadixNode, at: int) -> RadixNode:
         """Cut `child`'s edge after `at` tokens; returns the new upper node."""
         parent = child.parent
+        assert parent is not None  # only the root has no parent, and it has no edge to cut
         upper = RadixNode(child.key[:at], parent)
         upper.lock_ref = child.lock_ref  # a lock on the lower part covers the upper part too
         upper.last_access = child.last_access
@@ -109,14 +110,15 @@ class RadixCache:
         upper.children[child.key[0]] = child
         return upper
 
-    def lock(self, node: RadixNode) -> None:
+    def lock(self, node: RadixNode | None) -> None:
+        """Lock `node` and its ancestors up to the root (None: nothing)."""
         while node is not None:
             if node.lock_ref == 0:
                 self._evictable -= len(node.key)
             node.lock_ref += 1
             node = node.parent
 
-    def unlock(self, node: RadixNode) -> None:
+    def unlock(self, node: RadixNode | None) -> None:
         while node is not None:
             node.lock_ref -= 1
             if node.lock_ref < 0:

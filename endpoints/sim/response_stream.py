@@ -92,6 +92,7 @@ async def answer(
             http.transport.abort()  # no final chunk, no [DONE], no clean end of the chunked body
         raise asyncio.CancelledError from None  # aiohttp drops a cancelled handler quietly
     except ConnectionResetError:
+        assert response is not None  # only a streamed write finds the client gone
         return response  # the client went away; closing `updates` aborts the request and frees its KV
     finally:
         await updates.aclose()

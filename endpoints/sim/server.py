@@ -174,6 +174,7 @@ async def _models(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     twin: SimTwin = request.app[TWIN_KEY]
+    assert twin.metrics is not None  # the route exists only under --enable-metrics
     return web.Response(body=twin.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
 

@@ -120,10 +120,10 @@ class SimMetrics:
             "new_token_ratio": ("The new token ratio of the admission estimate.", scheduler.new_token_ratio),
             "max_total_num_tokens": ("Maximum total tokens in the KV pool.", scheduler.pool.capacity_tokens),
         }
-        for name, (doc, value) in gauges.items():
-            family = GaugeMetricFamily(f"sglang:{name}", doc, labels=labels)
-            family.add_metric(values, value)
-            yield family
+        for name, (doc, level) in gauges.items():
+            gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=labels)
+            gauge.add_metric(values, level)
+            yield gauge
         for histogram in (self._ttft, self._itl, self._e2e, self._queue):
             yield histogram.family(labels, values)
 
