@@ -1,4 +1,4 @@
-"""Calibration of the SGLang twin: the published setups of shared/reference/calibration.md, run on
+"""Calibration of the SGLang twin: the published setups of docs/twin.md ("Profiles and sources"), run on
 the twin's engine in virtual time, printed as predicted vs published with their ratio.
 
     python bench/twin_calibration.py            # every modelled row (about a minute)
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for i, row in enumerate(rows, 1):
         if row.predicted is None:
-            print(f"| {i} | {row.setup} | {row.figure} | see calibration.md | not modelled (PD disaggregation, EP) | - |")
+            print(f"| {i} | {row.setup} | {row.figure} | see docs/twin.md | not modelled (PD disaggregation, EP) | - |")
             continue
         print(f"| {i} | {row.setup} | {row.figure} | {row.published:,.0f} | {row.predicted:,.0f} | {row.predicted / row.published:.2f} |")
     print("\nFirst-burst check (bench_serving starts `concurrency` requests at once; published / twin):\n")

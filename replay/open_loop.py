@@ -3,7 +3,7 @@
 It sleeps to each absolute deadline on the injected clock (never by summing deltas, so lateness
 cannot accumulate), then starts the request as its own task and moves on; a slow server makes
 requests overlap, it never delays the schedule. Only two things may hold a request back past its
-time (DESIGN.md, "Replay"), and both are recorded on it as `held_s`/`held_by`:
+time (docs/replay.md, "Honest timing"), and both are recorded on it as `held_s`/`held_by`:
 - session order: a turn waits until the previous turn of its session has finished;
 - the concurrency cap: at most `max_concurrency` requests in flight, released in schedule order.
 Schedule lag is then sent − (scheduled + held): what the client itself added.

@@ -1,7 +1,7 @@
 """What the two OpenAI-compatible clients share: folding stream chunks, and turning them into a record.
 
-Chunks are `data: {"choices": [...], "usage": null|{...}}` ending in `data: [DONE]` (sglang-api.md
-§1.2). A chunk carries tokens when its first choice has text: `delta.content` or
+Chunks are `data: {"choices": [...], "usage": null|{...}}` ending in `data: [DONE]` (docs/endpoints.md,
+"SGLang's API"). A chunk carries tokens when its first choice has text: `delta.content` or
 `delta.reasoning_content` (chat; the latter under `--reasoning-parser deepseek-r1`), or `text`
 (completions). The first chunk with answer text (content, not reasoning) is the first answer token.
 Usage comes from the usage chunk that `stream_options.include_usage` asks for, exactly as reported:

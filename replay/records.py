@@ -1,4 +1,4 @@
-"""What a replay records: one RequestRecord per request, one RunInfo per run (DESIGN.md, "Replay").
+"""What a replay records: one RequestRecord per request, one RunInfo per run (docs/replay.md).
 
 Times are seconds on the replay's monotonic clock, measured from the run's t0 (`*_mono_s`), so they
 compare with each other exactly; `RunInfo.t0_wall_s` anchors them to epoch time. Usage fields are

@@ -6,7 +6,7 @@ definition: `schedule_lag_s` here, the runs' p50/p99/max, the live progress disp
 `requests.schedule_lag_ms` (warehouse/schema.sql) all mean this quantity.
 
 A client that falls behind hides latency (coordinated omission), so every run reports its lag and is
-flagged degraded when the p99 passes a threshold (loadgen-anchors.md §5.7). Like every run metric, the
+flagged degraded when the p99 passes a threshold (docs/replay.md, "Honest timing"). Like every run metric, the
 percentiles leave warm-up requests out (warehouse/schema.sql, "Measured window").
 """
 

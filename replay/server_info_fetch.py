@@ -1,4 +1,4 @@
-"""GET /server_info before t0: the one non-replay HTTP call of a run (sglang-api.md §1.3).
+"""GET /server_info before t0: the one non-replay HTTP call of a run (docs/endpoints.md, "SGLang's API").
 
 An endpoint that cannot be reached at all is bad input (the run would only record connection errors);
 one that answers but has no usable /server_info still gets replayed, with empty server facts.

@@ -1,4 +1,4 @@
-"""Multi-turn order: which earlier request each request must wait for (DESIGN.md, "Replay").
+"""Multi-turn order: which earlier request each request must wait for (docs/replay.md, "Multi-turn").
 
 A turn is sent only after the previous turn of its session finished. The predecessor is the request
 of the same session with the next lower (turn, offset); requests without a session wait for nothing.

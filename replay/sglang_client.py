@@ -5,7 +5,7 @@ plus `require_reasoning: true` when configured (R1: SGLang then counts reasoning
 the twin only, its reasoning-length field. SGLang streams `data: {"text", "output_ids", "meta_info"}`
 events ending in `data: [DONE]`; `text` and `output_ids` are cumulative by default, so tokens are
 counted from `meta_info.completion_tokens` (cumulative in both streaming modes), never from text.
-Usage is taken from the last event's meta_info, exactly as reported (sglang-api.md §1.1).
+Usage is taken from the last event's meta_info, exactly as reported (docs/endpoints.md, "SGLang's API").
 
 Under `--enable-metrics` SGLang's tokenizer manager merges the scheduler's timings into every event's
 meta_info (`SchedulerReqTimeStats.convert_to_output_meta_info`, python/sglang/srt/observability/

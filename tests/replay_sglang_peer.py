@@ -97,7 +97,7 @@ class SglangPeer:
         return web.json_response({"object": "list", "data": [{"id": "peer-model", "object": "model"}]})
 
     async def _openai(self, request: web.Request) -> web.StreamResponse:
-        """SGLang's OpenAI stream shape (sglang-api.md §1.2); prompt tokens = 4 bytes of text each."""
+        """SGLang's OpenAI stream shape (docs/endpoints.md, "SGLang's API"); prompt tokens = 4 bytes of text each."""
         b = self.behaviour
         body = await request.json()
         self.bodies.append(body)

@@ -163,7 +163,7 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
     assert {(s, str(w)) for s, w, _ in weeks} >= {(s, "2026-11-16") for s in scenarios}
     assert all(n > 0 for _, _, n in weeks)
     # The twin's scenario by hand from the lake: every request ok with the server's own usage, and
-    # DESIGN.md's cost: gpu_count x usd_per_gpu_hour x window_s / 3600 / completed.
+    # docs/warehouse.md's cost: gpu_count x usd_per_gpu_hour x window_s / 3600 / completed.
     lake = pq.read_table(warehouse / "lake/requests/week=2026-11-16/scenario=azure-chat-v3-h200/part-0.parquet").to_pandas()
     assert (lake["status"] == "ok").all() and (lake["completion_tokens"] == lake["output_tokens"]).all()
     assert completed == int((~lake["is_warmup"]).sum())

@@ -1,4 +1,4 @@
-"""Every example query of the README ("Query the warehouse") runs read-only and answers its question."""
+"""Every example query of docs/warehouse.md ("Five questions, five queries") runs read-only and answers its question."""
 
 from __future__ import annotations
 

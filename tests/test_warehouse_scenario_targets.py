@@ -1,5 +1,5 @@
 """A scenario's target_rps and budget_usd_per_request, from scenarios.yaml to run_summary, diagnoses
-and the weekly report: the documented keys do what the README says (fleet sizing, the budget verdict)."""
+and the weekly report: the documented keys do what docs/workloads.md says (fleet sizing, the budget verdict)."""
 
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ def test_bundled_mooncake_trace_loads_fast_and_whole() -> None:
     workload = read_mooncake(MOONCAKE_TRACE)
     elapsed_s = time.perf_counter() - started
     assert workload.num_requests == 12031
-    # The README's figures for this trace: mean input 12,035 tokens, mean output 343.
+    # workloads/traces/README.md's figures for this trace: mean input 12,035 tokens, mean output 343.
     assert workload.table.column("input_tokens").to_numpy().mean() == pytest.approx(12035, abs=1)
     assert elapsed_s < 2.0  # about 0.1 s warm; generous for a loaded 2-core CI box
 
@@ -200,7 +200,7 @@ def test_azure_header_only_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_bundled_azure_trace_loads_whole() -> None:
     workload = read_azure(AZURE_TRACE)
-    # The file holds 19,366 data rows (the shared README's 19,365 is off by one).
+    # The file holds 19,366 data rows (a count of 19,365 quoted for it is off by one).
     assert workload.num_requests == 19366
     arrivals = workload.table.column("arrival_s").to_pylist()
     assert arrivals[0] == 0.0

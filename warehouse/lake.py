@@ -1,6 +1,6 @@
 """The Parquet lake: `<lake_root>/<table>/week=YYYY-MM-DD/scenario=<name>/part-0.parquet`.
 
-The lake is the warehouse's source of truth (DESIGN.md, "Warehouse"). Re-writing a (week, scenario)
+The lake is the warehouse's source of truth (docs/warehouse.md). Re-writing a (week, scenario)
 partition replaces it: the new folder is written in a staging area, then swapped in with two renames.
 A failure before the swap leaves the previous copy untouched; a crash between the two renames leaves
 the previous copy parked in the staging area, and the next write of that partition (or `recover_lake`)

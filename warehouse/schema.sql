@@ -312,7 +312,7 @@ CREATE OR REPLACE TABLE diagnoses (
     week_start DATE NOT NULL,         -- Monday that starts the week
     scenario VARCHAR NOT NULL,        -- scenario name
     endpoint VARCHAR NOT NULL,        -- endpoint name
-    verdict VARCHAR NOT NULL,         -- runtime_lever | model_candidate | healthy | inconclusive (the four-numbers rubric, DESIGN.md)
+    verdict VARCHAR NOT NULL,         -- runtime_lever | model_candidate | healthy | inconclusive (the four numbers, docs/warehouse.md)
     reasons VARCHAR NOT NULL,         -- JSON list of the reasons behind the verdict, each with its number and threshold
     prefix_cache_hit_rate DOUBLE,     -- client hit rate (server's when the client's is null) (ratio 0-1)
     prefix_reuse_share DOUBLE,        -- what an infinite cache could reuse in this workload (ratio 0-1)

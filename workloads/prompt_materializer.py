@@ -1,6 +1,6 @@
 """Prompt materialization: turn a Workload's token counts and block hashes into exact token ids.
 
-DESIGN.md, "Prompt materialization": block hash h → `block_size` ids drawn from a counter-based PRNG keyed
+docs/workloads.md, "Exact prompts": block hash h → `block_size` ids drawn from a counter-based PRNG keyed
 by (seed, h), inside the model's vocabulary with the low special-token ids left out; a request's ids are
 its blocks concatenated and cut to exactly `input_tokens`. Equal hashes give equal ids, so the prefix
 sharing of the trace reaches the server's cache. A request without block hashes (or with fewer than its

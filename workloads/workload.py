@@ -1,4 +1,4 @@
-"""The canonical Workload: a named, content-hashed Arrow table of requests (DESIGN.md, "Workloads").
+"""The canonical Workload: a named, content-hashed Arrow table of requests (docs/workloads.md).
 
 Every reader produces exactly this schema; replay and the warehouse read nothing else.
 """
@@ -37,7 +37,7 @@ class TraceFormatError(ValueError):
         self.reason = reason
 
 
-# One row per request. Columns and meaning are those of DESIGN.md.
+# One row per request. Columns and meaning are those of docs/workloads.md.
 WORKLOAD_SCHEMA = pa.schema(
     [
         pa.field("request_id", pa.string(), nullable=False),  # stable within the workload

@@ -1,4 +1,4 @@
-"""The SGLang twin: SGLang's HTTP API over a simulated DeepSeek-V3/R1 server (see DESIGN.md).
+"""The SGLang twin: SGLang's HTTP API over a simulated DeepSeek-V3/R1 server (see docs/twin.md).
 
 Layers, each its own module: clock (real or virtual time), cost_model (roofline step time),
 radix_cache and kv_pool (prefix cache in a fixed KV pool), scheduler (continuous batching with

@@ -11,7 +11,7 @@ time = max(compute time, memory time) + a fixed per-step overhead.
 - Overhead: kernel launches and the two TP all-reduces per layer. Decode replays CUDA graphs, so it
   is small; prefill (extend) runs eagerly, so each layer costs far more launch and Python time.
 
-The constants below are set once from public figures (shared/reference/calibration.md); nothing
+The constants below are set once from public figures (docs/twin.md, "Profiles and sources"); nothing
 is fitted per test. bench/twin_calibration.py prints predicted vs published for every row.
 """
 

@@ -1,7 +1,7 @@
 """Model and hardware profiles: plain frozen data the cost model and the KV pool read.
 
 Numbers come from DeepSeek-V3's HF config.json (identical for R1) and vendor datasheets; see
-shared/reference/sglang-api.md §6 and calibration.md. Nothing here knows about scheduling.
+docs/twin.md, "Profiles and sources". Nothing here knows about scheduling.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- diagnoses: the four-numbers rubric of DESIGN.md as a verdict per run (column definitions: schema.sql).
+-- diagnoses: the four numbers of docs/warehouse.md as a verdict per run (column definitions: schema.sql).
 -- Read together: prefix-cache hit rate (against what the traffic could reuse), batch occupancy, the
 -- queueing share of p95 latency, and GPU utilisation.
 --   runtime_lever   any lever applies: the hit rate trails the reusable share by >= 20 points; batch

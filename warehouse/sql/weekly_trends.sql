@@ -5,7 +5,7 @@
 -- whose configuration changed has no such weeks yet: it is judged against the previous configuration's
 -- baseline instead (baseline_source = 'previous_config'), so a change that made things worse is caught
 -- the week it happens, not a month later.
--- Regression rule (DESIGN.md, "Regressions"): a metric past its threshold AND outside this week's
+-- Regression rule (docs/warehouse.md, "Metric definitions"): a metric past its threshold AND outside this week's
 -- 95% block-bootstrap interval (cost_intervals, computed by warehouse/bootstrap_interval.py).
 INSERT INTO weekly_trends BY NAME
 WITH thresholds AS (
