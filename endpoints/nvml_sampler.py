@@ -14,9 +14,9 @@ from endpoints.gpu_protocol import GpuSampler, GpuSource, NoGpuSampler, OnceNote
 from endpoints.probe_records import GpuSample
 
 
-def _read(read: Callable[[], float | int]) -> float | int | None:
+def _read(read: Callable[..., float | int], *args: object) -> float | int | None:
     try:
-        return read()
+        return read(*args)
     except pynvml.NVMLError:
         return None
 
@@ -39,7 +39,7 @@ class NvmlSampler:
                 if self._notes.first_time(reason):
                     rows.append(unmeasured(run_id, wall_s, self.host, self.source, reason))
                 continue
-            power_mw = _read(lambda: pynvml.nvmlDeviceGetPowerUsage(handle))
+            power_mw = _read(pynvml.nvmlDeviceGetPowerUsage, handle)
             rows.append(
                 GpuSample(
                     run_id=run_id,
@@ -47,11 +47,11 @@ class NvmlSampler:
                     host=self.host,
                     gpu_index=index,
                     source=self.source.value,
-                    utilisation_pct=_float(_read(lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)),
+                    utilisation_pct=_float(_read(lambda h: pynvml.nvmlDeviceGetUtilizationRates(h).gpu, handle)),
                     memory_used_bytes=int(memory.used),
                     memory_total_bytes=int(memory.total),
                     power_w=None if power_mw is None else power_mw / 1000.0,
-                    sm_clock_mhz=_float(_read(lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))),
+                    sm_clock_mhz=_float(_read(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM)),
                 )
             )
         return rows
