@@ -31,23 +31,56 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         path = write_partition(warehouse.warehouse().lake_root, table_name, part.week_start, part.scenario, table)
         context.add_output_metadata({"rows": table.num_rows, "path": dg.MetadataValue.path(str(path))})
 
-    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"}, metadata=column_schema("requests"),
-              description="One row per replayed request (warehouse/schema.sql, table requests).")
-    def requests_lake(context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource) -> None:
+    @dg.asset(
+        partitions_def=partitions,
+        group_name="lake",
+        kinds={"parquet"},
+        metadata=column_schema("requests"),
+        description="One row per replayed request (warehouse/schema.sql, table requests).",
+    )
+    def requests_lake(
+        context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource
+    ) -> None:
         _write(context, warehouse, "requests", read_requests(Path(replay_run.run_dir)))
 
-    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"}, metadata=column_schema("server_samples"),
-              description="The server's sglang: metrics, scraped every second during the replay (table server_samples).")
-    def server_samples_lake(context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource) -> None:
-        _write(context, warehouse, "server_samples", _samples(replay_run.run_dir, SERVER_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA))
+    @dg.asset(
+        partitions_def=partitions,
+        group_name="lake",
+        kinds={"parquet"},
+        metadata=column_schema("server_samples"),
+        description="The server's sglang: metrics, scraped every second during the replay (table server_samples).",
+    )
+    def server_samples_lake(
+        context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource
+    ) -> None:
+        _write(
+            context,
+            warehouse,
+            "server_samples",
+            _samples(replay_run.run_dir, SERVER_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA),
+        )
 
-    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"}, metadata=column_schema("gpu_samples"),
-              description="GPU utilisation, memory, power and clocks during the replay; null where unmeasured (table gpu_samples).")
-    def gpu_samples_lake(context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource) -> None:
+    @dg.asset(
+        partitions_def=partitions,
+        group_name="lake",
+        kinds={"parquet"},
+        metadata=column_schema("gpu_samples"),
+        description="GPU utilisation, memory, power and clocks during the replay; null where unmeasured "
+        "(table gpu_samples).",
+    )
+    def gpu_samples_lake(
+        context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource
+    ) -> None:
         _write(context, warehouse, "gpu_samples", _samples(replay_run.run_dir, GPU_SAMPLES_FILE, GPU_SAMPLE_SCHEMA))
 
-    @dg.asset(partitions_def=partitions, group_name="lake", kinds={"parquet"}, metadata=column_schema("runs"),
-              description="One row per replay: endpoint, server facts, configuration fingerprint, window, price, SLO (table runs).")
+    @dg.asset(
+        partitions_def=partitions,
+        group_name="lake",
+        kinds={"parquet"},
+        metadata=column_schema("runs"),
+        description="One row per replay: endpoint, server facts, configuration fingerprint, window, price, SLO "
+        "(table runs).",
+    )
     def runs_lake(
         context: dg.AssetExecutionContext,
         replay_run: ReplayOutput,

@@ -2,7 +2,6 @@
 
 Data-quality failures on requests are ERROR and block the marts; a cost regression warns."""
 
-
 import dagster as dg
 import pandas as pd
 

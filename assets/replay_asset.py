@@ -96,7 +96,8 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
         _stop_leased(warehouse, context.run_id)
         raise
     context.log.info(
-        f"endpoint {spec.name} ({spec.mode.value}, {' '.join(spec.server_args)}) ready at {lease.endpoint.url}; {cache.note}"
+        f"endpoint {spec.name} ({spec.mode.value}, {' '.join(spec.server_args)}) ready at {lease.endpoint.url}; "
+        f"{cache.note}"
     )
     rendezvous = str(run_dir / "rendezvous") if scenario.shards > 1 else None
     for index in range(scenario.shards):

@@ -10,7 +10,13 @@ from warehouse.report.weekly_report import write_weekly_report
 from warehouse.store import Warehouse
 
 # Plotted by Dagster's UI over time, per partition.
-_TREND_METADATA = ("cost_per_request_usd", "p95_ttft_ms", "prefix_cache_hit_rate", "completed_requests", "failed_requests")
+_TREND_METADATA = (
+    "cost_per_request_usd",
+    "p95_ttft_ms",
+    "prefix_cache_hit_rate",
+    "completed_requests",
+    "failed_requests",
+)
 
 
 def _of_partition(rows: list[dict], part: WeekScenario) -> list[dict]:

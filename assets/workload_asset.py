@@ -1,7 +1,6 @@
 """Stage 1: the scenario's trace, read into the canonical Workload with the scenario's shared system
 prompt in front of every request and its reasoning budget (the replay takes its window)."""
 
-
 import dagster as dg
 
 from assets.partitions import WeekScenario

@@ -60,7 +60,12 @@ def paused_trace(path: Path, pause_s: float, requests: int) -> None:
         for i, (arrival_s, n_in, n_out) in enumerate(zip(arrivals, inputs, outputs)):
             shifted_s = arrival_s + (pause_s if i >= FIRST_BURST else 0.0)
             blocks = [i * 1000 + b for b in range(math.ceil(n_in / 512))]  # no shared prefixes
-            line = {"timestamp": round(shifted_s * 1000), "input_length": n_in, "output_length": n_out, "hash_ids": blocks}
+            line = {
+                "timestamp": round(shifted_s * 1000),
+                "input_length": n_in,
+                "output_length": n_out,
+                "hash_ids": blocks,
+            }
             f.write(orjson.dumps(line) + b"\n")
 
 
@@ -130,7 +135,8 @@ def main() -> None:
             rows.append(counts)
             all_delays += delays
             lost = counts["finished"] - counts["readable"]
-            print(f"SIGKILL at {kill_s:5.1f} s: twin finished {counts['finished']:4d}, readable {counts['readable']:4d}, "
+            print(f"SIGKILL at {kill_s:5.1f} s: twin finished {counts['finished']:4d}, "
+                  f"readable {counts['readable']:4d}, "
                   f"lost {lost:3d}; finished > {FLUSH_INTERVAL_S + BOUND_MARGIN_S:.1f} s before the kill "
                   f"{counts['due_by_bound']:4d} (all readable: {counts['readable'] >= counts['due_by_bound']})",
                   flush=True)  # fmt: skip

@@ -64,7 +64,8 @@ class LoopbackPeer(asyncio.Protocol):
             self.buffer = self.buffer[end + 4 + length :]
             if head.startswith(b"GET"):
                 self.transport.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(_INFO), _INFO)
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                    % (len(_INFO), _INFO)
                 )
                 continue
             self._generate(body)
@@ -76,7 +77,10 @@ class LoopbackPeer(asyncio.Protocol):
         out = [_HEAD]
         for k in range(1, n + 1):
             meta = b'{"id":"x","finish_reason":%s,"prompt_tokens":%d,"completion_tokens":%d,"cached_tokens":0}' % (
-                b'{"type":"length","length":%d}' % n if k == n else b"null", prompt, k)
+                b'{"type":"length","length":%d}' % n if k == n else b"null",
+                prompt,
+                k,
+            )
             event = b'data: {"text":" tok","output_ids":[%d],"meta_info":%s}\n\n' % (k, meta)
             if k == n:
                 event += b"data: [DONE]\n\n"
@@ -146,7 +150,10 @@ def main() -> int:
         url = re.search(r"(http://\S+)", peer.stdout.readline()).group(1)
         print(f"peer: zero-latency loopback SSE peer (bench-only, not SGLang) at {url}")
         print(f"requests: 64 input ids, 16 output tokens each; {seconds:g} s per rate; constant arrivals\n")
-        print(f"{'rate req/s':>10} {'ok':>6} {'lag p50 ms':>11} {'p99 ms':>8} {'max ms':>8} {'CPU us/req':>11} {'achieved':>9}")
+        print(
+            f"{'rate req/s':>10} {'ok':>6} {'lag p50 ms':>11} {'p99 ms':>8} {'max ms':>8} "
+            f"{'CPU us/req':>11} {'achieved':>9}"
+        )
         _measure(url, 50, 500.0, 64, 16)  # warm-up: imports and first connections are not per-request costs
         results = []
         for rate in rates:
@@ -163,7 +170,10 @@ def main() -> int:
         r = _measure(url, n_long, 20.0, 64, out_long)
         per_token_us = r["cpu_s"] / r["tokens"] * 1e6
         print(f"\nstreaming: {n_long} requests x {out_long} tokens (one SSE event per token)")
-        print(f"client CPU per streamed token: {per_token_us:.2f} us  ->  {1e6 / per_token_us:,.0f} tokens/s parsed on one core")
+        print(
+            f"client CPU per streamed token: {per_token_us:.2f} us  ->  "
+            f"{1e6 / per_token_us:,.0f} tokens/s parsed on one core"
+        )
         print("targets (issue): >= 1,000 req/s at p99 lag <= 5 ms; >= 50,000 streamed tokens/s on one core")
     finally:
         peer.terminate()

@@ -145,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         if row.predicted is None:
             print(f"| {i} | {row.setup} | {row.figure} | see docs/twin.md | not modelled (PD disaggregation, EP) | - |")
             continue
-        print(f"| {i} | {row.setup} | {row.figure} | {row.published:,.0f} | {row.predicted:,.0f} | {row.predicted / row.published:.2f} |")
+        print(
+            f"| {i} | {row.setup} | {row.figure} | {row.published:,.0f} | {row.predicted:,.0f} "
+            f"| {row.predicted / row.published:.2f} |"
+        )
     print("\nFirst-burst check (bench_serving starts `concurrency` requests at once; published / twin):\n")
     print("\n".join(_burst_table(args.quick)))
     print(f"\n(wall time {time.perf_counter() - started:.1f} s{', --quick' if args.quick else ''})")

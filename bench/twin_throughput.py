@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 streams, short window")
     parser.add_argument("--streams", type=int, default=None)
-    parser.add_argument("--cumulative", action="store_true", help="SGLang's default cumulative chunks instead of deltas")
+    parser.add_argument(
+        "--cumulative", action="store_true", help="SGLang's default cumulative chunks instead of deltas"
+    )
     args = parser.parse_args(argv)
     streams = args.streams or (200 if args.quick else 1000)
     window_s = 3.0 if args.quick else 15.0
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"modelled decode tokens/s (gen_throughput): {result['modelled_tok_s']:,.0f}")
     print(f"achieved / modelled: {result['tok_s'] / result['modelled_tok_s']:.2f}")
     print(f"engine Python per step: {result['step_overhead_us']:,.0f} µs over {result['steps']} steps; "
-          f"per streamed token: {result['engine_us_per_token']:.1f} µs (scheduling and delivery, HTTP excluded)")  # fmt: skip
+          f"per streamed token: {result['engine_us_per_token']:.1f} µs "
+          "(scheduling and delivery, HTTP excluded)")  # fmt: skip
     return 0
 
 

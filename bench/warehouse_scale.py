@@ -103,17 +103,43 @@ def build_lake(root: Path, total_rows: int) -> tuple[float, int]:
         week = monday + timedelta(days=7 * w)
         for scenario in SCENARIOS:
             run_id = f"{scenario}-{week}"
-            info = RunInfo(run_id, "bench", "sha256:0", "synthetic", "synthetic", 0.0, None, 1.0, "http://127.0.0.1:30000",
-                           "sglang", T0_WALL_S, T0_WALL_S + window_s, window_s, per_partition, per_partition,
-                           per_partition, 0.5, 1.0, 2.0, False, False, {"version": "0.5.4", "max_running_requests": 256},
-                           warmup_s=window_s * 0.01)
+            info = RunInfo(
+                run_id,
+                "bench",
+                "sha256:0",
+                "synthetic",
+                "synthetic",
+                0.0,
+                None,
+                1.0,
+                "http://127.0.0.1:30000",
+                "sglang",
+                T0_WALL_S,
+                T0_WALL_S + window_s,
+                window_s,
+                per_partition,
+                per_partition,
+                per_partition,
+                0.5,
+                1.0,
+                2.0,
+                False,
+                False,
+                {"version": "0.5.4", "max_running_requests": 256},
+                warmup_s=window_s * 0.01,
+            )
             requests = synthetic_requests(run_id, per_partition, window_s, rng)
             samples = synthetic_samples(run_id, window_s)
             started = time.perf_counter()
             write_partition(root / "lake", "requests", week, scenario, requests)
             write_s += time.perf_counter() - started
-            write_partition(root / "lake", "runs", week, scenario,
-                            build_run_row(info, SPEC, scenario, week, RunContext(slo_ttft_ms=1000, slo_tpot_ms=50, target_rps=100)))
+            write_partition(
+                root / "lake",
+                "runs",
+                week,
+                scenario,
+                build_run_row(info, SPEC, scenario, week, RunContext(slo_ttft_ms=1000, slo_tpot_ms=50, target_rps=100)),
+            )
             write_partition(root / "lake", "server_samples", week, scenario, samples)
     return write_s, per_partition * WEEKS * len(SCENARIOS)
 
@@ -142,7 +168,9 @@ def refresh_child(root: str, memory_limit: str) -> None:
             timings[table] = time.perf_counter() - started
             con.execute("ROLLBACK")
     peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"refresh_s": refresh_s, **{f"{k}_s": v for k, v in timings.items()}, "peak_rss_bytes": peak_bytes}))
+    print(
+        json.dumps({"refresh_s": refresh_s, **{f"{k}_s": v for k, v in timings.items()}, "peak_rss_bytes": peak_bytes})
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,22 +185,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [200_000] if args.quick else args.sizes
     print(f"cores: {os.cpu_count()}  DuckDB memory_limit: {args.memory_limit}  chunks per request: {N_CHUNKS}")
-    print(f"{'rows':>11} {'ingest rows/s':>14} {'refresh s':>10} {'run_summary s':>14} {'intervals s':>12} "
-          f"{'weekly_trends s':>16} {'diagnoses s':>12} {'peak RSS GB':>12}")
+    print(
+        f"{'rows':>11} {'ingest rows/s':>14} {'refresh s':>10} {'run_summary s':>14} {'intervals s':>12} "
+        f"{'weekly_trends s':>16} {'diagnoses s':>12} {'peak RSS GB':>12}"
+    )
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="costbench-bench-") as tmp:
             write_s, rows = build_lake(Path(tmp), size)
             child = subprocess.run(
                 [sys.executable, __file__, "--refresh-child", tmp, "--memory-limit", args.memory_limit],
-                capture_output=True, text=True,
+                capture_output=True,
+                text=True,
             )
             if child.returncode != 0:
                 print(f"{size:>11,} refresh failed:\n{child.stderr[-3000:]}")
                 return 1
             figures = json.loads(child.stdout.strip().splitlines()[-1])
-            print(f"{rows:>11,} {rows / write_s:>14,.0f} {figures['refresh_s']:>10.2f} {figures['run_summary_s']:>14.2f} "
-                  f"{figures['cost_intervals_s']:>12.2f} {figures['weekly_trends_s']:>16.2f} {figures['diagnoses_s']:>12.2f} "
-                  f"{figures['peak_rss_bytes'] / 1e9:>12.2f}", flush=True)
+            print(
+                f"{rows:>11,} {rows / write_s:>14,.0f} {figures['refresh_s']:>10.2f} {figures['run_summary_s']:>14.2f} "
+                f"{figures['cost_intervals_s']:>12.2f} {figures['weekly_trends_s']:>16.2f} "
+                f"{figures['diagnoses_s']:>12.2f} "
+                f"{figures['peak_rss_bytes'] / 1e9:>12.2f}",
+                flush=True,
+            )
     return 0
 
 

@@ -53,9 +53,7 @@ def parse_sglang_metrics(text: str) -> list[SeriesValue]:
             if sample.name.endswith(_SKIPPED_SUFFIXES):
                 continue
             # Labels are stored: a secret-named one (no SGLang build sends any) is redacted too.
-            labels = {
-                k: REDACTED if is_secret_name(k) else v for k, v in sample.labels.items() if k != SUMMED_LABEL
-            }
+            labels = {k: REDACTED if is_secret_name(k) else v for k, v in sample.labels.items() if k != SUMMED_LABEL}
             key = (sample.name, kind, orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
             sums.setdefault(key, []).append(float(sample.value))
     out = []

@@ -165,9 +165,7 @@ def _running(
         "log_file": log_path.name if log_path else None,
     }
     facts_path = save_server_facts(run_dir / SERVER_FACTS_FILE, facts)
-    return RunningEndpoint(
-        spec, url, server_info, model_info, log_path, metrics_urls, fingerprint, facts_path, workers
-    )
+    return RunningEndpoint(spec, url, server_info, model_info, log_path, metrics_urls, fingerprint, facts_path, workers)
 
 
 def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_path: Path) -> None:

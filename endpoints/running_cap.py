@@ -23,7 +23,9 @@ def max_running_requests(server_info: dict) -> int | None:
     """
     states = server_info.get("internal_states")
     if isinstance(states, list) and states:
-        per_rank = [_positive_int(s.get("effective_max_running_requests_per_dp")) for s in states if isinstance(s, dict)]
+        per_rank = [
+            _positive_int(s.get("effective_max_running_requests_per_dp")) for s in states if isinstance(s, dict)
+        ]
         caps = [cap for cap in per_rank if cap is not None]
         if len(caps) == len(states):  # every rank an object that reports its cap
             return sum(caps)

@@ -231,12 +231,18 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
     if mode is not EndpointMode.ATTACH:
         for key in ("url", "worker_urls"):
             if getattr(entry, key):
-                raise fail(key, f"url and worker_urls are for mode attach; mode {mode.value} binds host and port itself")
+                raise fail(
+                    key, f"url and worker_urls are for mode attach; mode {mode.value} binds host and port itself"
+                )
     for key in ("host", "port", "advertise_url"):
         if mode is EndpointMode.ATTACH and getattr(entry, key) is not None:
-            raise fail(key, "host, port and advertise_url are for a server costbench starts (launch, sim); attach has url")
+            raise fail(
+                key, "host, port and advertise_url are for a server costbench starts (launch, sim); attach has url"
+            )
     if entry.advertise_url and entry.port is None:
-        raise fail("port", "advertise_url needs a fixed port: on a free port the address is not known before the server starts")
+        raise fail(
+            "port", "advertise_url needs a fixed port: on a free port the address is not known before the server starts"
+        )
     if entry.env and mode is EndpointMode.ATTACH:
         raise fail("env", "env is for a server costbench starts (launch, sim), not for attach")
     for key in entry.env:
@@ -277,6 +283,8 @@ def load_endpoint_specs(path: Path) -> dict[str, EndpointSpec]:
     specs: dict[str, EndpointSpec] = {}
     for index, entry in enumerate(parsed.endpoints):
         if entry.name in specs:
-            raise config_error(EndpointSpecError, path, ("endpoints", index, "name"), f"duplicate endpoint name {entry.name!r}")
+            raise config_error(
+                EndpointSpecError, path, ("endpoints", index, "name"), f"duplicate endpoint name {entry.name!r}"
+            )
         specs[entry.name] = _to_spec(entry, path, index)
     return specs

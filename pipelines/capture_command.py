@@ -23,10 +23,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     capture.add_argument("log", type=Path, metavar="LOG", help="gateway log, one JSON request per line")
     capture.add_argument("-o", "--out", type=Path, required=True, metavar="OUT.parquet", help="output file")
-    capture.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_TOKENS,
-                         help=f"tokens per prefix block (default {DEFAULT_BLOCK_TOKENS}, as Mooncake)")
-    capture.add_argument("--tokenizer", type=Path, default=None,
-                         help="local tokenizer.json for block boundaries (default: ~4 UTF-8 bytes a token)")
+    capture.add_argument(
+        "--block-size",
+        type=int,
+        default=DEFAULT_BLOCK_TOKENS,
+        help=f"tokens per prefix block (default {DEFAULT_BLOCK_TOKENS}, as Mooncake)",
+    )
+    capture.add_argument(
+        "--tokenizer",
+        type=Path,
+        default=None,
+        help="local tokenizer.json for block boundaries (default: ~4 UTF-8 bytes a token)",
+    )
     capture.set_defaults(func=capture_command)
 
 

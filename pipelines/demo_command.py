@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
     keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": s})) for w in weeks for s in sorted(scenarios)]
     print(f"weekly job: {len(scenarios)} scenarios x weeks {', '.join(map(str, weeks))} on the SGLang twin")
     if len(weeks) >= 2:
-        print(f"story: in the week of {weeks[-2]} endpoint {STORY_ENDPOINT} ran with {STORY_NOTE}; the week after it is back")
+        print(
+            f"story: in the week of {weeks[-2]} endpoint {STORY_ENDPOINT} ran with {STORY_NOTE}; "
+            "the week after it is back"
+        )
 
     os.environ["DAGSTER_HOME"] = str(home)
     with running_daemon(paths), dg.DagsterInstance.get() as instance:

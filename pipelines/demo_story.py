@@ -24,7 +24,11 @@ def story_endpoints(bundled: Path, out: Path, weeks: list[date]) -> Path:
             if entry["name"] == STORY_ENDPOINT:
                 normal = list(entry["server_args"])
                 entry["revisions"] = [
-                    {"from_week": weeks[-2].isoformat(), "server_args": [*normal, "--disable-radix-cache"], "note": STORY_NOTE},
+                    {
+                        "from_week": weeks[-2].isoformat(),
+                        "server_args": [*normal, "--disable-radix-cache"],
+                        "note": STORY_NOTE,
+                    },
                     {"from_week": weeks[-1].isoformat(), "server_args": normal, "note": "radix cache back on"},
                 ]
     out.write_text(yaml.safe_dump(raw, sort_keys=False))

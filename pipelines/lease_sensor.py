@@ -26,7 +26,11 @@ def lease_over(lease: LeaseRecord, run: dg.DagsterRun | None) -> str | None:
     if run is None:
         # Another instance's run on a shared warehouse, or a run deleted from this one: only its
         # worker's death is ours to act on.
-        return f"run {lease.owner_run_id} is not in this instance and its run worker is gone" if lease.owner_alive() is False else None
+        return (
+            f"run {lease.owner_run_id} is not in this instance and its run worker is gone"
+            if lease.owner_alive() is False
+            else None
+        )
     if run.status in _OVER:
         return f"run {run.run_id} is {run.status.value}"
     if lease.owner_alive() is False:

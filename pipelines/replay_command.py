@@ -47,17 +47,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", default=None, help="OpenAI `model` (default: first id of /v1/models)")
     window = parser.add_argument_group("what to replay")
     window.add_argument("--start-s", type=float, default=0.0, help="trace second the window starts at (default 0)")
-    window.add_argument("--duration-s", type=float, default=None, help="window length in trace seconds (default: to the end)")
+    window.add_argument(
+        "--duration-s", type=float, default=None, help="window length in trace seconds (default: to the end)"
+    )
     window.add_argument("--max-requests", type=int, default=None, help="replay only the first N requests of the window")
     window.add_argument("--arrivals", default=ArrivalProcess.TRACE.value, choices=[a.value for a in ArrivalProcess],
                         help="trace timestamps (default), or synthetic arrivals for traces without them")  # fmt: skip
     window.add_argument("--rate-rps", type=float, default=None, help="synthetic arrivals: mean requests per second")
-    window.add_argument("--burstiness", type=float, default=1.0, help="gamma shape: 1 = Poisson, <1 burstier (default 1)")
+    window.add_argument(
+        "--burstiness", type=float, default=1.0, help="gamma shape: 1 = Poisson, <1 burstier (default 1)"
+    )
     window.add_argument("--seed", type=int, default=0, help="prompt materialization and arrival seed")
     timing = parser.add_argument_group("how to replay")
     timing.add_argument("--speedup", type=float, default=1.0, help="replay this many times faster than the trace")
-    timing.add_argument("--max-concurrency", type=int, default=None, help="cap on requests in flight (delays are recorded)")
-    timing.add_argument("--warmup-s", type=float, default=0.0, help="requests due in the first N replay seconds are flagged warm-up")
+    timing.add_argument(
+        "--max-concurrency", type=int, default=None, help="cap on requests in flight (delays are recorded)"
+    )
+    timing.add_argument(
+        "--warmup-s", type=float, default=0.0, help="requests due in the first N replay seconds are flagged warm-up"
+    )
     timing.add_argument("--shard", default="0/1", help="replay shard k of n (by session hash), e.g. 0/4")
     timing.add_argument("--start-at-epoch-s", type=float, default=None,
                         help="shared t0 in epoch seconds, so shards on several machines start together")  # fmt: skip
@@ -66,7 +74,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     timing.add_argument("--rendezvous-timeout-s", type=float, default=600.0,
                         help="how long a ready shard waits for the others before failing (default 600)")  # fmt: skip
     timing.add_argument("--request-timeout-s", type=float, default=600.0, help="per-request deadline")
-    timing.add_argument("--lag-degraded-ms", type=float, default=10.0, help="schedule-lag p99 that flags the client degraded")
+    timing.add_argument(
+        "--lag-degraded-ms", type=float, default=10.0, help="schedule-lag p99 that flags the client degraded"
+    )
     timing.add_argument("--flush-interval-s", type=float, default=DEFAULT_FLUSH_INTERVAL_S,
                         help="a completed record is on disk within this (plus its write), even after SIGKILL "
                              f"(default {DEFAULT_FLUSH_INTERVAL_S:g})")  # fmt: skip

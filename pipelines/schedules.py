@@ -28,7 +28,9 @@ def partition_run_tags(
     return run_tags(scenarios[name])
 
 
-def build_weekly_schedule(job: dg.UnresolvedAssetJobDefinition, scenarios: dict[str, Scenario]) -> dg.ScheduleDefinition:
+def build_weekly_schedule(
+    job: dg.UnresolvedAssetJobDefinition, scenarios: dict[str, Scenario]
+) -> dg.ScheduleDefinition:
     @dg.schedule(
         name=f"{job.name}_schedule",
         job=job,

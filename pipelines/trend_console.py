@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 import orjson
-
 from rich.console import Console
 from rich.table import Table
 
@@ -22,7 +21,17 @@ def _fmt(value, spec: str) -> str:
 def print_weekly_trends(rows: list[dict], console: Console | None = None) -> None:
     console = console or _console()
     table = Table(title="Weekly trends (warehouse table weekly_trends)")
-    for column in ("week", "scenario", "cost/request", "vs baseline", "p95 TTFT", "p95 e2e", "cache hit", "ok", "failed"):
+    for column in (
+        "week",
+        "scenario",
+        "cost/request",
+        "vs baseline",
+        "p95 TTFT",
+        "p95 e2e",
+        "cache hit",
+        "ok",
+        "failed",
+    ):
         table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
     for row in rows:
         change = row.get("cost_change_pct")
@@ -72,5 +81,7 @@ def print_regression_verdicts(rows: list[dict], console: Console | None = None) 
     for row in flagged:
         reasons = orjson.loads(row["regression_reasons"]) if row.get("regression_reasons") else []
         colour = "red" if row["regression_verdict"] == "regression" else "yellow"
-        table.add_row(str(row["week_start"]), row["scenario"], f"[{colour}]{row['regression_verdict']}[/]", "\n".join(reasons))
+        table.add_row(
+            str(row["week_start"]), row["scenario"], f"[{colour}]{row['regression_verdict']}[/]", "\n".join(reasons)
+        )
     console.print(table)

@@ -26,10 +26,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     inspect.add_argument("file", metavar="FILE", help="trace file")
     inspect.add_argument("--format", dest="trace_format", required=True, choices=known_formats(), help="trace format")
-    inspect.add_argument("--tokenizer", type=Path, default=None,
-                         help="local tokenizer.json for sharegpt/gateway text (default: ~4 UTF-8 bytes a token)")
-    inspect.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_TOKENS,
-                         help=f"tokens per prefix block for sharegpt/gateway (default {DEFAULT_BLOCK_TOKENS})")
+    inspect.add_argument(
+        "--tokenizer",
+        type=Path,
+        default=None,
+        help="local tokenizer.json for sharegpt/gateway text (default: ~4 UTF-8 bytes a token)",
+    )
+    inspect.add_argument(
+        "--block-size",
+        type=int,
+        default=DEFAULT_BLOCK_TOKENS,
+        help=f"tokens per prefix block for sharegpt/gateway (default {DEFAULT_BLOCK_TOKENS})",
+    )
     inspect.add_argument("--model", default=None, help="burstgpt/gateway: keep only this model's requests")
     inspect.set_defaults(func=inspect_command)
 

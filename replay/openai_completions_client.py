@@ -35,4 +35,6 @@ async def send(
     t0_s: float,
     options: SendOptions,
 ) -> RequestRecord:
-    return await send_openai(COMPLETIONS_PATH, build_body(request, options), False, request, session, clock, t0_s, options)
+    return await send_openai(
+        COMPLETIONS_PATH, build_body(request, options), False, request, session, clock, t0_s, options
+    )

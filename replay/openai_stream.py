@@ -74,7 +74,11 @@ class OpenAiStreamState:
         if self.finish_reason == "abort":
             return RequestStatus.ERROR, ErrorKind.SERVER_ABORT, "finish_reason abort: the server aborted the request"
         if not saw_done and self.finish_reason is None:
-            return RequestStatus.ERROR, ErrorKind.INCOMPLETE_STREAM, "response ended with neither [DONE] nor a finish_reason"
+            return (
+                RequestStatus.ERROR,
+                ErrorKind.INCOMPLETE_STREAM,
+                "response ended with neither [DONE] nor a finish_reason",
+            )
         return None
 
     def usage_counts(self, cache_report: bool = False) -> tuple[int | None, int | None, int | None, int | None]:

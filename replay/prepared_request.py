@@ -50,10 +50,17 @@ def prepare_requests(
         raise ValueError(f"warmup_s must be >= 0, got {warmup_s}")
     table = workload.table
     if len(input_ids) != table.num_rows:
-        raise ValueError(
-            f"workload {workload.name!r}: {table.num_rows} requests but {len(input_ids)} input id lists"
-        )
-    names = ["request_id", "session_id", "turn", "arrival_s", "input_tokens", "output_tokens", "reasoning_tokens", "prompt"]
+        raise ValueError(f"workload {workload.name!r}: {table.num_rows} requests but {len(input_ids)} input id lists")
+    names = [
+        "request_id",
+        "session_id",
+        "turn",
+        "arrival_s",
+        "input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "prompt",
+    ]
     rows = table.select(names).to_pydict()
     prepared: list[PreparedRequest] = []
     for i in range(table.num_rows):

@@ -39,7 +39,9 @@ def render_progress(progress: ReplayProgress, lag_degraded_ms: float) -> Group:
 
 
 @contextmanager
-def progress_display(progress: ReplayProgress, console: Console, enabled: bool, lag_degraded_ms: float) -> Iterator[None]:
+def progress_display(
+    progress: ReplayProgress, console: Console, enabled: bool, lag_degraded_ms: float
+) -> Iterator[None]:
     if not enabled:
         yield
         return

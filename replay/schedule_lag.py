@@ -61,5 +61,7 @@ class RunTally:
         lag_s = schedule_lag_s(record)
         if lag_s is not None and not record.is_warmup:
             self.lags_s.append(lag_s)
-        if record.finish_mono_s is not None and (self.last_finish_s is None or record.finish_mono_s > self.last_finish_s):
+        if record.finish_mono_s is not None and (
+            self.last_finish_s is None or record.finish_mono_s > self.last_finish_s
+        ):
             self.last_finish_s = record.finish_mono_s

@@ -54,9 +54,7 @@ _BEARER = re.compile(r"\b(?P<scheme>Bearer|Basic)(?P<gap>\s+)[A-Za-z0-9._~+/=-]+
 _VALUE = r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"',;&?#)\]}]+)"
 # `name=value`, `name: value`, `"name": "value"`; a colon needs a space or a quote after it, so
 # `http://` and `host:port` are not assignments.
-_ASSIGNMENT = re.compile(
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>[\"']?(?:\s*=\s*|:\s+|:(?=[\"'])))" + _VALUE
-)
+_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>[\"']?(?:\s*=\s*|:\s+|:(?=[\"'])))" + _VALUE)
 _FLAG_VALUE = re.compile(r"(?P<name>--[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+)" + _VALUE)
 
 

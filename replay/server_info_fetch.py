@@ -36,7 +36,9 @@ async def fetch_server_info(
     for path in SERVER_INFO_PATHS:
         url = base_url + path
         try:
-            async with session.get(url, headers=dict(headers), timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+            async with session.get(
+                url, headers=dict(headers), timeout=aiohttp.ClientTimeout(total=timeout_s)
+            ) as response:
                 body = await response.read()
                 if response.status != 200:
                     problems.append(f"GET {path}: HTTP {response.status}")
@@ -61,7 +63,9 @@ async def fetch_model_id(
     """The first model id of GET /v1/models (what OpenAI-compatible servers other than SGLang check
     `model` against), or None when the server does not say."""
     try:
-        async with session.get(base_url + "/v1/models", headers=dict(headers), timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+        async with session.get(
+            base_url + "/v1/models", headers=dict(headers), timeout=aiohttp.ClientTimeout(total=timeout_s)
+        ) as response:
             if response.status != 200:
                 return None
             listing = orjson.loads(await response.read())

@@ -21,7 +21,9 @@ def session_predecessors(requests: Sequence[PreparedRequest]) -> list[int | None
     predecessors: list[int | None] = [None] * len(requests)
     for indices in by_session.values():
         # A missing turn number orders by schedule (offset), after numbered turns of equal rank.
-        indices.sort(key=lambda i: (requests[i].turn if requests[i].turn is not None else 1 << 31, requests[i].offset_s, i))
+        indices.sort(
+            key=lambda i: (requests[i].turn if requests[i].turn is not None else 1 << 31, requests[i].offset_s, i)
+        )
         for before, after in zip(indices, indices[1:]):
             predecessors[after] = before
     return predecessors

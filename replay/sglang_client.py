@@ -129,7 +129,11 @@ class _StreamState:
         if finish_type == "abort":
             return RequestStatus.ERROR, ErrorKind.SERVER_ABORT, str(finish_message or "aborted by the server")
         if not saw_done and finish_type is None:
-            return RequestStatus.ERROR, ErrorKind.INCOMPLETE_STREAM, "response ended with neither [DONE] nor a finish_reason"
+            return (
+                RequestStatus.ERROR,
+                ErrorKind.INCOMPLETE_STREAM,
+                "response ended with neither [DONE] nor a finish_reason",
+            )
         return None
 
 
@@ -154,7 +158,13 @@ async def send(
     )
     times = StreamedTimes(state.first_token_s, state.first_answer_s, tuple(state.chunk_s))
     return record_from_stream(
-        request, options, outcome, times, usage, state.finish_reason()[0], float_or_none(meta.get("e2e_latency")),
+        request,
+        options,
+        outcome,
+        times,
+        usage,
+        state.finish_reason()[0],
+        float_or_none(meta.get("e2e_latency")),
         reported_queue_time_s(meta),
     )
 

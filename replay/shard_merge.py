@@ -30,7 +30,9 @@ def merge_shard_runs(shard_dirs: list[Path], out_dir: Path, lag_degraded_ms: flo
     if counts != list(range(first.shard_count)) or any(i.shard_count != first.shard_count for i in infos):
         raise ShardMergeError(f"{out_dir}: shards {counts} do not make up all {first.shard_count} shards")
     if len({(i.run_id, i.t0_wall_s) for i in infos}) != 1:
-        raise ShardMergeError(f"{out_dir}: shards disagree on run id or t0 ({[(i.run_id, i.t0_wall_s) for i in infos]})")
+        raise ShardMergeError(
+            f"{out_dir}: shards disagree on run id or t0 ({[(i.run_id, i.t0_wall_s) for i in infos]})"
+        )
 
     table = pa.concat_tables([read_requests(d) for d in shard_dirs])
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -46,8 +46,16 @@ class ReplaySummary:
 
 # The columns `summarize` reads: read only these back from a large requests.parquet.
 SUMMARY_COLUMNS = (
-    "status", "error_kind", "is_warmup", "scheduled_mono_s", "sent_mono_s", "first_token_mono_s", "finish_mono_s",
-    "prompt_tokens", "cached_tokens", "completion_tokens",
+    "status",
+    "error_kind",
+    "is_warmup",
+    "scheduled_mono_s",
+    "sent_mono_s",
+    "first_token_mono_s",
+    "finish_mono_s",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
 )
 _FAILED = (RequestStatus.ERROR.value, RequestStatus.TIMEOUT.value)
 
@@ -118,12 +126,18 @@ def _fmt(value: float | None, spec: str, unit: str = "") -> str:
 
 def print_summary(summary: ReplaySummary, console: Console | None = None) -> None:
     console = console or Console()
-    table = Table(title=f"replay {summary.run_id}" + ("  [bold red](partial)[/]" if summary.partial else ""),
-                  show_header=False, box=None, pad_edge=False)
+    table = Table(
+        title=f"replay {summary.run_id}" + ("  [bold red](partial)[/]" if summary.partial else ""),
+        show_header=False,
+        box=None,
+        pad_edge=False,
+    )
     table.add_column(style="bold")
     table.add_column(justify="right")
-    table.add_row("requests completed / failed / total",
-                  f"{summary.requests_completed} / {summary.requests_failed} / {summary.requests_total}")
+    table.add_row(
+        "requests completed / failed / total",
+        f"{summary.requests_completed} / {summary.requests_failed} / {summary.requests_total}",
+    )
     if summary.requests_cancelled:
         table.add_row("  cancelled (run stopped)", str(summary.requests_cancelled))
     if summary.requests_warmup:
@@ -132,9 +146,14 @@ def print_summary(summary: ReplaySummary, console: Console | None = None) -> Non
     table.add_row("request rate", _fmt(summary.request_rate_per_s, ".2f", " req/s"))
     table.add_row("output throughput", _fmt(summary.output_tokens_per_s, ",.0f", " tok/s"))
     table.add_row("TTFT p50 / p95", f"{_fmt(summary.ttft_p50_ms, ',.0f')} / {_fmt(summary.ttft_p95_ms, ',.0f', ' ms')}")
-    table.add_row("end-to-end p50 / p95", f"{_fmt(summary.e2e_p50_ms, ',.0f')} / {_fmt(summary.e2e_p95_ms, ',.0f', ' ms')}")
+    table.add_row(
+        "end-to-end p50 / p95", f"{_fmt(summary.e2e_p50_ms, ',.0f')} / {_fmt(summary.e2e_p95_ms, ',.0f', ' ms')}"
+    )
     table.add_row("end-to-end p95 from schedule", _fmt(summary.e2e_from_scheduled_p95_ms, ",.0f", " ms"))
-    table.add_row("prefix cache hit rate", _fmt(None if summary.prefix_cache_hit_rate is None else summary.prefix_cache_hit_rate * 100, ".1f", " %"))
+    table.add_row(
+        "prefix cache hit rate",
+        _fmt(None if summary.prefix_cache_hit_rate is None else summary.prefix_cache_hit_rate * 100, ".1f", " %"),
+    )
     degraded = "[bold red]DEGRADED[/]" if summary.client_degraded else "ok"
     table.add_row("schedule lag p99", f"{_fmt(summary.schedule_lag_p99_ms, '.2f', ' ms')}  ({degraded})")
     for kind, count in summary.errors_by_kind[:5]:

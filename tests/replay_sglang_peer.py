@@ -71,7 +71,9 @@ class SglangPeer:
             return web.Response(status=self.behaviour.server_info_status, text="not here")
         if self.behaviour.server_info is not None:
             return web.json_response(self.behaviour.server_info)
-        return web.json_response({"version": "0.0-peer", "tp_size": 8, "scheduler_info": {"max_total_num_tokens": 1000}})
+        return web.json_response(
+            {"version": "0.0-peer", "tp_size": 8, "scheduler_info": {"max_total_num_tokens": 1000}}
+        )
 
     async def _model_info(self, request: web.Request) -> web.Response:
         body = self.behaviour.model_info
@@ -103,7 +105,9 @@ class SglangPeer:
         self.bodies.append(body)
         self.headers.append(dict(request.headers))
         if b.mode == "http_500":
-            return web.json_response({"object": "error", "message": "boom", "type": "InternalError", "code": 500}, status=500)
+            return web.json_response(
+                {"object": "error", "message": "boom", "type": "InternalError", "code": 500}, status=500
+            )
         chat = request.path.endswith("/chat/completions")
         if chat:
             text = "".join(m["content"] for m in body["messages"])
@@ -121,7 +125,14 @@ class SglangPeer:
             await response.write(b"data: " + orjson.dumps(payload) + b"\n\n")
 
         if chat:
-            await event({"id": "x", "object": obj, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}], "usage": None})
+            await event(
+                {
+                    "id": "x",
+                    "object": obj,
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+                    "usage": None,
+                }
+            )
         for k in range(1, n + 1):
             if b.token_delay_s:
                 await asyncio.sleep(b.token_delay_s)
@@ -143,8 +154,12 @@ class SglangPeer:
         if b.mode == "no_finish":
             return response
         if (body.get("stream_options") or {}).get("include_usage"):
-            usage: dict = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n,
-                           "prompt_tokens_details": None}
+            usage: dict = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": n,
+                "total_tokens": prompt_tokens + n,
+                "prompt_tokens_details": None,
+            }
             if b.cached_tokens:
                 usage["prompt_tokens_details"] = {"cached_tokens": b.cached_tokens}
             if b.reasoning_tokens is not None:
@@ -171,7 +186,9 @@ class SglangPeer:
             if b.ping:
                 await response.write(b": ping\n\n")
             if b.mode == "error_event" and k == 3:
-                await response.write(b'data: {"error": {"message": "scheduler crashed", "type": "InternalError", "code": 500}}\n\n')
+                await response.write(
+                    b'data: {"error": {"message": "scheduler crashed", "type": "InternalError", "code": 500}}\n\n'
+                )
                 await response.write(b"data: [DONE]\n\n")
                 return response
             if b.mode == "drop" and k == 3:
@@ -186,10 +203,16 @@ class SglangPeer:
                 meta["reasoning_tokens"] = min(k, b.reasoning_tokens)
             if last and b.mode != "no_finish":
                 meta["finish_reason"] = (
-                    {"type": "abort", "message": "input too long"} if b.mode == "abort" else {"type": "length", "length": n}
+                    {"type": "abort", "message": "input too long"}
+                    if b.mode == "abort"
+                    else {"type": "length", "length": n}
                 )
                 meta["e2e_latency"] = time.monotonic() - started
-            event = b"data: " + orjson.dumps({"text": "tok " * k, "output_ids": list(range(k)), "meta_info": meta}) + b"\n\n"
+            event = (
+                b"data: "
+                + orjson.dumps({"text": "tok " * k, "output_ids": list(range(k)), "meta_info": meta})
+                + b"\n\n"
+            )
             if last and b.mode != "no_finish":
                 event += b"data: [DONE]\n\n"  # same write as the last token, as SGLang does in practice
             await response.write(event)
@@ -249,7 +272,12 @@ def make_workload(
         schema=WORKLOAD_SCHEMA,
     )
     return Workload(
-        name="test", source_path="test.jsonl", trace_format=TraceFormat.MOONCAKE, time_unit="s", block_size=block_size, table=table
+        name="test",
+        source_path="test.jsonl",
+        trace_format=TraceFormat.MOONCAKE,
+        time_unit="s",
+        block_size=block_size,
+        table=table,
     )
 
 

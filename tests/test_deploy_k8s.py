@@ -247,7 +247,10 @@ def render_helm_instance(values: dict) -> dict:
         "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"},
         "concurrency": {
             "pools": {"default_limit": pools["defaultLimit"]},
-            "runs": {"max_concurrent_runs": runs["maxConcurrentRuns"], "tag_concurrency_limits": runs["tagConcurrencyLimits"]},
+            "runs": {
+                "max_concurrent_runs": runs["maxConcurrentRuns"],
+                "tag_concurrency_limits": runs["tagConcurrencyLimits"],
+            },
         },
     }
 
@@ -343,7 +346,10 @@ def test_helm_values_render_the_instance_of_dagster_yaml(offline):
     assert helm_container.volume_mounts == own_container.volume_mounts
     assert helm_container.resources == own_container.resources
     assert loaded["pod"].share_process_namespace is True
-    assert {e.name for e in own_container.env} - {e.name for e in helm_container.env} == {"DAGSTER_PG_HOST", "DAGSTER_PG_USER"}
+    assert {e.name for e in own_container.env} - {e.name for e in helm_container.env} == {
+        "DAGSTER_PG_HOST",
+        "DAGSTER_PG_USER",
+    }
     [deployment] = _load("values.yaml")["dagster-user-deployments"]["deployments"]
     grpc = dict(zip(deployment["dagsterApiGrpcArgs"][::2], deployment["dagsterApiGrpcArgs"][1::2]))
     assert isinstance(getattr(importlib.import_module(grpc["--module-name"]), grpc["--attribute"]), dg.Definitions)
@@ -363,7 +369,9 @@ def test_endpoint_twins_serve_the_attached_endpoints_with_the_sim_endpoints_flag
         args = deployment.spec.template.spec.containers[0].args
         model = args[args.index("--model-path") + 1]
         own_flags = args[args.index("--enable-cache-report") + 1 :]
-        assert (model, tuple(own_flags)) == (spec.model, sim[name].server_args) == (sim[name].model, sim[name].server_args)
+        assert (
+            (model, tuple(own_flags)) == (spec.model, sim[name].server_args) == (sim[name].model, sim[name].server_args)
+        )
         assert {"--enable-metrics", "--enable-cache-report"} <= set(args)
 
 
@@ -408,7 +416,10 @@ def test_a_misspelled_key_in_the_postgres_block_fails(monkeypatch):
     [
         (("execution", "config", "step_k8s_config"), "step_k8s_configs"),
         (("execution", "config", "per_step_k8s_config", "replay_shard"), "replay_shards"),
-        (("execution", "config", "per_step_k8s_config", "replay_shard", "pod_spec_config", "node_selector"), "node_selecter"),
+        (
+            ("execution", "config", "per_step_k8s_config", "replay_shard", "pod_spec_config", "node_selector"),
+            "node_selecter",
+        ),
         (("execution", "config", "step_k8s_config", "container_config", "resources", "requests"), "request"),
     ],
 )
@@ -425,7 +436,10 @@ def test_a_misspelled_key_in_the_step_executor_run_config_fails(offline, path, t
         (("dagster-user-deployments", "deployments", 0, "dagsterApiGrpcArgs"), "dagsterApiGrpcArg"),
         (("dagster-user-deployments", "deployments", 0, "volumeMounts", 0, "mountPath"), "mountpath"),
         (("concurrency", "runs", "tagConcurrencyLimits"), "tagConcurrencyLimit"),
-        (("runLauncher", "config", "k8sRunLauncher", "runK8sConfig", "containerConfig", "env", 0, "valueFrom"), "valuefrom"),
+        (
+            ("runLauncher", "config", "k8sRunLauncher", "runK8sConfig", "containerConfig", "env", 0, "valueFrom"),
+            "valuefrom",
+        ),
     ],
 )
 def test_a_misspelled_key_in_the_helm_values_fails(offline, path, typo):

@@ -146,8 +146,9 @@ def test_links_between_pages_resolve():
 def test_no_citation_outside_the_repository():
     # A user of the repository has only the repository: docs and comments cite files inside it.
     cited = []
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.split()
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     for path in [ROOT / name for name in listed if name.endswith((".py", ".sql", ".yaml", ".md", ".toml"))]:
         if path == Path(__file__) or not path.is_file():
             continue
@@ -226,12 +227,19 @@ def test_every_example_runs_or_says_why(sandbox):
         for block in servers:
             port = _free_port()
             log = open(sandbox / f"sim-{port}.log", "w")
-            proc = subprocess.Popen(["bash", "-c", "exec " + _with_port(block.text.strip(), port)], cwd=sandbox,
-                                    env=_env(sandbox), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                ["bash", "-c", "exec " + _with_port(block.text.strip(), port)],
+                cwd=sandbox,
+                env=_env(sandbox),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             started.append((block, port, proc))
-        for block, port, proc in started:
-            assert _healthy(port, 60), f"{block.where}: the twin did not become healthy: " + (
-                sandbox / f"sim-{port}.log").read_text()[-2000:]
+        for block, port, _proc in started:
+            assert _healthy(port, 60), (
+                f"{block.where}: the twin did not become healthy: " + (sandbox / f"sim-{port}.log").read_text()[-2000:]
+            )
         port = started[0][1]
         by_page: dict[Path, list[Block]] = {}
         for block in runnable:

@@ -72,7 +72,9 @@ def test_warm_start_sends_nothing():
 
 def _cached_tokens(url: str) -> int:
     body = json.dumps({"input_ids": list(range(1, 300)), "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}})
-    request = urllib.request.Request(f"{url}/generate", data=body.encode(), headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{url}/generate", data=body.encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())["meta_info"]["cached_tokens"]
 

@@ -22,10 +22,19 @@ def _digest(**changes) -> str:
 @pytest.mark.parametrize(
     "change",
     [
-        {"tp_size": 4}, {"dp_size": 8}, {"ep_size": 8}, {"enable_dp_attention": True},
-        {"disable_radix_cache": True}, {"schedule_policy": "lpm"}, {"chunked_prefill_size": 4096},
-        {"max_running_requests": 256}, {"speculative_algorithm": "EAGLE"}, {"speculative_num_steps": 3},
-        {"quantization": "fp8"}, {"kv_cache_dtype": "fp8_e4m3"}, {"version": "0.5.7"},
+        {"tp_size": 4},
+        {"dp_size": 8},
+        {"ep_size": 8},
+        {"enable_dp_attention": True},
+        {"disable_radix_cache": True},
+        {"schedule_policy": "lpm"},
+        {"chunked_prefill_size": 4096},
+        {"max_running_requests": 256},
+        {"speculative_algorithm": "EAGLE"},
+        {"speculative_num_steps": 3},
+        {"quantization": "fp8"},
+        {"kv_cache_dtype": "fp8_e4m3"},
+        {"version": "0.5.7"},
         {"model_path": "deepseek-ai/DeepSeek-V3"},
     ],
     ids=lambda change: next(iter(change)),
@@ -36,8 +45,14 @@ def test_a_cost_flag_changes_the_digest(change):
 
 @pytest.mark.parametrize(
     "change",
-    [{"port": 31234}, {"host": "0.0.0.0"}, {"log_level": "debug"}, {"random_seed": 7},
-     {"served_model_name": "r1"}, {"api_key": "<redacted>"}],  # fmt: skip
+    [
+        {"port": 31234},
+        {"host": "0.0.0.0"},
+        {"log_level": "debug"},
+        {"random_seed": 7},
+        {"served_model_name": "r1"},
+        {"api_key": "<redacted>"},
+    ],  # fmt: skip
     ids=lambda change: next(iter(change)),
 )
 def test_an_irrelevant_flag_does_not(change):

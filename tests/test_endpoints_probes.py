@@ -146,7 +146,9 @@ def _twin_spec(name: str = "twin", *flags: str) -> EndpointSpec:
 def _generate(url: str, n: int) -> None:
     for i in range(n):
         body = json.dumps({"input_ids": [1, 2, 3, 4 + i], "sampling_params": {"max_new_tokens": 4, "ignore_eos": True}})
-        request = urllib.request.Request(f"{url}/generate", data=body.encode(), headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{url}/generate", data=body.encode(), headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=30) as response:
             response.read()
 

@@ -41,7 +41,14 @@ def test_launch_command_carries_sglang_flags():
     command = server_command(_spec(mode=EndpointMode.LAUNCH), 31234)
     assert command[1:3] == ["-m", "sglang.launch_server"]
     joined = " ".join(command)
-    for flag in ("--model-path deepseek-ai/DeepSeek-V3", "--host 127.0.0.1", "--port 31234", "--enable-metrics", "--enable-cache-report", "--tp 8"):
+    for flag in (
+        "--model-path deepseek-ai/DeepSeek-V3",
+        "--host 127.0.0.1",
+        "--port 31234",
+        "--enable-metrics",
+        "--enable-cache-report",
+        "--tp 8",
+    ):
         assert flag in joined
 
 

@@ -14,7 +14,12 @@ def test_the_enforced_cap_sglang_reports_wins_and_is_summed_over_dp_ranks():
             "internal_states": [{"effective_max_running_requests_per_dp": 48} for _ in range(4)]}  # fmt: skip
     assert max_running_requests(info) == 4 * 48
     # Derived by SGLang (flag unset) and reported: known.
-    assert max_running_requests({"max_running_requests": None, "internal_states": [{"effective_max_running_requests_per_dp": 1024}]}) == 1024
+    assert (
+        max_running_requests(
+            {"max_running_requests": None, "internal_states": [{"effective_max_running_requests_per_dp": 1024}]}
+        )
+        == 1024
+    )
 
 
 @pytest.mark.parametrize(

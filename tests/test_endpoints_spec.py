@@ -72,7 +72,10 @@ def test_an_endpoint_name_must_be_one_safe_path_component(tmp_path, name):
     """The name becomes the server log's file name in the run folder (`<name>.server.log`)."""
     with pytest.raises(EndpointSpecError) as error:
         _load(tmp_path, name=name)
-    assert f"endpoints[0].name: must match ^[A-Za-z0-9][A-Za-z0-9._-]{{0,127}}$ (it becomes a folder and a file name), got {name!r}" in str(error.value)
+    assert (
+        f"endpoints[0].name: must match ^[A-Za-z0-9][A-Za-z0-9._-]{{0,127}}$ (it becomes a folder and a file name), got {name!r}"
+        in str(error.value)
+    )
 
 
 def test_missing_keys_and_duplicates(tmp_path):
@@ -81,7 +84,8 @@ def test_missing_keys_and_duplicates(tmp_path):
     with pytest.raises(EndpointSpecError) as error:
         load_endpoint_specs(path)
     assert str(error.value).splitlines() == [
-        f"{path}: endpoints[0].{key}: required key is missing (endpoint 'e')" for key in ("gpu_type", "gpu_count", "usd_per_gpu_hour")
+        f"{path}: endpoints[0].{key}: required key is missing (endpoint 'e')"
+        for key in ("gpu_type", "gpu_count", "usd_per_gpu_hour")
     ]
     path.write_text(json.dumps({"endpoints": [BASE, {**BASE, "mode": "sim"}]}))
     with pytest.raises(EndpointSpecError, match=r"endpoints\[1\].name: duplicate endpoint name 'e'"):

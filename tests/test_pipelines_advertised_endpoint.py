@@ -43,7 +43,9 @@ def test_replay_shard_dials_the_advertised_url(tmp_path):
     )
     assert result.success
 
-    [run_dir] = [p for p in (tmp_path / "warehouse" / "runs" / "week=2026-11-16" / "scenario=advertised").iterdir() if p.is_dir()]
+    [run_dir] = [
+        p for p in (tmp_path / "warehouse" / "runs" / "week=2026-11-16" / "scenario=advertised").iterdir() if p.is_dir()
+    ]
     shard = read_run_json(run_dir / "shard-0")
     assert shard.url == advertised  # what replay_shard was handed and replayed against
     assert shard.requests_total > 0 and shard.requests_ok == shard.requests_total

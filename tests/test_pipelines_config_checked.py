@@ -14,7 +14,6 @@ from pipelines.definitions import build_definitions
 from workloads.scenarios import ScenarioError, default_endpoints_path, default_scenarios_path
 
 
-
 def test_a_bad_scenarios_file_stops_the_definitions_from_loading(tmp_path):
     raw = yaml.safe_load(default_scenarios_path().read_text())
     raw["scenarios"][1]["slo"]["ttft_ms"] = "fast"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import date
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import dagster as dg
@@ -34,7 +34,9 @@ def test_definitions_load_with_week_by_scenario_partitions_and_a_monday_schedule
     context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 23, 6, tzinfo=timezone.utc))
     requests = list(schedule(context))
     assert {r.partition_key.keys_by_dimension["week"] for r in requests} == {"2026-11-16"}
-    assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == set(next(d for d in partitions.partitions_defs if d.name == "scenario").partitions_def.get_partition_keys())
+    assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == set(
+        next(d for d in partitions.partitions_defs if d.name == "scenario").partitions_def.get_partition_keys()
+    )
     assert all(r.tags["costbench/endpoint"] for r in requests)
     # Descriptions and column schemas (from warehouse/schema.sql) are what the UI shows for each asset.
     for name in ("requests_lake", "runs_lake", "server_samples_lake", "gpu_samples_lake", "weekly_trends"):
@@ -51,7 +53,11 @@ def test_dagster_definitions_validate_passes(tmp_path):
     (tmp_path / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
     done = subprocess.run(
         [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 

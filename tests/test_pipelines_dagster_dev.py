@@ -45,7 +45,8 @@ UI_WEEK, UI_SCENARIO = "2026-11-16", "reasoning-r1-h200"
 
 def _graphql(port: int, query: str = QUERY, variables: dict | None = None) -> dict | None:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query, "variables": variables or {}}).encode(),
         headers={"Content-Type": "application/json"},
     )
     try:
@@ -62,8 +63,21 @@ def test_dagster_dev_serves_schedule_sensor_assets_and_checks(tmp_path):
     port = _free_port()
     env = dict(os.environ, DAGSTER_HOME=str(home), COSTBENCH_WAREHOUSE=str(tmp_path / "warehouse"))
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "dagster"), "dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "dev",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-w",
+            "workspace.yaml",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120

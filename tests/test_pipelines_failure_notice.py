@@ -47,7 +47,9 @@ def test_failed_run_is_noticed_in_file_and_webhook(tmp_path, monkeypatch):
         assert not result.success
         failure = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
         context = dg.build_run_status_sensor_context(
-            sensor_name="failure_notice", dagster_event=failure, dagster_instance=instance,
+            sensor_name="failure_notice",
+            dagster_event=failure,
+            dagster_instance=instance,
             dagster_run=result.dagster_run,
         ).for_run_failure()
         failure_notice_sensor(context)

@@ -132,7 +132,11 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
     )
     requests = schedule.evaluate_tick(context).run_requests
-    scenarios = set(defs.resolve_job_def(WEEKLY_JOB).partitions_def.get_partitions_def_for_dimension("scenario").get_partition_keys())
+    scenarios = set(
+        defs.resolve_job_def(WEEKLY_JOB)
+        .partitions_def.get_partitions_def_for_dimension("scenario")
+        .get_partition_keys()
+    )
     assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == scenarios
 
     run_ids = [
@@ -140,13 +144,15 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         for r in requests
     ]
     runs = wait_for_runs(instance, dg.RunsFilter(run_ids=run_ids), len(run_ids), RUN_TIMEOUT_S)
-    failed = {r.tags["dagster/partition/scenario"]: r.status.value for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS}
+    failed = {
+        r.tags["dagster/partition/scenario"]: r.status.value
+        for r in runs
+        if r.status is not dg.DagsterRunStatus.SUCCESS
+    }
     assert not failed, f"runs that did not succeed: {failed}; see {instance_paths.dagster_home / 'daemon.log'}"
     # Carried out by the run launcher in its own process, steps by the job's executor in theirs.
     for run in runs:
-        step_pids = {
-            e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)
-        }
+        step_pids = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}
         assert os.getpid() not in step_pids and len(step_pids) > 3
     for run in runs:  # every check ran, and the blocking ones passed
         checks = {e.check_name: e for e in check_evaluations(instance, run)}
@@ -164,7 +170,9 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
     assert all(n > 0 for _, _, n in weeks)
     # The twin's scenario by hand from the lake: every request ok with the server's own usage, and
     # docs/warehouse.md's cost: gpu_count x usd_per_gpu_hour x window_s / 3600 / completed.
-    lake = pq.read_table(warehouse / "lake/requests/week=2026-11-16/scenario=azure-chat-v3-h200/part-0.parquet").to_pandas()
+    lake = pq.read_table(
+        warehouse / "lake/requests/week=2026-11-16/scenario=azure-chat-v3-h200/part-0.parquet"
+    ).to_pandas()
     assert (lake["status"] == "ok").all() and (lake["completion_tokens"] == lake["output_tokens"]).all()
     assert completed == int((~lake["is_warmup"]).sum())
     assert cost == pytest.approx(8 * 3.5 * window_s / 3600 / completed)
@@ -190,14 +198,14 @@ def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(in
 
 def _start_and_wait_for_replay(instance_paths, instance, week: str):
     key = dg.MultiPartitionKey({"week": week, "scenario": "azure-chat-v3-h200"})
-    run_id = submit_run(instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: "v3-8xh200-chat", **_partition_tags(key)}, str(uuid.uuid4()))
+    run_id = submit_run(
+        instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: "v3-8xh200-chat", **_partition_tags(key)}, str(uuid.uuid4())
+    )
     leases = _warehouse(instance_paths) / "runs" / "leases"
     _wait_for(lambda: any(lease.owner_run_id == run_id for lease in read_leases(leases)), RUN_TIMEOUT_S, "the lease")
     [lease] = [lease for lease in read_leases(leases) if lease.owner_run_id == run_id]
     assert lease.process_group is not None and _group_alive(lease.process_group)
-    shard = next(
-        (p for p in (_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0")), None
-    )
+    shard = next((p for p in (_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0")), None)
     _wait_for(
         lambda: any((_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0/run.json")),
         RUN_TIMEOUT_S, "the replay's start",
@@ -222,7 +230,9 @@ def test_a_run_whose_run_worker_is_killed_leaves_no_server_running(instance_path
     _wait_for(lambda: not _group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
     assert not (leases / f"{run_id}.json").exists()
     # The sensor also marks the run failed, so nothing waits on it and the failure notice goes out.
-    _wait_for(lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed")
+    _wait_for(
+        lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed"
+    )
 
 
 def _decoded(path: Path) -> str:
@@ -241,7 +251,9 @@ def test_no_secret_in_anything_the_runs_left(instance_paths, instance):
     attached = [r for r in instance.get_runs() if r.tags.get(ENDPOINT_TAG) == ATTACHED]
     if not attached:  # this test run alone
         key = dg.MultiPartitionKey({"week": "2026-11-16", "scenario": "chat-v3-h200"})
-        run_id = submit_run(instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: ATTACHED, **_partition_tags(key)}, str(uuid.uuid4()))
+        run_id = submit_run(
+            instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: ATTACHED, **_partition_tags(key)}, str(uuid.uuid4())
+        )
         attached = wait_for_runs(instance, dg.RunsFilter(run_ids=[run_id]), 1, RUN_TIMEOUT_S)
     assert all(r.status is dg.DagsterRunStatus.SUCCESS for r in attached)
     roots = [Path(instance_paths.dagster_home), _warehouse(instance_paths)]

@@ -22,7 +22,9 @@ WAREHOUSE_ENV = "COSTBENCH_TEST_SHARD_WAREHOUSE"
 
 def sharded_job() -> dg.JobDefinition:
     """Rebuilt in every step process (reconstructable), from paths the test puts in the environment."""
-    defs = build_definitions(scenarios_path=Path(os.environ[SCENARIOS_ENV]), warehouse_root=Path(os.environ[WAREHOUSE_ENV]))
+    defs = build_definitions(
+        scenarios_path=Path(os.environ[SCENARIOS_ENV]), warehouse_root=Path(os.environ[WAREHOUSE_ENV])
+    )
     return defs.resolve_job_def(WEEKLY_JOB)
 
 
@@ -49,7 +51,11 @@ def test_two_shards_replay_in_parallel_processes_and_merge_to_the_whole_window(t
                 Path(__file__).stem, sharded_job.__name__, reconstructor_working_directory=str(Path(__file__).parent)
             ),
             instance,
-            tags={"dagster/partition": str(key), "dagster/partition/week": "2026-11-16", "dagster/partition/scenario": "sharded"},
+            tags={
+                "dagster/partition": str(key),
+                "dagster/partition/week": "2026-11-16",
+                "dagster/partition/scenario": "sharded",
+            },
         )
         assert result.success
         starts = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_START]

@@ -77,7 +77,9 @@ def test_exact_prompts_and_prefix_reuse_against_the_twin(tmp_path):
     with running_sim() as (url, _):
         run = run_replay(workload, ReplayConfig(url=url, request_timeout_s=30, flush_every_records=4), tmp_path)
     rows = {r["request_id"]: r for r in read_requests(tmp_path).to_pylist()}
-    assert not run.partial and run.requests_ok == len(rows) == 9, [(r["error_kind"], r["error_message"]) for r in rows.values()]
+    assert not run.partial and run.requests_ok == len(rows) == 9, [
+        (r["error_kind"], r["error_message"]) for r in rows.values()
+    ]
     assert run.server_info  # the twin serves /server_info
     for i, k in enumerate(shared_blocks):
         row = rows[f"r{i}"]

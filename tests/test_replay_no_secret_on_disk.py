@@ -112,8 +112,16 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
     lake = root / "lake"
     write_partition(lake, "runs", MONDAY, "secrets", build_run_row(read_run_json(run_dir), spec, "secrets", MONDAY))
     write_partition(lake, "requests", MONDAY, "secrets", read_requests(run_dir))
-    write_partition(lake, "server_samples", MONDAY, "secrets", pq.read_table(run_dir / SERVER_SAMPLES_FILE, schema=SERVER_SAMPLE_SCHEMA))
-    write_partition(lake, "gpu_samples", MONDAY, "secrets", pq.read_table(run_dir / GPU_SAMPLES_FILE, schema=GPU_SAMPLE_SCHEMA))
+    write_partition(
+        lake,
+        "server_samples",
+        MONDAY,
+        "secrets",
+        pq.read_table(run_dir / SERVER_SAMPLES_FILE, schema=SERVER_SAMPLE_SCHEMA),
+    )
+    write_partition(
+        lake, "gpu_samples", MONDAY, "secrets", pq.read_table(run_dir / GPU_SAMPLES_FILE, schema=GPU_SAMPLE_SCHEMA)
+    )
     store = Warehouse(root)
     store.refresh()
     write_weekly_report(store, MONDAY)
@@ -153,7 +161,9 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
 def test_the_replay_alone_redacts_what_it_fetches(tmp_path):
     """Without provisioning (the `costbench replay` CLI): run.json carries the redacted answer."""
     api_key = "sk-" + secrets.token_hex(16)
-    with peer_in_thread(PeerBehaviour(server_info={"tp_size": 8, "api_key": api_key, "max_running_requests": 8})) as peer:
+    with peer_in_thread(
+        PeerBehaviour(server_info={"tp_size": 8, "api_key": api_key, "max_running_requests": 8})
+    ) as peer:
         run_replay(make_workload([0.0]), ReplayConfig(url=peer.url, run_id="cli"), tmp_path)
     raw = (tmp_path / "run.json").read_bytes()
     assert api_key.encode() not in raw

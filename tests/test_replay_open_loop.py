@@ -18,10 +18,24 @@ from replay_sglang_peer import PeerBehaviour, ScriptedClock, SglangPeer, make_wo
 
 def _record(request: PreparedRequest, sent_s: float) -> RequestRecord:
     return RequestRecord(
-        run_id="r", request_id=request.request_id, session_id=None, turn=None, input_tokens=request.input_tokens,
-        output_tokens=request.output_tokens, scheduled_mono_s=request.offset_s, sent_mono_s=sent_s,
-        first_token_mono_s=None, first_answer_mono_s=None, finish_mono_s=None, chunk_mono_s=(), prompt_tokens=None,
-        completion_tokens=None, cached_tokens=None, reasoning_tokens=None, finish_reason=None, http_status=None,
+        run_id="r",
+        request_id=request.request_id,
+        session_id=None,
+        turn=None,
+        input_tokens=request.input_tokens,
+        output_tokens=request.output_tokens,
+        scheduled_mono_s=request.offset_s,
+        sent_mono_s=sent_s,
+        first_token_mono_s=None,
+        first_answer_mono_s=None,
+        finish_mono_s=None,
+        chunk_mono_s=(),
+        prompt_tokens=None,
+        completion_tokens=None,
+        cached_tokens=None,
+        reasoning_tokens=None,
+        finish_reason=None,
+        http_status=None,
         status=RequestStatus.OK,
     )
 

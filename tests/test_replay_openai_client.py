@@ -32,7 +32,9 @@ def _send(kind: str, behaviour: PeerBehaviour, request: PreparedRequest | None =
     async def main():
         async with SglangPeer(behaviour) as peer:
             clock = MonotonicClock()
-            options = SendOptions(base_url=peer.url, run_id="run-1", request_timeout_s=10.0, model="m", **option_changes)
+            options = SendOptions(
+                base_url=peer.url, run_id="run-1", request_timeout_s=10.0, model="m", **option_changes
+            )
             async with aiohttp.ClientSession() as session:
                 record = await CLIENTS[kind](request or _request(), session, clock, clock.now_s(), options)
             return record, peer

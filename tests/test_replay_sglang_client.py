@@ -28,13 +28,20 @@ def _request(output_tokens: int = 5, input_tokens: int = 7, offset_s: float = 0.
     )
 
 
-def _send(behaviour: PeerBehaviour, request: PreparedRequest | None = None, timeout_s: float = 10.0, url: str | None = None,
-          headers: dict | None = None):
+def _send(
+    behaviour: PeerBehaviour,
+    request: PreparedRequest | None = None,
+    timeout_s: float = 10.0,
+    url: str | None = None,
+    headers: dict | None = None,
+):
     async def main():
         async with SglangPeer(behaviour) as peer:
             clock = MonotonicClock()
             t0_s = clock.now_s()
-            options = SendOptions(base_url=url or peer.url, run_id="run-1", request_timeout_s=timeout_s, headers=headers or {})
+            options = SendOptions(
+                base_url=url or peer.url, run_id="run-1", request_timeout_s=timeout_s, headers=headers or {}
+            )
             async with aiohttp.ClientSession() as session:
                 record = await send(request or _request(), session, clock, t0_s, options)
             return record, peer
@@ -43,7 +50,9 @@ def _send(behaviour: PeerBehaviour, request: PreparedRequest | None = None, time
 
 
 def test_ok_stream_records_times_usage_and_sends_the_exact_request():
-    record, peer = _send(PeerBehaviour(cached_tokens=4, reasoning_tokens=2, token_delay_s=0.005), headers={"Authorization": "Bearer k"})
+    record, peer = _send(
+        PeerBehaviour(cached_tokens=4, reasoning_tokens=2, token_delay_s=0.005), headers={"Authorization": "Bearer k"}
+    )
     body = peer.bodies[0]
     assert body["input_ids"] == list(range(100, 107))
     assert body["sampling_params"] == {"max_new_tokens": 5, "ignore_eos": True, "temperature": 0}
@@ -53,7 +62,12 @@ def test_ok_stream_records_times_usage_and_sends_the_exact_request():
     assert record.status is RequestStatus.OK and record.error_kind is None
     assert (record.run_id, record.request_id, record.session_id, record.turn) == ("run-1", "r1", "s1", 2)
     assert (record.input_tokens, record.output_tokens, record.scheduled_mono_s) == (7, 5, 0.25)
-    assert (record.prompt_tokens, record.completion_tokens, record.cached_tokens, record.reasoning_tokens) == (7, 5, 4, 2)
+    assert (record.prompt_tokens, record.completion_tokens, record.cached_tokens, record.reasoning_tokens) == (
+        7,
+        5,
+        4,
+        2,
+    )
     assert record.finish_reason == "length" and record.http_status == 200
     assert record.server_e2e_latency_s is not None and record.server_e2e_latency_s > 0
     assert len(record.chunk_mono_s) == 5  # one per token-carrying event

@@ -38,8 +38,27 @@ def test_two_shards_in_parallel_replay_exactly_the_unsharded_requests(tmp_path):
     trace.write_text(TRACE)
     with peer_in_thread(PeerBehaviour()) as peer:
         # The unsharded replay, in this process (same command, same code path, no interpreter start-up).
-        assert cli.main(["replay", "--trace", str(trace), "--format", "mooncake", "--url", peer.url, "--out",
-                         str(tmp_path / "whole"), "--no-progress", "--speedup", "2", "--max-requests", "30"]) == 0
+        assert (
+            cli.main(
+                [
+                    "replay",
+                    "--trace",
+                    str(trace),
+                    "--format",
+                    "mooncake",
+                    "--url",
+                    peer.url,
+                    "--out",
+                    str(tmp_path / "whole"),
+                    "--no-progress",
+                    "--speedup",
+                    "2",
+                    "--max-requests",
+                    "30",
+                ]
+            )
+            == 0
+        )
         rendezvous = tmp_path / "rendezvous"
         shards = [
             _replay(trace, peer.url, tmp_path / f"shard{k}", "--max-requests", "30", "--shard", f"{k}/2",

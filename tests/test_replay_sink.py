@@ -29,11 +29,28 @@ REPO = TESTS.parent
 
 def _records(n: int) -> list[RequestRecord]:
     full = RequestRecord(
-        run_id="run", request_id="r0", session_id="s", turn=1, input_tokens=10, output_tokens=3,
-        scheduled_mono_s=0.5, sent_mono_s=0.501, first_token_mono_s=0.6, first_answer_mono_s=0.7, finish_mono_s=0.8,
-        chunk_mono_s=(0.6, 0.7, 0.8), prompt_tokens=10, completion_tokens=3, cached_tokens=4, reasoning_tokens=1,
-        finish_reason="length", http_status=200, status=RequestStatus.OK, server_e2e_latency_s=0.29,
-        held_s=0.25, held_by="session",
+        run_id="run",
+        request_id="r0",
+        session_id="s",
+        turn=1,
+        input_tokens=10,
+        output_tokens=3,
+        scheduled_mono_s=0.5,
+        sent_mono_s=0.501,
+        first_token_mono_s=0.6,
+        first_answer_mono_s=0.7,
+        finish_mono_s=0.8,
+        chunk_mono_s=(0.6, 0.7, 0.8),
+        prompt_tokens=10,
+        completion_tokens=3,
+        cached_tokens=4,
+        reasoning_tokens=1,
+        finish_reason="length",
+        http_status=200,
+        status=RequestStatus.OK,
+        server_e2e_latency_s=0.29,
+        held_s=0.25,
+        held_by="session",
     )
     failed = RequestRecord(
         run_id="run", request_id="r1", session_id=None, turn=None, input_tokens=10, output_tokens=3,

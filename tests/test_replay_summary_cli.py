@@ -17,21 +17,55 @@ from replay.summary import summarize
 from replay_sglang_peer import PeerBehaviour, peer_in_thread
 
 
-def _ok(request_id: str, sent_s: float, ttft_s: float, e2e_s: float, prompt: int | None, cached: int | None) -> RequestRecord:
+def _ok(
+    request_id: str, sent_s: float, ttft_s: float, e2e_s: float, prompt: int | None, cached: int | None
+) -> RequestRecord:
     return RequestRecord(
-        run_id="r", request_id=request_id, session_id=None, turn=None, input_tokens=10, output_tokens=5,
-        scheduled_mono_s=sent_s - 0.01, sent_mono_s=sent_s, first_token_mono_s=sent_s + ttft_s, first_answer_mono_s=None,
-        finish_mono_s=sent_s + e2e_s, chunk_mono_s=(), prompt_tokens=prompt, completion_tokens=5, cached_tokens=cached,
-        reasoning_tokens=None, finish_reason="length", http_status=200, status=RequestStatus.OK,
+        run_id="r",
+        request_id=request_id,
+        session_id=None,
+        turn=None,
+        input_tokens=10,
+        output_tokens=5,
+        scheduled_mono_s=sent_s - 0.01,
+        sent_mono_s=sent_s,
+        first_token_mono_s=sent_s + ttft_s,
+        first_answer_mono_s=None,
+        finish_mono_s=sent_s + e2e_s,
+        chunk_mono_s=(),
+        prompt_tokens=prompt,
+        completion_tokens=5,
+        cached_tokens=cached,
+        reasoning_tokens=None,
+        finish_reason="length",
+        http_status=200,
+        status=RequestStatus.OK,
     )
 
 
 def _run_info(**changes) -> RunInfo:
     base = RunInfo(
-        run_id="r", workload_name="w", workload_hash="h", trace_path="t", trace_format="mooncake", start_s=0.0,
-        duration_s=None, speedup=1.0, url="http://x", backend="sglang", t0_wall_s=0.0, finished_wall_s=1.0,
-        window_s=10.0, requests_total=4, requests_recorded=4, requests_ok=3, schedule_lag_p50_ms=0.1,
-        schedule_lag_p99_ms=0.4, schedule_lag_max_ms=0.5, client_degraded=False, partial=False,
+        run_id="r",
+        workload_name="w",
+        workload_hash="h",
+        trace_path="t",
+        trace_format="mooncake",
+        start_s=0.0,
+        duration_s=None,
+        speedup=1.0,
+        url="http://x",
+        backend="sglang",
+        t0_wall_s=0.0,
+        finished_wall_s=1.0,
+        window_s=10.0,
+        requests_total=4,
+        requests_recorded=4,
+        requests_ok=3,
+        schedule_lag_p50_ms=0.1,
+        schedule_lag_p99_ms=0.4,
+        schedule_lag_max_ms=0.5,
+        client_degraded=False,
+        partial=False,
     )
     return dataclasses.replace(base, **changes)
 
@@ -41,14 +75,27 @@ def test_summary_math_uses_the_warehouse_definitions():
         _ok("a", 0.0, 0.1, 1.0, prompt=100, cached=50),
         _ok("b", 1.0, 0.2, 2.0, prompt=100, cached=0),
         _ok("c", 2.0, 0.3, 3.0, prompt=None, cached=None),  # not reported: left out of the hit rate
-        dataclasses.replace(_ok("d", 3.0, 0.4, 4.0, 100, 100), status=RequestStatus.ERROR, error_kind="http_status",
-                            first_token_mono_s=None, finish_mono_s=None, completion_tokens=None),
-        dataclasses.replace(_ok("e", 4.0, 0.5, 5.0, 100, 0), status=RequestStatus.CANCELLED, error_kind="cancelled",
-                            first_token_mono_s=None, finish_mono_s=None, completion_tokens=None),
+        dataclasses.replace(
+            _ok("d", 3.0, 0.4, 4.0, 100, 100),
+            status=RequestStatus.ERROR,
+            error_kind="http_status",
+            first_token_mono_s=None,
+            finish_mono_s=None,
+            completion_tokens=None,
+        ),
+        dataclasses.replace(
+            _ok("e", 4.0, 0.5, 5.0, 100, 0),
+            status=RequestStatus.CANCELLED,
+            error_kind="cancelled",
+            first_token_mono_s=None,
+            finish_mono_s=None,
+            completion_tokens=None,
+        ),
         # Warm-up: counted as such and in nothing else (its 9 s TTFT, its full cache hit, its error).
         dataclasses.replace(_ok("w1", 0.0, 9.0, 9.5, 100, 100), is_warmup=True),
-        dataclasses.replace(_ok("w2", 0.0, 9.0, 9.5, 100, 100), is_warmup=True, status=RequestStatus.TIMEOUT,
-                            error_kind="timeout"),
+        dataclasses.replace(
+            _ok("w2", 0.0, 9.0, 9.5, 100, 100), is_warmup=True, status=RequestStatus.TIMEOUT, error_kind="timeout"
+        ),
     ]
     table = pa.Table.from_pylist([r.to_row() for r in records], schema=REQUEST_RECORD_SCHEMA)
     s = summarize(table, _run_info(requests_total=7))
@@ -88,8 +135,25 @@ def test_cli_replays_a_trace_window_and_prints_the_summary(tmp_path, capsys):
     trace.write_text(MOONCAKE)
     out = tmp_path / "run"
     with peer_in_thread(PeerBehaviour(cached_tokens=10)) as peer:
-        code = _cli(["replay", "--trace", str(trace), "--format", "mooncake", "--url", peer.url,
-                     "--start-s", "0", "--duration-s", "1", "--speedup", "4", "--out", str(out)])
+        code = _cli(
+            [
+                "replay",
+                "--trace",
+                str(trace),
+                "--format",
+                "mooncake",
+                "--url",
+                peer.url,
+                "--start-s",
+                "0",
+                "--duration-s",
+                "1",
+                "--speedup",
+                "4",
+                "--out",
+                str(out),
+            ]
+        )
     assert code == 0
     assert len(peer.bodies) == 3  # the request at 5 s is outside the window
     assert all(len(b["input_ids"]) == 20 and b["sampling_params"]["max_new_tokens"] == 3 for b in peer.bodies)
@@ -116,8 +180,19 @@ def test_cli_exit_2_when_the_endpoint_is_unreachable(tmp_path, capsys):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = _cli(["replay", "--trace", str(trace), "--format", "mooncake", "--url", f"http://127.0.0.1:{port}",
-                 "--out", str(tmp_path / "run")])
+    code = _cli(
+        [
+            "replay",
+            "--trace",
+            str(trace),
+            "--format",
+            "mooncake",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     assert code == 2
     assert "unreachable" in capsys.readouterr().err
 

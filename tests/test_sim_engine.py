@@ -109,7 +109,9 @@ def test_lone_request_times_follow_the_cost_model():
         return t0, update
 
     t0, update = run([], scenario)
-    cost = RooflineCostModel(model_profile_for("deepseek-ai/DeepSeek-V3"), HARDWARE_PROFILES[HardwareName.H200], ParallelConfig(8))
+    cost = RooflineCostModel(
+        model_profile_for("deepseek-ai/DeepSeek-V3"), HARDWARE_PROFILES[HardwareName.H200], ParallelConfig(8)
+    )
     prefill_s = cost.step_time_s(StepBatch(ForwardMode.EXTEND, (BatchItem(2000, 0),)))
     decode_s = cost.step_time_s(StepBatch(ForwardMode.DECODE, (BatchItem(1, 2000),))) + cost.step_time_s(
         StepBatch(ForwardMode.DECODE, (BatchItem(1, 2001),))

@@ -45,7 +45,15 @@ def test_health_and_facts_routes():
         metrics = await client.get("/metrics")
         return health.status, info, model, models, metrics.status
 
-    flags = ["--served-model-name", "r1", "--schedule-policy", "lpm", "--trust-remote-code", "--context-length", "32768"]
+    flags = [
+        "--served-model-name",
+        "r1",
+        "--schedule-policy",
+        "lpm",
+        "--trust-remote-code",
+        "--context-length",
+        "32768",
+    ]
     health, info, model, models, metrics_status = serve(flags, scenario)
     assert health == 200
     assert info["backend"] == "sim" and "sim" in info["version"]
@@ -57,7 +65,14 @@ def test_health_and_facts_routes():
     assert model["tokenizer_path"] == "deepseek-ai/DeepSeek-R1" and model["architectures"] == ["DeepseekV3ForCausalLM"]
     assert models["object"] == "list"
     assert models["data"] == [
-        {"id": "r1", "object": "model", "created": 0, "owned_by": "sglang", "root": "deepseek-ai/DeepSeek-R1", "max_model_len": 32768}
+        {
+            "id": "r1",
+            "object": "model",
+            "created": 0,
+            "owned_by": "sglang",
+            "root": "deepseek-ai/DeepSeek-R1",
+            "max_model_len": 32768,
+        }
     ]
     assert metrics_status == 404  # /metrics only with --enable-metrics
 
@@ -178,7 +193,12 @@ def test_metrics_use_sglang_names_and_counters_move():
         name: sample(after, f"sglang:{name}") - sample(before, f"sglang:{name}")
         for name in ("prompt_tokens_total", "generation_tokens_total", "cached_tokens_total", "num_requests_total")
     }
-    assert moved == {"prompt_tokens_total": 1200, "generation_tokens_total": 8, "cached_tokens_total": 599, "num_requests_total": 2}
+    assert moved == {
+        "prompt_tokens_total": 1200,
+        "generation_tokens_total": 8,
+        "cached_tokens_total": 599,
+        "num_requests_total": 2,
+    }
     assert sample(after, "sglang:time_to_first_token_seconds_count") == 2
     assert sample(after, "sglang:e2e_request_latency_seconds_count") == 2
 

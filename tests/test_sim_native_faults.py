@@ -56,7 +56,9 @@ def test_incremental_streaming_sends_deltas_that_add_up_to_the_whole():
 
 def test_meta_info_reports_reasoning_tokens_when_asked_and_retractions():
     async def scenario(client):
-        asked = await (await client.post("/generate", data=gen(10, require_reasoning=True, sim_reasoning_tokens=4))).json()
+        asked = await (
+            await client.post("/generate", data=gen(10, require_reasoning=True, sim_reasoning_tokens=4))
+        ).json()
         plain = await (await client.post("/generate", data=gen(10, sim_reasoning_tokens=4))).json()
         return asked["meta_info"], plain["meta_info"], asked["text"]
 
@@ -68,7 +70,10 @@ def test_meta_info_reports_reasoning_tokens_when_asked_and_retractions():
 
 def test_stop_strings_are_accepted_and_bad_ones_rejected():
     async def scenario(client):
-        ok = await client.post("/generate", data=orjson.dumps({"text": "hi " * 30, "sampling_params": {"stop": ["\n\n"], "max_new_tokens": 3}}))
+        ok = await client.post(
+            "/generate",
+            data=orjson.dumps({"text": "hi " * 30, "sampling_params": {"stop": ["\n\n"], "max_new_tokens": 3}}),
+        )
         bad = await client.post("/generate", data=orjson.dumps({"text": "hi", "sampling_params": {"stop": [1]}}))
         return ok.status, bad.status, (await bad.json())["error"]["message"]
 
@@ -123,7 +128,10 @@ def test_fault_error_mid_stream_is_an_error_event_then_done_and_500_without_stre
     async def scenario(client):
         streamed = await (await client.post("/generate", data=gen(20, stream=True))).text()
         whole = await client.post("/generate", data=gen(20))
-        chat = await client.post("/v1/chat/completions", data=orjson.dumps({"messages": [{"role": "user", "content": "x" * 80}], "stream": True}))
+        chat = await client.post(
+            "/v1/chat/completions",
+            data=orjson.dumps({"messages": [{"role": "user", "content": "x" * 80}], "stream": True}),
+        )
         return streamed, whole.status, await whole.json(), await chat.text()
 
     streamed, status, body, chat = serve(["--fault-error-rate", "1"], scenario)

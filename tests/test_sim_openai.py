@@ -129,8 +129,16 @@ def test_r1_without_a_count_reasons_for_a_profile_share_and_v3_never_reasons():
 
 def test_completions_stream_text_chunks_and_default_max_tokens():
     async def scenario(client):
-        streamed = await post(client, "/v1/completions", {"prompt": "Once upon a time " * 20, "stream": True,
-                                                          "ignore_eos": True, "stream_options": {"include_usage": True}})
+        streamed = await post(
+            client,
+            "/v1/completions",
+            {
+                "prompt": "Once upon a time " * 20,
+                "stream": True,
+                "ignore_eos": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
         whole = await post(client, "/v1/completions", {"prompt": list(range(5, 400)), "ignore_eos": True})
         return streamed, whole
 

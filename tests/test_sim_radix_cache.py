@@ -28,7 +28,10 @@ def test_matches_agree_with_brute_force_on_random_sequences():
         probe = seq if rng.random() < 0.5 else seq[: rng.randint(1, len(seq))] + [rng.randint(0, 3)]
 
         def brute(p):
-            return max((next((i for i, (a, b) in enumerate(zip(s, p)) if a != b), min(len(s), len(p))) for s in stored), default=0)
+            return max(
+                (next((i for i, (a, b) in enumerate(zip(s, p)) if a != b), min(len(s), len(p))) for s in stored),
+                default=0,
+            )
 
         assert cache.match_prefix(probe)[0] == brute(probe)
         cache.insert(seq)

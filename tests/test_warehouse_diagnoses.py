@@ -20,12 +20,30 @@ def _create_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 def _diagnose(**numbers) -> dict:
     row = dict(
-        run_id="r1", week_start=date(2025, 3, 3), scenario="chat", endpoint="v3", backend="sglang",
-        model="deepseek-ai/DeepSeek-V3", gpu_type="H200", gpu_count=8, usd_per_gpu_hour=2.0,
-        completed_requests=100, failed_requests=0, cancelled_requests=0, server_sample_count=10,
-        gpu_sample_count=10, client_degraded=False, partial=False,
-        prefix_cache_hit_rate=0.6, prefix_reuse_share=0.7, batch_occupancy=0.8, p95_queue_share=0.1,
-        gpu_utilisation_pct=80.0, cost_per_request_usd=0.02, api_cost_per_request_usd=0.01, budget_usd_per_request=None,
+        run_id="r1",
+        week_start=date(2025, 3, 3),
+        scenario="chat",
+        endpoint="v3",
+        backend="sglang",
+        model="deepseek-ai/DeepSeek-V3",
+        gpu_type="H200",
+        gpu_count=8,
+        usd_per_gpu_hour=2.0,
+        completed_requests=100,
+        failed_requests=0,
+        cancelled_requests=0,
+        server_sample_count=10,
+        gpu_sample_count=10,
+        client_degraded=False,
+        partial=False,
+        prefix_cache_hit_rate=0.6,
+        prefix_reuse_share=0.7,
+        batch_occupancy=0.8,
+        p95_queue_share=0.1,
+        gpu_utilisation_pct=80.0,
+        cost_per_request_usd=0.02,
+        api_cost_per_request_usd=0.01,
+        budget_usd_per_request=None,
     )
     row.update(numbers)
     with duckdb.connect() as con:
@@ -52,7 +70,10 @@ def test_all_four_numbers_high_and_cost_above_the_api_price_is_a_model_candidate
 @pytest.mark.parametrize(
     ("numbers", "reason"),
     [
-        (dict(prefix_cache_hit_rate=0.3), "prefix-cache hit rate 0.300 trails the 0.700 the traffic could reuse by 40.0 points"),
+        (
+            dict(prefix_cache_hit_rate=0.3),
+            "prefix-cache hit rate 0.300 trails the 0.700 the traffic could reuse by 40.0 points",
+        ),
         (dict(batch_occupancy=0.2), "batch occupancy 0.200 is below 0.5"),
         (dict(p95_queue_share=0.75), "queueing is 75.0% of the p95 tail's latency"),
     ],

@@ -12,7 +12,9 @@ from warehouse.store import Warehouse
 from warehouse_builders import endpoint, request, run_info, server_sample, write_run
 
 WEEKS = [date(2025, 2, 3) + timedelta(days=7 * i) for i in range(3)]
-EXAMPLES = sorted(p.name for p in resources.files("warehouse").joinpath("sql").iterdir() if p.name.startswith("example_"))
+EXAMPLES = sorted(
+    p.name for p in resources.files("warehouse").joinpath("sql").iterdir() if p.name.startswith("example_")
+)
 V3 = endpoint()
 R1 = endpoint(name="r1-8xh200", model="deepseek-ai/DeepSeek-R1")
 
@@ -20,8 +22,16 @@ R1 = endpoint(name="r1-8xh200", model="deepseek-ai/DeepSeek-R1")
 def _run(store, week, scenario, spec, window_s, cached, reasoning=None):
     run_id = f"{scenario}-{week.isoformat()}"
     records = [
-        request(run_id, f"q{i}", 100 + i, 2000 + i, cached_tokens=cached, sent_mono_s=1.0 + i * window_s / 25,
-                reasoning_tokens=reasoning, ttfa_ms=None if reasoning is None else 900 + i)
+        request(
+            run_id,
+            f"q{i}",
+            100 + i,
+            2000 + i,
+            cached_tokens=cached,
+            sent_mono_s=1.0 + i * window_s / 25,
+            reasoning_tokens=reasoning,
+            ttfa_ms=None if reasoning is None else 900 + i,
+        )
         for i in range(20)
     ]
     info = run_info(run_id, window_s, server_info={"version": "0.5.4", "backend": "sim", "max_running_requests": 16})
@@ -91,4 +101,6 @@ def test_self_host_against_the_api(store):
     assert len(rows) == 6
     for row in rows:
         assert row["api_price"] is not None and row["api_usd_per_request"] > 0
-        assert row["self_host_to_api"] == pytest.approx(row["self_host_usd_per_request"] / row["api_usd_per_request"], rel=1e-2)
+        assert row["self_host_to_api"] == pytest.approx(
+            row["self_host_usd_per_request"] / row["api_usd_per_request"], rel=1e-2
+        )

@@ -28,7 +28,9 @@ def _parquet_files(root: Path) -> list[Path]:
 def _duckdb_values(lake_root: Path) -> list[int]:
     glob = str(lake_root / "requests" / "*" / "*" / "*.parquet")
     with duckdb.connect() as con:
-        rows = con.execute("SELECT value FROM read_parquet(?, hive_partitioning = true) ORDER BY value", [glob]).fetchall()
+        rows = con.execute(
+            "SELECT value FROM read_parquet(?, hive_partitioning = true) ORDER BY value", [glob]
+        ).fetchall()
     return [r[0] for r in rows]
 
 
@@ -181,7 +183,9 @@ def test_killing_a_writer_mid_write_leaves_exactly_one_intact_copy(tmp_path):
         visible = [p for p in _parquet_files(tmp_path) if lake.STAGING_DIR not in p.parts]
         assert visible == [tmp_path / "requests" / "week=2025-03-03" / "scenario=a" / "part-0.parquet"]
         with duckdb.connect() as con:
-            count = con.execute("SELECT count(*) FROM read_parquet(?)", [str(tmp_path / "requests" / "*" / "*" / "*.parquet")]).fetchone()[0]
+            count = con.execute(
+                "SELECT count(*) FROM read_parquet(?)", [str(tmp_path / "requests" / "*" / "*" / "*.parquet")]
+            ).fetchone()[0]
         assert count == 200_000
     write_partition(tmp_path, "requests", MONDAY, "a", _table([1]))  # the lake is writable again
     assert _duckdb_values(tmp_path) == [1]
@@ -205,7 +209,9 @@ def test_a_second_writer_gets_a_clear_error_and_changes_nothing(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", _LOCK_HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(LakeError, match=r"requests\.week=2025-03-03\.scenario=a is being written by another process"):
+        with pytest.raises(
+            LakeError, match=r"requests\.week=2025-03-03\.scenario=a is being written by another process"
+        ):
             write_partition(tmp_path, "requests", MONDAY, "a", _table([9]), lock_wait_s=0.2)
         write_partition(tmp_path, "requests", MONDAY, "b", _table([5]), lock_wait_s=0.2)  # other partitions are free
     finally:

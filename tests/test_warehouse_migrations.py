@@ -15,9 +15,21 @@ from warehouse_builders import endpoint, request, requests_table, run_info
 
 WEEK = date(2025, 3, 3)
 # Columns that did not exist when schema version 1 was written.
-V2_RUN_COLUMNS = ("max_concurrency", "warmup_s", "shard_index", "shard_count", "arrival_process", "config_fingerprint",
-                  "config_facts_json", "max_running_requests", "slo_ttft_ms", "slo_tpot_ms", "target_rps",
-                  "budget_usd_per_request", "prefix_reuse_share")
+V2_RUN_COLUMNS = (
+    "max_concurrency",
+    "warmup_s",
+    "shard_index",
+    "shard_count",
+    "arrival_process",
+    "config_fingerprint",
+    "config_facts_json",
+    "max_running_requests",
+    "slo_ttft_ms",
+    "slo_tpot_ms",
+    "target_rps",
+    "budget_usd_per_request",
+    "prefix_reuse_share",
+)
 V2_REQUEST_COLUMNS = ("held_s", "held_by")
 
 
@@ -25,7 +37,9 @@ def _write_v1_lake(store: Warehouse) -> None:
     runs = build_run_row(run_info("r1", 90.0), endpoint(), "chat", WEEK).drop_columns(list(V2_RUN_COLUMNS))
     records = [request("r1", "q1", 100, 1000), request("r1", "q2", 300, 2000)]
     write_partition(store.lake_root, "runs", WEEK, "chat", runs)
-    write_partition(store.lake_root, "requests", WEEK, "chat", requests_table(records).drop_columns(list(V2_REQUEST_COLUMNS)))
+    write_partition(
+        store.lake_root, "requests", WEEK, "chat", requests_table(records).drop_columns(list(V2_REQUEST_COLUMNS))
+    )
 
 
 def _write_v1_database(store: Warehouse) -> None:
@@ -48,9 +62,13 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
     notes = store.refresh()
     assert len(notes) == 1 and notes[0].startswith("v1 -> v2")
     with store.connect(read_only=True) as con:
-        assert con.execute("SELECT version, applied_wall_s FROM schema_version").fetchall() == [(SCHEMA_VERSION, 1_800_000_000.0)]
+        assert con.execute("SELECT version, applied_wall_s FROM schema_version").fetchall() == [
+            (SCHEMA_VERSION, 1_800_000_000.0)
+        ]
         # Old lake files read the newer columns as null (or their documented default), not as an error.
-        assert con.execute("SELECT config_fingerprint, warmup_s, slo_ttft_ms FROM runs").fetchall() == [(None, 0.0, None)]
+        assert con.execute("SELECT config_fingerprint, warmup_s, slo_ttft_ms FROM runs").fetchall() == [
+            (None, 0.0, None)
+        ]
         assert con.execute("SELECT sum(held_s), count(held_by) FROM requests").fetchone() == (0.0, 0)
     [row] = store.run_summary()  # the stale v1 row is gone, the lake's run is there
     assert row["run_id"] == "r1" and row["completed_requests"] == 2

@@ -25,8 +25,10 @@ def test_a_price_without_a_date_or_a_duplicate_model_is_refused(tmp_path):
     path.write_text("gpu:\n  - {gpu_type: H100, usd_per_gpu_hour: 2.0, source: 'https://example.org/p'}\napi: []\n")
     with pytest.raises(PriceTableError, match=r"prices.yaml: gpu\[0\].as_of: required key is missing"):
         load_price_table(path)
-    api = ("  - {name: %s, models: [m], usd_per_mtok_cached_input: 1, usd_per_mtok_uncached_input: 2,"
-           " usd_per_mtok_output: 3, as_of: 2026-01-01, source: 'https://example.org/p'}\n")
+    api = (
+        "  - {name: %s, models: [m], usd_per_mtok_cached_input: 1, usd_per_mtok_uncached_input: 2,"
+        " usd_per_mtok_output: 3, as_of: 2026-01-01, source: 'https://example.org/p'}\n"
+    )
     path.write_text("gpu: []\napi:\n" + api % "a" + api % "b")
     with pytest.raises(PriceTableError, match=r"api\[1\].models: model 'm' is priced by both 'a' and 'b'"):
         load_price_table(path)
@@ -51,5 +53,7 @@ def test_a_wrong_type_or_unknown_key_names_the_key_path(tmp_path, gpu, message):
     with pytest.raises(PriceTableError, match=message) as error:
         load_price_table(path)
     assert str(error.value).startswith(f"{path}: ")
-    path.write_text("gpu:\n  - {gpu_type: H100, usd_per_gpu_hour: 2.0, as_of: '2026-01-05', source: 'https://example.org/p'}\napi: []\n")
+    path.write_text(
+        "gpu:\n  - {gpu_type: H100, usd_per_gpu_hour: 2.0, as_of: '2026-01-05', source: 'https://example.org/p'}\napi: []\n"
+    )
     assert load_price_table(path).gpu_rows[0][2].isoformat() == "2026-01-05"  # a quoted date is the same date

@@ -15,8 +15,26 @@ def _good_requests() -> pd.DataFrame:
         request("r1", "q1", 100, 1000, cached_tokens=0),
         request("r1", "q2", 200, 2000, cached_tokens=500),
         request("r1", "q3", 300, 3000, cached_tokens=None),  # not reported: not a violation
-        request("r1", "q4", None, 50, status=RequestStatus.ERROR, prompt_tokens=None, cached_tokens=None, completion_tokens=None),
-        request("r1", "q5", None, None, status=RequestStatus.TIMEOUT, prompt_tokens=None, cached_tokens=None, completion_tokens=None),
+        request(
+            "r1",
+            "q4",
+            None,
+            50,
+            status=RequestStatus.ERROR,
+            prompt_tokens=None,
+            cached_tokens=None,
+            completion_tokens=None,
+        ),
+        request(
+            "r1",
+            "q5",
+            None,
+            None,
+            status=RequestStatus.TIMEOUT,
+            prompt_tokens=None,
+            cached_tokens=None,
+            completion_tokens=None,
+        ),
     ]
     return requests_table(records).to_pandas()  # what the asset check hands over
 
@@ -72,8 +90,13 @@ def test_missing_columns_are_a_clear_error():
 
 
 def _trend(scenario: str, verdict: str, reasons: str | None = None) -> dict:
-    return {"week_start": "2025-03-03", "scenario": scenario, "endpoint": "v3", "regression_verdict": verdict,
-            "regression_reasons": reasons}
+    return {
+        "week_start": "2025-03-03",
+        "scenario": scenario,
+        "endpoint": "v3",
+        "regression_verdict": verdict,
+        "regression_reasons": reasons,
+    }
 
 
 def test_regression_check_fails_exactly_on_regression_verdicts_and_says_why():
@@ -94,8 +117,14 @@ def test_no_trend_rows_is_no_regression():
 
 
 def _run_rows(**overrides) -> pd.DataFrame:
-    row = {"completed_requests": 99, "failed_requests": 1, "schedule_lag_p99_ms": 3.0, "client_degraded": False,
-           "server_sample_count": 40, "partial": False}
+    row = {
+        "completed_requests": 99,
+        "failed_requests": 1,
+        "schedule_lag_p99_ms": 3.0,
+        "client_degraded": False,
+        "server_sample_count": 40,
+        "partial": False,
+    }
     row.update(overrides)
     return pd.DataFrame([row])
 

@@ -91,7 +91,9 @@ def test_warm_up_is_excluded_once_and_the_console_agrees_with_the_warehouse(tmp_
             "SELECT quantile_cont(schedule_lag_ms, 0.5), quantile_cont(schedule_lag_ms, 0.99), max(schedule_lag_ms) "
             "FROM requests WHERE NOT is_warmup AND sent_mono_s IS NOT NULL"
         ).fetchone()
-    assert (p50, p99, worst) == pytest.approx((run.schedule_lag_p50_ms, run.schedule_lag_p99_ms, run.schedule_lag_max_ms))
+    assert (p50, p99, worst) == pytest.approx(
+        (run.schedule_lag_p50_ms, run.schedule_lag_p99_ms, run.schedule_lag_max_ms)
+    )
 
     # The twin sends meta_info.queue_time under --enable-metrics: the queueing share is measured.
     assert all(r["server_queue_time_s"] is not None and r["server_queue_time_s"] >= 0 for r in completed)
@@ -114,8 +116,14 @@ def test_a_fleets_batch_occupancy_divides_each_worker_by_its_own_cap(tmp_path):
         with provision(fleet, run_dir) as endpoint, probing(endpoint, run_dir, "e2e-fleet", interval_s=0.05):
             start_at = time.time() + 1.0
             shards = [
-                ReplayConfig(url=url, run_id="e2e-fleet", shard_index=k, shard_count=2, start_at_epoch_s=start_at,
-                             request_timeout_s=30)  # fmt: skip
+                ReplayConfig(
+                    url=url,
+                    run_id="e2e-fleet",
+                    shard_index=k,
+                    shard_count=2,
+                    start_at_epoch_s=start_at,
+                    request_timeout_s=30,
+                )  # fmt: skip
                 for k, url in enumerate((w0.url, w1.url))
             ]
             dirs = [run_dir / f"shard-{k}" for k in range(2)]

@@ -22,7 +22,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def _week(store: Warehouse, week: date, cost_window_s: float, cached: int) -> None:
     run_id = f"chat-{week.isoformat()}"
     records = [
-        request(run_id, f"q{i}", 200.0 + i, 2000.0 + i, cached_tokens=cached, reasoning_tokens=40, sent_mono_s=1 + i * 0.5)
+        request(
+            run_id, f"q{i}", 200.0 + i, 2000.0 + i, cached_tokens=cached, reasoning_tokens=40, sent_mono_s=1 + i * 0.5
+        )
         for i in range(40)
     ]
     info = run_info(run_id, cost_window_s, requests_total=40, requests_recorded=40, requests_ok=40)
@@ -54,9 +56,16 @@ def test_plots_render_in_headless_chromium(report, tmp_path):
             pytest.fail("chromium is not installed but COSTBENCH_REQUIRE_CHROMIUM is set (.ci/run installs it)")
         pytest.skip("chromium not installed (Debian package chromium; .ci/run installs it)")
     flags = [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,3000",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1200,3000",
     ]
     url = report.html_path.as_uri()
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout

@@ -33,21 +33,78 @@ api:
 def _records(run_id: str) -> list:
     return [
         # chunks 100/400/1000 ms with 5 tokens: (5-1)/(3-1) = 2 tokens a gap -> ITL 150, 300; TPOT 900/4 = 225.
-        request(run_id, "q1", 100, 1000, cached_tokens=0, completion_tokens=5, reasoning_tokens=1, ttfa_ms=150,
-                chunks_ms=(100, 400, 1000), sent_mono_s=20.0),
+        request(
+            run_id,
+            "q1",
+            100,
+            1000,
+            cached_tokens=0,
+            completion_tokens=5,
+            reasoning_tokens=1,
+            ttfa_ms=150,
+            chunks_ms=(100, 400, 1000),
+            sent_mono_s=20.0,
+        ),
         # 2 tokens a gap -> ITL 400, 500; TPOT 1800/4 = 450.
-        request(run_id, "q2", 200, 2000, cached_tokens=500, completion_tokens=5, reasoning_tokens=2, ttfa_ms=250,
-                chunks_ms=(200, 1000, 2000), sent_mono_s=30.0),
+        request(
+            run_id,
+            "q2",
+            200,
+            2000,
+            cached_tokens=500,
+            completion_tokens=5,
+            reasoning_tokens=2,
+            ttfa_ms=250,
+            chunks_ms=(200, 1000, 2000),
+            sent_mono_s=30.0,
+        ),
         # 1 token a gap -> ITL 1000, 1700; TPOT 2700/2 = 1350; reasoning not reported.
-        request(run_id, "q3", 300, 3000, cached_tokens=1000, completion_tokens=3, chunks_ms=(300, 1300, 3000), sent_mono_s=40.0),
+        request(
+            run_id,
+            "q3",
+            300,
+            3000,
+            cached_tokens=1000,
+            completion_tokens=3,
+            chunks_ms=(300, 1300, 3000),
+            sent_mono_s=40.0,
+        ),
         # 1 token a gap -> ITL 3600; TPOT 3600.
-        request(run_id, "q4", 400, 4000, cached_tokens=500, completion_tokens=2, reasoning_tokens=0,
-                chunks_ms=(400, 4000), sent_mono_s=50.0),
-        request(run_id, "q5", None, 50, status=RequestStatus.ERROR, prompt_tokens=None, cached_tokens=None,
-                completion_tokens=None, sent_mono_s=60.0),
+        request(
+            run_id,
+            "q4",
+            400,
+            4000,
+            cached_tokens=500,
+            completion_tokens=2,
+            reasoning_tokens=0,
+            chunks_ms=(400, 4000),
+            sent_mono_s=50.0,
+        ),
+        request(
+            run_id,
+            "q5",
+            None,
+            50,
+            status=RequestStatus.ERROR,
+            prompt_tokens=None,
+            cached_tokens=None,
+            completion_tokens=None,
+            sent_mono_s=60.0,
+        ),
         # Warm-up: sent before warmup_s = 10 s; it must not show anywhere.
-        request(run_id, "w1", 9000, 9900, cached_tokens=1000, completion_tokens=900, reasoning_tokens=900,
-                chunks_ms=(9000, 9900), is_warmup=True, sent_mono_s=5.0),
+        request(
+            run_id,
+            "w1",
+            9000,
+            9900,
+            cached_tokens=1000,
+            completion_tokens=900,
+            reasoning_tokens=900,
+            chunks_ms=(9000, 9900),
+            is_warmup=True,
+            sent_mono_s=5.0,
+        ),
     ]
 
 
@@ -62,7 +119,9 @@ def _server_samples(run_id: str) -> list:
         s(run_id, 10, "sglang:num_running_reqs", 1, source="http://127.0.0.1:30001"),  # a second worker
         # Worker A's cap as the probes read it from its /server_info; worker B has none recorded and
         # falls back to runs.max_running_requests (10). Not a scraped sample: not in server_sample_count.
-        ServerSample(run_id, T0_WALL_S + 1, "http://127.0.0.1:30000", "server_info:max_running_requests", "info", "{}", 8),
+        ServerSample(
+            run_id, T0_WALL_S + 1, "http://127.0.0.1:30000", "server_info:max_running_requests", "info", "{}", 8
+        ),
         s(run_id, 10, "sglang:token_usage", 0.2),
         s(run_id, 70, "sglang:token_usage", 0.5),
         s(run_id, 5, "sglang:cached_tokens_total", 0),
@@ -93,9 +152,13 @@ def row(tmp_path_factory) -> dict:
     prices.write_text(PRICES)
     store = Warehouse(root / "wh", prices_path=prices)
     # The replay's window: from t0 + 10 s (the warm-up's end) to the last finish at t0 + 100 s.
-    info = run_info("r1", 90.0, warmup_s=10.0, server_info={"version": "0.5.4", "backend": "sim", "max_running_requests": 10})
+    info = run_info(
+        "r1", 90.0, warmup_s=10.0, server_info={"version": "0.5.4", "backend": "sim", "max_running_requests": 10}
+    )
     context = RunContext(slo_ttft_ms=350.0, slo_tpot_ms=1000.0, target_rps=1.0)
-    write_run(store.lake_root, WEEK, "chat", info, SPEC, _records("r1"), context, _server_samples("r1"), _gpu_samples("r1"))
+    write_run(
+        store.lake_root, WEEK, "chat", info, SPEC, _records("r1"), context, _server_samples("r1"), _gpu_samples("r1")
+    )
     store.refresh()
     [summary] = store.run_summary()
     return summary
@@ -211,12 +274,29 @@ def test_unmeasured_numbers_are_null_not_zero(tmp_path):
         # Only the second worker's cap is known: the fleet's occupancy is unknown, not 2/4 or 5/4.
         ServerSample("r1", T0_WALL_S, "http://127.0.0.1:30001", "server_info:max_running_requests", "info", "{}", 4),
     ]
-    write_run(store.lake_root, WEEK, "chat", info, SPEC, records, server_samples=samples,
-              gpu_samples=[gpu_sample("r1", 1, None)])
+    write_run(
+        store.lake_root,
+        WEEK,
+        "chat",
+        info,
+        SPEC,
+        records,
+        server_samples=samples,
+        gpu_samples=[gpu_sample("r1", 1, None)],
+    )
     store.refresh()
     [row] = store.run_summary()
-    for column in ("batch_occupancy", "server_prefix_cache_hit_rate", "retractions", "gpu_utilisation_pct",
-                   "reasoning_token_share", "goodput", "good_requests", "replicas_for_target", "output_tokens"):
+    for column in (
+        "batch_occupancy",
+        "server_prefix_cache_hit_rate",
+        "retractions",
+        "gpu_utilisation_pct",
+        "reasoning_token_share",
+        "goodput",
+        "good_requests",
+        "replicas_for_target",
+        "output_tokens",
+    ):
         assert row[column] is None, column
     # Without a reported completion count a chunk gap stands for one token: 200 and 700 ms.
     assert (row["p50_itl_ms"], row["p99_itl_ms"]) == (pytest.approx(450.0), pytest.approx(200 + 0.99 * 500))

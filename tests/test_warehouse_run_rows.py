@@ -44,7 +44,15 @@ def test_no_secret_reaches_the_lake(tmp_path, monkeypatch):
         mode=EndpointMode.ATTACH,
         url="http://10.0.0.5:30000",
         api_key_env="COSTBENCH_TEST_KEY",
-        server_args=("--tp", "8", "--api-key", "sk-flag-value", "--hf-token=hf-flag-value", "--max-prefill-tokens", "16384"),
+        server_args=(
+            "--tp",
+            "8",
+            "--api-key",
+            "sk-flag-value",
+            "--hf-token=hf-flag-value",
+            "--max-prefill-tokens",
+            "16384",
+        ),
     )
     info = run_info(
         "run-1",
@@ -60,12 +68,26 @@ def test_no_secret_reaches_the_lake(tmp_path, monkeypatch):
     )
     path = write_partition(tmp_path, "runs", MONDAY, "a", build_run_row(info, spec, "a", MONDAY))
     stored = path.read_bytes()
-    for secret in ("sk-from-the-environment", "sk-flag-value", "hf-flag-value", "pw-in-url", "sk-in-query", "sk-server-info", "sk-nested"):
+    for secret in (
+        "sk-from-the-environment",
+        "sk-flag-value",
+        "hf-flag-value",
+        "pw-in-url",
+        "sk-in-query",
+        "sk-server-info",
+        "sk-nested",
+    ):
         assert secret.encode() not in stored, secret
     row = build_run_row(info, spec, "a", MONDAY).to_pylist()[0]
     assert row["api_key_env"] == "COSTBENCH_TEST_KEY"
     assert json.loads(row["server_args_json"]) == [
-        "--tp", "8", "--api-key", REDACTED, f"--hf-token={REDACTED}", "--max-prefill-tokens", "16384"
+        "--tp",
+        "8",
+        "--api-key",
+        REDACTED,
+        f"--hf-token={REDACTED}",
+        "--max-prefill-tokens",
+        "16384",
     ]
     server_info = json.loads(row["server_info_json"])
     # Redaction keeps the facts that only look like secrets by substring.
@@ -89,11 +111,18 @@ def test_run_row_carries_the_v2_facts_the_marts_need():
     from warehouse.run_rows import RunContext
 
     info = run_info(
-        "run-1", 90.0, warmup_s=5.0, max_concurrency=64, shard_index=1, shard_count=2, arrival_process="poisson",
+        "run-1",
+        90.0,
+        warmup_s=5.0,
+        max_concurrency=64,
+        shard_index=1,
+        shard_count=2,
+        arrival_process="poisson",
         server_info={"version": "0.5.4", "tp_size": 8, "max_running_requests": 128, "api_key": "sk-x"},
     )
-    context = RunContext(slo_ttft_ms=2000.0, slo_tpot_ms=100.0, target_rps=12.5, budget_usd_per_request=0.01,
-                         prefix_reuse_share=0.42)
+    context = RunContext(
+        slo_ttft_ms=2000.0, slo_tpot_ms=100.0, target_rps=12.5, budget_usd_per_request=0.01, prefix_reuse_share=0.42
+    )
     row = build_run_row(info, endpoint(), "a", MONDAY, context).to_pylist()[0]
     assert (row["warmup_s"], row["max_concurrency"], row["shard_index"], row["shard_count"]) == (5.0, 64, 1, 2)
     assert row["arrival_process"] == "poisson" and row["max_running_requests"] == 128
@@ -102,7 +131,9 @@ def test_run_row_carries_the_v2_facts_the_marts_need():
     facts = json.loads(row["config_facts_json"])
     assert facts["tp_size"] == 8 and facts["model"] == "deepseek-ai/DeepSeek-V3"
     assert len(row["config_fingerprint"]) == 12
-    other = build_run_row(run_info("run-2", 90.0, server_info={"version": "0.5.4", "tp_size": 4}), endpoint(), "a", MONDAY)
+    other = build_run_row(
+        run_info("run-2", 90.0, server_info={"version": "0.5.4", "tp_size": 4}), endpoint(), "a", MONDAY
+    )
     assert other.column("config_fingerprint").to_pylist()[0] != row["config_fingerprint"]
     assert other.column("max_running_requests").to_pylist() == [None]  # SGLang derived it: unknown here
     # The replay's own digest, when it computed one, is kept.

@@ -74,9 +74,14 @@ def test_the_scenario_budget_decides_the_verdict(store):
     found = _by_scenario(store.diagnoses())
     assert found["sized"]["verdict"] == "healthy"
     assert found["sized"]["budget_usd_per_request"] == pytest.approx(0.01)
-    assert json.loads(found["sized"]["reasons"]) == ["cost per request 0.00333333 USD is within the scenario budget of 0.01 USD"]
+    assert json.loads(found["sized"]["reasons"]) == [
+        "cost per request 0.00333333 USD is within the scenario budget of 0.01 USD"
+    ]
     assert found["tight"]["verdict"] == "model_candidate"
-    assert json.loads(found["tight"]["reasons"])[0] == "cost per request 0.00333333 USD is above the scenario budget of 0.001 USD"
+    assert (
+        json.loads(found["tight"]["reasons"])[0]
+        == "cost per request 0.00333333 USD is above the scenario budget of 0.001 USD"
+    )
     # Without a budget the same run is judged against the API's price for the same tokens.
     assert found["plain"]["budget_usd_per_request"] == pytest.approx(rows["plain"]["api_cost_per_request_usd"])
     assert "the API-equivalent cost of" in json.loads(found["plain"]["reasons"])[0]
@@ -84,8 +89,11 @@ def test_the_scenario_budget_decides_the_verdict(store):
 
 def test_the_report_shows_the_fleet_and_the_budget(store, tmp_path):
     page = write_weekly_report(store, WEEK, tmp_path).html_path.read_text()
-    fleet = page[page.index("<h2>Fleet sizing and budget</h2>"):]
-    assert "<td>sized</td><td>v3-8xh200</td><td>sized-1</td><td>10 req/s</td><td>1.333 req/s</td><td>8</td><td>$128.00</td>" in fleet
+    fleet = page[page.index("<h2>Fleet sizing and budget</h2>") :]
+    assert (
+        "<td>sized</td><td>v3-8xh200</td><td>sized-1</td><td>10 req/s</td><td>1.333 req/s</td><td>8</td><td>$128.00</td>"
+        in fleet
+    )
     assert "<td>tight</td>" in fleet and "<td>$0.00100</td>" in fleet
     assert "<td>plain</td>" not in fleet  # sets neither
     assert "within the scenario budget of 0.01 USD" in page and "above the scenario budget of 0.001 USD" in page

@@ -31,7 +31,16 @@ def _main_run_records(run_id: str) -> list:
         request(run_id, "q3", 300, 3000, cached_tokens=1000),
         request(run_id, "q4", 400, 4000, cached_tokens=500),
         # A failure and a warm-up: neither is a completed request, neither enters latency or hit rate.
-        request(run_id, "q5", None, 50, status=RequestStatus.ERROR, prompt_tokens=None, cached_tokens=None, completion_tokens=None),
+        request(
+            run_id,
+            "q5",
+            None,
+            50,
+            status=RequestStatus.ERROR,
+            prompt_tokens=None,
+            cached_tokens=None,
+            completion_tokens=None,
+        ),
         request(run_id, "w1", 9000, 9900, cached_tokens=1000, is_warmup=True),
     ]
 
@@ -48,7 +57,9 @@ def test_refresh_on_an_empty_lake_builds_empty_views_and_marts(store):
         for view in ("runs", "requests"):
             assert con.execute(f"SELECT count(*) FROM {view}").fetchone() == (0,)
         columns = [r[0] for r in con.execute("DESCRIBE requests").fetchall()]
-    assert {"week_start", "scenario", "run_id", "ttft_ms", "e2e_ms", "e2e_from_schedule_ms", "schedule_lag_ms"} <= set(columns)
+    assert {"week_start", "scenario", "run_id", "ttft_ms", "e2e_ms", "e2e_from_schedule_ms", "schedule_lag_ms"} <= set(
+        columns
+    )
 
 
 def test_refresh_with_runs_but_no_requests_yet(store):
@@ -102,7 +113,12 @@ def _one_request_week(store: Warehouse, week: date, cost_per_request_usd: float,
     # One completed request, so the run's cost is the cost per request: window_s = cost x 225.
     run_id = f"run-{week.isoformat()}-{scenario}"
     write_run(
-        store.lake_root, week, scenario, run_info(run_id, cost_per_request_usd * 225), SPEC, [request(run_id, "q1", 100, 1000)]
+        store.lake_root,
+        week,
+        scenario,
+        run_info(run_id, cost_per_request_usd * 225),
+        SPEC,
+        [request(run_id, "q1", 100, 1000)],
     )
 
 
@@ -113,7 +129,15 @@ def test_weekly_trends_by_hand_with_baseline_and_cost_change(store):
     _one_request_week(store, W5, 0.50, scenario="chat-fcfs")  # another scenario: its own baseline (none)
     store.refresh()
     rows = {(r["week_start"], r["scenario"]): r for r in store.weekly_trends()}
-    assert list(rows) == [(W0, "chat"), (W1, "chat"), (W2, "chat"), (W3, "chat"), (W4, "chat"), (W5, "chat"), (W5, "chat-fcfs")]
+    assert list(rows) == [
+        (W0, "chat"),
+        (W1, "chat"),
+        (W2, "chat"),
+        (W3, "chat"),
+        (W4, "chat"),
+        (W5, "chat"),
+        (W5, "chat-fcfs"),
+    ]
 
     this_week = rows[(W5, "chat")]
     assert (this_week["endpoint"], this_week["backend"], this_week["runs"]) == ("v3-8xh200", "sim", 1)
@@ -142,7 +166,14 @@ def test_rematerializing_a_partition_replaces_it_in_the_marts(store):
     write_run(store.lake_root, W5, "chat", run_info("r1", 90.0), SPEC, _main_run_records("r1"))
     store.refresh()
     # The same week replayed again: a new run id and only two completed requests, same 90 s window.
-    write_run(store.lake_root, W5, "chat", run_info("r2", 90.0), SPEC, [request("r2", "a", 100, 1000), request("r2", "b", 300, 1000)])
+    write_run(
+        store.lake_root,
+        W5,
+        "chat",
+        run_info("r2", 90.0),
+        SPEC,
+        [request("r2", "a", 100, 1000), request("r2", "b", 300, 1000)],
+    )
     store.refresh()
     [row] = store.weekly_trends()
     assert (row["runs"], row["completed_requests"], row["failed_requests"]) == (1, 2, 0)

@@ -105,7 +105,11 @@ def test_a_new_configuration_is_judged_against_the_previous_one_then_starts_its_
     assert after["config_changed"] is False
     assert after["baseline_source"] == "same_config"
     assert after["baseline_weeks"] == 1 and after["regression_verdict"] == "ok"
-    assert after["config_fingerprint"] == changed["config_fingerprint"] != _row(trends, "config", WEEKS[3])["config_fingerprint"]
+    assert (
+        after["config_fingerprint"]
+        == changed["config_fingerprint"]
+        != _row(trends, "config", WEEKS[3])["config_fingerprint"]
+    )
 
 
 def test_steady_weeks_are_ok(trends):
@@ -123,4 +127,9 @@ def test_the_dagster_check_fails_exactly_where_the_verdict_says_regression(trend
             [failure] = result.failures
             assert failure.unexpected_count == len(regressed)
             assert sorted(e.split(" ")[1] for e in failure.examples) == regressed
-    assert sorted(r["scenario"] for r in trends if r["regression_verdict"] == "regression") == ["config", "cost-up", "hits-down", "ttft-up"]
+    assert sorted(r["scenario"] for r in trends if r["regression_verdict"] == "regression") == [
+        "config",
+        "cost-up",
+        "hits-down",
+        "ttft-up",
+    ]

@@ -11,13 +11,20 @@ from workloads.workload import UNTIMED, WORKLOAD_SCHEMA, TraceFormat, Workload
 
 
 def untimed_workload(count: int) -> Workload:
-    table = pa.table({
-        "request_id": [f"r{i}" for i in range(count)], "session_id": pa.nulls(count, pa.string()),
-        "turn": pa.nulls(count, pa.int32()), "arrival_s": [0.0] * count,
-        "input_tokens": pa.array([10] * count, pa.int32()), "output_tokens": pa.array([2] * count, pa.int32()),
-        "prefix_blocks": pa.nulls(count, pa.list_(pa.int64())), "prompt": pa.nulls(count, pa.string()),
-        "reasoning_tokens": pa.nulls(count, pa.int32()),
-    }, schema=WORKLOAD_SCHEMA)
+    table = pa.table(
+        {
+            "request_id": [f"r{i}" for i in range(count)],
+            "session_id": pa.nulls(count, pa.string()),
+            "turn": pa.nulls(count, pa.int32()),
+            "arrival_s": [0.0] * count,
+            "input_tokens": pa.array([10] * count, pa.int32()),
+            "output_tokens": pa.array([2] * count, pa.int32()),
+            "prefix_blocks": pa.nulls(count, pa.list_(pa.int64())),
+            "prompt": pa.nulls(count, pa.string()),
+            "reasoning_tokens": pa.nulls(count, pa.int32()),
+        },
+        schema=WORKLOAD_SCHEMA,
+    )
     return Workload("share", "share.json", TraceFormat.SHAREGPT, UNTIMED, 0, table, arrival_process="none")
 
 

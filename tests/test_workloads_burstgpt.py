@@ -22,17 +22,23 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_six_column_file_reads_seconds_and_excludes_failures(tmp_path: Path) -> None:
-    path = write(tmp_path, SIX
-                 + "5,ChatGPT,472,18,490,Conversation log\n"
-                 + "7,ChatGPT,300,0,300,API log\n"  # failed: no response
-                 + "45.5,GPT-4,1087,230,1317,Conversation log\n"
-                 + "50,GPT-4,0,20,20,API log\n"  # sent nothing
-                 + "60,ChatGPT,10,0,10,API log\n")
+    path = write(
+        tmp_path,
+        SIX
+        + "5,ChatGPT,472,18,490,Conversation log\n"
+        + "7,ChatGPT,300,0,300,API log\n"  # failed: no response
+        + "45.5,GPT-4,1087,230,1317,Conversation log\n"
+        + "50,GPT-4,0,20,20,API log\n"  # sent nothing
+        + "60,ChatGPT,10,0,10,API log\n",
+    )
     workload = read_burstgpt(path)
     rows = workload.table.to_pylist()
     assert workload.trace_format is TraceFormat.BURSTGPT
     assert (workload.time_unit, workload.block_size) == ("s", 0)
-    assert [(r["arrival_s"], r["input_tokens"], r["output_tokens"]) for r in rows] == [(5.0, 472, 18), (45.5, 1087, 230)]
+    assert [(r["arrival_s"], r["input_tokens"], r["output_tokens"]) for r in rows] == [
+        (5.0, 472, 18),
+        (45.5, 1087, 230),
+    ]
     assert [r["request_id"] for r in rows] == ["0", "2"]  # data row numbers, stable under exclusion
     assert workload.excluded_rows == 3
     assert workload.excluded_reason == "failed (Response tokens = 0): 2; empty request (Request tokens = 0): 1"
@@ -41,11 +47,14 @@ def test_six_column_file_reads_seconds_and_excludes_failures(tmp_path: Path) -> 
 
 def test_eight_column_file_with_columns_reordered_maps_sessions_and_turns_by_time(tmp_path: Path) -> None:
     header = "Model,Log Type,Response tokens,Request tokens,Session ID,Timestamp,Elapsed time,Total tokens\n"
-    path = write(tmp_path, header
-                 + "ChatGPT,Conversation log,10,100,b,30,1,110\n"
-                 + "ChatGPT,Conversation log,11,101,a,20,1,112\n"
-                 + "ChatGPT,Conversation log,12,102,a,10,1,114\n"
-                 + "ChatGPT,API log,13,103,,15,1,116\n")
+    path = write(
+        tmp_path,
+        header
+        + "ChatGPT,Conversation log,10,100,b,30,1,110\n"
+        + "ChatGPT,Conversation log,11,101,a,20,1,112\n"
+        + "ChatGPT,Conversation log,12,102,a,10,1,114\n"
+        + "ChatGPT,API log,13,103,,15,1,116\n",
+    )
     rows = read_burstgpt(path).table.to_pylist()
     assert [(r["arrival_s"], r["session_id"], r["turn"], r["input_tokens"]) for r in rows] == [
         (10.0, "a", 0, 102),
@@ -61,7 +70,10 @@ def test_model_filter_keeps_one_model_and_counts_the_rest(tmp_path: Path) -> Non
     workload = read_trace(path, "burstgpt", ReadOptions(model="GPT-4"))
     assert workload.table.column("input_tokens").to_pylist() == [20]
     assert workload.excluded_rows == 2
-    assert "other model than GPT-4: 1" in workload.excluded_reason and "failed (Response tokens = 0): 1" in workload.excluded_reason
+    assert (
+        "other model than GPT-4: 1" in workload.excluded_reason
+        and "failed (Response tokens = 0): 1" in workload.excluded_reason
+    )
 
 
 @pytest.mark.parametrize(

@@ -24,15 +24,21 @@ def test_round_trip_keeps_rows_and_facts(tmp_path: Path) -> None:
     assert back.table.equals(original.table)
     assert back.content_hash == original.content_hash
     assert (back.name, back.time_unit, back.block_size, back.trace_format) == (
-        original.name, "ms", 512, TraceFormat.CANONICAL)
+        original.name,
+        "ms",
+        512,
+        TraceFormat.CANONICAL,
+    )
     assert pq.read_schema(path).metadata[b"costbench.source_format"] == b"mooncake"
     assert [p.name for p in path.parent.iterdir()] == ["w.parquet"]  # no temporary file left behind
 
 
 def test_round_trip_keeps_exclusions_and_sessions(tmp_path: Path) -> None:
     csv = tmp_path / "b.csv"
-    csv.write_text("Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                   "1,s,0,ChatGPT,10,5,15,x\n2,s,0,ChatGPT,11,0,11,x\n3,s,0,ChatGPT,12,6,18,x\n")
+    csv.write_text(
+        "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "1,s,0,ChatGPT,10,5,15,x\n2,s,0,ChatGPT,11,0,11,x\n3,s,0,ChatGPT,12,6,18,x\n"
+    )
     original = read_burstgpt(csv)
     back = read_canonical(write_canonical(original, tmp_path / "b.parquet"))
     assert back.table.equals(original.table)
@@ -42,12 +48,23 @@ def test_round_trip_keeps_exclusions_and_sessions(tmp_path: Path) -> None:
 
 def test_a_foreign_file_reads_by_column_name_with_castable_types(tmp_path: Path) -> None:
     path = tmp_path / "foreign.parquet"
-    pq.write_table(pa.table({
-        "output_tokens": pa.array([3, 4], pa.int64()), "input_tokens": pa.array([10, 20], pa.int64()),
-        "arrival_s": [1.0, 0.5], "request_id": ["a", "b"], "session_id": [None, None], "turn": [None, None],
-        "prefix_blocks": pa.nulls(2, pa.list_(pa.int64())), "prompt": pa.nulls(2, pa.string()),
-        "reasoning_tokens": pa.nulls(2, pa.int32()), "extra": ["x", "y"],
-    }), path)
+    pq.write_table(
+        pa.table(
+            {
+                "output_tokens": pa.array([3, 4], pa.int64()),
+                "input_tokens": pa.array([10, 20], pa.int64()),
+                "arrival_s": [1.0, 0.5],
+                "request_id": ["a", "b"],
+                "session_id": [None, None],
+                "turn": [None, None],
+                "prefix_blocks": pa.nulls(2, pa.list_(pa.int64())),
+                "prompt": pa.nulls(2, pa.string()),
+                "reasoning_tokens": pa.nulls(2, pa.int32()),
+                "extra": ["x", "y"],
+            }
+        ),
+        path,
+    )
     workload = read_canonical(path)
     assert workload.table.schema.equals(WORKLOAD_SCHEMA)
     assert workload.table.column("request_id").to_pylist() == ["b", "a"]  # sorted by arrival
@@ -56,12 +73,20 @@ def test_a_foreign_file_reads_by_column_name_with_castable_types(tmp_path: Path)
 
 def canonical_rows(**overrides: list) -> pa.Table:
     columns = {
-        "request_id": ["a", "b", "c"], "session_id": [None] * 3, "turn": [None] * 3, "arrival_s": [0.0, 1.0, 2.0],
-        "input_tokens": [5, 6, 7], "output_tokens": [1, 1, 1], "prefix_blocks": [None] * 3, "prompt": [None] * 3,
+        "request_id": ["a", "b", "c"],
+        "session_id": [None] * 3,
+        "turn": [None] * 3,
+        "arrival_s": [0.0, 1.0, 2.0],
+        "input_tokens": [5, 6, 7],
+        "output_tokens": [1, 1, 1],
+        "prefix_blocks": [None] * 3,
+        "prompt": [None] * 3,
         "reasoning_tokens": [None] * 3,
     }
     columns.update(overrides)
-    return pa.table(columns, schema=WORKLOAD_SCHEMA.with_metadata({}).remove(0).insert(0, pa.field("request_id", pa.string())))
+    return pa.table(
+        columns, schema=WORKLOAD_SCHEMA.with_metadata({}).remove(0).insert(0, pa.field("request_id", pa.string()))
+    )
 
 
 @pytest.mark.parametrize(

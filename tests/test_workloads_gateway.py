@@ -21,12 +21,22 @@ SYSTEM = ("Zebracorn policy: answer tersely, cite the Quillmoor handbook, never 
 
 
 def entry(ts: object, user: str, prompt_tokens: int = 600, completion: int | None = 9, **extra: object) -> dict:
-    usage = None if completion is None else {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                                             "prompt_tokens_details": {"cached_tokens": 0}}
+    usage = (
+        None
+        if completion is None
+        else {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        }
+    )
     line = {
         "timestamp": ts,
-        "request": {"model": "deepseek-v3", "messages": [{"role": "system", "content": SYSTEM},
-                                                         {"role": "user", "content": user}], "max_tokens": 64},
+        "request": {
+            "model": "deepseek-v3",
+            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+            "max_tokens": 64,
+        },
         "response": {"usage": usage} if usage else {"error": {"message": "upstream timeout"}},
     }
     line.update(extra)
@@ -44,10 +54,21 @@ def test_reads_usage_timestamps_sessions_reasoning_and_keeps_text(tmp_path: Path
     reasoning_top["response"]["usage"]["reasoning_tokens"] = 30
     nested = entry("2025-03-01T12:00:03+00:00", "Third", 620, 50, conversation_id="conv-9")
     nested["response"]["usage"]["completion_tokens_details"] = {"reasoning_tokens": 12}
-    completion = {"timestamp": 1740830404, "request": {"model": "deepseek-v3", "prompt": "Once upon", "max_completion_tokens": 5},
-                  "response": {"usage": {"prompt_tokens": 3, "completion_tokens": 5}}}
-    path = write_log(tmp_path, [entry("2025-03-01T12:00:00Z", "First", 100, session_id="conv-9"), reasoning_top,
-                                entry(1740830401, "other", completion=None), nested, completion])
+    completion = {
+        "timestamp": 1740830404,
+        "request": {"model": "deepseek-v3", "prompt": "Once upon", "max_completion_tokens": 5},
+        "response": {"usage": {"prompt_tokens": 3, "completion_tokens": 5}},
+    }
+    path = write_log(
+        tmp_path,
+        [
+            entry("2025-03-01T12:00:00Z", "First", 100, session_id="conv-9"),
+            reasoning_top,
+            entry(1740830401, "other", completion=None),
+            nested,
+            completion,
+        ],
+    )
     workload = read_gateway(path, block_size=32)
     rows = workload.table.to_pylist()
     assert workload.trace_format is TraceFormat.GATEWAY
@@ -55,7 +76,10 @@ def test_reads_usage_timestamps_sessions_reasoning_and_keeps_text(tmp_path: Path
     assert workload.token_counter == "usage; blocks by approx-4-bytes"
     assert [r["arrival_s"] for r in rows] == [0.0, 2.25, 3.0, 4.0]
     assert [(r["input_tokens"], r["output_tokens"], r["reasoning_tokens"]) for r in rows] == [
-        (100, 9, None), (610, 40, 30), (620, 50, 12), (3, 5, None)
+        (100, 9, None),
+        (610, 40, 30),
+        (620, 50, 12),
+        (3, 5, None),
     ]
     assert [(r["session_id"], r["turn"]) for r in rows] == [("conv-9", 0), ("conv-9", 1), ("conv-9", 2), (None, None)]
     assert orjson.loads(rows[0]["prompt"])[0]["content"] == SYSTEM and rows[3]["prompt"] == "Once upon"
@@ -84,8 +108,14 @@ def test_common_system_prompt_shares_leading_blocks_and_then_diverges(tmp_path: 
         ('{"timestamp": 1, "request": {"prompt": "x"}}', "missing field(s) response"),
         (json.dumps(entry("yesterday", "x")), "neither ISO-8601 nor epoch seconds"),
         (json.dumps(entry(-3, "x")), "non-negative epoch seconds"),
-        (json.dumps({"timestamp": 1, "request": {"model": "m"}, "response": {}}), "needs messages (chat) or a non-empty"),
-        (json.dumps({"timestamp": 1, "request": {"messages": []}, "response": {}}), "non-empty list of message objects"),
+        (
+            json.dumps({"timestamp": 1, "request": {"model": "m"}, "response": {}}),
+            "needs messages (chat) or a non-empty",
+        ),
+        (
+            json.dumps({"timestamp": 1, "request": {"messages": []}, "response": {}}),
+            "non-empty list of message objects",
+        ),
         (json.dumps(entry(1, "x", prompt_tokens=0)), "usage.prompt_tokens must be an integer >= 1"),
         (json.dumps(entry(1, "x", completion=-2)), "usage.completion_tokens must be an integer >= 0"),
     ],
@@ -107,19 +137,22 @@ def leaked_fragments(path: Path, texts: list[str], width: int = 12) -> list[str]
     raw = path.read_bytes()
     table = pq.read_table(path)
     decoded = json.dumps(table.to_pylist(), default=str) + json.dumps(
-        {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()})
+        {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    )
     leaks = []
     for text in texts:
         for start in range(0, max(1, len(text) - width + 1)):
-            piece = text[start:start + width]
+            piece = text[start : start + width]
             if piece.encode() in raw or piece in decoded:
                 leaks.append(piece)
     return leaks
 
 
 def test_capture_output_holds_no_prompt_text_but_keeps_prefix_sharing(tmp_path: Path) -> None:
-    entries = [entry(0, "My card ending 9931 was charged twice by Quillmoor", session_id="user@example.com"),
-               entry(1, "Please escalate ticket ZX-77881 to the Zebracorn desk", session_id="user@example.com")]
+    entries = [
+        entry(0, "My card ending 9931 was charged twice by Quillmoor", session_id="user@example.com"),
+        entry(1, "Please escalate ticket ZX-77881 to the Zebracorn desk", session_id="user@example.com"),
+    ]
     log = write_log(tmp_path, entries)
     out = tmp_path / "captured.parquet"
     captured = capture_gateway_log(log, out, block_size=16)
@@ -158,7 +191,9 @@ def run_capture(argv: list[str]) -> int:
     return args.func(args)
 
 
-def test_capture_command_writes_parquet_and_reports_exclusions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_capture_command_writes_parquet_and_reports_exclusions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = write_log(tmp_path, [entry(0, "a"), entry(1, "b", completion=None), entry(2, "c")])
     out = tmp_path / "out" / "week.parquet"
     assert run_capture(["capture", str(log), "-o", str(out), "--block-size", "64"]) == 0

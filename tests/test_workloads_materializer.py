@@ -38,7 +38,10 @@ def materialize_input_ids(workload: Workload, **options: int) -> list[list[int]]
 def test_returns_one_int32_array_per_row_ready_for_replay() -> None:
     workload = make_workload([(8, [1, 2]), (3, None)], block_size=4)
     ids = materialize_arrays(workload)
-    assert [(row.dtype, row.ndim, row.shape[0]) for row in ids] == [(np.dtype(np.int32), 1, 8), (np.dtype(np.int32), 1, 3)]
+    assert [(row.dtype, row.ndim, row.shape[0]) for row in ids] == [
+        (np.dtype(np.int32), 1, 8),
+        (np.dtype(np.int32), 1, 3),
+    ]
 
 
 def test_lengths_are_exact_whatever_the_block_count() -> None:

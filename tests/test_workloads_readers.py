@@ -19,7 +19,12 @@ AZURE_TRACE = TRACES / "azure_conv_2023.csv"
 
 def mooncake_line(timestamp=0, input_length=600, output_length=10, hash_ids=(1, 2)) -> str:
     return json.dumps(
-        {"timestamp": timestamp, "input_length": input_length, "output_length": output_length, "hash_ids": list(hash_ids)}
+        {
+            "timestamp": timestamp,
+            "input_length": input_length,
+            "output_length": output_length,
+            "hash_ids": list(hash_ids),
+        }
     )
 
 
@@ -30,7 +35,8 @@ def test_mooncake_reads_fields_by_name_and_converts_ms(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     # Field order differs between the lines: the reader must not care.
     path.write_text(
-        mooncake_line(1500, 512, 7, [10]) + "\n"
+        mooncake_line(1500, 512, 7, [10])
+        + "\n"
         + '{"hash_ids": [10, 11, 12], "output_length": 3, "input_length": 1025, "timestamp": 2250}\n'
     )
     workload = read_mooncake(path)
@@ -65,7 +71,7 @@ def test_mooncake_skips_blank_lines_and_ids_follow_physical_lines(tmp_path: Path
     ("bad_line", "reason_part"),
     [
         ('{"timestamp": 1, "input_length": 600,', "invalid JSON"),
-        ('[1, 2, 3]', "expected a JSON object"),
+        ("[1, 2, 3]", "expected a JSON object"),
         ('{"timestamp": 1, "input_length": 600, "hash_ids": [1, 2]}', "missing field(s) output_length"),
         (mooncake_line(timestamp=-5), "timestamp must be a non-negative integer"),
         (mooncake_line(input_length=600.5), "input_length must be a positive integer"),

@@ -111,7 +111,9 @@ def without(key: str) -> dict:
         ([], "scenarios: must not be empty"),
     ],
 )  # fmt: skip
-def test_invalid_scenarios_fail_with_file_key_path_and_reason(tmp_path: Path, entries: list[dict], message_part: str) -> None:
+def test_invalid_scenarios_fail_with_file_key_path_and_reason(
+    tmp_path: Path, entries: list[dict], message_part: str
+) -> None:
     path = write_scenarios(tmp_path, entries)
     with pytest.raises(ScenarioError) as caught:
         load_scenarios(path, tmp_path)

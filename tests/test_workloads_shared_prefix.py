@@ -17,7 +17,9 @@ def test_azure_requests_share_exactly_the_system_prompt():
     azure = read_trace(REPO / "workloads/traces/azure_conv_2023.csv", "azure").window(0, 20)
     prompted = with_shared_prefix(azure, 2048)
     assert prompted.block_size == 512
-    assert prompted.table.column("input_tokens").to_pylist() == [t + 2048 for t in azure.table.column("input_tokens").to_pylist()]
+    assert prompted.table.column("input_tokens").to_pylist() == [
+        t + 2048 for t in azure.table.column("input_tokens").to_pylist()
+    ]
     ids = materialize_input_ids(prompted)
     first, second = ids[0], ids[1]
     assert list(first[:2048]) == list(second[:2048])
@@ -66,11 +68,23 @@ def test_replay_fields_of_a_scenario_are_validated(tmp_path):
         "scenarios:\n  - name: s\n    trace: t.jsonl\n    format: mooncake\n    start_s: 0\n    duration_s: 1\n"
         "    speedup: 1\n    endpoint: e\n    slo: {ttft_ms: 1, tpot_ms: 1}\n"
     )
-    path.write_text(base + "    backend: openai-chat\n    shards: 2\n    warmup_s: 3\n    max_concurrency: 64\n    require_reasoning: true\n")
+    path.write_text(
+        base
+        + "    backend: openai-chat\n    shards: 2\n    warmup_s: 3\n    max_concurrency: 64\n    require_reasoning: true\n"
+    )
     scenario = load_scenarios(path, tmp_path)["s"]
-    assert (scenario.backend, scenario.shards, scenario.warmup_s, scenario.max_concurrency, scenario.require_reasoning) == (
-        "openai-chat", 2, 3.0, 64, True)
-    for bad, message in (("backend: grpc", "backend: must be"), ("shards: 0", "shards: must be"), ("warmup_s: -1", "warmup_s: must be")):
+    assert (
+        scenario.backend,
+        scenario.shards,
+        scenario.warmup_s,
+        scenario.max_concurrency,
+        scenario.require_reasoning,
+    ) == ("openai-chat", 2, 3.0, 64, True)
+    for bad, message in (
+        ("backend: grpc", "backend: must be"),
+        ("shards: 0", "shards: must be"),
+        ("warmup_s: -1", "warmup_s: must be"),
+    ):
         path.write_text(base + f"    {bad}\n")
         with pytest.raises(ScenarioError, match=message):
             load_scenarios(path, tmp_path)

@@ -29,18 +29,28 @@ def write(tmp_path: Path, records: list, indent: int | None = 2) -> Path:
 
 
 def test_multi_turn_conversation_becomes_ordered_turns_with_prior_context(tmp_path: Path) -> None:
-    path = write(tmp_path, [
-        conversation("c1", ("human", SYSTEM_LIKE), ("gpt", "A process owns memory."), ("human", "And threads?"),
-                     ("gpt", "Threads share it.")),
-        conversation("c2", ("human", "Hi"), ("gpt", "Hello!")),
-    ])
+    path = write(
+        tmp_path,
+        [
+            conversation(
+                "c1",
+                ("human", SYSTEM_LIKE),
+                ("gpt", "A process owns memory."),
+                ("human", "And threads?"),
+                ("gpt", "Threads share it."),
+            ),
+            conversation("c2", ("human", "Hi"), ("gpt", "Hello!")),
+        ],
+    )
     workload = read_sharegpt(path, block_size=64)
     rows = workload.table.to_pylist()
     assert workload.trace_format is TraceFormat.SHAREGPT
     assert (workload.time_unit, workload.arrival_process, workload.needs_arrivals) == (UNTIMED, "none", True)
     assert workload.token_counter == "approx-4-bytes"
     assert [(r["request_id"], r["session_id"], r["turn"], r["arrival_s"]) for r in rows] == [
-        ("c1/0", "c1", 0, 0.0), ("c1/1", "c1", 1, 0.0), ("c2/0", "c2", 0, 0.0)
+        ("c1/0", "c1", 0, 0.0),
+        ("c1/1", "c1", 1, 0.0),
+        ("c2/0", "c2", 0, 0.0),
     ]
     second = orjson.loads(rows[1]["prompt"])
     assert second == [
@@ -66,12 +76,15 @@ def test_untimed_workload_replays_after_synthetic_arrivals(tmp_path: Path) -> No
 
 
 def test_unanswered_and_empty_turns_are_excluded_and_counted(tmp_path: Path) -> None:
-    path = write(tmp_path, [
-        conversation("a", ("human", "q1"), ("gpt", "a1"), ("human", "dangling")),
-        conversation("b", ("gpt", "unprompted"), ("human", "q"), ("gpt", "")),
-        conversation("c"),
-        conversation("a", ("human", "same id again"), ("gpt", "ok")),  # ids repeat in some dumps
-    ])
+    path = write(
+        tmp_path,
+        [
+            conversation("a", ("human", "q1"), ("gpt", "a1"), ("human", "dangling")),
+            conversation("b", ("gpt", "unprompted"), ("human", "q"), ("gpt", "")),
+            conversation("c"),
+            conversation("a", ("human", "same id again"), ("gpt", "ok")),  # ids repeat in some dumps
+        ],
+    )
     workload = read_sharegpt(path)
     assert workload.table.column("request_id").to_pylist() == ["a/0", "a#2/0"]
     assert workload.excluded_rows == 3
@@ -113,11 +126,21 @@ def test_invalid_json_and_wrong_top_level_are_clear(tmp_path: Path) -> None:
 def test_tokenizer_file_is_used_when_the_package_is_there_and_named_when_not(tmp_path: Path) -> None:
     tokenizer = tmp_path / "tokenizer.json"
     # A minimal word-level tokenizer.json in the Hugging Face format.
-    tokenizer.write_text(json.dumps({
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
-        "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
-        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hello": 1, "world": 2}, "unk_token": "[UNK]"},
-    }))
+    tokenizer.write_text(
+        json.dumps(
+            {
+                "version": "1.0",
+                "truncation": None,
+                "padding": None,
+                "added_tokens": [],
+                "normalizer": None,
+                "pre_tokenizer": {"type": "Whitespace"},
+                "post_processor": None,
+                "decoder": None,
+                "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hello": 1, "world": 2}, "unk_token": "[UNK]"},
+            }
+        )
+    )
     path = write(tmp_path, [conversation("c", ("human", "hello world hello"), ("gpt", "world world"))])
     try:
         import tokenizers  # noqa: F401

@@ -155,14 +155,18 @@ def test_inspect_rejects_unknown_format_at_parse_time(capsys: pytest.CaptureFixt
 
 def test_inspect_shows_excluded_rows_and_untimed_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     burst = tmp_path / "burst.csv"
-    burst.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                     "1,ChatGPT,10,5,15,x\n2,ChatGPT,10,0,10,x\n3,GPT-4,10,5,15,x\n")
+    burst.write_text(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "1,ChatGPT,10,5,15,x\n2,ChatGPT,10,0,10,x\n3,GPT-4,10,5,15,x\n"
+    )
     assert run_cli(["workload", "inspect", str(burst), "--format", "burstgpt", "--model", "ChatGPT"]) == 0
     out = capsys.readouterr().out
     assert "excluded rows" in out and "2 (failed (Response tokens = 0): 1; other model than ChatGPT: 1)" in out
 
     share = tmp_path / "share.json"
-    share.write_text('[{"id": "c", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}]')
+    share.write_text(
+        '[{"id": "c", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}]'
+    )
     assert run_cli(["workload", "inspect", str(share), "--format", "sharegpt", "--block-size", "8"]) == 0
     out = capsys.readouterr().out
     assert "none: untimed, needs synthetic arrivals" in out and "approx-4-bytes" in out and "8 tokens" in out

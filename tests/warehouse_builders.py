@@ -144,7 +144,9 @@ def _row(sample) -> dict:
     return {name: getattr(sample, name) for name in sample.__slots__}
 
 
-def server_sample(run_id: str, at_s: float, metric: str, value: float, source: str = "http://127.0.0.1:30000") -> ServerSample:
+def server_sample(
+    run_id: str, at_s: float, metric: str, value: float, source: str = "http://127.0.0.1:30000"
+) -> ServerSample:
     """A /metrics sample `at_s` seconds after the run's t0 (kind from the name: *_total is a counter)."""
     kind = "counter" if metric.endswith("_total") else "gauge"
     return ServerSample(run_id, T0_WALL_S + at_s, source, metric, kind, '{"model_name":"m"}', value)

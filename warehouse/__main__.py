@@ -13,7 +13,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m warehouse", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     refresh = sub.add_parser("refresh", help="upgrade (if older) and rebuild views and marts from the lake")
-    refresh.add_argument("--root", type=Path, default=Path("warehouse"), help="warehouse root (lake/ and costbench.duckdb)")
+    refresh.add_argument(
+        "--root", type=Path, default=Path("warehouse"), help="warehouse root (lake/ and costbench.duckdb)"
+    )
     args = parser.parse_args(argv)
     store = Warehouse(args.root)
     for note in store.refresh():

@@ -85,7 +85,9 @@ def _interval(values: np.ndarray) -> tuple[float | None, float | None]:
     return float(low), float(high)
 
 
-def _ttft_interval(weights: np.ndarray, index: dict, bin_rows: list[tuple], n_blocks: int) -> tuple[float | None, float | None]:
+def _ttft_interval(
+    weights: np.ndarray, index: dict, bin_rows: list[tuple], n_blocks: int
+) -> tuple[float | None, float | None]:
     if not bin_rows:
         return None, None
     bins = sorted({r[2] for r in bin_rows})

@@ -5,8 +5,9 @@ partition replaces it: the new folder is written in a staging area, then swapped
 A failure before the swap leaves the previous copy untouched; a crash between the two renames leaves
 the previous copy parked in the staging area, and the next write of that partition (or `recover_lake`)
 puts it back. One writer per partition at a time: a second writer waits `lock_wait_s` for the
-partition's lock, then gets a LakeError naming the partition; it never writes over the first. There are never two copies visible, because DuckDB's glob matches hidden names too, so
-staging lives in `<lake_root>/_staging`, outside every table's folder.
+partition's lock, then gets a LakeError naming the partition; it never writes over the first. There
+are never two copies visible, because DuckDB's glob matches hidden names too, so staging lives in
+`<lake_root>/_staging`, outside every table's folder.
 """
 
 from __future__ import annotations
@@ -57,9 +58,7 @@ def validate_table_name(table: str) -> str:
 
 def validate_scenario_name(scenario: str) -> str:
     if not isinstance(scenario, str) or not _SCENARIO_NAME.match(scenario):
-        raise LakeError(
-            f"scenario name {scenario!r} must match {_SCENARIO_NAME.pattern} (it becomes a folder name)"
-        )
+        raise LakeError(f"scenario name {scenario!r} must match {_SCENARIO_NAME.pattern} (it becomes a folder name)")
     return scenario
 
 
@@ -94,7 +93,9 @@ def write_partition(
     """
     final = partition_path(lake_root, table, week_start, scenario)
     if not isinstance(data, pa.Table):
-        raise LakeError(f"{table} {final.parent.name}/{final.name}: expected a pyarrow.Table, got {type(data).__name__}")
+        raise LakeError(
+            f"{table} {final.parent.name}/{final.name}: expected a pyarrow.Table, got {type(data).__name__}"
+        )
     _check_partition_columns(data, table, week_start, scenario)
     staging = Path(lake_root) / STAGING_DIR
     backup = _backup_path(lake_root, table, week_start, scenario)

@@ -2,9 +2,10 @@
 
 `check_requests` guards the request records before they feed the marts; `check_runs` says whether a
 run can be trusted (completion, schedule lag, server samples); `check_weekly_trends` is the regression
-rule on the trend rows, exactly as weekly_trends.sql judges it. The Dagster asset checks (assets/quality_checks.py) turn a
-QualityResult into check metadata. Each call builds its own ephemeral GX context: nothing is written
-to disk, nothing is shared between calls, and no analytics or progress bars leave the process.
+rule on the trend rows, exactly as weekly_trends.sql judges it. The Dagster asset checks
+(assets/quality_checks.py) turn a QualityResult into check metadata. Each call builds its own
+ephemeral GX context: nothing is written to disk, nothing is shared between calls, and no analytics or
+progress bars leave the process.
 """
 
 from __future__ import annotations
@@ -18,9 +19,23 @@ import pandas as pd
 from replay.records import RequestStatus
 
 EXAMPLES_KEPT = 5
-TOKEN_COLUMNS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens")
+TOKEN_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+)
 REQUEST_COLUMNS = (*TOKEN_COLUMNS, "status", "sent_mono_s", "first_token_mono_s", "finish_mono_s")
-RUN_COLUMNS = ("completed_requests", "failed_requests", "schedule_lag_p99_ms", "client_degraded", "server_sample_count", "partial")
+RUN_COLUMNS = (
+    "completed_requests",
+    "failed_requests",
+    "schedule_lag_p99_ms",
+    "client_degraded",
+    "server_sample_count",
+    "partial",
+)
 DEFAULT_MIN_COMPLETION_RATE = 0.99  # completed / (completed + failed)
 DEFAULT_MAX_SCHEDULE_LAG_P99_MS = 100.0  # beyond this the open-loop schedule was not kept
 
@@ -67,26 +82,32 @@ def check_requests(df: pd.DataFrame, outputs_enforced: bool = True) -> QualityRe
     from great_expectations.expectations.row_conditions import Column
 
     rules = [
-        *(
-            (f"{c} >= 0", gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0))
-            for c in TOKEN_COLUMNS
-        ),
+        *((f"{c} >= 0", gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0)) for c in TOKEN_COLUMNS),
         (
             "cached_tokens <= prompt_tokens",
             gxe.ExpectColumnPairValuesAToBeGreaterThanB(
-                column_A="prompt_tokens", column_B="cached_tokens", or_equal=True, ignore_row_if="either_value_is_missing"
+                column_A="prompt_tokens",
+                column_B="cached_tokens",
+                or_equal=True,
+                ignore_row_if="either_value_is_missing",
             ),
         ),
         (
             "sent_mono_s <= first_token_mono_s",
             gxe.ExpectColumnPairValuesAToBeGreaterThanB(
-                column_A="first_token_mono_s", column_B="sent_mono_s", or_equal=True, ignore_row_if="either_value_is_missing"
+                column_A="first_token_mono_s",
+                column_B="sent_mono_s",
+                or_equal=True,
+                ignore_row_if="either_value_is_missing",
             ),
         ),
         (
             "first_token_mono_s <= finish_mono_s",
             gxe.ExpectColumnPairValuesAToBeGreaterThanB(
-                column_A="finish_mono_s", column_B="first_token_mono_s", or_equal=True, ignore_row_if="either_value_is_missing"
+                column_A="finish_mono_s",
+                column_B="first_token_mono_s",
+                or_equal=True,
+                ignore_row_if="either_value_is_missing",
             ),
         ),
         ("status is not null", gxe.ExpectColumnValuesToNotBeNull(column="status")),
@@ -119,21 +140,32 @@ def check_weekly_trends(df: pd.DataFrame) -> QualityResult:
     and rows without a baseline pass.
     """
     if df.empty and "regression_verdict" not in df.columns:
-        return _validate("weekly_trends", pd.DataFrame({"regression": pd.Series([], dtype="object")}), _regression_rules())
-    _require_columns(df, ("week_start", "scenario", "endpoint", "regression_verdict", "regression_reasons"), "weekly_trends")
+        return _validate(
+            "weekly_trends", pd.DataFrame({"regression": pd.Series([], dtype="object")}), _regression_rules()
+        )
+    _require_columns(
+        df, ("week_start", "scenario", "endpoint", "regression_verdict", "regression_reasons"), "weekly_trends"
+    )
     regression = [
         f"{week} {scenario} {endpoint}: {reasons}" if verdict == "regression" else None
         for week, scenario, endpoint, verdict, reasons in zip(
             df["week_start"], df["scenario"], df["endpoint"], df["regression_verdict"], df["regression_reasons"]
         )
     ]
-    return _validate("weekly_trends", pd.DataFrame({"regression": pd.Series(regression, dtype="object")}), _regression_rules())
+    return _validate(
+        "weekly_trends", pd.DataFrame({"regression": pd.Series(regression, dtype="object")}), _regression_rules()
+    )
 
 
 def _regression_rules() -> list:
     import great_expectations.expectations as gxe
 
-    return [("no metric regressed past its threshold and outside this week's noise", gxe.ExpectColumnValuesToBeNull(column="regression"))]
+    return [
+        (
+            "no metric regressed past its threshold and outside this week's noise",
+            gxe.ExpectColumnValuesToBeNull(column="regression"),
+        )
+    ]
 
 
 def check_runs(
@@ -195,7 +227,9 @@ def _validate(suite_name: str, df: pd.DataFrame, rules: list) -> QualityResult:
         expectation.meta = {"rule": rule}
         suite.add_expectation(expectation)
     suite = context.suites.add(suite)
-    validation = batch.validate(suite, result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES_KEPT})
+    validation = batch.validate(
+        suite, result_format={"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES_KEPT}
+    )
     failures = tuple(_failure(r) for r in validation.results if not r.success)
     # Report failures in the suite's order so metadata reads the same on every run.
     order = {rule: i for i, (rule, _) in enumerate(rules)}

@@ -57,7 +57,8 @@ def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = N
 def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
     """The schema version the database was last built with; None for a new, empty database."""
     has_table = _aggregate(
-        con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' AND table_schema = 'main'"
+        con,
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' AND table_schema = 'main'",
     )
     if not has_table:
         return None

@@ -57,7 +57,9 @@ def sql_path_literal(path: Path | str, glob: str = "") -> str:
     text = str(path)
     bad = sorted(_UNSAFE_PATH_CHARS & set(text))
     if bad:
-        raise WarehouseError(f"warehouse path {text!r} contains {bad!r}, which DuckDB would read as a glob or cannot quote")
+        raise WarehouseError(
+            f"warehouse path {text!r} contains {bad!r}, which DuckDB would read as a glob or cannot quote"
+        )
     return "'" + (text + glob).replace("'", "''") + "'"
 
 
@@ -177,7 +179,8 @@ class Warehouse:
             return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
     def _source_files(self, table: str, schema: pa.Schema) -> str:
-        """SQL list literal of what the table's view reads: the zero-row stand-in, plus the lake glob if it has files."""
+        """SQL list literal of what the table's view reads: the zero-row stand-in, plus the lake glob if it has
+        files."""
         lake_root = self.lake_root.resolve()
         files = [sql_path_literal(self._write_stand_in(lake_root, table, schema))]
         if list_partitions(lake_root, table):

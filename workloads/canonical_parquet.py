@@ -23,8 +23,14 @@ from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, W
 SCHEMA_VERSION = "1"
 _PREFIX = "costbench."
 # Workload fields stored as metadata, with the parser that reads each back.
-_FACTS = {"time_unit": str, "block_size": int, "excluded_rows": int, "excluded_reason": str,
-          "token_counter": str, "arrival_process": str}
+_FACTS = {
+    "time_unit": str,
+    "block_size": int,
+    "excluded_rows": int,
+    "excluded_reason": str,
+    "token_counter": str,
+    "arrival_process": str,
+}
 
 
 def write_canonical(workload: Workload, path: str | Path) -> Path:

@@ -18,7 +18,8 @@ def _content_text(content: object) -> str:
     if isinstance(content, list):
         # Content parts: text as text; anything else (an image, audio) as its JSON, so it still counts.
         return "".join(
-            part["text"] if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            part["text"]
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
             else orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode()
             for part in content
         )

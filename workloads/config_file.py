@@ -43,9 +43,7 @@ class ConfigModel(BaseModel):
 
 def _safe_name(value: str) -> str:
     if not SAFE_NAME.match(value):
-        raise ValueError(
-            f"must match {SAFE_NAME.pattern} (it becomes a folder and a file name), got {value!r}"
-        )
+        raise ValueError(f"must match {SAFE_NAME.pattern} (it becomes a folder and a file name), got {value!r}")
     return value
 
 
@@ -78,9 +76,7 @@ def key_path(loc: Sequence[str | int]) -> str:
     return out or "(top level)"
 
 
-def config_error(
-    error: type[E], path: Path, loc: Sequence[str | int], reason: str, entry: str = ""
-) -> E:
+def config_error(error: type[E], path: Path, loc: Sequence[str | int], reason: str, entry: str = "") -> E:
     """One problem found after parsing (a rule across keys), in the same form; `entry` like "scenario 'x'"."""
     return error(f"{path}: {key_path(loc)}: {reason}{f' ({entry})' if entry else ''}")
 
@@ -96,9 +92,7 @@ def read_yaml(path: Path, error: type[ConfigFileError]) -> object:
         raise error(f"{path}: invalid YAML: {exc}") from None
 
 
-def parse_config(
-    model: type[M], raw: object, path: Path, error: type[ConfigFileError], entry_kind: str = "entry"
-) -> M:
+def parse_config(model: type[M], raw: object, path: Path, error: type[ConfigFileError], entry_kind: str = "entry") -> M:
     """`raw` (what read_yaml returned) as `model`, or `error` naming the file, key path and reason of
     each problem. `entry_kind` names the list items in messages ("scenario 'chat-v3'")."""
     try:

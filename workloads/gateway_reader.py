@@ -43,6 +43,8 @@ class _Parsed:
     session_id: str | None
     reasoning_tokens: int | None
     prompt: str
+
+
 _SESSION_KEYS = ("session_id", "conversation_id")
 
 
@@ -153,8 +155,14 @@ def read_gateway(
     rows = RequestColumns()
     for row in parsed:
         rows.append(
-            str(row.line - 1), row.epoch_s - start_s, row.input_tokens, row.output_tokens, session_id=row.session_id,
-            prefix_blocks=row.prefix_blocks, prompt=row.prompt, reasoning_tokens=row.reasoning_tokens,
+            str(row.line - 1),
+            row.epoch_s - start_s,
+            row.input_tokens,
+            row.output_tokens,
+            session_id=row.session_id,
+            prefix_blocks=row.prefix_blocks,
+            prompt=row.prompt,
+            reasoning_tokens=row.reasoning_tokens,
         )
     counts = "usage" if counted_prompts == 0 else f"usage, {counted_prompts} prompt counts by {counter.name}"
     return Workload(

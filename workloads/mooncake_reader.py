@@ -65,8 +65,13 @@ def read_mooncake(path: str | Path) -> Workload:
             raise TraceFormatError(str(path), line, reason)
         assert isinstance(raw, dict)  # _check_line returns a reason for anything else
         # request_id = 0-based physical line, stable however the file is windowed or sorted.
-        rows.append(str(line - 1), raw["timestamp"] / 1000.0, raw["input_length"], raw["output_length"],
-                    prefix_blocks=raw["hash_ids"])
+        rows.append(
+            str(line - 1),
+            raw["timestamp"] / 1000.0,
+            raw["input_length"],
+            raw["output_length"],
+            prefix_blocks=raw["hash_ids"],
+        )
     if not len(rows):
         raise TraceFormatError(str(path), None, "no requests: the file is empty or holds only blank lines")
     return Workload(

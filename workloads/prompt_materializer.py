@@ -116,7 +116,9 @@ def materialize_input_ids(
     if seed < 0:
         raise ValueError(f"seed must be non-negative, got {seed}")
     if not 0 <= reserved_ids < vocab_size:
-        raise ValueError(f"need 0 <= reserved_ids < vocab_size, got reserved_ids={reserved_ids}, vocab_size={vocab_size}")
+        raise ValueError(
+            f"need 0 <= reserved_ids < vocab_size, got reserved_ids={reserved_ids}, vocab_size={vocab_size}"
+        )
     span = vocab_size - reserved_ids
     span_u64 = np.uint64(span)
     block_size = workload.block_size

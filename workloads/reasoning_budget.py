@@ -27,5 +27,7 @@ def with_reasoning(workload: Workload, ratio: float) -> Workload:
     totals = [o if r is not None else o + t for o, r, t in zip(outputs, captured, reasoning)]
     table = workload.table
     for name, values in (("output_tokens", totals), ("reasoning_tokens", reasoning)):
-        table = table.set_column(table.schema.get_field_index(name), WORKLOAD_SCHEMA.field(name), pa.array(values, pa.int32()))
+        table = table.set_column(
+            table.schema.get_field_index(name), WORKLOAD_SCHEMA.field(name), pa.array(values, pa.int32())
+        )
     return replace(workload, name=f"{workload.name}+reasoning{ratio:g}", table=table)

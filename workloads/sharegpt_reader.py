@@ -27,8 +27,16 @@ from workloads.workload import UNTIMED, TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import INT32_MAX, ExclusionTally, RequestColumns
 
 # ShareGPT dumps name the speakers in several ways; each maps to an OpenAI chat role.
-ROLES = {"human": "user", "user": "user", "gpt": "assistant", "chatgpt": "assistant", "bing": "assistant",
-         "bard": "assistant", "assistant": "assistant", "system": "system"}
+ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "chatgpt": "assistant",
+    "bing": "assistant",
+    "bard": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+}
 
 
 def _record_line(text: str, index: int) -> int | None:
@@ -100,8 +108,16 @@ def read_sharegpt(
             input_tokens, blocks = prompts.blocks(render_prompt(context))
             if max(input_tokens, output_tokens) > INT32_MAX:
                 raise TraceFormatError(str(path), _record_line(text, index), f"conversation {index}: turn too long")
-            rows.append(f"{session}/{turn}", 0.0, input_tokens, output_tokens, session_id=session, turn=turn,
-                        prefix_blocks=blocks, prompt=orjson.dumps(context).decode())
+            rows.append(
+                f"{session}/{turn}",
+                0.0,
+                input_tokens,
+                output_tokens,
+                session_id=session,
+                turn=turn,
+                prefix_blocks=blocks,
+                prompt=orjson.dumps(context).decode(),
+            )
             turn += 1
         if not any(message["role"] == "user" for message in messages):
             excluded.add("conversation without a human turn")

@@ -107,5 +107,5 @@ class ExclusionTally:
 
     @property
     def summary(self) -> str:
-        """"reason: n; reason: n" in first-seen order; empty when nothing was excluded."""
+        """ "reason: n; reason: n" in first-seen order; empty when nothing was excluded."""
         return "; ".join(f"{reason}: {n}" for reason, n in self._counts.items())

@@ -101,9 +101,8 @@ class RooflineCostModel:
         weight_bytes = self._non_expert_bytes + expert_bytes
         kv_tokens = sum(item.context_tokens + item.new_tokens for item in batch.items)
         kv_bytes = kv_tokens * self._kv_bytes_per_token
-        memory_s = (
-            weight_bytes / (par.tp_size * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY)
-            + kv_bytes / (par.attention_ranks * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY)
+        memory_s = weight_bytes / (par.tp_size * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY) + kv_bytes / (
+            par.attention_ranks * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY
         )
 
         gemm_flops = 2.0 * model.active_params * tokens

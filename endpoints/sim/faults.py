@@ -35,11 +35,21 @@ class FaultConfig:
 
     @staticmethod
     def add_arguments(group: argparse._ArgumentGroup) -> None:
-        group.add_argument("--fault-error-rate", type=float, default=0.0, help="share of requests that fail after their first token")
-        group.add_argument("--fault-stall-s", type=float, default=0.0, help="seconds a response goes quiet after its first token")
-        group.add_argument("--fault-stall-rate", type=float, default=1.0, help="share of requests that stall (with --fault-stall-s)")
-        group.add_argument("--fault-disconnect-rate", type=float, default=0.0, help="share of responses dropped mid-stream")
-        group.add_argument("--fault-503-after-s", type=float, default=None, help="start of a 503 period, seconds after warm-up")
+        group.add_argument(
+            "--fault-error-rate", type=float, default=0.0, help="share of requests that fail after their first token"
+        )
+        group.add_argument(
+            "--fault-stall-s", type=float, default=0.0, help="seconds a response goes quiet after its first token"
+        )
+        group.add_argument(
+            "--fault-stall-rate", type=float, default=1.0, help="share of requests that stall (with --fault-stall-s)"
+        )
+        group.add_argument(
+            "--fault-disconnect-rate", type=float, default=0.0, help="share of responses dropped mid-stream"
+        )
+        group.add_argument(
+            "--fault-503-after-s", type=float, default=None, help="start of a 503 period, seconds after warm-up"
+        )
         group.add_argument("--fault-503-for-s", type=float, default=0.0, help="length of the 503 period")
         group.add_argument("--fault-crash-after", type=int, default=None, help="exit after this many responses")
         group.add_argument("--fault-seed", type=int, default=0, help="seed of the per-request fault draws")
@@ -96,7 +106,11 @@ class FaultInjector:
         if not self._per_request:
             return NO_FAULTS
         c, rng = self.config, self._rng
-        error, disconnect, stall = rng.random() < c.error_rate, rng.random() < c.disconnect_rate, rng.random() < c.stall_rate
+        error, disconnect, stall = (
+            rng.random() < c.error_rate,
+            rng.random() < c.disconnect_rate,
+            rng.random() < c.stall_rate,
+        )
         return RequestFaults(error=error, stall_s=c.stall_s if stall else 0.0, disconnect=disconnect and not error)
 
     def unavailable(self, since_ready_s: float) -> bool:

@@ -75,7 +75,11 @@ class NativeView:
                 "output_ids": self._request.output_ids[start:n],
                 "meta_info": self.meta_info(update),
             }
-        return {"text": self._text.upto(n), "output_ids": self._request.output_ids[:n], "meta_info": self.meta_info(update)}
+        return {
+            "text": self._text.upto(n),
+            "output_ids": self._request.output_ids[:n],
+            "meta_info": self.meta_info(update),
+        }
 
     def chunk(self, update: TokenUpdate) -> bytes:
         return _DATA + orjson.dumps(self.body(update)) + _END
@@ -83,7 +87,11 @@ class NativeView:
     def full_body(self, update: TokenUpdate) -> dict:
         """The non-streaming answer: always the whole output."""
         n = update.output_tokens
-        return {"text": self._text.upto(n), "output_ids": self._request.output_ids[:n], "meta_info": self.meta_info(update)}
+        return {
+            "text": self._text.upto(n),
+            "output_ids": self._request.output_ids[:n],
+            "meta_info": self.meta_info(update),
+        }
 
     @staticmethod
     def error_event(message: str, status: int) -> bytes:

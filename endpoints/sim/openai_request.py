@@ -76,7 +76,9 @@ def _common(body: dict, input_ids: tuple[int, ...], max_tokens: int, default_usa
     }
 
 
-def parse_chat(body: object, vocab_size: int, unlimited_tokens: int, thinking: bool, default_usage: bool) -> OpenAIRequest:
+def parse_chat(
+    body: object, vocab_size: int, unlimited_tokens: int, thinking: bool, default_usage: bool
+) -> OpenAIRequest:
     """`unlimited_tokens` stands for "no max_tokens" (SGLang then runs to the context length)."""
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")

@@ -33,7 +33,13 @@ class Route(str, Enum):
 
 def error_body(message: str, status: int) -> dict:
     """SGLang's ErrorResponse."""
-    return {"object": "error", "message": message, "type": _ERROR_TYPES.get(status, str(status)), "param": None, "code": status}
+    return {
+        "object": "error",
+        "message": message,
+        "type": _ERROR_TYPES.get(status, str(status)),
+        "param": None,
+        "code": status,
+    }
 
 
 def _finish(update: TokenUpdate) -> tuple[str | None, object]:
@@ -145,7 +151,13 @@ class OpenAIView:
             choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
         else:
             message = {"role": "assistant", "content": content, "reasoning_content": reasoning, "tool_calls": None}
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
+            choice = {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": reason,
+                "matched_stop": matched,
+            }
         return {
             "id": self._request.rid,
             "object": self._route.value,

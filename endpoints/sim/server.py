@@ -51,7 +51,9 @@ class SimTwin:
         self.metrics = SimMetrics(self.engine, args.served_model_name) if args.enable_metrics else None
         self.engine.observer = self.metrics
         self.faults = FaultInjector(args.faults)
-        self.reasoning = args.reasoning_parser in REASONING_PARSERS_WITH_EFFECT and self.engine.model.reasoning_share is not None
+        self.reasoning = (
+            args.reasoning_parser in REASONING_PARSERS_WITH_EFFECT and self.engine.model.reasoning_share is not None
+        )
         self.started_s: float | None = None
         self._on_crash = on_crash
 
@@ -92,14 +94,16 @@ class SimTwin:
                 "max_total_num_tokens": scheduler.pool.capacity_tokens,
                 "max_req_input_len": engine.context_length_tokens - 1,
             },
-            internal_states=[{
-                "last_gen_throughput": engine.gen_throughput_tok_s(),
-                # What the (one) scheduler enforces, under SGLang's name (Scheduler.get_internal_state).
-                "effective_max_running_requests_per_dp": self.args.max_running_requests,
-                "avg_spec_accept_length": None,
-                "sim_steps": engine.steps,  # twin only: steps run and the Python time they cost
-                "sim_loop_cpu_s": engine.loop_cpu_s,
-            }],
+            internal_states=[
+                {
+                    "last_gen_throughput": engine.gen_throughput_tok_s(),
+                    # What the (one) scheduler enforces, under SGLang's name (Scheduler.get_internal_state).
+                    "effective_max_running_requests_per_dp": self.args.max_running_requests,
+                    "avg_spec_accept_length": None,
+                    "sim_steps": engine.steps,  # twin only: steps run and the Python time they cost
+                    "sim_loop_cpu_s": engine.loop_cpu_s,
+                }
+            ],
             sim_model_profile=engine.model.name,
         )
         return info
@@ -202,7 +206,9 @@ async def _generate(request: web.Request) -> web.StreamResponse:
         return NativeView.error_response(str(exc), 400)
     report_reasoning = ask.require_reasoning and twin.reasoning
     epoch_offset_s = time.time() - twin.clock.now_s() if twin.args.enable_metrics else None
-    view = NativeView(sim_request, twin.text(sim_request), twin.args.incremental_streaming_output, report_reasoning, epoch_offset_s)
+    view = NativeView(
+        sim_request, twin.text(sim_request), twin.args.incremental_streaming_output, report_reasoning, epoch_offset_s
+    )
     try:
         return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
     finally:
@@ -249,7 +255,9 @@ async def _on_cleanup(app: web.Application) -> None:
     await app[TWIN_KEY].engine.stop()
 
 
-def create_app(args: SimServerArgs, clock: Clock | None = None, on_crash: Callable[[], None] = _exit_now) -> web.Application:
+def create_app(
+    args: SimServerArgs, clock: Clock | None = None, on_crash: Callable[[], None] = _exit_now
+) -> web.Application:
     """The twin as an aiohttp app; raises UnknownProfileError or KvSizingError for impossible setups.
     `on_crash` runs when --fault-crash-after is reached (default: exit the process at once)."""
     app = web.Application(middlewares=[_gate_middleware], client_max_size=64 * 1024**2)

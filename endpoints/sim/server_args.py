@@ -119,7 +119,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--enable-cache-report", action="store_true")
     p.add_argument("--stream-interval", type=int, default=1)
-    p.add_argument("--incremental-streaming-output", "--stream-output", dest="incremental_streaming_output", action="store_true")
+    p.add_argument(
+        "--incremental-streaming-output", "--stream-output", dest="incremental_streaming_output", action="store_true"
+    )
     p.add_argument("--stream-response-default-include-usage", action="store_true")
     p.add_argument("--reasoning-parser", default=None)
     p.add_argument("--schedule-conservativeness", type=float, default=1.0)

@@ -62,9 +62,15 @@ class SimMetrics:
         self.counters = dict.fromkeys(
             ("prompt_tokens", "generation_tokens", "cached_tokens", "num_requests", "num_aborted_requests"), 0
         )
-        self._ttft = _Histogram("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS_S)
-        self._itl = _Histogram("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS_S)
-        self._e2e = _Histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", E2E_BUCKETS_S)
+        self._ttft = _Histogram(
+            "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS_S
+        )
+        self._itl = _Histogram(
+            "sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS_S
+        )
+        self._e2e = _Histogram(
+            "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", E2E_BUCKETS_S
+        )
         self._queue = _Histogram("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", QUEUE_BUCKETS_S)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)

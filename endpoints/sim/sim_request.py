@@ -100,9 +100,8 @@ class SimRequest:
     __slots__ = (
         "rid", "input_ids", "max_new_tokens", "stream", "output_ids", "final_reason", "reasoning_target",
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
-        "output_tokens",
-        "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions", "finished", "aborted",
-        "abort_reason", "updates",
+        "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
+        "finished", "aborted", "abort_reason", "updates",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:

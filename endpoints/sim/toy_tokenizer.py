@@ -48,8 +48,7 @@ class OutputText:
 
     def __init__(self, output_ids: list[int], eos_id: int, think_end_id: int | None = None) -> None:
         words = [
-            "" if t == eos_id else THINK_END_TEXT if t == think_end_id else _WORDS[t % len(_WORDS)]
-            for t in output_ids
+            "" if t == eos_id else THINK_END_TEXT if t == think_end_id else _WORDS[t % len(_WORDS)] for t in output_ids
         ]
         self._text = "".join(words)
         self._ends = [0, *accumulate(len(w) for w in words)]

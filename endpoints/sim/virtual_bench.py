@@ -99,7 +99,9 @@ def random_ids(n: int, rng: random.Random) -> tuple[int, ...]:
     return tuple(rng.randrange(3, 128_000) for _ in range(n))
 
 
-def random_requests(count: int, input_len: int, output_len: int, range_ratio: float, seed: int = 1) -> list[BenchRequest]:
+def random_requests(
+    count: int, input_len: int, output_len: int, range_ratio: float, seed: int = 1
+) -> list[BenchRequest]:
     """bench_serving's `random` dataset lengths: uniform in [max(len × ratio, 1), len]."""
     rng = random.Random(seed)
     out = []

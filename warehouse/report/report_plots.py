@@ -40,14 +40,34 @@ def cost_trend(trends: pd.DataFrame) -> Figure:
         weeks = pd.to_datetime(rows["week_start"])
         line = ax.plot(weeks, rows["cost_per_request_usd"], marker="o", label=label)[0]
         ax.fill_between(
-            weeks, rows["cost_per_request_low_usd"].astype(float), rows["cost_per_request_high_usd"].astype(float),
-            color=line.get_color(), alpha=0.15,
+            weeks,
+            rows["cost_per_request_low_usd"].astype(float),
+            rows["cost_per_request_high_usd"].astype(float),
+            color=line.get_color(),
+            alpha=0.15,
         )
-        ax.plot(weeks, rows["baseline_cost_per_request_usd"].astype(float), linestyle="--", color=line.get_color(), alpha=0.7)
+        ax.plot(
+            weeks,
+            rows["baseline_cost_per_request_usd"].astype(float),
+            linestyle="--",
+            color=line.get_color(),
+            alpha=0.7,
+        )
         regressed = rows[rows["regression_verdict"] == "regression"]
-        ax.scatter(pd.to_datetime(regressed["week_start"]), regressed["cost_per_request_usd"], s=120,
-                   facecolors="none", edgecolors="red", linewidths=2)
-    return _finish(fig, ax, "Cost per request (band: 95% bootstrap interval; dashed: baseline; red ring: regression)", "USD per request")
+        ax.scatter(
+            pd.to_datetime(regressed["week_start"]),
+            regressed["cost_per_request_usd"],
+            s=120,
+            facecolors="none",
+            edgecolors="red",
+            linewidths=2,
+        )
+    return _finish(
+        fig,
+        ax,
+        "Cost per request (band: 95% bootstrap interval; dashed: baseline; red ring: regression)",
+        "USD per request",
+    )
 
 
 def latency_percentiles(trends: pd.DataFrame) -> Figure:
@@ -55,14 +75,18 @@ def latency_percentiles(trends: pd.DataFrame) -> Figure:
     for label, rows in _series(trends):
         weeks = pd.to_datetime(rows["week_start"])
         line = ax.plot(weeks, rows["p95_ttft_ms"], marker="o", label=f"{label} p95 TTFT")[0]
-        ax.plot(weeks, rows["p50_ttft_ms"], marker=".", linestyle=":", color=line.get_color(), label=f"{label} p50 TTFT")
+        ax.plot(
+            weeks, rows["p50_ttft_ms"], marker=".", linestyle=":", color=line.get_color(), label=f"{label} p50 TTFT"
+        )
     return _finish(fig, ax, "Time to first token, p50 and p95", "ms")
 
 
 def hit_rate_vs_cost(runs: pd.DataFrame) -> Figure:
     fig, ax = plt.subplots(figsize=_SIZE)
     for label, rows in _series(runs):
-        ax.scatter(rows["prefix_cache_hit_rate"].astype(float) * 100, rows["cost_per_request_usd"], label=label, alpha=0.8)
+        ax.scatter(
+            rows["prefix_cache_hit_rate"].astype(float) * 100, rows["cost_per_request_usd"], label=label, alpha=0.8
+        )
     ax.set_xlabel("prefix-cache hit rate (%)")
     return _finish(fig, ax, "Prefix-cache hit rate against cost, one point per replay", "USD per request")
 
@@ -89,7 +113,7 @@ def to_svg(fig: Figure) -> str:
     fig.savefig(buffer, format="svg")
     plt.close(fig)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and doctype: the SVG sits inside HTML
+    return text[text.index("<svg") :]  # drop the XML prolog and doctype: the SVG sits inside HTML
 
 
 def to_png(fig: Figure, path) -> None:

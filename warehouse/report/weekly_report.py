@@ -25,6 +25,10 @@ class WeeklyReport:
     regressions: int  # this week's rows whose verdict is regression
 
 
+def _pct(share: float | None) -> float | None:
+    return share * 100 if share is not None else None
+
+
 def _fmt(value, spec: str, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
@@ -51,11 +55,14 @@ def _verdict_table(data: ReportData) -> str:
             f"<td>${_fmt(row['cost_per_request_usd'], '.5f')}</td>"
             f"<td>{_fmt(row['cost_change_pct'], '+.1f', '%')}</td>"
             f"<td>{_fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
-            f"<td>{_fmt(row['prefix_cache_hit_rate'] * 100 if row['prefix_cache_hit_rate'] is not None else None, '.1f', '%')}</td>"
+            f"<td>{_fmt(_pct(row['prefix_cache_hit_rate']), '.1f', '%')}</td>"
             f"<td><b>{html.escape(verdict)}</b>{' (configuration changed)' if row['config_changed'] else ''}</td>"
             f"<td>{_reasons(row['regression_reasons'])}</td></tr>"
         )
-    head = "<tr><th>scenario</th><th>endpoint</th><th>backend</th><th>cost/request</th><th>vs baseline</th><th>p95 TTFT</th><th>cache hit</th><th>verdict</th><th>why</th></tr>"
+    columns = (
+        "scenario", "endpoint", "backend", "cost/request", "vs baseline", "p95 TTFT", "cache hit", "verdict", "why"
+    )  # fmt: skip
+    head = "<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -67,7 +74,11 @@ def _diagnosis_table(data: ReportData) -> str:
         f"<td>{_reasons(r['reasons'])}</td></tr>"
         for _, r in data.diagnoses.sort_values(["scenario", "run_id"]).iterrows()
     ]
-    return "<table><tr><th>scenario</th><th>run</th><th>verdict</th><th>the four numbers</th></tr>" + "".join(rows) + "</table>"
+    return (
+        "<table><tr><th>scenario</th><th>run</th><th>verdict</th><th>the four numbers</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def _fleet_table(data: ReportData) -> str:
@@ -76,7 +87,10 @@ def _fleet_table(data: ReportData) -> str:
     if not week.empty:
         week = week[week["target_rps"].notna() | week["budget_usd_per_request"].notna()]
     if week.empty:
-        return "<p class='note'>No scenario this week sets target_rps or budget_usd_per_request (workloads/scenarios.yaml).</p>"
+        return (
+            "<p class='note'>No scenario this week sets target_rps or budget_usd_per_request "
+            "(workloads/scenarios.yaml).</p>"
+        )
     rows = [
         f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td><td>{html.escape(r['run_id'])}</td>"
         f"<td>{_fmt(r['target_rps'], ',.4g', ' req/s')}</td><td>{_fmt(r['goodput_rps'], ',.4g', ' req/s')}</td>"
@@ -98,7 +112,8 @@ def _usd(value, spec: str) -> str:
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 tr.verdict-regression{background:#fde2e2}tr.verdict-drift{background:#fff4d6}tr.verdict-ok{background:#e8f6e8}
 figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}.note{color:#666;font-size:12px}
 """
@@ -122,7 +137,10 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
     sim_note = ""
     if not data.trends.empty and (data.trends["backend"] == "sim").any():
         sim_note = "<p class='note'>Rows with backend 'sim' come from the SGLang twin: modelled, not measured cost.</p>"
-    figures = "".join(f"<figure class='plot'><figcaption>{html.escape(title)}</figcaption>{svg}</figure>" for title, svg in plots.items())
+    figures = "".join(
+        f"<figure class='plot'><figcaption>{html.escape(title)}</figcaption>{svg}</figure>"
+        for title, svg in plots.items()
+    )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>costbench week {data.week_start}</title>"
         f"<style>{_STYLE}</style></head><body data-plots='{len(plots)}'>"
