@@ -102,16 +102,11 @@ def test_mooncake_empty_file_is_a_clear_error(tmp_path: Path) -> None:
         read_mooncake(path)
 
 
-def test_bundled_mooncake_trace_loads_fast_and_whole() -> None:
-    import time
-
-    started = time.perf_counter()
-    workload = read_mooncake(MOONCAKE_TRACE)
-    elapsed_s = time.perf_counter() - started
+def test_bundled_mooncake_trace_loads_whole() -> None:
+    workload = read_mooncake(MOONCAKE_TRACE)  # how fast: bench/, not a timed test
     assert workload.num_requests == 12031
     # workloads/traces/README.md's figures for this trace: mean input 12,035 tokens, mean output 343.
     assert workload.table.column("input_tokens").to_numpy().mean() == pytest.approx(12035, abs=1)
-    assert elapsed_s < 2.0  # about 0.1 s warm; generous for a loaded 2-core CI box
 
 
 def test_window_of_bundled_mooncake_matches_raw_timestamps() -> None:
