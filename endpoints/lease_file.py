@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 
 from endpoints.provision import stop_detached
+from replay.atomic_file import write_bytes_atomically
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +47,7 @@ def lease_path(leases_dir: Path, owner_run_id: str) -> Path:
 def write_lease(leases_dir: Path, record: LeaseRecord) -> Path:
     path = lease_path(leases_dir, record.owner_run_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
-    os.replace(tmp, path)
-    return path
+    return write_bytes_atomically(path, orjson.dumps(record, option=orjson.OPT_INDENT_2))
 
 
 def read_leases(leases_dir: Path) -> list[LeaseRecord]:

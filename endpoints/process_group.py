@@ -38,7 +38,7 @@ def start_in_own_group(command: Sequence[str], log_path: Path, extra_env: Mappin
         )
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -73,12 +73,12 @@ def stop_group_by_id(pgid: int, grace_s: float = 15.0, reap: Callable[[], object
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
             reap()  # the leader's zombie keeps the group alive until reaped
-            if not _group_alive(pgid):
+            if not group_alive(pgid):
                 return
             time.sleep(0.05)
     finally:
         # Runs on a second Ctrl-C during the grace period as well: nothing is left behind.
-        if _group_alive(pgid):
+        if group_alive(pgid):
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except ProcessLookupError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import dagster as dg
 import orjson
 
 from assets.resources import REPO_ROOT
+from endpoints.process_group import stop_group
 
 BACKFILL_TAG = "dagster/backfill"
 _BACKFILL_ID = re.compile(r"Launched backfill job `([^`]+)`")
@@ -61,18 +61,7 @@ def running_daemon(paths: InstancePaths, log_path: Path | None = None) -> Iterat
     try:
         yield daemon
     finally:
-        _stop(daemon)
-
-
-def _stop(process: subprocess.Popen, grace_s: float = 30.0) -> None:
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)  # the daemon and the code server it started
-    try:
-        process.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        stop_group(daemon, grace_s=30.0)  # the daemon and the code server it started
 
 
 def _dagster(paths: InstancePaths, *args: str) -> str:

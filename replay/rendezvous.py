@@ -9,13 +9,14 @@ A shard that does not arrive within `timeout_s` fails every waiting shard, by na
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+
+from replay.atomic_file import write_bytes_atomically
 
 READY_FILE = "shard-{}.ready"
 POLL_S = 0.02
@@ -49,7 +50,8 @@ def agree_start(
     folder = Path(rendezvous.folder)
     folder.mkdir(parents=True, exist_ok=True)
     ready_at = wall_s()
-    _write_atomically(folder / READY_FILE.format(rendezvous.shard_index), orjson.dumps({"ready_wall_s": ready_at}))
+    # Atomic, so another shard never reads half a file.
+    write_bytes_atomically(folder / READY_FILE.format(rendezvous.shard_index), orjson.dumps({"ready_wall_s": ready_at}))
     deadline = ready_at + rendezvous.timeout_s
     while True:
         arrived = _arrivals(folder, rendezvous.shard_count)
@@ -71,9 +73,3 @@ def _arrivals(folder: Path, shard_count: int) -> dict[int, float]:
         if path.exists():
             arrived[k] = float(orjson.loads(path.read_bytes())["ready_wall_s"])
     return arrived
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)  # another shard never reads half a file

@@ -7,11 +7,11 @@ replay/secret_redaction.py, so no secret the server echoed (or a URL carried) re
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
 
+from replay.atomic_file import write_bytes_atomically
 from replay.records import RunInfo
 from replay.secret_redaction import redact_secrets
 
@@ -19,12 +19,9 @@ RUN_FILE = "run.json"
 
 
 def write_run_json(out_dir: Path, run: RunInfo) -> Path:
-    path = Path(out_dir) / RUN_FILE
-    tmp = path.with_suffix(".json.tmp")
     body = redact_secrets(run.to_dict())
-    tmp.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-    os.replace(tmp, path)
-    return path
+    data = orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    return write_bytes_atomically(Path(out_dir) / RUN_FILE, data)
 
 
 def read_run_json(out_dir: Path) -> RunInfo:

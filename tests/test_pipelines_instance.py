@@ -29,6 +29,7 @@ import yaml
 
 from assets.resources import ENDPOINTS_ENV, WAREHOUSE_ENV
 from endpoints.lease_file import read_leases
+from endpoints.process_group import group_alive
 from pipelines.definitions import WEEKLY_JOB, defs
 from pipelines.instance_runs import (
     BACKFILL_TAG,
@@ -41,6 +42,7 @@ from pipelines.instance_runs import (
 )
 from pipelines.schedules import ENDPOINT_TAG
 from replay_sglang_peer import PeerBehaviour, peer_in_thread
+from stored_text import decoded_text
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 420.0
@@ -106,14 +108,6 @@ def _warehouse(paths: InstancePaths) -> Path:
 def _partition_tags(key: dg.MultiPartitionKey) -> dict[str, str]:
     dims = key.keys_by_dimension
     return {"dagster/partition": str(key), **{f"dagster/partition/{d}": v for d, v in dims.items()}}
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _wait_for(predicate, timeout_s: float, what: str) -> float:
@@ -204,13 +198,11 @@ def _start_and_wait_for_replay(instance_paths, instance, week: str):
     leases = _warehouse(instance_paths) / "runs" / "leases"
     _wait_for(lambda: any(lease.owner_run_id == run_id for lease in read_leases(leases)), RUN_TIMEOUT_S, "the lease")
     [lease] = [lease for lease in read_leases(leases) if lease.owner_run_id == run_id]
-    assert lease.process_group is not None and _group_alive(lease.process_group)
-    shard = next((p for p in (_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0")), None)
+    assert lease.process_group is not None and group_alive(lease.process_group)
     _wait_for(
         lambda: any((_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0/run.json")),
         RUN_TIMEOUT_S, "the replay's start",
     )  # fmt: skip
-    del shard
     return run_id, lease, leases
 
 
@@ -218,7 +210,7 @@ def test_a_run_terminated_mid_replay_leaves_no_server_running(instance_paths, in
     run_id, lease, leases = _start_and_wait_for_replay(instance_paths, instance, "2026-10-26")
     # What the UI's Terminate button does: the run coordinator cancels the run.
     instance.run_coordinator.cancel_run(run_id)
-    _wait_for(lambda: not _group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
+    _wait_for(lambda: not group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
     _wait_for(lambda: not (leases / f"{run_id}.json").exists(), STOP_BOUND_S, "the lease file to go")
     _wait_for(lambda: instance.get_run_by_id(run_id).is_finished, STOP_BOUND_S, "the run to end")
     assert instance.get_run_by_id(run_id).status is not dg.DagsterRunStatus.SUCCESS
@@ -227,23 +219,12 @@ def test_a_run_terminated_mid_replay_leaves_no_server_running(instance_paths, in
 def test_a_run_whose_run_worker_is_killed_leaves_no_server_running(instance_paths, instance):
     run_id, lease, leases = _start_and_wait_for_replay(instance_paths, instance, "2026-10-19")
     os.kill(lease.owner_pid, signal.SIGKILL)  # the run worker: nothing of the run can clean up now
-    _wait_for(lambda: not _group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
+    _wait_for(lambda: not group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
     assert not (leases / f"{run_id}.json").exists()
     # The sensor also marks the run failed, so nothing waits on it and the failure notice goes out.
     _wait_for(
         lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed"
     )
-
-
-def _decoded(path: Path) -> str:
-    """What a reader sees in a compressed file (Parquet, DuckDB); raw bytes cover the rest (SQLite, logs)."""
-    if path.suffix == ".parquet":
-        return str(pq.read_table(path).to_pylist())
-    if path.suffix == ".duckdb":
-        with duckdb.connect(str(path), read_only=True) as con:
-            tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-            return "".join(str(con.execute(f'SELECT * FROM "{name}"').fetchall()) for (name,) in tables)
-    return ""
 
 
 def test_no_secret_in_anything_the_runs_left(instance_paths, instance):
@@ -262,7 +243,7 @@ def test_no_secret_in_anything_the_runs_left(instance_paths, instance):
     leaked = [
         str(p) for p in files
         for secret in (SECRET, ADMIN_SECRET)
-        if secret.encode() in p.read_bytes() or secret in _decoded(p)
+        if secret.encode() in p.read_bytes() or secret in decoded_text(p)
     ]  # fmt: skip
     assert not leaked, f"the API key is stored in {leaked}"
     # The search sees stored server facts: the server's other facts are there.

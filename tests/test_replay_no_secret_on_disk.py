@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import secrets
 from datetime import date
-from pathlib import Path
 
 import duckdb
 import orjson
@@ -26,6 +25,7 @@ from replay.run_json import read_run_json
 from replay.runner import ReplayConfig, run_replay
 from replay.shard_merge import merge_shard_runs
 from replay_sglang_peer import PeerBehaviour, make_workload, peer_in_thread
+from stored_text import decoded_text
 from warehouse.lake import write_partition
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse.run_rows import build_run_row
@@ -63,20 +63,6 @@ def _sglang_server_info(api_key: str, admin_api_key: str, hf_token: str, marker:
         "env": {"HF_TOKEN": hf_token, "SGLANG_ENABLE_JIT_DEEPGEMM": "1"},
         "launch_command": f"python -m sglang.launch_server --api-key {api_key} --tp 8",
     }
-
-
-def _decoded(path: Path) -> str:
-    """What a reader of the file sees (Parquet and DuckDB compress: raw bytes alone could miss a value)."""
-    if path.suffix == ".parquet":
-        return str(pq.read_table(path).to_pylist())
-    if path.suffix == ".duckdb":
-        con = duckdb.connect(str(path), read_only=True)
-        try:
-            tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-            return "".join(str(con.execute(f'SELECT * FROM "{name}"').fetchall()) for (name,) in tables)
-        finally:
-            con.close()
-    return ""
 
 
 def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypatch, caplog, capfd):
@@ -132,7 +118,7 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
             "costbench.duckdb"} <= names  # fmt: skip
     for path in files:
         raw = path.read_bytes()
-        seen = _decoded(path)
+        seen = decoded_text(path)
         for secret in leaked:
             assert secret.encode() not in raw, f"{secret[:6]}… in {path}"
             assert secret not in seen, f"{secret[:6]}… in {path} (decoded)"
@@ -149,9 +135,9 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
     assert facts["model_info"]["hf_token"] == "<redacted>"
     assert merged.server_info["served_model_name"] == marker and merged.server_info["api_key"] == "<redacted>"
     assert marker.encode() in (run_dir / "shard-0" / "run.json").read_bytes()
-    assert marker in _decoded(next(p for p in files if p.suffix == ".duckdb"))
+    assert marker in decoded_text(next(p for p in files if p.suffix == ".duckdb"))
     runs_part = next(p for p in files if "runs" in p.parts and p.suffix == ".parquet" and "_schema" not in p.parts)
-    assert marker in _decoded(runs_part)
+    assert marker in decoded_text(runs_part)
     with duckdb.connect(str(store.db_path), read_only=True) as con:
         stored = orjson.loads(con.execute("SELECT server_info_json FROM runs").fetchone()[0])
     assert stored["api_key"] == "<redacted>" and stored["max_prefill_tokens"] == 16384

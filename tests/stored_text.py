@@ -1,0 +1,20 @@
+"""What a reader sees in a file the project stored, for tests that search every artefact for a secret:
+Parquet and DuckDB compress, so their raw bytes alone could miss a value; other files are read raw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+
+def decoded_text(path: Path) -> str:
+    """The decoded rows of a Parquet or DuckDB file as text; empty for any other file."""
+    if path.suffix == ".parquet":
+        return str(pq.read_table(path).to_pylist())
+    if path.suffix == ".duckdb":
+        with duckdb.connect(str(path), read_only=True) as con:
+            tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+            return "".join(str(con.execute(f'SELECT * FROM "{name}"').fetchall()) for (name,) in tables)
+    return ""
