@@ -12,6 +12,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from workloads.trace_scan import TraceScan, scan_of_workload
 from workloads.trace_source import csv_rows, parse_count_cell
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import RequestColumns
@@ -71,3 +72,8 @@ def read_azure(path: str | Path) -> Workload:
         block_size=0,
         table=rows.table(),
     )
+
+
+# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
+def scan_azure(path: str | Path) -> TraceScan:
+    return scan_of_workload(read_azure(path))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from workloads.trace_scan import TraceScan, scan_of_workload
 from workloads.trace_source import csv_rows, parse_count_cell
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import ExclusionTally, RequestColumns
@@ -72,3 +73,8 @@ def read_burstgpt(path: str | Path, model: str | None = None) -> Workload:
         excluded_rows=excluded.count,
         excluded_reason=excluded.summary,
     )
+
+
+# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
+def scan_burstgpt(path: str | Path, model: str | None = None) -> TraceScan:
+    return scan_of_workload(read_burstgpt(path, model))

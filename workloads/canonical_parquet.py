@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from workloads.trace_scan import TraceScan, scan_of_workload
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
 
 SCHEMA_VERSION = "1"
@@ -124,3 +125,8 @@ def read_canonical(path: str | Path) -> Workload:
         token_counter=facts.get("token_counter", "trace"),
         arrival_process=facts.get("arrival_process", "trace"),
     )
+
+
+# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
+def scan_canonical(path: str | Path) -> TraceScan:
+    return scan_of_workload(read_canonical(path))

@@ -26,6 +26,7 @@ import orjson
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS, PromptBlockIds
 from workloads.chat_text import render_prompt
 from workloads.token_counter import ApproxTokenCounter, TokenCounter
+from workloads.trace_scan import TraceScan, scan_of_workload
 from workloads.trace_source import jsonl_records
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import INT32_MAX, ExclusionTally, RequestColumns
@@ -177,3 +178,13 @@ def read_gateway(
         # Block boundaries are in the counter's tokens, whatever counted the prompts.
         token_counter=f"{counts}; blocks by {counter.name}",
     )
+
+
+# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
+def scan_gateway(
+    path: str | Path,
+    counter: TokenCounter | None = None,
+    block_size: int = DEFAULT_BLOCK_TOKENS,
+    model: str | None = None,
+) -> TraceScan:
+    return scan_of_workload(read_gateway(path, counter, block_size, model))

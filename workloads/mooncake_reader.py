@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from workloads.trace_scan import TraceScan, scan_of_workload
 from workloads.trace_source import jsonl_records
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import INT32_MAX, INT64_MAX, INT64_MIN, RequestColumns
@@ -82,3 +83,8 @@ def read_mooncake(path: str | Path) -> Workload:
         block_size=MOONCAKE_BLOCK_TOKENS,
         table=rows.table(),
     )
+
+
+# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
+def scan_mooncake(path: str | Path) -> TraceScan:
+    return scan_of_workload(read_mooncake(path))

@@ -1,4 +1,5 @@
-"""One entry point for every trace format: `read_trace(path, format, options)` picks the reader from a registry."""
+"""One entry point for every trace format, picked from a registry: `scan_trace(path, format, options)` streams
+a trace of any size; `read_trace` collects a small one into memory (workloads/trace_scan.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from workloads.azure_reader import read_azure
+from workloads.azure_reader import scan_azure
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS
-from workloads.burstgpt_reader import read_burstgpt
-from workloads.canonical_parquet import read_canonical
-from workloads.gateway_reader import read_gateway
-from workloads.mooncake_reader import read_mooncake
-from workloads.sharegpt_reader import read_sharegpt
+from workloads.burstgpt_reader import scan_burstgpt
+from workloads.canonical_parquet import scan_canonical
+from workloads.gateway_reader import scan_gateway
+from workloads.mooncake_reader import scan_mooncake
+from workloads.sharegpt_reader import scan_sharegpt
 from workloads.token_counter import load_token_counter
+from workloads.trace_scan import TraceScan, collect
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 
 
@@ -26,17 +28,17 @@ class ReadOptions:
     model: str | None = None  # BurstGPT, gateway: keep only this model's requests
 
 
-TraceReader = Callable[[Path, ReadOptions], Workload]
+TraceScanner = Callable[[Path, ReadOptions], TraceScan]
 
-READERS: dict[TraceFormat, TraceReader] = {
-    TraceFormat.MOONCAKE: lambda path, _: read_mooncake(path),
-    TraceFormat.AZURE: lambda path, _: read_azure(path),
-    TraceFormat.BURSTGPT: lambda path, options: read_burstgpt(path, options.model),
-    TraceFormat.SHAREGPT: lambda path, options: read_sharegpt(
+READERS: dict[TraceFormat, TraceScanner] = {
+    TraceFormat.MOONCAKE: lambda path, _: scan_mooncake(path),
+    TraceFormat.AZURE: lambda path, _: scan_azure(path),
+    TraceFormat.BURSTGPT: lambda path, options: scan_burstgpt(path, options.model),
+    TraceFormat.SHAREGPT: lambda path, options: scan_sharegpt(
         path, load_token_counter(options.tokenizer_path), options.block_size
     ),
-    TraceFormat.CANONICAL: lambda path, _: read_canonical(path),
-    TraceFormat.GATEWAY: lambda path, options: read_gateway(
+    TraceFormat.CANONICAL: lambda path, _: scan_canonical(path),
+    TraceFormat.GATEWAY: lambda path, options: scan_gateway(
         path, load_token_counter(options.tokenizer_path), options.block_size, options.model
     ),
 }
@@ -58,10 +60,25 @@ def parse_trace_format(trace_format: TraceFormat | str) -> TraceFormat:
 
 
 def read_trace(path: str | Path, trace_format: TraceFormat | str, options: ReadOptions | None = None) -> Workload:
-    """Read `path` as `trace_format` into the canonical Workload.
+    """Read `path` as `trace_format` into the canonical Workload, all in memory (see scan_trace for big files).
 
     Raises TraceFormatError (a ValueError) naming the file for a missing file, an unknown format, an
     unusable option (tokenizer file, block size) or bad content.
+    """
+    scan = scan_trace(path, trace_format, options)
+    try:
+        return collect(scan)
+    except TraceFormatError:
+        raise
+    except ValueError as exc:
+        raise TraceFormatError(scan.source_path, None, str(exc)) from None
+
+
+def scan_trace(path: str | Path, trace_format: TraceFormat | str, options: ReadOptions | None = None) -> TraceScan:
+    """Start reading `path` as `trace_format`: its facts now, its rows as the batches are consumed.
+
+    Raises TraceFormatError like read_trace, here for what is wrong before the first row and while
+    the batches are consumed for bad content.
     """
     path = Path(path)
     options = options if options is not None else ReadOptions()

@@ -22,6 +22,7 @@ import orjson
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS, PromptBlockIds
 from workloads.chat_text import render_prompt
 from workloads.token_counter import ApproxTokenCounter, TokenCounter
+from workloads.trace_scan import TraceScan, scan_of_workload
 from workloads.trace_source import json_document
 from workloads.workload import UNTIMED, TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import INT32_MAX, ExclusionTally, RequestColumns
@@ -136,3 +137,10 @@ def read_sharegpt(
         token_counter=counter.name,
         arrival_process="none",
     )
+
+
+# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
+def scan_sharegpt(
+    path: str | Path, counter: TokenCounter | None = None, block_size: int = DEFAULT_BLOCK_TOKENS
+) -> TraceScan:
+    return scan_of_workload(read_sharegpt(path, counter, block_size))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from workloads.workload import WORKLOAD_SCHEMA
 
@@ -78,18 +80,29 @@ class RequestColumns:
             schema=WORKLOAD_SCHEMA,
         )
         table = table.sort_by("arrival_s")
-        if number_turns:
-            next_turn: Counter[str] = Counter()
-            turns: list[int | None] = []
-            for session in table.column("session_id").to_pylist():
-                if session is None:
-                    turns.append(None)
-                else:
-                    turns.append(next_turn[session])
-                    next_turn[session] += 1
-            at = WORKLOAD_SCHEMA.get_field_index("turn")
-            table = table.set_column(at, WORKLOAD_SCHEMA.field("turn"), pa.array(turns, pa.int32()))
+        return numbered_turns(table) if number_turns else table
+
+
+def numbered_turns(table: pa.Table) -> pa.Table:
+    """`turn` = 0, 1, ... within each session in table order (sorted by arrival): for traces that carry a
+    session id but no turn number (BurstGPT, a gateway log). Rows without a session keep a null turn."""
+    sessions = table.column("session_id")
+    if sessions.null_count == len(sessions):
         return table
+    # Rank within session by position: a stable group-by over (session, row index).
+    order = pa.table({"session": sessions, "row": np.arange(table.num_rows, dtype=np.int64)})
+    ranked = order.sort_by([("session", "ascending"), ("row", "ascending")])
+    session_sorted = ranked.column("session").combine_chunks()
+    starts = pc.not_equal(session_sorted.slice(1), session_sorted.slice(0, len(session_sorted) - 1))
+    new_group = np.concatenate([[True], pc.fill_null(starts, True).to_numpy(zero_copy_only=False)])
+    positions = np.arange(len(session_sorted))
+    group_start = np.maximum.accumulate(np.where(new_group, positions, 0))
+    turn_sorted = positions - group_start
+    turns = np.empty(table.num_rows, dtype=np.int32)
+    turns[ranked.column("row").to_numpy()] = turn_sorted
+    turn_array = pa.array(turns, pa.int32(), mask=pc.is_null(sessions).to_numpy(zero_copy_only=False))
+    at = WORKLOAD_SCHEMA.get_field_index("turn")
+    return table.set_column(at, WORKLOAD_SCHEMA.field("turn"), turn_array)
 
 
 class ExclusionTally:
@@ -98,8 +111,8 @@ class ExclusionTally:
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
 
-    def add(self, reason: str) -> None:
-        self._counts[reason] += 1
+    def add(self, reason: str, count: int = 1) -> None:
+        self._counts[reason] += count
 
     @property
     def count(self) -> int:
