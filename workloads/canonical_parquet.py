@@ -34,16 +34,20 @@ _FACTS = {
 }
 
 
-def write_canonical(workload: Workload, path: str | Path) -> Path:
-    """Write `workload` to `path` atomically (a temporary file renamed into place); returns the path."""
-    path = Path(path)
-    metadata = {
+def canonical_metadata(workload: Workload) -> dict[str, str]:
+    """The Parquet key-value metadata that carries `workload`'s facts (its table is not looked at)."""
+    return {
         f"{_PREFIX}name": workload.name,
         f"{_PREFIX}source_format": workload.trace_format.value,
         f"{_PREFIX}schema_version": SCHEMA_VERSION,
         **{f"{_PREFIX}{key}": str(getattr(workload, key)) for key in _FACTS},
     }
-    table = workload.table.replace_schema_metadata(metadata)
+
+
+def write_canonical(workload: Workload, path: str | Path) -> Path:
+    """Write `workload` to `path` atomically (a temporary file renamed into place); returns the path."""
+    path = Path(path)
+    table = workload.table.replace_schema_metadata(canonical_metadata(workload))
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
     pq.write_table(table, partial)
