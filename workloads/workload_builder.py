@@ -17,6 +17,12 @@ from workloads.workload import WORKLOAD_SCHEMA
 
 INT32_MAX = 2**31 - 1  # token counts are int32 in the canonical schema
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# A request's input_tokens + output_tokens is at most this (10 Mi tokens, far above any model's context):
+# a count past it is a misread or corrupt trace, refused by every reader before t0, never replayed.
+MAX_REQUEST_TOKENS = 10 * 2**20  # 10,485,760
+# A trace's arrivals span at most this many seconds (400 days: a year of traffic with room to spare); a
+# timestamp that stretches the span past it is refused as corrupt.
+MAX_TRACE_SPAN_S = 400 * 86_400
 
 
 class RequestColumns:
