@@ -39,7 +39,7 @@ _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
-def _mix64(values: np.ndarray) -> np.ndarray:
+def mix64(values: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer on a uint64 array: a bijection that scrambles every bit (wraps on purpose)."""
     values = values ^ (values >> np.uint64(30))
     values = values * _MIX_1
@@ -50,7 +50,7 @@ def _mix64(values: np.ndarray) -> np.ndarray:
 
 
 def _mix_int(value: int) -> int:
-    return int(_mix64(np.array([value & _UINT64_MASK], dtype=np.uint64))[0])
+    return int(mix64(np.array([value & _UINT64_MASK], dtype=np.uint64))[0])
 
 
 def _request_salt(request_id: str) -> int:
@@ -59,7 +59,7 @@ def _request_salt(request_id: str) -> int:
 
 
 def _tail_key(request_id: str, request_base: np.uint64) -> int:
-    return int(_mix64(np.array([_request_salt(request_id)], dtype=np.uint64) ^ request_base)[0])
+    return int(mix64(np.array([_request_salt(request_id)], dtype=np.uint64) ^ request_base)[0])
 
 
 class _FirstTokens:
@@ -146,14 +146,14 @@ def materialize_input_ids(
         covered = min(len(used) * block_size, input_tokens)
         raw = np.empty(input_tokens, dtype=np.uint64)
         if used:
-            keys = _mix64(np.array(used, dtype=np.int64).view(np.uint64) ^ block_base)
+            keys = mix64(np.array(used, dtype=np.int64).view(np.uint64) ^ block_base)
             offsets = np.tile(positions[:block_size], len(used))[:covered]
             raw[:covered] = np.repeat(keys, block_size)[:covered] + offsets
         tail_key = 0
         if covered < input_tokens:
             tail_key = _tail_key(request_id, request_base)
             raw[covered:] = np.uint64(tail_key) + positions[: input_tokens - covered]
-        ids = (_mix64(raw) % span_u64).astype(np.int32)
+        ids = (mix64(raw) % span_u64).astype(np.int32)
         for k, block_hash in enumerate(used):
             ids[k * block_size] = firsts.of_hash[block_hash]
         if covered < input_tokens:
