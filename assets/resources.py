@@ -68,6 +68,11 @@ class WarehouseResource(dg.ConfigurableResource):
     def run_dir(self, week: str, scenario: str, run_id: str) -> Path:
         return self.root_path() / "runs" / f"week={week}" / f"scenario={scenario}" / run_id
 
+    def workloads_dir(self) -> Path:
+        """Traces spooled to canonical Parquet, reused by every week that replays the same file
+        (workloads/workload_file.py)."""
+        return self.root_path() / "workloads"
+
     def leases_dir(self) -> Path:
         """Lease files of endpoints started by runs (endpoints/lease_file.py)."""
         return self.root_path() / "runs" / "leases"

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import logging
 import sys
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -19,12 +20,14 @@ from replay.client_registry import Backend
 from replay.progress_counters import ReplayProgress
 from replay.progress_display import progress_display, progress_wanted
 from replay.replay_config import ArrivalProcess, ReplayConfig, ReplayInputError, new_run_id
+from replay.request_selection import rows_to_replay
 from replay.requests_reader import REQUESTS_FILE, read_requests
 from replay.runner import run_replay
 from replay.shard import parse_shard
 from replay.summary import SUMMARY_COLUMNS, print_summary, summarize
-from workloads.reader_registry import known_formats, read_trace
+from workloads.reader_registry import known_formats
 from workloads.workload import TraceFormatError
+from workloads.workload_file import open_workload
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -130,7 +133,9 @@ def run_command(args: argparse.Namespace) -> int:
     show = progress_wanted(console) if args.progress is None else args.progress
     try:
         config = _config(args, run_id)
-        workload = read_trace(args.trace, args.trace_format)
+        # Only the window is held in memory; the trace is spooled to a temporary folder once.
+        with tempfile.TemporaryDirectory(prefix="costbench-replay-") as spool_dir:
+            workload = rows_to_replay(open_workload(args.trace, args.trace_format, Path(spool_dir)), config)
         with progress_display(progress, console, show, config.lag_degraded_ms):
             run = run_replay(workload, config, out_dir, progress=progress)
     except (TraceFormatError, ReplayInputError) as exc:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS
-from workloads.reader_registry import ReadOptions, known_formats, read_trace
+from workloads.reader_registry import ReadOptions, known_formats
 from workloads.trace_stats import TraceStats, trace_stats
 from workloads.workload import TraceFormatError
+from workloads.workload_file import open_workload
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,12 +66,16 @@ def stats_table(title: str, stats: TraceStats) -> Table:
 
 def inspect_command(args: argparse.Namespace) -> int:
     options = ReadOptions(tokenizer_path=args.tokenizer, block_size=args.block_size, model=args.model)
-    try:
-        workload = read_trace(args.file, args.trace_format, options)
-    except TraceFormatError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    # Spooled to a temporary folder, so a trace of any length is inspected in bounded memory.
+    with tempfile.TemporaryDirectory(prefix="costbench-inspect-") as spool_dir:
+        try:
+            workload = open_workload(args.file, args.trace_format, Path(spool_dir), options)
+        except TraceFormatError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        stats = trace_stats(workload)
     # Built here, not at import: the console binds to whatever stdout is current (tests capture it).
     console = Console(file=sys.stdout, width=120)
-    console.print(stats_table(f"{workload.name} ({workload.trace_format.value})", trace_stats(workload)))
+    header = workload.header
+    console.print(stats_table(f"{header.name} ({header.trace_format.value})", stats))
     return 0

@@ -17,6 +17,15 @@ from workloads.prompt_materializer import materialize_input_ids
 from workloads.synthetic_arrivals import ArrivalProcess as SyntheticProcess
 from workloads.synthetic_arrivals import with_synthetic_arrivals
 from workloads.workload import Workload
+from workloads.workload_file import WorkloadFile
+
+
+def rows_to_replay(workload_file: WorkloadFile, config: ReplayConfig) -> Workload:
+    """What a replay needs of a spooled trace, in memory: its window, or all of it when synthetic arrivals
+    replace the trace's own (the window is then taken on the synthetic schedule)."""
+    if config.arrival_process is ArrivalProcess.TRACE and not workload_file.header.needs_arrivals:
+        return workload_file.window_rows(config.start_s, config.duration_s)
+    return workload_file.rows()
 
 
 def select_requests(workload: Workload, config: ReplayConfig) -> tuple[Workload, list[PreparedRequest]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +55,12 @@ class WorkloadFile:
         table = pq.read_table(self.path, filters=filters or None, schema=_FILE_SCHEMA)
         return dataclasses.replace(self.header, table=_canonical(table))
 
-    def batches(self, columns: list[str] | None = None):
+    def window_rows(self, start_s: float, duration_s: float | None) -> Workload:
+        """The rows a replay of the window [start_s, start_s + duration_s) sends (arrivals not rebased: the
+        replay's own window does that, and names the trace seconds it replayed)."""
+        return self.rows(start_s, None if duration_s is None else start_s + duration_s)
+
+    def batches(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Every row, in arrival order, one row group at a time."""
         parquet = pq.ParquetFile(self.path)
         try:
