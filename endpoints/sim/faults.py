@@ -10,7 +10,9 @@ Per request, drawn in arrival order from one seeded PRNG (so a run repeats exact
 Whole server:
 - unavailable (`--fault-503-after-s S --fault-503-for-s D`): from S seconds after the warm-up ends,
   for D seconds, generation and health routes answer 503.
-- crash (`--fault-crash-after N`): the process exits (status 70) right after its N-th response.
+- crash (`--fault-crash-after N`): the first N generation requests to arrive are answered in full (each
+  answer counts, whatever it says), and the process exits (status 70) once the last of them is written.
+  Every later request is held and dropped by the crash, so exactly N answers go out, never more.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ class FaultConfig:
             "--fault-503-after-s", type=float, default=None, help="start of a 503 period, seconds after warm-up"
         )
         group.add_argument("--fault-503-for-s", type=float, default=0.0, help="length of the 503 period")
-        group.add_argument("--fault-crash-after", type=int, default=None, help="exit after this many responses")
+        group.add_argument(
+            "--fault-crash-after", type=int, default=None, help="answer the first N requests, then exit (status 70)"
+        )
         group.add_argument("--fault-seed", type=int, default=0, help="seed of the per-request fault draws")
 
     @classmethod
@@ -100,7 +104,8 @@ class FaultInjector:
         self.config = config
         self._rng = random.Random(config.seed)
         self._per_request = config.error_rate > 0 or config.disconnect_rate > 0 or config.stall_s > 0
-        self.responses = 0
+        self.admitted = 0  # generation requests let in under --fault-crash-after
+        self.responses = 0  # answers of admitted requests that are done
 
     def draw(self) -> RequestFaults:
         if not self._per_request:
@@ -117,8 +122,20 @@ class FaultInjector:
         start = self.config.unavailable_after_s
         return start is not None and start <= since_ready_s < start + self.config.unavailable_for_s
 
+    def admit(self) -> bool:
+        """Let in one generation request that just arrived; False once the crash's N answers are all taken.
+
+        Arrival, not completion, is what is counted against N: requests that finish in the same engine
+        step all complete before anything scheduled after them runs, so a limit checked at completion let
+        every one of them through (62 answers for N = 60 under a replay's load)."""
+        limit = self.config.crash_after_requests
+        if limit is not None and self.admitted >= limit:
+            return False
+        self.admitted += 1
+        return True
+
     def count_response(self) -> bool:
-        """Count one finished response; True when the server should now crash."""
+        """Count one admitted request's answer as done; True for the N-th, after which the server crashes."""
         self.responses += 1
         limit = self.config.crash_after_requests
-        return limit is not None and self.responses >= limit
+        return limit is not None and self.responses == limit

@@ -9,9 +9,11 @@ native_view and openai_view; when they go out (and the injected faults) in respo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import NoReturn
 
 import orjson
 from aiohttp import web
@@ -32,6 +34,7 @@ from endpoints.sim.toy_tokenizer import OutputText
 
 SIM_VERSION = "0.5.6-costbench-sim"  # the SGLang API generation it speaks; "-sim" marks the twin
 HEALTH_CHECK_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT default
+CRASH_FLUSH_WAIT_S = 1.0  # how long the crash waits for the last answer's bytes to leave for the socket
 REASONING_PARSERS_WITH_EFFECT = ("deepseek-r1",)  # the parser the R1 profile's output is shaped for
 _UNAUTHENTICATED_PATHS = ("/health", "/health_generate", "/metrics")
 _GENERATION_PATHS = ("/generate", "/v1/chat/completions", "/v1/completions", "/health", "/health_generate")
@@ -56,6 +59,7 @@ class SimTwin:
         )
         self.started_s: float | None = None
         self._on_crash = on_crash
+        self._crashed = asyncio.Event()
 
     def since_ready_s(self) -> float | None:
         if self.started_s is None:
@@ -71,9 +75,17 @@ class SimTwin:
             return health
         return self.faults.unavailable(since)
 
-    def count_response(self) -> None:
-        if self.faults.count_response():
-            asyncio.get_running_loop().call_soon(self._on_crash)  # after this response's bytes are handed to the socket
+    def crash(self) -> None:
+        self._crashed.set()  # requests held past the N-th are dropped if on_crash returns (tests)
+        self._on_crash()
+
+    async def held_until_crash(self, http: web.Request) -> NoReturn:
+        """A request past --fault-crash-after's N: it waits, as it would in a real server's queue, and the
+        crash drops its connection (with the default on_crash the process is gone before this resumes)."""
+        await self._crashed.wait()
+        if http.transport is not None:
+            http.transport.abort()
+        raise asyncio.CancelledError  # aiohttp drops a cancelled handler quietly
 
     def text(self, request) -> OutputText:
         model = self.engine.model
@@ -209,10 +221,7 @@ async def _generate(request: web.Request) -> web.StreamResponse:
     view = NativeView(
         sim_request, twin.text(sim_request), twin.args.incremental_streaming_output, report_reasoning, epoch_offset_s
     )
-    try:
-        return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
-    finally:
-        twin.count_response()
+    return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
 
 
 async def _openai(request: web.Request, route: Route) -> web.StreamResponse:
@@ -231,10 +240,7 @@ async def _openai(request: web.Request, route: Route) -> web.StreamResponse:
     except (BadRequest, RequestRejected) as exc:
         return OpenAIView.error_response(str(exc), 400)
     view = OpenAIView(route, sim_request, ask, twin.text(sim_request), twin.reasoning, args.enable_cache_report)
-    try:
-        return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
-    finally:
-        twin.count_response()
+    return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
@@ -243,6 +249,41 @@ async def _chat(request: web.Request) -> web.StreamResponse:
 
 async def _completions(request: web.Request) -> web.StreamResponse:
     return await _openai(request, Route.COMPLETION)
+
+
+async def _sent_in_full(http: web.Request, response: web.StreamResponse) -> None:
+    """Write `response` now (aiohttp would only after the handler returns) and wait, a bounded time, until
+    the transport has handed every byte to the kernel, which delivers them even after the process exits."""
+    with contextlib.suppress(ConnectionError):  # the client went away: nothing left to deliver
+        await response.prepare(http)
+        await response.write_eof()
+    waited_s = 0.0
+    while http.transport is not None and http.transport.get_write_buffer_size() > 0 and waited_s < CRASH_FLUSH_WAIT_S:
+        await asyncio.sleep(0.001)
+        waited_s += 0.001
+
+
+def _crash_counted(handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
+    """A generation route under --fault-crash-after N: requests are let in by arrival, the first N are answered
+    whatever the answer is (an error, a 400 or a dropped stream count too), the crash follows the N-th answer
+    once it is written, and every later request is held until the crash drops it."""
+
+    async def counted(request: web.Request) -> web.StreamResponse:
+        twin: SimTwin = request.app[TWIN_KEY]
+        if not twin.faults.admit():
+            await twin.held_until_crash(request)
+        try:
+            response = await handler(request)
+        except BaseException:  # a dropped connection (injected or the client's) is an answer too
+            if twin.faults.count_response():
+                asyncio.get_running_loop().call_soon(twin.crash)
+            raise
+        if twin.faults.count_response():
+            await _sent_in_full(request, response)
+            twin.crash()
+        return response
+
+    return counted
 
 
 async def _on_startup(app: web.Application) -> None:
@@ -274,9 +315,9 @@ def create_app(
     for method in ("GET", "POST"):
         app.router.add_route(method, "/flush_cache", _flush_cache)
     for method in ("POST", "PUT"):
-        app.router.add_route(method, "/generate", _generate)
-    app.router.add_post("/v1/chat/completions", _chat)
-    app.router.add_post("/v1/completions", _completions)
+        app.router.add_route(method, "/generate", _crash_counted(_generate))
+    app.router.add_post("/v1/chat/completions", _crash_counted(_chat))
+    app.router.add_post("/v1/completions", _crash_counted(_completions))
     app.on_startup.append(_on_startup)
     app.on_cleanup.append(_on_cleanup)
     return app
