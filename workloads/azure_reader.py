@@ -158,7 +158,7 @@ class _AzureCheck:
         rules.add(
             high - low > span_ns,
             lambda i: (
-                f"TIMESTAMP {stamps[i].as_py()!r} is {(high[i] - low[i]) / _NS_PER_S / 86_400:.0f} days from "
+                f"TIMESTAMP {stamps[i].as_py()!r} is {(high[i] - low[i]) / _NS_PER_S / 86_400:.1f} days from "
                 f"another row's: a trace spans at most {days} days (MAX_TRACE_SPAN_S)"
             ),
         )
