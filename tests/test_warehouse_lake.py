@@ -195,7 +195,7 @@ _LOCK_HOLDER = """
 import sys, time
 from datetime import date
 from warehouse import lake
-with lake._partition_lock(sys.argv[1], "requests", date(2025, 3, 3), "a"):
+with lake.partition_lock(sys.argv[1], "requests", date(2025, 3, 3), "a"):
     print("locked", flush=True)
     time.sleep(60)
 """

@@ -1,13 +1,16 @@
-"""Schema versions: an older warehouse is upgraded in place with nothing lost; a newer one is refused untouched."""
+"""Schema versions: an older warehouse is upgraded (rebuilt beside it, its history carried) with nothing lost; a
+newer one is refused untouched."""
 
 from __future__ import annotations
 
 from datetime import date
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from warehouse.lake import write_partition
+from warehouse.lake import PART_FILE, partition_path
 from warehouse.run_rows import build_run_row
 from warehouse.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 from warehouse.store import Warehouse
@@ -33,13 +36,25 @@ V2_RUN_COLUMNS = (
 V2_REQUEST_COLUMNS = ("held_s", "held_by")
 
 
+def write_v1_partition(store: Warehouse, table: str, week: date, scenario: str, data: pa.Table) -> None:
+    """A partition as costbench wrote it at schema version 1: plain Parquet, no version stamp."""
+    folder = partition_path(store.lake_root, table, week, scenario)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(data, folder / PART_FILE)
+
+
+def v1_runs(run_id: str, week: date, scenario: str = "chat") -> pa.Table:
+    return build_run_row(run_info(run_id, 90.0), endpoint(), scenario, week).drop_columns(list(V2_RUN_COLUMNS))
+
+
+def v1_requests(run_id: str) -> pa.Table:
+    records = [request(run_id, "q1", 100, 1000), request(run_id, "q2", 300, 2000)]
+    return requests_table(records).drop_columns(list(V2_REQUEST_COLUMNS))
+
+
 def _write_v1_lake(store: Warehouse) -> None:
-    runs = build_run_row(run_info("r1", 90.0), endpoint(), "chat", WEEK).drop_columns(list(V2_RUN_COLUMNS))
-    records = [request("r1", "q1", 100, 1000), request("r1", "q2", 300, 2000)]
-    write_partition(store.lake_root, "runs", WEEK, "chat", runs)
-    write_partition(
-        store.lake_root, "requests", WEEK, "chat", requests_table(records).drop_columns(list(V2_REQUEST_COLUMNS))
-    )
+    write_v1_partition(store, "runs", WEEK, "chat", v1_runs("r1", WEEK))
+    write_v1_partition(store, "requests", WEEK, "chat", v1_requests("r1"))
 
 
 def _write_v1_database(store: Warehouse) -> None:
@@ -56,11 +71,13 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
     store = Warehouse(tmp_path / "wh", clock_wall_s=lambda: 1_800_000_000.0)
     _write_v1_lake(store)
     _write_v1_database(store)
-    with pytest.raises(SchemaVersionError, match="older than 2: upgrade it by refreshing once with write access"):
+    with pytest.raises(
+        SchemaVersionError, match=f"older than {SCHEMA_VERSION}: upgrade it by refreshing once with write access"
+    ):
         with store.connect(read_only=True):
             pass
-    notes = store.refresh()
-    assert len(notes) == 1 and notes[0].startswith("v1 -> v2")
+    notes = store.refresh().upgrade_notes
+    assert [n[:8] for n in notes] == ["v1 -> v2", "v2 -> v3"]
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT version, applied_wall_s FROM schema_version").fetchall() == [
             (SCHEMA_VERSION, 1_800_000_000.0)
@@ -73,7 +90,31 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
     [row] = store.run_summary()  # the stale v1 row is gone, the lake's run is there
     assert row["run_id"] == "r1" and row["completed_requests"] == 2
     assert row["cost_per_request_usd"] == pytest.approx(0.20)  # 8 x $2/h x 90 s / 3600 / 2
-    assert store.refresh() == []  # already current: nothing to upgrade
+    assert store.refresh().upgrade_notes == ()  # already current: nothing to upgrade
+    with store.connect(read_only=True) as con:  # the lake files were read as they are, never rewritten
+        assert con.execute("SELECT path, schema_version FROM lake_files ORDER BY path").fetchall() == [
+            ("lake/requests/week=2025-03-03/scenario=chat/part-0.parquet", None),
+            ("lake/runs/week=2025-03-03/scenario=chat/part-0.parquet", None),
+        ]
+
+
+def test_a_version_2_warehouse_keeps_its_history_and_gains_a_row_for_the_upgrade(tmp_path):
+    store = Warehouse(tmp_path / "wh", clock_wall_s=lambda: 1_800_000_000.0)
+    _write_v1_lake(store)
+    store.root.mkdir(parents=True, exist_ok=True)
+    with duckdb.connect(str(store.db_path)) as con:  # what costbench at v2 left: its history, stale marts
+        con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_wall_s DOUBLE, note VARCHAR)")
+        con.execute("INSERT INTO schema_version VALUES (2, 1700000000.0, 'created')")
+        con.execute("CREATE TABLE run_summary (run_id VARCHAR NOT NULL)")
+        con.execute("INSERT INTO run_summary VALUES ('stale')")
+    notes = store.refresh().upgrade_notes
+    assert [n[:8] for n in notes] == ["v2 -> v3"]
+    with store.connect(read_only=True) as con:
+        assert con.execute("SELECT * FROM schema_version ORDER BY version").fetchall() == [
+            (2, 1_700_000_000.0, "created"),
+            (3, 1_800_000_000.0, notes[0]),
+        ]
+    assert [r["run_id"] for r in store.run_summary()] == ["r1"]
 
 
 def test_a_newer_warehouse_is_refused_with_what_to_do_and_left_untouched(tmp_path):
@@ -81,12 +122,12 @@ def test_a_newer_warehouse_is_refused_with_what_to_do_and_left_untouched(tmp_pat
     store.root.mkdir(parents=True)
     with duckdb.connect(str(store.db_path)) as con:
         con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_wall_s DOUBLE, note VARCHAR)")
-        con.execute("INSERT INTO schema_version VALUES (3, 0, 'from the future')")
+        con.execute("INSERT INTO schema_version VALUES (?, 0, 'from the future')", [SCHEMA_VERSION + 1])
         con.execute("CREATE TABLE run_summary (future_column INTEGER)")
     message = (
-        f"{store.db_path} has schema version 3, newer than the {SCHEMA_VERSION} this costbench knows: it was built by "
-        "a newer costbench. Upgrade costbench (pip install -U costbench, or pull the repository) and refresh again; "
-        "nothing was changed."
+        f"{store.db_path} has schema version {SCHEMA_VERSION + 1}, newer than the {SCHEMA_VERSION} this costbench knows: "
+        "it was built by a newer costbench. Upgrade costbench (pip install -U costbench, or pull the repository) and "
+        "refresh again; nothing was changed."
     )
     with pytest.raises(SchemaVersionError) as refused:
         store.refresh()
@@ -95,5 +136,6 @@ def test_a_newer_warehouse_is_refused_with_what_to_do_and_left_untouched(tmp_pat
         with store.connect(read_only=True):
             pass
     with duckdb.connect(str(store.db_path), read_only=True) as con:
-        assert con.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+        assert con.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION + 1,)]
         assert [r[0] for r in con.execute("DESCRIBE run_summary").fetchall()] == ["future_column"]
+    assert list(store.root.glob(".costbench.duckdb.build-*")) == []  # nothing was built beside it either

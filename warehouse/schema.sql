@@ -5,11 +5,15 @@
 -- views over it; gpu_prices/api_prices come from warehouse/prices.yaml; run_summary, weekly_trends,
 -- diagnoses and cost_intervals are tables rebuilt from them by warehouse/sql/*.sql on every refresh.
 --
--- @<table>_files@ placeholders are replaced by warehouse/store.py with a quoted list of Parquet paths: a
--- zero-row file that pins the current columns and types, plus the lake glob when the lake has files for
--- the table. DuckDB cannot bind parameters in CREATE VIEW, so this is the one substitution, of paths
--- the store controls and escapes. Older lake files that lack newer columns read them as null
--- (union_by_name). Times called *_mono_s are seconds on the replay's monotonic clock from the run's
+-- @<table>_files@ placeholders are replaced by warehouse/store.py with a quoted list of Parquet globs,
+-- relative to the warehouse folder: a zero-row file that pins the current columns and types, plus the
+-- lake glob when the lake has files for the table. DuckDB cannot bind parameters in CREATE VIEW, so this
+-- is the one substitution, of paths the store controls and escapes. Relative, so the database holds no
+-- absolute path: a session resolves them against its file_search_path (Warehouse.connect sets it to the
+-- warehouse folder) or, when that is unset, its working directory. Every file a view reads passed the
+-- refresh's checks (lake_files); those that did not are in lake_quarantine. Older lake files that lack
+-- newer columns read them as null (union_by_name); a file whose column has another type is quarantined,
+-- never allowed to change the view's type. Times called *_mono_s are seconds on the replay's monotonic clock from the run's
 -- t0; *_wall_s are seconds since the Unix epoch.
 --
 -- Measured window of a run: from t0 + warmup_s to the last finish, t0 + warmup_s + window_s (seconds
@@ -269,8 +273,8 @@ CREATE OR REPLACE TABLE weekly_trends (
     scenario VARCHAR NOT NULL,        -- scenario name
     endpoint VARCHAR NOT NULL,        -- endpoint name
     backend VARCHAR NOT NULL,         -- 'sim' or 'sglang'; never pooled together
-    config_fingerprint VARCHAR,       -- configuration of the pooled runs; baselines only use weeks with the same one
-    config_changed BOOLEAN NOT NULL,  -- the scenario and endpoint's most recent earlier week ran another configuration
+    config_fingerprint VARCHAR,       -- configuration of the pooled runs (null: not recorded, runs written before schema version 2); baselines only use weeks with the same one
+    config_changed BOOLEAN NOT NULL,  -- the scenario and endpoint's most recent earlier week ran another configuration, both recorded (an unrecorded one is not a change)
     runs BIGINT NOT NULL,             -- replays pooled into this row (count)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up, over the runs (count)
     failed_requests BIGINT NOT NULL,  -- status error or timeout, not warm-up, over the runs (count)
@@ -289,8 +293,8 @@ CREATE OR REPLACE TABLE weekly_trends (
     cost_wow_change_pct DOUBLE,       -- 100 x (cost_per_request_usd - previous week's) / previous week's (%)
     p95_ttft_wow_change_pct DOUBLE,   -- 100 x (p95_ttft_ms - previous week's) / previous week's (%)
     hit_rate_wow_change_pts DOUBLE,   -- 100 x (prefix_cache_hit_rate - previous week's) (percentage points)
-    baseline_weeks BIGINT NOT NULL,   -- earlier weeks in the baseline: up to the 4 most recent with the same scenario, endpoint, backend and fingerprint; for a week whose configuration changed and has none, the 4 most recent of any configuration (count)
-    baseline_source VARCHAR,          -- same_config | previous_config (the configuration changed this week) | null (no baseline)
+    baseline_weeks BIGINT NOT NULL,   -- earlier weeks in the baseline: up to the 4 most recent with the same scenario, endpoint, backend and fingerprint; for a week whose configuration changed (or is not known to be the same) and has none, the 4 most recent of any configuration (count)
+    baseline_source VARCHAR,          -- same_config | previous_config (the configuration changed this week) | unrecorded_config (this or the previous week's configuration was not recorded) | null (no baseline)
     baseline_cost_per_request_usd DOUBLE,  -- median cost_per_request_usd of the baseline weeks (USD; null when none)
     baseline_p95_ttft_ms DOUBLE,      -- median p95_ttft_ms of the baseline weeks (ms)
     baseline_prefix_cache_hit_rate DOUBLE,  -- median prefix_cache_hit_rate of the baseline weeks (ratio 0-1)
@@ -321,4 +325,27 @@ CREATE OR REPLACE TABLE diagnoses (
     gpu_utilisation_pct DOUBLE,       -- run_summary.gpu_utilisation_pct (%)
     cost_per_request_usd DOUBLE,      -- run_summary.cost_per_request_usd (USD)
     budget_usd_per_request DOUBLE     -- the scenario's budget, else the API-equivalent cost per request (USD)
+);
+
+CREATE OR REPLACE TABLE lake_files (
+    table_name VARCHAR NOT NULL,      -- lake table: runs | requests | server_samples | gpu_samples
+    week_start DATE NOT NULL,         -- Monday that starts the partition's week, from its path
+    scenario VARCHAR NOT NULL,        -- scenario name, from its path
+    path VARCHAR NOT NULL,            -- the Parquet file, relative to the warehouse folder
+    schema_version INTEGER,           -- schema version stamped in the file's key-value metadata (null: written before files were stamped)
+    row_count BIGINT,                 -- rows in the file, from its footer (count)
+    size_bytes BIGINT NOT NULL,       -- file size when checked (bytes)
+    modified_ns BIGINT NOT NULL,      -- file modification time when checked (ns since the Unix epoch)
+    decoded_wall_s DOUBLE NOT NULL    -- when every page was last decoded with its checksum verified; later refreshes only re-read the footer of an unchanged file (s since the Unix epoch)
+);
+
+CREATE OR REPLACE TABLE lake_quarantine (
+    table_name VARCHAR NOT NULL,      -- lake table the file belonged to
+    week_start DATE,                  -- its partition's week (null: its folders were not a partition's)
+    scenario VARCHAR,                 -- its partition's scenario (null: likewise)
+    source_path VARCHAR NOT NULL,     -- where it was, relative to the warehouse folder
+    quarantined_path VARCHAR NOT NULL,  -- where it is now, under lake/_quarantine, relative to the warehouse folder
+    reason VARCHAR NOT NULL,          -- why no view may read it: unreadable footer, a row group that does not decode, a column of another type
+    quarantined_wall_s DOUBLE NOT NULL,  -- when a refresh moved it (s since the Unix epoch)
+    replaced BOOLEAN NOT NULL         -- the partition has been written again since, and the new file passed: its week is whole again
 );

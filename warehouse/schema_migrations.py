@@ -1,21 +1,23 @@
-"""Schema versions of costbench.duckdb, and the upgrade path from each older one.
+"""Schema versions of costbench.duckdb and of the lake's files, and what each upgrade changed.
 
-What the database holds is derived: views over the lake (recreated on every refresh), prices from
-prices.yaml, and marts rebuilt from the lake. The lake's Parquet files are the source of truth and are
-never rewritten by an upgrade; files written before a column existed read it as null. So an upgrade
-drops only tables that the same refresh rebuilds, and records what it did in schema_version.
-A database newer than this code is refused untouched, with what to do.
+What the database holds is derived: views over the lake, prices from prices.yaml, and marts rebuilt
+from the lake. Every refresh builds a new database file from scratch and swaps it in
+(warehouse/store.py), so an upgrade never edits an old database: it reads the old one's version
+history (the only thing not derived from the lake) and carries it into the new file, with a row for
+this version and what the upgrade did. A database newer than this code is refused untouched, with what
+to do. The lake's Parquet files are the source of truth and are never rewritten by an upgrade; files
+written before a column existed read it as null, and each file written since version 3 carries its
+version in its Parquet key-value metadata (warehouse/lake.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class SchemaVersionError(RuntimeError):
@@ -26,15 +28,6 @@ class SchemaVersionError(RuntimeError):
 class Migration:
     to_version: int
     note: str
-    apply: Callable[[duckdb.DuckDBPyConnection], None]
-
-
-def _v1_to_v2(con: duckdb.DuckDBPyConnection) -> None:
-    # v1 marts had fewer columns; they are rebuilt from the lake in the same transaction.
-    for table in ("run_summary", "weekly_trends"):
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    # v1 schema_version had a single column; the history table replaces it.
-    con.execute("DROP TABLE IF EXISTS schema_version")
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -42,9 +35,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         2,
         "v1 -> v2: run_summary and weekly_trends rebuilt from the lake with the v2 columns; "
         "server_samples, gpu_samples, prices, diagnoses added; lake files unchanged",
-        _v1_to_v2,
+    ),
+    Migration(
+        3,
+        "v2 -> v3: lake_files and lake_quarantine added; views read the lake by paths relative to the "
+        "warehouse folder; lake files written from now on carry their schema version; lake files unchanged",
     ),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredHistory:
+    """What an existing database says about its schema: its version and its schema_version rows."""
+
+    version: int | None  # None: no database yet, or an empty one
+    rows: tuple[tuple[int, float | None, str | None], ...]  # (version, applied_wall_s, note), carried over
 
 
 def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> Any:
@@ -54,16 +59,32 @@ def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = N
     return row[0]
 
 
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(
+        _aggregate(
+            con,
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'",
+            [name],
+        )
+    )
+
+
 def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
     """The schema version the database was last built with; None for a new, empty database."""
-    has_table = _aggregate(
-        con,
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' AND table_schema = 'main'",
-    )
-    if not has_table:
+    if not has_table(con, "schema_version"):
         return None
     found = _aggregate(con, "SELECT max(version) FROM schema_version")
     return None if found is None else int(found)
+
+
+def read_history(con: duckdb.DuckDBPyConnection, db_path: str) -> StoredHistory:
+    """The old database's version and history; refuses one newer than this code before anything is built."""
+    version = stored_version(con)
+    refuse_newer(version, db_path)
+    if version is None or version < 2:
+        return StoredHistory(version, ())  # v1 kept one bare version number: nothing to carry
+    rows = con.execute("SELECT version, applied_wall_s, note FROM schema_version ORDER BY version").fetchall()
+    return StoredHistory(version, tuple((int(v), a, n) for v, a, n in rows))
 
 
 def refuse_newer(version: int | None, db_path: str) -> None:
@@ -86,22 +107,17 @@ def check_readable(version: int | None, db_path: str) -> None:
         )
 
 
-def upgrade(con: duckdb.DuckDBPyConnection, db_path: str, now_wall_s: float) -> list[str]:
-    """Apply every migration past the stored version; the caller holds a transaction. Returns the notes applied."""
-    version = stored_version(con)
-    refuse_newer(version, db_path)
-    applied: list[str] = []
-    if version is not None:
-        for migration in MIGRATIONS:
-            if migration.to_version > version:
-                migration.apply(con)
-                applied.append(migration.note)
-    return applied
+def upgrade_notes(version: int | None) -> list[str]:
+    """The notes of every migration past `version` (none for a new database: it is simply created)."""
+    if version is None:
+        return []
+    return [m.note for m in MIGRATIONS if m.to_version > version]
 
 
-def record_version(con: duckdb.DuckDBPyConnection, notes: list[str], now_wall_s: float, fresh: bool) -> None:
-    """After schema.sql: write this version's row if it is not there yet."""
-    present = _aggregate(con, "SELECT count(*) FROM schema_version WHERE version = ?", [SCHEMA_VERSION])
-    if not present:
-        note = "; ".join(notes) if notes else ("created" if fresh else "")
+def record_version(con: duckdb.DuckDBPyConnection, history: StoredHistory, notes: list[str], now_wall_s: float) -> None:
+    """After schema.sql, in the new database: the carried history, then this version's row if it is new."""
+    if history.rows:
+        con.executemany("INSERT INTO schema_version VALUES (?, ?, ?)", [list(r) for r in history.rows])
+    if all(version != SCHEMA_VERSION for version, _, _ in history.rows):
+        note = "; ".join(notes) if notes else ("created" if history.version is None else "")
         con.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [SCHEMA_VERSION, now_wall_s, note])

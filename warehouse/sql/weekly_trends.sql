@@ -4,7 +4,10 @@
 -- up to the 4 most recent earlier weeks with the same scenario, endpoint, backend and fingerprint. A week
 -- whose configuration changed has no such weeks yet: it is judged against the previous configuration's
 -- baseline instead (baseline_source = 'previous_config'), so a change that made things worse is caught
--- the week it happens, not a month later.
+-- the week it happens, not a month later. A fingerprint that was not recorded (null: runs written before
+-- schema version 2) is not a change: such a week and its neighbour are compared like a changed
+-- configuration, against the earlier weeks whatever they ran (baseline_source = 'unrecorded_config'),
+-- without claiming config_changed.
 -- Regression rule (docs/warehouse.md, "Metric definitions"): a metric past its threshold AND outside this week's
 -- 95% block-bootstrap interval (cost_intervals, computed by warehouse/bootstrap_interval.py).
 INSERT INTO weekly_trends BY NAME
@@ -110,7 +113,8 @@ history AS (
             b.cost_per_request_usd,
             b.p95_ttft_ms,
             b.prefix_cache_hit_rate,
-            b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint AS same_config
+            b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint AS same_config,
+            b.config_fingerprint IS NOT NULL AND w.config_fingerprint IS NOT NULL AS both_recorded
         FROM weekly AS w
         JOIN weekly AS b
             ON b.scenario = w.scenario AND b.endpoint = w.endpoint AND b.backend = w.backend
@@ -150,8 +154,10 @@ previous_config_baselines AS (
     GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
 ),
 config_history AS (
-    -- The scenario and endpoint's most recent earlier week, and whether it ran this configuration.
-    SELECT week_start, scenario, endpoint, backend, config_fingerprint, bool_or(same_config) AS same_config
+    -- The scenario and endpoint's most recent earlier week: whether it ran this configuration, and whether
+    -- both configurations were recorded (only then can they be told apart).
+    SELECT week_start, scenario, endpoint, backend, config_fingerprint,
+        bool_or(same_config) AS same_config, bool_and(both_recorded) AS both_recorded
     FROM history
     WHERE earlier_week = latest_earlier_week
     GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
@@ -159,7 +165,8 @@ config_history AS (
 compared AS (
     SELECT
         w.*,
-        coalesce(NOT h.same_config, false) AS config_changed,
+        coalesce(NOT h.same_config AND h.both_recorded, false) AS config_changed,
+        coalesce(NOT h.same_config AND NOT h.both_recorded, false) AS config_unrecorded,
         b.prev_week_start,
         100.0 * (w.cost_per_request_usd - b.prev_cost_per_request_usd) / nullif(b.prev_cost_per_request_usd, 0) AS cost_wow_change_pct,
         100.0 * (w.p95_ttft_ms - b.prev_p95_ttft_ms) / nullif(b.prev_p95_ttft_ms, 0) AS p95_ttft_wow_change_pct,
@@ -198,15 +205,16 @@ baselined AS (
                    same_config_prefix_cache_hit_rate, previous_config_weeks, previous_config_cost_per_request_usd,
                    previous_config_p95_ttft_ms, previous_config_prefix_cache_hit_rate),
         CASE WHEN same_config_weeks > 0 THEN 'same_config'
-             WHEN config_changed AND previous_config_weeks > 0 THEN 'previous_config' END AS baseline_source,
+             WHEN config_changed AND previous_config_weeks > 0 THEN 'previous_config'
+             WHEN config_unrecorded AND previous_config_weeks > 0 THEN 'unrecorded_config' END AS baseline_source,
         CASE WHEN same_config_weeks > 0 THEN same_config_weeks
-             WHEN config_changed THEN coalesce(previous_config_weeks, 0) ELSE 0 END AS baseline_weeks,
+             WHEN config_changed OR config_unrecorded THEN coalesce(previous_config_weeks, 0) ELSE 0 END AS baseline_weeks,
         CASE WHEN same_config_weeks > 0 THEN same_config_cost_per_request_usd
-             WHEN config_changed THEN previous_config_cost_per_request_usd END AS baseline_cost_per_request_usd,
+             WHEN config_changed OR config_unrecorded THEN previous_config_cost_per_request_usd END AS baseline_cost_per_request_usd,
         CASE WHEN same_config_weeks > 0 THEN same_config_p95_ttft_ms
-             WHEN config_changed THEN previous_config_p95_ttft_ms END AS baseline_p95_ttft_ms,
+             WHEN config_changed OR config_unrecorded THEN previous_config_p95_ttft_ms END AS baseline_p95_ttft_ms,
         CASE WHEN same_config_weeks > 0 THEN same_config_prefix_cache_hit_rate
-             WHEN config_changed THEN previous_config_prefix_cache_hit_rate END AS baseline_prefix_cache_hit_rate
+             WHEN config_changed OR config_unrecorded THEN previous_config_prefix_cache_hit_rate END AS baseline_prefix_cache_hit_rate
     FROM compared
 ),
 changes AS (
@@ -254,7 +262,9 @@ reasoned AS (
             lambda reason: reason IS NOT NULL
         ) AS threshold_reasons,
         CASE WHEN baseline_source = 'previous_config' THEN
-            'configuration changed this week; compared with the previous configuration''s baseline' END AS config_reason
+            'configuration changed this week; compared with the previous configuration''s baseline'
+             WHEN baseline_source = 'unrecorded_config' THEN
+            'configuration not recorded this week or the week before (runs written before schema version 2); compared with the earlier weeks'' baseline, whatever they ran' END AS config_reason
     FROM judged
 ),
 explained AS (
@@ -266,7 +276,7 @@ explained AS (
 )
 SELECT
     * EXCLUDE (cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
-               threshold_reasons, config_reason,
+               threshold_reasons, config_reason, config_unrecorded,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
     CASE
         WHEN (cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside) THEN 'regression'
