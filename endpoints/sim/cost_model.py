@@ -107,7 +107,10 @@ class RooflineCostModel:
 
         gemm_flops = 2.0 * model.active_params * tokens
         if batch.mode is ForwardMode.DECODE:
-            attention_flops = model.decode_attention_flops_per_context_token * kv_tokens
+            # Every new token attends to the whole context: one query per request in plain decode, all
+            # the draft tokens of a speculative verify (endpoints/sim/speculative.py).
+            pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens) for item in batch.items)
+            attention_flops = model.decode_attention_flops_per_context_token * pairs
             overhead_s = DECODE_OVERHEAD_PER_LAYER_S * model.num_layers
         else:
             # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
