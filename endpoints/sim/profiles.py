@@ -38,6 +38,9 @@ class ModelProfile:
     # the model does not reason. R1's range is an assumption (long traces, answers a fifth to a
     # half of the output), not a calibrated figure; send sim_reasoning_tokens for captured lengths.
     reasoning_share: tuple[float, float] | None = None
+    # The multi-token-prediction (NextN) module speculative decoding drafts with: its unique parameters
+    # (it shares the embedding and output head with the model). 0: the model has none.
+    mtp_params: int = 0
 
     @property
     def num_moe_layers(self) -> int:
@@ -103,6 +106,7 @@ def _deepseek_v3(name: str, reasoning_share: tuple[float, float] | None = None) 
         weight_bytes_per_param=1.0,
         think_end_token_id=128_799,
         reasoning_share=reasoning_share,
+        mtp_params=11_500_000_000,  # num_nextn_predict_layers 1: one MoE layer plus eh_proj (model card)
     )
 
 
