@@ -1,16 +1,18 @@
-"""`costbench capture LOG -o OUT.parquet`: a gateway request log → a canonical workload without prompt text."""
+"""`costbench capture LOG -o OUT.parquet`: a gateway request log → a canonical workload without prompt text.
+
+Fails (one line, exit 2, see pipelines/cli.py) before reading the log when the output cannot be written,
+and leaves no file behind when the log is bad: the workload is written whole or not at all.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from pipelines.cli_errors import CommandInputError
+from pipelines.cli_inputs import check_output_file, positive_int
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS
 from workloads.gateway_capture import capture_gateway_log
-from workloads.workload import TraceFormatError
-
-EXIT_BAD_INPUT = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     capture.add_argument("-o", "--out", type=Path, required=True, metavar="OUT.parquet", help="output file")
     capture.add_argument(
         "--block-size",
-        type=int,
+        type=positive_int,
         default=DEFAULT_BLOCK_TOKENS,
         help=f"tokens per prefix block (default {DEFAULT_BLOCK_TOKENS}, as Mooncake)",
     )
@@ -39,17 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def capture_command(args: argparse.Namespace) -> int:
-    if args.block_size <= 0:
-        print(f"costbench capture: --block-size must be > 0, got {args.block_size}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if not args.log.is_file():
-        print(f"costbench capture: {args.log}: no such file", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    if args.log.is_dir():
+        raise CommandInputError(f"{args.log}: is a folder, not a gateway log")
+    if not args.log.exists():
+        raise CommandInputError(f"{args.log}: no such file")
+    check_output_file(args.out, "-o")
     try:
         workload = capture_gateway_log(args.log, args.out, args.block_size, args.tokenizer)
-    except (TraceFormatError, ValueError) as exc:
-        print(f"costbench capture: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except ValueError as exc:  # TraceFormatError names the log; the rest is about --tokenizer, which names itself
+        raise CommandInputError(str(exc)) from None
     excluded = f", {workload.excluded_rows} excluded ({workload.excluded_reason})" if workload.excluded_rows else ""
     print(f"captured {workload.num_requests} requests{excluded} → {args.out}")
     return 0

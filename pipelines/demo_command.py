@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -19,11 +20,14 @@ from pathlib import Path
 import dagster as dg
 
 from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
+from pipelines.cli_errors import EXIT_FAILED
+from pipelines.cli_inputs import check_output_folder, positive_int
 from pipelines.definitions import WEEKLY_JOB
 from pipelines.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints
 from pipelines.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
+    RunsDidNotFinish,
     check_evaluations,
     run_seconds,
     running_daemon,
@@ -49,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="run the weekly job on the twin and the bundled traces")
     # Three weeks tell the story (a baseline, the cache-off week, the week it is back) in under 5 minutes
     # from a fresh clone on 2 cores; each extra week adds about a minute.
-    parser.add_argument("--weeks", type=int, default=3, help="how many past weeks to materialize (default 3)")
+    parser.add_argument("--weeks", type=positive_int, default=3, help="how many past weeks to materialize (default 3)")
     parser.add_argument("--warehouse", type=Path, default=REPO_ROOT / "warehouse", help="warehouse root")
     parser.add_argument(
         "--dagster-home", type=Path, default=None,
@@ -68,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     home = (args.dagster_home or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")).resolve()
     warehouse = Path(args.warehouse).resolve()
+    # Both are written minutes from now, by the runs: a path that cannot be is refused before anything starts.
+    check_output_folder(warehouse, "--warehouse")
+    check_output_folder(home, "--dagster-home")
     weeks = last_complete_weeks(datetime.now(timezone.utc).date(), args.weeks)
     scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
     _prepare_home(home)
@@ -95,7 +102,13 @@ def run(args: argparse.Namespace) -> int:
             seconds = run_seconds(instance, run.run_id)
             print(f"  {part}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else ""), flush=True)
 
-        runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), RUNS_TIMEOUT_S, report)
+        try:
+            runs = wait_for_runs(
+                instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), RUNS_TIMEOUT_S, report
+            )
+        except RunsDidNotFinish as exc:
+            print(f"costbench: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         verdicts = [
             (run.tags["dagster/partition/week"], run.tags["dagster/partition/scenario"], e.check_name, e.passed,
              e.severity.value)
@@ -118,4 +131,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"Dagster instance: {home}   (open the UI with `make dagster`; the daemon's log is {home / 'daemon.log'})")
     print(f"demo finished in {time.monotonic() - started:.0f} s")
     failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
-    return 0 if not failed else 1
+    return 0 if not failed else EXIT_FAILED

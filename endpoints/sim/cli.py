@@ -2,6 +2,10 @@
 
 With --port 0 it binds a free port. Either way it prints one line to stdout,
 `costbench-sim listening on http://HOST:PORT`, so a launcher can read where it is.
+
+Exit status: 0 stopped by SIGTERM or SIGINT; 1 it cannot listen (port taken, address not this host's);
+2 a bad flag or a setup the twin cannot model; 70 --fault-crash-after ended it; 130 Ctrl-C before it
+listened. A failure is one line on stderr, `costbench sim: error: <what>`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ from endpoints.sim.server import create_app
 from endpoints.sim.server_args import ServerArgsError, SimServerArgs, parse_server_args
 
 READY_LINE = "The server is fired up and ready to roll!"  # SGLang's own line, printed after warm-up
+PROG = "costbench sim"
+EXIT_CANNOT_LISTEN = 1
+EXIT_BAD_FLAGS = 2
+EXIT_INTERRUPTED = 130
 
 
 async def _serve(args: SimServerArgs, app: web.Application) -> None:
@@ -44,13 +52,19 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_server_args(sys.argv[1:] if argv is None else list(argv))
         app = create_app(args)
     except (ServerArgsError, UnknownProfileError, KvSizingError) as exc:
-        print(f"costbench sim: {exc}", file=sys.stderr)
-        return 2
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_FLAGS
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     try:
         asyncio.run(_serve(args, app))
     except OSError as exc:  # the port is taken, the host is not ours
-        print(f"costbench sim: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+        print(f"{PROG}: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_LISTEN
+    except KeyboardInterrupt:  # before the signal handlers were set: it was not serving yet
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return 0
