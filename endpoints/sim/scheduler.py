@@ -3,7 +3,8 @@
 Each step is either an extend (prefill) step or a decode step; prefill goes first, as in SGLang
 without --enable-mixed-chunk. An extend step continues the request being prefilled in chunks,
 then admits waiting requests in policy order while the step's token budget, the running-request
-cap and the KV estimate allow. A decode step gives every prefilled running request one token.
+cap and the KV estimate allow. A decode step gives every prefilled running request one token (under
+speculative decoding it verifies num_draft_tokens per request and each gains 1 + the drafts accepted).
 
 KV, the way SGLang does it: admission is optimistic. A request is admitted when its uncached
 prompt plus `new_token_ratio` × its remaining output budget fits in what is free (evictable cache
@@ -29,6 +30,7 @@ from endpoints.sim.kv_pool import KvPool
 from endpoints.sim.radix_cache import RadixCache
 from endpoints.sim.schedule_policy import POLICIES, SchedulePolicy
 from endpoints.sim.sim_request import SimRequest
+from endpoints.sim.speculative import SpeculativeDecoding
 from endpoints.sim.step_batch import BatchItem, ForwardMode, StepBatch
 
 # SGLang's defaults (global_config / environment): the new-token ratio and retraction constants.
@@ -52,7 +54,7 @@ class SchedulerConfig:
 @dataclass(frozen=True, slots=True)
 class StepPlan:
     batch: StepBatch
-    work: tuple[tuple[SimRequest, int], ...]  # (request, tokens it computes this step)
+    work: tuple[tuple[SimRequest, int], ...]  # (request, tokens it computes this step; decode: tokens it gains)
     duration_s: float
     retracted: tuple[SimRequest, ...] = ()  # sent back to the queue before this step
 
@@ -65,9 +67,19 @@ class RetractionCounters:
 
 
 class Scheduler:
-    def __init__(self, config: SchedulerConfig, cost_model: CostModel, cache: RadixCache, pool: KvPool) -> None:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        cost_model: CostModel,
+        cache: RadixCache,
+        pool: KvPool,
+        speculative: SpeculativeDecoding | None = None,
+    ) -> None:
         self._config = config
         self._cost_model = cost_model
+        # Speculative decoding: a decode step is a verify of `verify_tokens` per request, which gains
+        # 1 + the drafts accepted (speculative.py); None: one token per request per decode step.
+        self._spec = speculative
         self._order = POLICIES[config.policy]
         self.cache = cache
         self.pool = pool
@@ -118,7 +130,8 @@ class Scheduler:
             work, retracted = self._plan_decode()
         if not work:
             return None if not retracted else StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
-        batch = StepBatch(mode, tuple(BatchItem(n, self._context_tokens(r)) for r, n in work))
+        verify = self._spec.verify_tokens if self._spec is not None and mode is ForwardMode.DECODE else None
+        batch = StepBatch(mode, tuple(BatchItem(verify or n, self._context_tokens(r)) for r, n in work))
         return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
 
     @staticmethod
@@ -181,21 +194,27 @@ class Scheduler:
     def _plan_decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest]]:
         decoding = [r for r in self.running if r.decoding]
         retracted: list[SimRequest] = []
-        if decoding and self.free_tokens() < len(decoding):
+        per_request = 1 if self._spec is None else self._spec.verify_tokens  # slots a step may need per request
+        if decoding and self.free_tokens() < len(decoding) * per_request:
             decoding, retracted = self._retract(decoding)
-        short = len(decoding) - self.pool.available_tokens(self.cache.total_tokens)
-        if short <= 0 or self.cache.evict(short) >= short:  # the usual case: one slot each, in bulk
-            self.pool.reserve(len(decoding))
-            for r in decoding:
-                r.held_tokens += 1
-            work = [(r, 1) for r in decoding]
+        if self._spec is None:
+            gains = [1] * len(decoding)
+        else:
+            gains = [self._spec.tokens_gained(r.target_tokens - r.output_tokens) for r in decoding]
+        need = sum(gains)
+        short = need - self.pool.available_tokens(self.cache.total_tokens)
+        if short <= 0 or self.cache.evict(short) >= short:  # the usual case: the slots for all, in bulk
+            self.pool.reserve(need)
+            for r, n in zip(decoding, gains):
+                r.held_tokens += n
+            work = list(zip(decoding, gains))
         else:
             work = []
-            for r in decoding:
-                if not self._take(r, 1):  # only when one request alone outgrows the pool
+            for r, n in zip(decoding, gains):
+                if not self._take(r, n):  # only when one request alone outgrows the pool
                     self._drop(r, KV_EXHAUSTED)
                     continue
-                work.append((r, 1))
+                work.append((r, n))
         if work and not retracted:
             self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
         return work, retracted
@@ -235,6 +254,8 @@ class Scheduler:
         """Apply a finished step; returns the requests that produced a token (or finished)."""
         progressed: list[SimRequest] = []
         extend = plan.batch.mode is ForwardMode.EXTEND
+        if self._spec is not None and not extend:
+            self._spec.record_step([(r, n) for r, n in plan.work if not r.aborted])
         for r, n in plan.work:
             if r.aborted:
                 continue
@@ -244,7 +265,7 @@ class Scheduler:
                     continue
                 self._cache_prefill(r)
                 r.decoding = True
-            r.output_tokens += 1
+            r.output_tokens += 1 if extend else n
             if r.first_token_s is None:
                 r.first_token_s = now_s
             if r.output_tokens >= r.target_tokens:

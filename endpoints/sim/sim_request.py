@@ -13,6 +13,7 @@ from array import array
 from dataclasses import dataclass
 
 from endpoints.sim.radix_cache import RadixNode
+from endpoints.sim.speculative import SpecCounters
 from endpoints.sim.update_channel import UpdateChannel
 
 _FIRST_ORDINARY_ID = 3  # 0-2 are BOS/EOS/PAD in DeepSeek's vocabulary
@@ -54,6 +55,7 @@ class TokenUpdate:
     admitted_s: float | None  # first admission into the running batch (queue time ends here)
     first_token_s: float | None
     now_s: float
+    spec_meta_info: dict | None = None  # a finished request's spec_* meta_info fields (speculative decoding)
 
 
 def prompt_seed(input_ids: tuple[int, ...]) -> int:
@@ -101,7 +103,7 @@ class SimRequest:
         "rid", "input_ids", "max_new_tokens", "stream", "output_ids", "final_reason", "reasoning_target",
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
         "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
-        "finished", "aborted", "abort_reason", "updates",
+        "finished", "aborted", "abort_reason", "updates", "spec",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
@@ -130,6 +132,7 @@ class SimRequest:
         self.aborted = False
         self.abort_reason: dict | None = None
         self.updates = UpdateChannel()
+        self.spec: SpecCounters | None = None  # verify steps so far, under speculative decoding
 
     @property
     def prompt_tokens(self) -> int:
@@ -158,6 +161,7 @@ class SimRequest:
         return min(self.output_tokens, self.reasoning_target)
 
     def update(self, now_s: float) -> TokenUpdate:
+        done = self.finished or self.aborted
         return TokenUpdate(
             rid=self.rid,
             output_tokens=self.output_tokens,
@@ -165,10 +169,11 @@ class SimRequest:
             cached_tokens=self.cached_tokens,
             reasoning_tokens=min(self.output_tokens, self.reasoning_target),
             num_retractions=self.num_retractions,
-            finished=self.finished or self.aborted,
-            finish_reason=(self.abort_reason or self.final_reason) if (self.finished or self.aborted) else None,
+            finished=done,
+            finish_reason=(self.abort_reason or self.final_reason) if done else None,
             arrival_s=self.arrival_s,
             admitted_s=self.admitted_s,
             first_token_s=self.first_token_s,
             now_s=now_s,
+            spec_meta_info=self.spec.meta_info(self.output_tokens) if done and self.spec is not None else None,
         )
