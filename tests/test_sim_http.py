@@ -234,7 +234,7 @@ def test_module_entry_point_prints_its_address_serves_and_stops_on_sigterm():
 def test_bad_flags_exit_2_with_a_message():
     from endpoints.sim import main
 
-    assert main(["--tp", "8", "--speculative-algorithm", "EAGLE"]) == 2
+    assert main(["--tp", "8", "--speculative-algorithm", "EAGLE3"]) == 2  # a real algorithm the twin does not model
     assert main(["--tp", "8", "--sim-hardware", "h100"]) == 2  # the weights do not fit: says so
 
 

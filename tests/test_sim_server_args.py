@@ -29,7 +29,7 @@ def test_accepted_sglang_flags_are_recorded_and_unknown_ones_rejected():
     with pytest.raises(ServerArgsError, match="--tp-sise"):
         parse_server_args(["--tp-sise", "8"])
     with pytest.raises(ServerArgsError, match="does not model"):
-        parse_server_args(["--speculative-algorithm", "EAGLE"])
+        parse_server_args(["--enable-hierarchical-cache"])
     with pytest.raises(ServerArgsError, match="--schedule-policy"):
         parse_server_args(["--schedule-policy", "dfs-weight"])
     with pytest.raises(ServerArgsError, match="--mem-fraction-static"):

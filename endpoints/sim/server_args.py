@@ -3,8 +3,9 @@
 Unknown flags are rejected with a clear message, so a typo never silently changes a benchmark.
 A documented set of real SGLang flags that do not change what the twin models (logging, kernels,
 parsers, multi-node plumbing) is accepted, recorded in /server_info, and otherwise ignored.
-Flags that would change cost but are not modelled yet (speculative decoding, PD disaggregation,
-hierarchical cache) are rejected by name rather than ignored.
+Flags that would change cost but are not modelled yet (PD disaggregation, hierarchical cache, the
+speculative flags other than EAGLE/NEXTN's four) are rejected by name rather than ignored; speculative
+decoding's own flags are parsed in speculative.py.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from endpoints.sim.faults import FaultConfig
 from endpoints.sim.profiles import HARDWARE_PROFILES, HardwareName
 from endpoints.sim.schedule_policy import SchedulePolicy
+from endpoints.sim.speculative import SPEC_DEFAULT_MAX_RUNNING_REQUESTS, SpecConfig, spec_server_info
 
 DEFAULT_MODEL_PATH = "deepseek-ai/DeepSeek-V3"
 DEFAULT_MEM_FRACTION_STATIC = 0.88  # about what SGLang picks for DeepSeek on 8×H200/B200
@@ -76,6 +78,7 @@ class SimServerArgs:
     sim_hardware: HardwareName
     sim_warmup_s: float
     faults: FaultConfig
+    speculative: SpecConfig | None  # --speculative-algorithm EAGLE/NEXTN; None: off
     ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
 
     @property
@@ -88,8 +91,11 @@ class SimServerArgs:
 
     def as_server_info(self) -> dict:
         """Every argument under its SGLang field name, the way /server_info shows ServerArgs."""
-        info = {name: getattr(self, name) for name in self.__slots__ if name not in ("ignored", "faults")}
+        info = {
+            name: getattr(self, name) for name in self.__slots__ if name not in ("ignored", "faults", "speculative")
+        }
         info.update(self.faults.as_server_info())
+        info.update(spec_server_info(self.speculative))
         info["schedule_policy"] = self.schedule_policy.value
         info["sim_hardware"] = self.sim_hardware.value
         info["api_key"] = "<redacted>" if self.api_key else None
@@ -133,6 +139,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sim-hardware", choices=[h.value for h in HardwareName], default=HardwareName.H200.value)
     p.add_argument("--sim-warmup-s", type=float, default=0.0, help="seconds /health answers 503 after start")
     FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
+    SpecConfig.add_arguments(p)
     ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
     for flag in IGNORED_VALUE_FLAGS:
         ignored.add_argument(flag, default=None)
@@ -179,8 +186,10 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         raise ServerArgsError(f"--port must be 0-65535, got {ns.port}")
     try:
         faults = FaultConfig.from_namespace(ns)
+        speculative = SpecConfig.from_namespace(ns, ns.model_path)
     except ValueError as exc:
         raise ServerArgsError(str(exc)) from None
+    default_running = DEFAULT_MAX_RUNNING_REQUESTS if speculative is None else SPEC_DEFAULT_MAX_RUNNING_REQUESTS
     hardware = HardwareName(ns.sim_hardware)
     default_chunk = (
         LARGE_GPU_CHUNKED_PREFILL_TOKENS
@@ -200,7 +209,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         dp_size=ns.dp_size,
         enable_dp_attention=ns.enable_dp_attention,
         schedule_policy=SchedulePolicy(ns.schedule_policy),
-        max_running_requests=ns.max_running_requests or DEFAULT_MAX_RUNNING_REQUESTS,
+        max_running_requests=ns.max_running_requests or default_running,
         chunked_prefill_size=chunk,
         max_prefill_tokens=ns.max_prefill_tokens,
         disable_radix_cache=ns.disable_radix_cache,
@@ -219,6 +228,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         sim_hardware=HardwareName(ns.sim_hardware),
         sim_warmup_s=ns.sim_warmup_s,
         faults=faults,
+        speculative=speculative,
         ignored=tuple((dest, getattr(ns, dest)) for dest in _IGNORED_DESTS),
     )
 

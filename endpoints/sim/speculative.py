@@ -118,7 +118,7 @@ class SpecConfig:
     @staticmethod
     def add_arguments(parser: argparse.ArgumentParser) -> None:
         spec = parser.add_argument_group("speculative decoding (SGLang's flags, modelled)")
-        spec.add_argument("--speculative-algorithm", default=None)
+        spec.add_argument("--speculative-algorithm", "--speculative-algo", dest="speculative_algorithm", default=None)
         spec.add_argument("--speculative-draft-model-path", "--speculative-draft-model", default=None)
         spec.add_argument("--speculative-num-steps", type=int, default=None)
         spec.add_argument("--speculative-eagle-topk", type=int, default=None)
