@@ -5,21 +5,32 @@ costbench.time_unit, costbench.block_size, costbench.excluded_rows, costbench.ex
 costbench.token_counter, costbench.arrival_process, costbench.schema_version.
 A Parquet file written by another tool reads too, if it has the columns (by name, any order, castable
 types); without metadata its time unit is "s" and, when it carries prefix_blocks, it must say its
-block size. A bad file fails with the file, the row (1-based) where there is one, and the reason.
+block size.
+
+`scan_canonical` streams the file one row group at a time and decodes every column of every row it
+yields (page checksums verified where the writer stored them, as write_canonical does), so a corrupt
+page or a truncated file fails while reading, not later in a replay. Each batch's values are checked
+before it is yielded (docs/workloads.md, "Trace formats"), and request_id uniqueness is checked first,
+out of core by DuckDB. A bad file fails with the file, the row (1-based) where there is one, and the
+reason.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from workloads.trace_scan import TraceScan, scan_of_workload
+from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
+from workloads.workload_builder import MAX_REQUEST_TOKENS, MAX_TRACE_SPAN_S, ExclusionTally
 
 SCHEMA_VERSION = "1"
 _PREFIX = "costbench."
@@ -32,6 +43,8 @@ _FACTS = {
     "token_counter": str,
     "arrival_process": str,
 }
+# What the request_id uniqueness check may hold in memory before DuckDB spills to a temporary folder.
+ID_CHECK_MEMORY_LIMIT = "300MB"
 
 
 def canonical_metadata(workload: Workload) -> dict[str, str]:
@@ -50,59 +63,12 @@ def write_canonical(workload: Workload, path: str | Path) -> Path:
     table = workload.table.replace_schema_metadata(canonical_metadata(workload))
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    pq.write_table(table, partial)
+    pq.write_table(table, partial, write_page_checksum=True)
     os.replace(partial, path)
     return path
 
 
-def _first_bad_row(mask: pa.ChunkedArray) -> int | None:
-    """1-based row number of the first true in `mask` (nulls count as bad), or None."""
-    bad = pc.fill_null(mask, True)
-    if not pc.any(bad).as_py():
-        return None
-    return int(pc.index(bad, True).as_py()) + 1
-
-
-def _check_values(path: Path, table: pa.Table) -> None:
-    checks = [
-        (
-            pc.invert(pc.and_(pc.is_finite(table["arrival_s"]), pc.greater_equal(table["arrival_s"], 0))),
-            "arrival_s must be finite and >= 0",
-        ),
-        (pc.less(table["input_tokens"], 1), "input_tokens must be >= 1"),
-        (pc.less(table["output_tokens"], 0), "output_tokens must be >= 0"),
-    ]
-    for mask, reason in checks:
-        row = _first_bad_row(mask)
-        if row is not None:
-            raise TraceFormatError(str(path), None, f"row {row}: {reason}")
-    if pc.count_distinct(table["request_id"]).as_py() != table.num_rows:
-        raise TraceFormatError(str(path), None, "request_id values are not unique")
-
-
-def read_canonical(path: str | Path) -> Workload:
-    """Read a canonical Parquet workload; TraceFormatError naming the file (and row) when it is not one."""
-    path = Path(path)
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise TraceFormatError(str(path), None, f"not a readable Parquet file: {exc}") from None
-    missing = [name for name in WORKLOAD_SCHEMA.names if name not in table.column_names]
-    if missing:
-        raise TraceFormatError(str(path), None, f"missing column(s) {', '.join(missing)}")
-    metadata = {key.decode(): value.decode() for key, value in (table.schema.metadata or {}).items()}
-    for field in WORKLOAD_SCHEMA:
-        row = None if field.nullable else _first_bad_row(pc.is_null(table[field.name]))
-        if row is not None:
-            raise TraceFormatError(str(path), None, f"row {row}: {field.name} is null")
-    try:
-        table = table.select(WORKLOAD_SCHEMA.names).cast(WORKLOAD_SCHEMA)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-        raise TraceFormatError(str(path), None, f"columns do not cast to the canonical schema: {exc}") from None
-    if table.num_rows == 0:
-        raise TraceFormatError(str(path), None, "no requests: the file has no rows")
-    _check_values(path, table)
-
+def _parse_facts(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
     facts: dict[str, Any] = {}  # each value as its _FACTS parser made it: int or str
     for key, parse in _FACTS.items():
         text = metadata.get(f"{_PREFIX}{key}")
@@ -110,27 +76,210 @@ def read_canonical(path: str | Path) -> Workload:
             continue
         try:
             facts[key] = parse(text)
+            if parse is int and facts[key] < 0:
+                raise ValueError(text)
         except ValueError:
-            reason = f"metadata {_PREFIX}{key} is not a valid {parse.__name__}: {text!r}"
+            reason = f"metadata {_PREFIX}{key} is not a valid {'count' if parse is int else parse.__name__}: {text!r}"
             raise TraceFormatError(str(path), None, reason) from None
-    has_blocks = table["prefix_blocks"].null_count < table.num_rows
-    if has_blocks and facts.get("block_size", 0) <= 0:
-        reason = f"prefix_blocks present but metadata {_PREFIX}block_size is missing or not > 0"
-        raise TraceFormatError(str(path), None, reason)
-    return Workload(
+    return facts
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path, page_checksum_verification=True)
+    except (OSError, pa.ArrowException) as exc:
+        raise TraceFormatError(str(path), None, f"not a readable Parquet file: {exc}") from None
+
+
+def scan_canonical(path: str | Path) -> TraceScan:
+    """Start reading a canonical Parquet workload: its facts now (TraceFormatError for a file that is not
+    one), its rows checked batch by batch as they are consumed, in file order."""
+    path = Path(path)
+    parquet = _open(path)
+    try:
+        schema = parquet.schema_arrow
+        # Facts at file level (a spooled file adds them at close) over those of the Arrow schema.
+        metadata = {
+            key.decode(): value.decode()
+            for source in (schema.metadata, parquet.metadata.metadata)
+            for key, value in (source or {}).items()
+        }
+    finally:
+        parquet.close()
+    missing = [name for name in WORKLOAD_SCHEMA.names if name not in schema.names]
+    if missing:
+        raise TraceFormatError(str(path), None, f"missing column(s) {', '.join(missing)}")
+    try:
+        pa.schema([schema.field(name) for name in WORKLOAD_SCHEMA.names]).empty_table().cast(
+            WORKLOAD_SCHEMA.with_metadata(None), safe=True
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+        raise TraceFormatError(str(path), None, f"columns do not cast to the canonical schema: {exc}") from None
+    facts = _parse_facts(path, metadata)
+    return TraceScan(
         name=metadata.get(f"{_PREFIX}name", path.stem),
         source_path=str(path),
         trace_format=TraceFormat.CANONICAL,
         time_unit=facts.get("time_unit", "s"),
         block_size=facts.get("block_size", 0),
-        table=table.sort_by("arrival_s"),
-        excluded_rows=facts.get("excluded_rows", 0),
-        excluded_reason=facts.get("excluded_reason", ""),
+        batches=_batches(path, facts.get("block_size", 0)),
         token_counter=facts.get("token_counter", "trace"),
         arrival_process=facts.get("arrival_process", "trace"),
+        excluded=_StoredExclusions(facts.get("excluded_rows", 0), facts.get("excluded_reason", "")),
+        empty_reason="no requests: the file has no rows",
     )
 
 
-# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
-def scan_canonical(path: str | Path) -> TraceScan:
-    return scan_of_workload(read_canonical(path))
+def read_canonical(path: str | Path) -> Workload:
+    """Read a canonical Parquet workload into memory; TraceFormatError naming the file (and row) when it is not one."""
+    return collect(scan_canonical(path))
+
+
+def _batches(path: Path, block_size: int) -> Iterator[pa.RecordBatch]:
+    _check_unique_ids(path)
+    parquet = _open(path)
+    try:
+        first_row = 0  # rows before this row group
+        for group in range(parquet.metadata.num_row_groups):
+            group_rows = parquet.metadata.row_group(group).num_rows
+            batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=WORKLOAD_SCHEMA.names)
+            row = first_row
+            while True:
+                try:
+                    batch = next(batches, None)
+                except (OSError, pa.ArrowException) as exc:
+                    where = f"rows {first_row + 1}-{first_row + group_rows} (row group {group})"
+                    raise TraceFormatError(str(path), None, f"{where}: unreadable Parquet data: {exc}") from None
+                if batch is None:
+                    break
+                yield _checked(path, batch, row, block_size)
+                row += batch.num_rows
+            first_row += group_rows
+    finally:
+        parquet.close()
+
+
+class _StoredExclusions(ExclusionTally):
+    """The exclusions a file's metadata records, carried through exactly as written (nothing is excluded
+    while reading a canonical file, and a stored reason is not parsed back into counts)."""
+
+    def __init__(self, count: int, summary: str) -> None:
+        super().__init__()
+        self._stored = (count, summary)
+
+    @property
+    def count(self) -> int:
+        return self._stored[0]
+
+    @property
+    def summary(self) -> str:
+        return self._stored[1]
+
+
+def _check_unique_ids(path: Path) -> None:
+    """TraceFormatError naming the first row whose request_id an earlier row already has. Grouped out of
+    core by DuckDB over the one column, so no id is held as a Python string."""
+    source = f"read_parquet({_sql_text(str(path))}, file_row_number = true)"
+    with tempfile.TemporaryDirectory(prefix="costbench-ids-") as spill:
+        config = {"memory_limit": ID_CHECK_MEMORY_LIMIT, "temp_directory": spill, "threads": 2}
+        con = duckdb.connect(config=config)
+        try:
+            repeated = con.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE request_id IS NOT NULL "
+                "GROUP BY request_id HAVING count(*) > 1)"
+            ).fetchone()
+            if not repeated or not repeated[0]:
+                return
+            # Only on the error path: the earliest row that repeats an id, and where that id came first.
+            found = con.execute(
+                f"WITH ids AS (SELECT request_id, file_row_number AS r FROM {source} WHERE request_id IS NOT NULL), "
+                "firsts AS (SELECT request_id, min(r) AS first_r FROM ids GROUP BY request_id HAVING count(*) > 1) "
+                "SELECT ids.r, ids.request_id, firsts.first_r FROM ids JOIN firsts USING (request_id) "
+                "WHERE ids.r > firsts.first_r ORDER BY ids.r LIMIT 1"
+            ).fetchone()
+        except duckdb.Error as exc:
+            raise TraceFormatError(str(path), None, f"unreadable Parquet data in request_id: {exc}") from None
+        finally:
+            con.close()
+    assert found is not None  # a repeated id has a second row
+    row, request_id, first = found
+    reason = f"row {row + 1}: request_id values are not unique: {str(request_id)!r} is also row {first + 1}"
+    raise TraceFormatError(str(path), None, reason)
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _first_true(mask: pa.Array) -> int | None:
+    """0-based index of the first true in `mask` (nulls count as false), or None."""
+    values = pc.fill_null(mask, False)
+    return int(pc.index(values, True).as_py()) if pc.any(values).as_py() else None
+
+
+def _first_uncastable(column: pa.Array, target: pa.DataType) -> int:
+    """Index of the first value of `column` that does not cast to `target` (error path: value by value)."""
+    for index in range(len(column)):
+        try:
+            column.slice(index, 1).cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return index
+    return 0
+
+
+def _checked(path: Path, batch: pa.RecordBatch, first_row: int, block_size: int) -> pa.RecordBatch:
+    """`batch` (rows first_row + 1, ... of the file) in WORKLOAD_SCHEMA, or TraceFormatError at its first bad row."""
+
+    def fail(index: int, reason: str) -> TraceFormatError:
+        return TraceFormatError(str(path), None, f"row {first_row + index + 1}: {reason}")
+
+    columns = []
+    for field in WORKLOAD_SCHEMA:
+        column = batch.column(field.name)
+        if not field.nullable and column.null_count:
+            raise fail(_first_true(pc.is_null(column)) or 0, f"{field.name} is null")
+        try:
+            columns.append(column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            index = _first_uncastable(column, field.type)
+            raise fail(index, f"{field.name} {column[index].as_py()!r} is not a {field.type} value") from None
+    table = pa.RecordBatch.from_arrays(columns, schema=WORKLOAD_SCHEMA)
+    arrival, inputs, outputs = (table.column(name) for name in ("arrival_s", "input_tokens", "output_tokens"))
+    blocks = table.column("prefix_blocks")
+    block_counts = pc.list_value_length(blocks)
+    null_block_rows = pc.list_parent_indices(blocks).filter(pc.is_null(pc.list_flatten(blocks)))
+    total = pc.add(inputs.cast(pa.int64()), outputs.cast(pa.int64()))
+    checks = [
+        (
+            pc.invert(
+                pc.and_(
+                    pc.is_finite(arrival),
+                    pc.and_(pc.greater_equal(arrival, 0), pc.less_equal(arrival, MAX_TRACE_SPAN_S)),
+                )
+            ),
+            f"arrival_s must be finite, >= 0 and at most {MAX_TRACE_SPAN_S} s (400 days)",
+        ),
+        (pc.less(inputs, 1), "input_tokens must be >= 1"),
+        (pc.less(outputs, 0), "output_tokens must be >= 0"),
+        (pc.greater(total, MAX_REQUEST_TOKENS), f"input_tokens + output_tokens must be at most {MAX_REQUEST_TOKENS}"),
+        (pc.less(table.column("turn"), 0), "turn must be >= 0"),
+        (
+            pc.or_(pc.less(table.column("reasoning_tokens"), 0), pc.greater(table.column("reasoning_tokens"), outputs)),
+            "reasoning_tokens must be between 0 and output_tokens (reasoning is part of the output)",
+        ),
+    ]
+    if block_size > 0:
+        most = pc.divide(pc.add(inputs.cast(pa.int64()), block_size - 1), block_size)
+        checks.append(
+            (pc.greater(block_counts, most), f"prefix_blocks holds more than ceil(input_tokens / {block_size}) blocks")
+        )
+    else:
+        checks.append(
+            (pc.is_valid(blocks), f"prefix_blocks present but metadata {_PREFIX}block_size is missing or not > 0")
+        )
+    found = [(index, reason) for mask, reason in checks if (index := _first_true(mask)) is not None]
+    if len(null_block_rows):
+        found.append((int(null_block_rows[0].as_py()), "prefix_blocks holds a null block hash"))
+    if found:
+        raise fail(*min(found, key=lambda item: item[0]))
+    return table

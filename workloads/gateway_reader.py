@@ -12,7 +12,11 @@ hashes come from the prompt's text through the same counter (block boundaries ar
 Arrivals are offsets from the earliest timestamp; turns are numbered by timestamp within a session.
 A response without usage (an error, a dropped stream) is a failed request: left out and counted.
 The text stays in `prompt`; `gateway_capture` strips it. A malformed line fails the read with file,
-line and reason.
+line and reason: a key written twice in one object, a timestamp outside 1970..2100 (epoch seconds) or
+one stretching the log past MAX_TRACE_SPAN_S, a count that is not an integer (true is not 1),
+reasoning tokens beyond the completion tokens they are part of, a request past MAX_REQUEST_TOKENS.
+A gateway log is small by nature (one capture window): it is read whole, and `scan_gateway` hands its
+rows over as batches.
 """
 
 from __future__ import annotations
@@ -26,12 +30,21 @@ import orjson
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS, PromptBlockIds
 from workloads.chat_text import render_prompt
 from workloads.token_counter import ApproxTokenCounter, TokenCounter
-from workloads.trace_scan import TraceScan, scan_of_workload
+from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.trace_source import jsonl_records
 from workloads.workload import TraceFormat, TraceFormatError, Workload
-from workloads.workload_builder import INT32_MAX, ExclusionTally, RequestColumns
+from workloads.workload_builder import (
+    INT32_MAX,
+    MAX_REQUEST_TOKENS,
+    MAX_TRACE_SPAN_S,
+    ExclusionTally,
+    RequestColumns,
+)
 
 FAILED_REASON = "failed (response without usage)"
+# Timestamps are read as epoch seconds (or ISO-8601 text) between 1970-01-01 and 2100-01-01 UTC: a number
+# past the end is most likely milliseconds or nanoseconds, and is refused rather than misread.
+MAX_EPOCH_S = 4_102_444_800
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +63,12 @@ _SESSION_KEYS = ("session_id", "conversation_id")
 
 
 def _epoch_s(value: object) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not 0 <= value < MAX_EPOCH_S:
+            raise ValueError(
+                f"timestamp {value!r} is not epoch seconds between 1970 and 2100 (0 to {MAX_EPOCH_S}): "
+                "non-negative epoch seconds expected, not milliseconds"
+            )
         return float(value)
     if isinstance(value, str):
         try:
@@ -59,7 +77,10 @@ def _epoch_s(value: object) -> float:
             raise ValueError(f"timestamp {value!r} is neither ISO-8601 nor epoch seconds") from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=timezone.utc)
-        return moment.timestamp()
+        epoch_s = moment.timestamp()
+        if not 0 <= epoch_s < MAX_EPOCH_S:
+            raise ValueError(f"timestamp {value!r} is outside 1970-01-01 to 2100-01-01")
+        return epoch_s
     raise ValueError(f"timestamp must be ISO-8601 text or non-negative epoch seconds, got {value!r}")
 
 
@@ -90,8 +111,12 @@ def _session(line: dict, request: dict) -> str | None:
         metadata = {}
     for holder in (line, metadata):
         for key in _SESSION_KEYS:
-            if holder.get(key) not in (None, ""):
-                return str(holder[key])
+            value = holder.get(key)
+            if value in (None, ""):
+                continue
+            if type(value) not in (str, int):  # true, 1.5 or an object as a session id is a misread line
+                raise ValueError(f"{key} must be a string or an integer, got {value!r}")
+            return str(value)
     return None
 
 
@@ -102,21 +127,32 @@ def _reasoning_tokens(usage: dict) -> int | None:
     return _count(usage, "reasoning_tokens", 0)
 
 
-def read_gateway(
-    path: str | Path,
-    counter: TokenCounter | None = None,
-    block_size: int = DEFAULT_BLOCK_TOKENS,
-    model: str | None = None,
-) -> Workload:
-    """Read a gateway request log; `model` keeps only requests for that model.
+class _Span:
+    """The earliest and latest timestamp so far, to refuse the line that stretches the log past the bound."""
 
-    Raises TraceFormatError(path, line, reason) on the first malformed line.
-    """
-    path = Path(path)
-    counter = counter if counter is not None else ApproxTokenCounter()
+    def __init__(self) -> None:
+        self.first_s: float | None = None
+        self.last_s: float | None = None
+
+    def add(self, epoch_s: float) -> None:
+        first_s = epoch_s if self.first_s is None else min(self.first_s, epoch_s)
+        last_s = epoch_s if self.last_s is None else max(self.last_s, epoch_s)
+        if last_s - first_s > MAX_TRACE_SPAN_S:
+            raise ValueError(
+                f"timestamp {epoch_s:.0f} stretches the log to {last_s - first_s:.0f} s, "
+                f"more than {MAX_TRACE_SPAN_S} s (400 days)"
+            )
+        self.first_s, self.last_s = first_s, last_s
+
+
+def _rows(
+    path: Path, counter: TokenCounter, block_size: int, model: str | None
+) -> tuple[RequestColumns, ExclusionTally, int]:
+    """(the completed requests, what was left out, how many prompts the counter counted)."""
     prompts = PromptBlockIds(counter, block_size)
     excluded = ExclusionTally()
     parsed: list[_Parsed] = []  # arrivals are rebased once the earliest timestamp is known
+    span = _Span()
     counted_prompts = 0
     for line, raw in jsonl_records(path):
         try:
@@ -129,7 +165,9 @@ def read_gateway(
             if not isinstance(request, dict) or not isinstance(response, dict | None):
                 raise ValueError("request must be an object and response an object or null")
             epoch_s = _epoch_s(raw["timestamp"])
+            span.add(epoch_s)
             prompt = _prompt(request)
+            session = _session(raw, request)
             if model is not None and request.get("model") != model:
                 excluded.add(f"other model than {model}")
                 continue
@@ -141,18 +179,20 @@ def read_gateway(
             assert output_tokens is not None  # completion_tokens present: checked above
             logged_input = _count(usage, "prompt_tokens", 1)
             reasoning = _reasoning_tokens(usage)
+            if reasoning is not None and reasoning > output_tokens:
+                raise ValueError(
+                    f"usage reasoning_tokens {reasoning} exceeds completion_tokens {output_tokens} (it is part of them)"
+                )
+            if logged_input is not None:
+                _check_size(logged_input, output_tokens)
+            input_tokens, blocks = prompts.blocks(render_prompt(prompt), logged_input)
+            _check_size(input_tokens, output_tokens)
         except ValueError as exc:
             raise TraceFormatError(str(path), line, str(exc)) from None
-        input_tokens, blocks = prompts.blocks(render_prompt(prompt), logged_input)
         counted_prompts += logged_input is None
         text = prompt if isinstance(prompt, str) else orjson.dumps(prompt).decode()
-        parsed.append(
-            _Parsed(line, epoch_s, input_tokens, output_tokens, blocks, _session(raw, request), reasoning, text)
-        )
-    if not parsed:
-        detail = f" ({excluded.summary})" if excluded.count else ""
-        raise TraceFormatError(str(path), None, f"no requests to replay: the log holds no completed request{detail}")
-    start_s = min(row.epoch_s for row in parsed)
+        parsed.append(_Parsed(line, epoch_s, input_tokens, output_tokens, blocks, session, reasoning, text))
+    start_s = min((row.epoch_s for row in parsed), default=0.0)
     rows = RequestColumns()
     for row in parsed:
         rows.append(
@@ -165,26 +205,49 @@ def read_gateway(
             prompt=row.prompt,
             reasoning_tokens=row.reasoning_tokens,
         )
-    counts = "usage" if counted_prompts == 0 else f"usage, {counted_prompts} prompt counts by {counter.name}"
-    return Workload(
-        name=path.stem,
-        source_path=str(path),
-        trace_format=TraceFormat.GATEWAY,
-        time_unit="s",
-        block_size=block_size,
-        table=rows.table(number_turns=True),
-        excluded_rows=excluded.count,
-        excluded_reason=excluded.summary,
-        # Block boundaries are in the counter's tokens, whatever counted the prompts.
-        token_counter=f"{counts}; blocks by {counter.name}",
-    )
+    return rows, excluded, counted_prompts
 
 
-# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
+def _check_size(input_tokens: int, output_tokens: int) -> None:
+    if input_tokens + output_tokens > MAX_REQUEST_TOKENS:
+        raise ValueError(f"the request needs {input_tokens} + {output_tokens} tokens, more than {MAX_REQUEST_TOKENS}")
+
+
 def scan_gateway(
     path: str | Path,
     counter: TokenCounter | None = None,
     block_size: int = DEFAULT_BLOCK_TOKENS,
     model: str | None = None,
 ) -> TraceScan:
-    return scan_of_workload(read_gateway(path, counter, block_size, model))
+    """Read a gateway request log now and hand its rows over as batches; `model` keeps only requests
+    for that model. Raises TraceFormatError(path, line, reason) on the first malformed line."""
+    path = Path(path)
+    counter = counter if counter is not None else ApproxTokenCounter()
+    rows, excluded, counted_prompts = _rows(path, counter, block_size, model)
+    counts = "usage" if counted_prompts == 0 else f"usage, {counted_prompts} prompt counts by {counter.name}"
+    return TraceScan(
+        name=path.stem,
+        source_path=str(path),
+        trace_format=TraceFormat.GATEWAY,
+        time_unit="s",
+        block_size=block_size,
+        # Rebased, sorted and turns numbered already: the whole log is in memory.
+        batches=iter(rows.table(number_turns=True).to_batches(max_chunksize=BATCH_ROWS)),
+        excluded=excluded,
+        # Block boundaries are in the counter's tokens, whatever counted the prompts.
+        token_counter=f"{counts}; blocks by {counter.name}",
+        empty_reason="no requests to replay: the log holds no completed request",
+    )
+
+
+def read_gateway(
+    path: str | Path,
+    counter: TokenCounter | None = None,
+    block_size: int = DEFAULT_BLOCK_TOKENS,
+    model: str | None = None,
+) -> Workload:
+    """Read a gateway request log into memory; `model` keeps only requests for that model.
+
+    Raises TraceFormatError(path, line, reason) on the first malformed line.
+    """
+    return collect(scan_gateway(path, counter, block_size, model))

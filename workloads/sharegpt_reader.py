@@ -8,8 +8,10 @@ from a TokenCounter (a local tokenizer.json, or the documented approximation; re
 
 ShareGPT has no timing: every arrival_s is 0 and time_unit is "none" (workload.UNTIMED). Replay it
 through `synthetic_arrivals.with_synthetic_arrivals`. Unanswered human turns, empty answers and
-conversations without a human turn are left out and counted; a malformed record fails the read with
-file, the line where the record starts, and the reason.
+conversations without a human turn are left out and counted; a malformed record (a key written twice
+in one object included) or a turn needing more than MAX_REQUEST_TOKENS fails the read with file, the
+line where the record starts, and the reason. A ShareGPT file is one JSON document, small by nature
+(hundreds of MB at most): it is read whole, and `scan_sharegpt` hands its rows over as batches.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import orjson
 
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS, PromptBlockIds
 from workloads.chat_text import render_prompt
+from workloads.json_strict import duplicate_key_reason, first_ambiguous_element
 from workloads.token_counter import ApproxTokenCounter, TokenCounter
-from workloads.trace_scan import TraceScan, scan_of_workload
+from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.trace_source import json_document
 from workloads.workload import UNTIMED, TraceFormat, TraceFormatError, Workload
-from workloads.workload_builder import INT32_MAX, ExclusionTally, RequestColumns
+from workloads.workload_builder import MAX_REQUEST_TOKENS, ExclusionTally, RequestColumns
 
 # ShareGPT dumps name the speakers in several ways; each maps to an OpenAI chat role.
 ROLES = {
@@ -53,6 +56,17 @@ def _record_line(text: str, index: int) -> int | None:
     return None
 
 
+def _check_no_duplicate_keys(path: Path, text: str) -> None:
+    """TraceFormatError at the record holding a key written twice in one object (orjson keeps the last)."""
+    if duplicate_key_reason(text) is None:
+        return
+    found = first_ambiguous_element(text)
+    if found is None:  # the duplicate is outside every record: name the document
+        raise TraceFormatError(str(path), 1, str(duplicate_key_reason(text)))
+    index, position, reason = found
+    raise TraceFormatError(str(path), text.count("\n", 0, position) + 1, f"conversation {index}: {reason}")
+
+
 def _messages(record: object) -> list[dict[str, str]]:
     """The record's turns as chat messages; ValueError with the reason when it is malformed."""
     if not isinstance(record, dict):
@@ -71,15 +85,21 @@ def _messages(record: object) -> list[dict[str, str]]:
     return messages
 
 
-def read_sharegpt(
-    path: str | Path, counter: TokenCounter | None = None, block_size: int = DEFAULT_BLOCK_TOKENS
-) -> Workload:
-    """Read a ShareGPT JSON file; raises TraceFormatError(path, line, reason) on the first bad record."""
-    path = Path(path)
-    counter = counter if counter is not None else ApproxTokenCounter()
+def _session_key(record: dict, index: int) -> str:
+    raw_id = record.get("id")
+    if raw_id is None:
+        return str(index)
+    if type(raw_id) not in (str, int):  # a bool, number or object as an id is a misread record
+        raise ValueError(f"id must be a string or an integer, got {raw_id!r}")
+    return str(raw_id)
+
+
+def _rows(path: Path, counter: TokenCounter, block_size: int) -> tuple[RequestColumns, ExclusionTally]:
+    """Every answered human turn of the file; TraceFormatError(path, line, reason) on the first bad record."""
     text, records = json_document(path)
     if not isinstance(records, list):
         raise TraceFormatError(str(path), 1, f"expected a JSON array of conversations, got {type(records).__name__}")
+    _check_no_duplicate_keys(path, text)
     prompts = PromptBlockIds(counter, block_size)
     rows = RequestColumns()
     excluded = ExclusionTally()
@@ -87,9 +107,9 @@ def read_sharegpt(
     for index, record in enumerate(records):
         try:
             messages = _messages(record)
+            raw_id = _session_key(record, index)
         except ValueError as exc:
             raise TraceFormatError(str(path), _record_line(text, index), f"conversation {index}: {exc}") from None
-        raw_id = str(record.get("id", index))
         # Some dumps repeat an id for the parts of one long conversation: keep the sessions apart.
         seen_sessions[raw_id] = seen_sessions.get(raw_id, 0) + 1
         session = raw_id if seen_sessions[raw_id] == 1 else f"{raw_id}#{seen_sessions[raw_id]}"
@@ -107,8 +127,12 @@ def read_sharegpt(
                 continue
             context = messages[: position + 1]
             input_tokens, blocks = prompts.blocks(render_prompt(context))
-            if max(input_tokens, output_tokens) > INT32_MAX:
-                raise TraceFormatError(str(path), _record_line(text, index), f"conversation {index}: turn too long")
+            if input_tokens + output_tokens > MAX_REQUEST_TOKENS:
+                reason = (
+                    f"conversation {index}: turn {turn} needs {input_tokens} + {output_tokens} tokens, "
+                    f"more than {MAX_REQUEST_TOKENS}"
+                )
+                raise TraceFormatError(str(path), _record_line(text, index), reason)
             rows.append(
                 f"{session}/{turn}",
                 0.0,
@@ -122,25 +146,33 @@ def read_sharegpt(
             turn += 1
         if not any(message["role"] == "user" for message in messages):
             excluded.add("conversation without a human turn")
-    if not len(rows):
-        detail = f" ({excluded.summary})" if excluded.count else ""
-        raise TraceFormatError(str(path), None, f"no requests: no answered human turn in the file{detail}")
-    return Workload(
+    return rows, excluded
+
+
+def scan_sharegpt(
+    path: str | Path, counter: TokenCounter | None = None, block_size: int = DEFAULT_BLOCK_TOKENS
+) -> TraceScan:
+    """Read a ShareGPT JSON file now (it is one document) and hand its rows over as batches;
+    raises TraceFormatError(path, line, reason) on the first bad record."""
+    path = Path(path)
+    counter = counter if counter is not None else ApproxTokenCounter()
+    rows, excluded = _rows(path, counter, block_size)
+    return TraceScan(
         name=path.stem,
         source_path=str(path),
         trace_format=TraceFormat.SHAREGPT,
         time_unit=UNTIMED,
         block_size=block_size,
-        table=rows.table(),
-        excluded_rows=excluded.count,
-        excluded_reason=excluded.summary,
+        batches=iter(rows.table().to_batches(max_chunksize=BATCH_ROWS)),
+        excluded=excluded,
         token_counter=counter.name,
         arrival_process="none",
+        empty_reason="no requests: no answered human turn in the file",
     )
 
 
-# Transitional: reads the whole file, then streams it. Replaced by a streaming scan.
-def scan_sharegpt(
+def read_sharegpt(
     path: str | Path, counter: TokenCounter | None = None, block_size: int = DEFAULT_BLOCK_TOKENS
-) -> TraceScan:
-    return scan_of_workload(read_sharegpt(path, counter, block_size))
+) -> Workload:
+    """Read a ShareGPT JSON file; raises TraceFormatError(path, line, reason) on the first bad record."""
+    return collect(scan_sharegpt(path, counter, block_size))

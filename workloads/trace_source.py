@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from workloads.json_strict import duplicate_key_reason
 from workloads.workload import TraceFormatError
 
 
@@ -23,16 +24,21 @@ def read_file_bytes(path: Path) -> bytes:
 
 
 def jsonl_records(path: Path) -> Iterator[tuple[int, object]]:
-    """(physical line number, decoded value) for every non-blank line."""
+    """(physical line number, decoded value) for every non-blank line; a line with a key written twice in
+    one object is an error (workloads/json_strict.py), not its last value."""
     data = read_file_bytes(path)
     # bytes.splitlines splits on \n, \r\n and \r only, so the index is the physical line.
     for index, line in enumerate(data.splitlines()):
         if not line.strip():
             continue
         try:
-            yield index + 1, orjson.loads(line)
+            value = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise TraceFormatError(str(path), index + 1, f"invalid JSON at column {exc.colno}: {exc.msg}") from None
+        reason = duplicate_key_reason(line)
+        if reason is not None:
+            raise TraceFormatError(str(path), index + 1, reason)
+        yield index + 1, value
 
 
 def json_document(path: Path) -> tuple[str, object]:
