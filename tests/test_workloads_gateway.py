@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import capture_command
+from pipelines import cli
 from workloads.canonical_parquet import read_canonical, write_canonical
 from workloads.gateway_capture import capture_gateway_log
 from workloads.gateway_reader import read_gateway
@@ -185,10 +184,7 @@ def test_capture_of_a_bad_log_writes_nothing_and_leaves_an_old_file_alone(tmp_pa
 
 
 def run_capture(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="costbench")
-    capture_command.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return cli.main(argv)  # the entry point: it turns a refused input into one stderr line and exit 2
 
 
 def test_capture_command_writes_parquet_and_reports_exclusions(
