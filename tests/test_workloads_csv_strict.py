@@ -117,6 +117,8 @@ def test_header_faults(tmp_path: Path) -> None:
 def test_not_utf8_and_an_unclosed_quote_name_their_line(tmp_path: Path) -> None:
     latin1 = write(tmp_path, (BURST + BURST_ROW + "6,Gr\xfcn,1,1,2,x\n").encode("latin-1"))
     assert error_of(read_burstgpt, latin1) == f"{latin1}:3: not UTF-8: byte 0xfc cannot be decoded"
+    unread = write(tmp_path, (BURST + BURST_ROW + BURST_ROW + "6,GPT-4,1,1,2,API \xfc\n").encode("latin-1"), "u.csv")
+    assert error_of(read_burstgpt, unread) == f"{unread}:4: not UTF-8: byte 0xfc cannot be decoded"  # Log Type
     unclosed = write(tmp_path, BURST + BURST_ROW + '6,"GPT-4,1,1,2,x\n' + BURST_ROW, "quote.csv")
     assert error_of(read_burstgpt, unclosed) == f"{unclosed}:3: a quoted field starts here and is never closed"
 

@@ -141,14 +141,14 @@ def _skip_blank(row: pcsv.InvalidRow) -> str:
 
 
 def _arrow_cells(header: CsvHeader) -> Iterator[dict[str, pa.Array]]:
-    written = list(header.columns.values())
     reader = pcsv.open_csv(
         header.path,
         read_options=pcsv.ReadOptions(block_size=_block_size(header.path)),
         parse_options=pcsv.ParseOptions(newlines_in_values=True, invalid_row_handler=_skip_blank),
         convert_options=pcsv.ConvertOptions(
-            include_columns=written,
-            column_types={name: pa.string() for name in written},
+            # Every column as text, the unread ones too: Arrow checks each string is UTF-8, and a file
+            # that is not is refused whichever cell holds the bad byte.
+            column_types={name: pa.string() for name in header.names},
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
         ),
