@@ -187,7 +187,7 @@ class SimEngine:
             self.steps += 1
             self.last_step_end_s = now_s
             if plan.batch.mode is ForwardMode.DECODE:
-                self._decode_window.append((plan.duration_s, len(plan.work)))
+                self._decode_window.append((plan.duration_s, sum(n for _, n in plan.work)))  # tokens gained
                 if not plan.retracted:
                     self._retract_window.append(0)
             self._deliver(progressed, now_s)

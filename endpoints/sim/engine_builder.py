@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from endpoints.sim.clock import Clock
-from endpoints.sim.cost_model import ParallelConfig, RooflineCostModel
+from endpoints.sim.cost_model import CostModel, ParallelConfig, RooflineCostModel
 from endpoints.sim.engine import SimEngine
 from endpoints.sim.kv_pool import KvPool, kv_capacity_tokens
 from endpoints.sim.profiles import hardware_profile_for, model_profile_for
 from endpoints.sim.radix_cache import RadixCache
 from endpoints.sim.scheduler import Scheduler, SchedulerConfig
 from endpoints.sim.server_args import SimServerArgs
+from endpoints.sim.speculative import SpeculativeCostModel, SpeculativeDecoding, mtp_draft_profile, with_draft_memory
 
 
 def build_engine(args: SimServerArgs, clock: Clock) -> SimEngine:
@@ -17,7 +18,13 @@ def build_engine(args: SimServerArgs, clock: Clock) -> SimEngine:
     model = model_profile_for(args.model_path)
     hardware = hardware_profile_for(args.sim_hardware.value)
     parallel = ParallelConfig(args.tp_size, args.dp_size, args.enable_dp_attention)
-    capacity = kv_capacity_tokens(model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
+    spec = args.speculative
+    kv_model = model if spec is None else with_draft_memory(model)  # MTP: its weights and one-layer KV pool
+    capacity = kv_capacity_tokens(kv_model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
+    cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes)
+    if spec is not None:
+        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes)
+        cost_model = SpeculativeCostModel(spec, cost_model, draft)
     scheduler = Scheduler(
         SchedulerConfig(
             policy=args.schedule_policy,
@@ -26,9 +33,10 @@ def build_engine(args: SimServerArgs, clock: Clock) -> SimEngine:
             max_prefill_tokens=args.max_prefill_tokens,
             schedule_conservativeness=args.schedule_conservativeness,
         ),
-        RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes),
+        cost_model,
         RadixCache(disabled=args.disable_radix_cache),
         KvPool(capacity),
+        None if spec is None else SpeculativeDecoding.from_config(spec),
     )
     return SimEngine(
         scheduler,
