@@ -11,8 +11,10 @@ time = max(compute time, memory time) + a fixed per-step overhead.
 - Overhead: kernel launches and the two TP all-reduces per layer. Decode replays CUDA graphs, so it
   is small; prefill (extend) runs eagerly, so each layer costs far more launch and Python time.
 
-The constants below are set once from public figures (docs/twin.md, "Profiles and sources"); nothing
-is fitted per test. bench/twin_calibration.py prints predicted vs published for every row.
+The efficiency constants (shares of peak, per-layer overheads) are per vendor, plain data in
+profiles.CostConstants, fitted by bench/twin_fit.py on a declared fit set of published figures
+(endpoints/sim/fitted_constants.py); bench/twin_calibration.py prints the fit set and the validation
+set apart.
 """
 
 from __future__ import annotations
@@ -20,26 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from endpoints.sim.profiles import HardwareProfile, ModelProfile
+from endpoints.sim.profiles import CostConstants, HardwareProfile, ModelProfile, cost_constants_for
 from endpoints.sim.step_batch import ForwardMode, StepBatch
 
-# Achieved share of peak HBM bandwidth for grouped-GEMM weight streaming and MLA KV reads
-# (a device-to-device copy reaches ~90% of peak; MoE kernels at small batch reach much less).
-MEMORY_EFFICIENCY = 0.6
-# Achieved share of dense peak FLOP/s. The best public DeepSeek prefill (LMSYS large-scale EP,
-# 57,674 input tok/s per 8×H100 node) is 57,674 × 2 × 36.6e9 / (8 × 1,979e12) = 27% of FP8 peak;
-# TP-sharded experts (2048/TP-wide GEMMs) do no better, so that is the estimate.
-COMPUTE_EFFICIENCY = 0.27
-# Per layer, per decode step: CUDA-graph replay of ~two dozen kernels plus two all-reduces.
-# 61 layers × 130 µs ≈ 7.9 ms, which with the B200 weight read gives ~9.5 ms at batch 1
-# (calibration row 1: 105 tok/s at concurrency 1).
-DECODE_OVERHEAD_PER_LAYER_S = 130e-6
-# Per layer, per extend step: eager launches and host work, no CUDA graphs. Row 1's 153 ms TTFT
-# for a ~500-token prompt at concurrency 1, minus the ~18 ms weight read, leaves ~2 ms a layer.
-EXTEND_OVERHEAD_PER_LAYER_S = 2.0e-3
 # Past one node (TP over more than 8 GPUs), every MoE layer exchanges tokens over InfiniBand: DeepEP's
 # published low-latency kernels at EP16 take ~118 µs to dispatch and ~195 µs to combine. Within a
-# node, NVLink all-reduces are part of the per-layer overheads above.
+# node, NVLink all-reduces are part of the per-layer overheads (CostConstants). A published figure, not fitted.
 GPUS_PER_NODE = 8
 INTER_NODE_MOE_EXCHANGE_S = 313e-6
 
@@ -78,10 +66,12 @@ class RooflineCostModel:
         hardware: HardwareProfile,
         parallel: ParallelConfig,
         kv_dtype_bytes: int = 2,
+        constants: CostConstants | None = None,
     ) -> None:
         self._model = model
         self._hw = hardware
         self._parallel = parallel
+        self.constants = constants or cost_constants_for(hardware.vendor)
         self._kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype_bytes)
         self._expert_bytes = model.expert_params * model.weight_bytes_per_param
         self._non_expert_bytes = model.non_expert_params_read * model.weight_bytes_per_param
@@ -92,7 +82,7 @@ class RooflineCostModel:
         return experts * (1.0 - (1.0 - self._model.experts_per_token / experts) ** tokens)
 
     def step_cost(self, batch: StepBatch) -> StepCost:
-        model, hw, par = self._model, self._hw, self._parallel
+        model, hw, par, c = self._model, self._hw, self._parallel, self.constants
         tokens = batch.new_tokens
         if tokens <= 0:
             return StepCost(0.0, 0.0, 0.0)
@@ -101,9 +91,8 @@ class RooflineCostModel:
         weight_bytes = self._non_expert_bytes + expert_bytes
         kv_tokens = sum(item.context_tokens + item.new_tokens for item in batch.items)
         kv_bytes = kv_tokens * self._kv_bytes_per_token
-        memory_s = weight_bytes / (par.tp_size * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY) + kv_bytes / (
-            par.attention_ranks * hw.hbm_bytes_per_s * MEMORY_EFFICIENCY
-        )
+        bandwidth = hw.hbm_bytes_per_s * c.memory_efficiency
+        memory_s = weight_bytes / (par.tp_size * bandwidth) + kv_bytes / (par.attention_ranks * bandwidth)
 
         gemm_flops = 2.0 * model.active_params * tokens
         if batch.mode is ForwardMode.DECODE:
@@ -111,16 +100,16 @@ class RooflineCostModel:
             # the draft tokens of a speculative verify (endpoints/sim/speculative.py).
             pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens) for item in batch.items)
             attention_flops = model.decode_attention_flops_per_context_token * pairs
-            overhead_s = DECODE_OVERHEAD_PER_LAYER_S * model.num_layers
+            overhead_s = c.decode_layer_s * model.num_layers
         else:
             # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
             pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens / 2.0) for item in batch.items)
             attention_flops = model.prefill_attention_flops_per_context_token * pairs
-            overhead_s = EXTEND_OVERHEAD_PER_LAYER_S * model.num_layers
+            overhead_s = c.extend_layer_s * model.num_layers
         if par.tp_size > GPUS_PER_NODE:
             overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
-        compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * COMPUTE_EFFICIENCY) + attention_flops / (
-            par.tp_size * hw.bf16_flops_per_s * COMPUTE_EFFICIENCY
+        compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency) + attention_flops / (
+            par.tp_size * hw.bf16_flops_per_s * c.attention_efficiency
         )
         return StepCost(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from endpoints.sim import fitted_constants
+
 
 @dataclass(frozen=True, slots=True)
 class ModelProfile:
@@ -73,13 +75,41 @@ class ModelProfile:
         return 2.0 * self.num_attention_heads * (qk + self.v_head_dim) * self.num_layers
 
 
+class Vendor(str, Enum):
+    """Whose software stack SGLang runs on: it sets how much of the datasheet peaks the kernels reach."""
+
+    NVIDIA = "nvidia"  # CUDA: FlashInfer/FlashMLA attention, DeepGEMM/CUTLASS FP8 GEMMs, NCCL
+    AMD = "amd"  # ROCm: aiter attention and MoE kernels, hipBLASLt, RCCL
+
+
 @dataclass(frozen=True, slots=True)
 class HardwareProfile:
     name: str
     hbm_bytes: float
     hbm_bytes_per_s: float
-    bf16_flops_per_s: float
-    fp8_flops_per_s: float
+    bf16_flops_per_s: float  # dense
+    fp8_flops_per_s: float  # dense
+    vendor: Vendor = Vendor.NVIDIA
+
+
+@dataclass(frozen=True, slots=True)
+class CostConstants:
+    """The cost model's fitted numbers for one vendor's stack: the shares of the datasheet peaks SGLang's
+    kernels reach, and the fixed per-layer cost of each kind of step. bench/twin_fit.py fits them on the
+    declared fit set and writes them to fitted_constants.py; `sglang_version` is the release the fit
+    set was measured on (SGLang gets faster from release to release)."""
+
+    sglang_version: str
+    memory_efficiency: float  # weight streaming and MLA KV reads, share of peak HBM bandwidth
+    gemm_efficiency: float  # the token GEMMs (FP8), share of dense FP8 peak
+    attention_efficiency: float  # prefill attention (BF16), share of dense BF16 peak
+    decode_layer_s: float  # per layer per decode step: CUDA-graph replay of its kernels, two all-reduces
+    extend_layer_s: float  # per layer per extend step: eager kernel launches and host work
+
+
+def cost_constants_for(vendor: Vendor) -> CostConstants:
+    """The fitted constants for a vendor's GPUs (endpoints/sim/fitted_constants.py)."""
+    return CostConstants(**fitted_constants.FITTED[vendor.value])
 
 
 def _deepseek_v3(name: str, reasoning_share: tuple[float, float] | None = None) -> ModelProfile:
