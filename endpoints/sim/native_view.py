@@ -2,7 +2,8 @@
 
 Chunks carry cumulative `text` and `output_ids` (SGLang's default) or deltas under
 --incremental-streaming-output; `meta_info` follows tokenizer_manager's shape, with
-`e2e_latency` on the final chunk only. Under --enable-metrics every chunk after admission also
+`e2e_latency` on the final chunk only, with speculative decoding's `spec_*` counts after it (as
+tokenizer_manager adds them, final chunk only). Under --enable-metrics every chunk after admission also
 carries the scheduler's timings as SGLang merges them (SchedulerReqTimeStats.
 convert_to_output_meta_info, python/sglang/srt/observability/req_time_stats.py): `forward_entry_time`
 (epoch s) and `queue_time` (s in the waiting queue before the first forward batch).
@@ -64,6 +65,8 @@ class NativeView:
             meta["queue_time"] = update.admitted_s - update.arrival_s
         if update.finished:
             meta["e2e_latency"] = update.now_s - update.arrival_s
+        if update.spec_meta_info:  # a finished request's verify counts under speculative decoding
+            meta.update(update.spec_meta_info)
         return meta
 
     def body(self, update: TokenUpdate) -> dict:

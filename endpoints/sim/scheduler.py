@@ -79,7 +79,7 @@ class Scheduler:
         self._cost_model = cost_model
         # Speculative decoding: a decode step is a verify of `verify_tokens` per request, which gains
         # 1 + the drafts accepted (speculative.py); None: one token per request per decode step.
-        self._spec = speculative
+        self.speculative = speculative
         self._order = POLICIES[config.policy]
         self.cache = cache
         self.pool = pool
@@ -130,7 +130,8 @@ class Scheduler:
             work, retracted = self._plan_decode()
         if not work:
             return None if not retracted else StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
-        verify = self._spec.verify_tokens if self._spec is not None and mode is ForwardMode.DECODE else None
+        spec = self.speculative
+        verify = spec.verify_tokens if spec is not None and mode is ForwardMode.DECODE else None
         batch = StepBatch(mode, tuple(BatchItem(verify or n, self._context_tokens(r)) for r, n in work))
         return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
 
@@ -194,13 +195,14 @@ class Scheduler:
     def _plan_decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest]]:
         decoding = [r for r in self.running if r.decoding]
         retracted: list[SimRequest] = []
-        per_request = 1 if self._spec is None else self._spec.verify_tokens  # slots a step may need per request
+        spec = self.speculative
+        per_request = 1 if spec is None else spec.verify_tokens  # the slots a step may need per request
         if decoding and self.free_tokens() < len(decoding) * per_request:
             decoding, retracted = self._retract(decoding)
-        if self._spec is None:
+        if spec is None:
             gains = [1] * len(decoding)
         else:
-            gains = [self._spec.tokens_gained(r.target_tokens - r.output_tokens) for r in decoding]
+            gains = [spec.tokens_gained(r.target_tokens - r.output_tokens) for r in decoding]
         need = sum(gains)
         short = need - self.pool.available_tokens(self.cache.total_tokens)
         if short <= 0 or self.cache.evict(short) >= short:  # the usual case: the slots for all, in bulk
@@ -254,8 +256,8 @@ class Scheduler:
         """Apply a finished step; returns the requests that produced a token (or finished)."""
         progressed: list[SimRequest] = []
         extend = plan.batch.mode is ForwardMode.EXTEND
-        if self._spec is not None and not extend:
-            self._spec.record_step([(r, n) for r, n in plan.work if not r.aborted])
+        if self.speculative is not None and not extend:
+            self.speculative.record_step([(r, n) for r, n in plan.work if not r.aborted])
         for r, n in plan.work:
             if r.aborted:
                 continue

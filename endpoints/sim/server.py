@@ -95,6 +95,7 @@ class SimTwin:
 
     def server_info(self) -> dict:
         engine, scheduler = self.engine, self.engine.scheduler
+        spec = scheduler.speculative
         info = self.args.as_server_info()
         info["context_length"] = engine.context_length_tokens
         info.update(
@@ -111,7 +112,8 @@ class SimTwin:
                     "last_gen_throughput": engine.gen_throughput_tok_s(),
                     # What the (one) scheduler enforces, under SGLang's name (Scheduler.get_internal_state).
                     "effective_max_running_requests_per_dp": self.args.max_running_requests,
-                    "avg_spec_accept_length": None,
+                    # Tokens per request-verify since start (Scheduler.get_internal_state); None without speculation.
+                    "avg_spec_accept_length": None if spec is None else spec.avg_accept_length(),
                     "sim_steps": engine.steps,  # twin only: steps run and the Python time they cost
                     "sim_loop_cpu_s": engine.loop_cpu_s,
                 }

@@ -72,6 +72,7 @@ class SimMetrics:
             "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", E2E_BUCKETS_S
         )
         self._queue = _Histogram("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", QUEUE_BUCKETS_S)
+        self.spec_verify_calls = 0  # finished requests' spec_verify_ct, summed (speculative decoding only)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -97,6 +98,8 @@ class SimMetrics:
             c["num_requests"] += 1
             if update.finish_reason is not None and update.finish_reason.get("type") == "abort":
                 c["num_aborted_requests"] += 1
+            if update.spec_meta_info:
+                self.spec_verify_calls += update.spec_meta_info["spec_verify_ct"]
             self._e2e.observe(now_s - update.arrival_s)
 
     # -- exposition -------------------------------------------------------------------------------
@@ -111,6 +114,9 @@ class SimMetrics:
             "num_retracted_input_tokens": retractions.input_tokens,
             "num_retracted_output_tokens": retractions.output_tokens,
         }
+        spec = scheduler.speculative
+        if spec is not None:
+            counters["spec_verify_calls"] = self.spec_verify_calls
         for name, value in counters.items():
             family = CounterMetricFamily(f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=labels)
             family.add_metric(values, value)
@@ -126,6 +132,12 @@ class SimMetrics:
             "new_token_ratio": ("The new token ratio of the admission estimate.", scheduler.new_token_ratio),
             "max_total_num_tokens": ("Maximum total tokens in the KV pool.", scheduler.pool.capacity_tokens),
         }
+        if spec is not None:  # over the last decode log interval, as SGLang's scheduler sets them
+            gauges["spec_accept_length"] = (
+                "Mean acceptance length (accepted drafts + bonus).",
+                spec.window_accept_length(),
+            )
+            gauges["spec_accept_rate"] = ("Accepted drafts / proposed drafts.", spec.window_accept_rate())
         for name, (doc, level) in gauges.items():
             gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=labels)
             gauge.add_metric(values, level)
