@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from pipelines import workload_command
+from pipelines import cli
 from workloads.mooncake_reader import read_mooncake
 from workloads.trace_stats import TraceStats, trace_stats
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, Workload
@@ -110,10 +109,7 @@ def test_bundled_mooncake_stats() -> None:
 
 
 def run_cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="costbench")
-    workload_command.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return cli.main(argv)  # the entry point: it turns a bad trace into one stderr line and exit 2
 
 
 def test_inspect_prints_the_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
