@@ -6,24 +6,25 @@ from endpoints.sim.clock import Clock
 from endpoints.sim.cost_model import CostModel, ParallelConfig, RooflineCostModel
 from endpoints.sim.engine import SimEngine
 from endpoints.sim.kv_pool import KvPool, kv_capacity_tokens
-from endpoints.sim.profiles import hardware_profile_for, model_profile_for
+from endpoints.sim.profiles import CostConstants, hardware_profile_for, model_profile_for
 from endpoints.sim.radix_cache import RadixCache
 from endpoints.sim.scheduler import Scheduler, SchedulerConfig
 from endpoints.sim.server_args import SimServerArgs
 from endpoints.sim.speculative import SpeculativeCostModel, SpeculativeDecoding, mtp_draft_profile, with_draft_memory
 
 
-def build_engine(args: SimServerArgs, clock: Clock) -> SimEngine:
-    """Raises UnknownProfileError or KvSizingError with a message naming the flag to change."""
+def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstants | None = None) -> SimEngine:
+    """Raises UnknownProfileError or KvSizingError with a message naming the flag to change.
+    `cost_constants`: the cost model's efficiencies (default: the fitted ones for the GPU's vendor)."""
     model = model_profile_for(args.model_path)
     hardware = hardware_profile_for(args.sim_hardware.value)
     parallel = ParallelConfig(args.tp_size, args.dp_size, args.enable_dp_attention)
     spec = args.speculative
     kv_model = model if spec is None else with_draft_memory(model)  # MTP: its weights and one-layer KV pool
     capacity = kv_capacity_tokens(kv_model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
-    cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes)
+    cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, cost_constants)
     if spec is not None:
-        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes)
+        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, cost_constants)
         cost_model = SpeculativeCostModel(spec, cost_model, draft)
     scheduler = Scheduler(
         SchedulerConfig(

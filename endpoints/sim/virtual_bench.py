@@ -19,6 +19,7 @@ from statistics import fmean, median, quantiles
 from endpoints.sim.clock import VirtualClock
 from endpoints.sim.engine import SimEngine
 from endpoints.sim.engine_builder import build_engine
+from endpoints.sim.profiles import CostConstants
 from endpoints.sim.server_args import parse_server_args
 from endpoints.sim.sim_request import GenerateInput
 
@@ -132,12 +133,18 @@ async def _one(engine: SimEngine, i: int, request: BenchRequest) -> RequestTimin
     )
 
 
-def run_bench(flags: list[str], requests: list[BenchRequest], max_concurrency: int | None = None) -> BenchResult:
-    """Run the requests against a twin built from SGLang `flags`, in virtual time."""
+def run_bench(
+    flags: list[str],
+    requests: list[BenchRequest],
+    max_concurrency: int | None = None,
+    cost_constants: CostConstants | None = None,
+) -> BenchResult:
+    """Run the requests against a twin built from SGLang `flags`, in virtual time (with the cost model's
+    constants injected, e.g. by the fit; default: the fitted ones)."""
     clock = VirtualClock()
 
     async def main() -> BenchResult:
-        engine = build_engine(parse_server_args(flags), clock)
+        engine = build_engine(parse_server_args(flags), clock, cost_constants)
         engine.start()
         limit = asyncio.Semaphore(max_concurrency or len(requests))
 
