@@ -149,6 +149,9 @@ class HardwareName(str, Enum):
     H100 = "h100"
     H200 = "h200"
     B200 = "b200"
+    MI300X = "mi300x"
+    MI325X = "mi325x"
+    MI355X = "mi355x"
 
 
 MODEL_PROFILES: dict[ModelName, ModelProfile] = {
@@ -160,6 +163,10 @@ HARDWARE_PROFILES: dict[HardwareName, HardwareProfile] = {
     HardwareName.H100: HardwareProfile("H100 SXM", 80e9, 3.35e12, 990e12, 1979e12),
     HardwareName.H200: HardwareProfile("H200 SXM", 141e9, 4.8e12, 990e12, 1979e12),
     HardwareName.B200: HardwareProfile("B200", 180e9, 8.0e12, 2250e12, 4500e12),
+    # AMD Instinct datasheets (docs/twin.md, "Profiles and sources"): dense peaks, no sparsity.
+    HardwareName.MI300X: HardwareProfile("MI300X", 192e9, 5.3e12, 1307.4e12, 2614.9e12, Vendor.AMD),
+    HardwareName.MI325X: HardwareProfile("MI325X", 256e9, 6.0e12, 1307.4e12, 2614.9e12, Vendor.AMD),
+    HardwareName.MI355X: HardwareProfile("MI355X", 288e9, 8.0e12, 2516.6e12, 5033.2e12, Vendor.AMD),
 }
 
 

@@ -33,6 +33,7 @@ IGNORED_VALUE_FLAGS = (
     "--decode-log-interval", "--moe-a2a-backend", "--deepep-mode",
     "--moe-runner-backend", "--nnodes", "--node-rank", "--dist-init-addr", "--load-balance-method",
     "--chat-template", "--revision", "--download-dir", "--device",
+    "--num-continuous-decode-steps",  # declared, but read nowhere since the overlap scheduler (SGLang #2095)
 )  # fmt: skip
 IGNORED_BOOL_FLAGS = (
     "--trust-remote-code", "--disable-overlap-schedule", "--enable-mixed-chunk", "--disable-cuda-graph",
