@@ -1,15 +1,22 @@
 """Asset checks built on the Great Expectations suites of warehouse/quality.py.
 
-Data-quality failures on requests are ERROR and block the marts; a cost regression warns."""
+Data-quality failures on requests are ERROR and block the marts; a quarantined lake file fails its week
+(ERROR, blocking the report: the week's marts lack that file); a cost regression warns."""
 
 import dagster as dg
 import pandas as pd
 
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
-from assets.trend_assets import partition_run_rows, partition_trend_rows
+from assets.trend_assets import partition_quarantine_rows, partition_run_rows, partition_trend_rows
 from warehouse.lake import read_partition
-from warehouse.quality import QualityResult, check_requests, check_runs, check_weekly_trends
+from warehouse.quality import (
+    QualityResult,
+    check_lake_quarantine,
+    check_requests,
+    check_runs,
+    check_weekly_trends,
+)
 
 
 def _result(result: QualityResult, severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:
@@ -56,4 +63,16 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
         rows = partition_trend_rows(warehouse.warehouse(), WeekScenario.of(context))
         return _result(check_weekly_trends(pd.DataFrame(rows)), dg.AssetCheckSeverity.WARN)
 
-    return [requests_quality, runs_quality, cost_regression]
+    @dg.asset_check(
+        asset="weekly_trends",
+        partitions_def=partitions,
+        blocking=True,
+        description="GE suite: no lake file of this week and scenario was quarantined by the refresh (unreadable, "
+        "a row group that does not decode, or a column of another type); the file, table and reason are in "
+        "the metadata.",
+    )
+    def lake_intact(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        rows = partition_quarantine_rows(warehouse.warehouse(), WeekScenario.of(context))
+        return _result(check_lake_quarantine(pd.DataFrame(rows)), dg.AssetCheckSeverity.ERROR)
+
+    return [requests_quality, runs_quality, cost_regression, lake_intact]

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from warehouse import lake
+from warehouse.crash_point import CRASH_AT_ENV
 from warehouse.lake import LakeError, list_partitions, read_partition, recover_lake, write_partition
+from warehouse.schema_migrations import SCHEMA_VERSION
+
+REPO = Path(__file__).resolve().parents[1]
 
 MONDAY = date(2025, 3, 3)
 NEXT_MONDAY = date(2025, 3, 10)
@@ -68,24 +77,96 @@ def test_a_table_that_cannot_be_serialized_leaves_the_old_copy(tmp_path):
     assert _parquet_files(tmp_path / lake.STAGING_DIR) == []
 
 
-def test_a_failed_swap_rename_puts_the_old_copy_back(tmp_path, monkeypatch):
+def test_a_column_parquet_cannot_keep_as_written_is_refused_and_the_old_copy_stays(tmp_path):
     write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
-    real_replace = os.replace
+    seconds = pa.table({"sent_wall_s": pa.array([1], pa.timestamp("s"))})  # Parquet stores it in ms
+    with pytest.raises(
+        LakeError, match=r"reads back with another schema \(sent_wall_s: wrote timestamp\[s\], read timestamp\[ms\]\)"
+    ):
+        write_partition(tmp_path, "requests", MONDAY, "a", seconds)
+    assert read_partition(tmp_path, "requests", MONDAY, "a").equals(_table([1, 2]))
+    assert _parquet_files(tmp_path / lake.STAGING_DIR) == []
 
-    def failing_replace(src, dst):
-        if lake.STAGING_DIR in Path(src).parts and Path(src).parent.name == "tmp":  # the new copy moving in
-            raise OSError("disk went away")
-        return real_replace(src, dst)
 
-    monkeypatch.setattr(lake.os, "replace", failing_replace)
-    with pytest.raises(OSError, match="disk went away"):
-        write_partition(tmp_path, "requests", MONDAY, "a", _table([9]))
-    monkeypatch.undo()
+def test_a_written_file_carries_its_schema_version(tmp_path):
+    path = write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
+    with duckdb.connect() as con:
+        stamp = con.execute(
+            "SELECT value FROM parquet_kv_metadata(?) WHERE key = 'costbench.schema_version'", [str(path)]
+        ).fetchall()
+    assert stamp == [(str(SCHEMA_VERSION).encode(),)]
+    assert lake.file_schema_version(pq.read_schema(path)) == SCHEMA_VERSION
+
+
+_KILLED_WRITER = """
+import sys
+from datetime import date
+import pyarrow as pa
+from warehouse.lake import write_partition
+write_partition(sys.argv[1], "requests", date(2025, 3, 3), sys.argv[2], pa.table({"value": pa.array([9], pa.int32())}))
+"""
+
+
+def _killed_write(root: Path, scenario: str) -> None:
+    env = dict(os.environ, **{CRASH_AT_ENV: "lake-staged"})
+    done = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(root), scenario], cwd=REPO, env=env)
+    assert done.returncode == -signal.SIGKILL
+
+
+def test_a_kill_just_before_the_swap_leaves_the_old_copy_visible_and_the_next_write_cleans_up(tmp_path):
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
+    _killed_write(tmp_path, "a")  # staged, read back and checked, then SIGKILL before os.replace
     assert read_partition(tmp_path, "requests", MONDAY, "a").equals(_table([1, 2]))
     assert _duckdb_values(tmp_path) == [1, 2]
+    [leftover] = _parquet_files(tmp_path / lake.STAGING_DIR)
+    assert leftover.name.startswith("requests.week=2025-03-03.scenario=a.")
+    write_partition(tmp_path, "requests", MONDAY, "b", _table([5]))  # any write: the dead writer's file goes
+    assert _parquet_files(tmp_path / lake.STAGING_DIR) == []
+    assert _duckdb_values(tmp_path) == [1, 2, 5]
 
 
-def test_a_crash_between_the_renames_is_recovered(tmp_path):
+_LIVE_STAGER = """
+import sys, time
+from datetime import date
+from pathlib import Path
+from warehouse import lake
+# A writer of partition a, alive, between writing its staged file and renaming it.
+with lake.partition_lock(sys.argv[1], "requests", date(2025, 3, 3), "a"):
+    staged = Path(sys.argv[1]) / lake.STAGING_DIR / "tmp" / "requests.week=2025-03-03.scenario=a.0123abcd.parquet"
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    staged.write_bytes(b"being written")
+    print("staged", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_live_writers_staged_file_is_never_cleaned_up_under_it(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _LIVE_STAGER, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "staged"
+        write_partition(tmp_path, "requests", MONDAY, "b", _table([5]))
+        assert [p.name for p in (tmp_path / lake.STAGING_DIR / "tmp").iterdir()] == [
+            "requests.week=2025-03-03.scenario=a.0123abcd.parquet"
+        ]
+    finally:
+        holder.kill()
+        holder.wait()
+    write_partition(tmp_path, "requests", MONDAY, "b", _table([6]))  # its writer is dead now
+    assert list((tmp_path / lake.STAGING_DIR / "tmp").iterdir()) == []
+
+
+def test_a_killed_write_of_the_two_rename_code_is_cleaned_up_too(tmp_path):
+    old_tmp = tmp_path / lake.STAGING_DIR / "tmp" / ("ab" * 16)  # its staged folders were named by a uuid
+    old_tmp.mkdir(parents=True)
+    (old_tmp / "part-0.parquet").write_bytes(b"half")
+    write_partition(tmp_path, "requests", MONDAY, "a", _table([1]))
+    assert not old_tmp.exists()
+
+
+def test_a_crash_between_the_renames_of_the_older_code_is_recovered(tmp_path):
+    # Lakes written before single-file swaps: a kill between the two renames parked the previous copy.
     write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
     final = lake.partition_path(tmp_path, "requests", MONDAY, "a")
     backup = lake._backup_path(tmp_path, "requests", MONDAY, "a")
@@ -163,11 +244,6 @@ while True:
 
 
 def test_killing_a_writer_mid_write_leaves_exactly_one_intact_copy(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
-
     for delay_s in (0.05, 0.13, 0.21, 0.34):
         writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
         try:
@@ -202,8 +278,6 @@ with lake.partition_lock(sys.argv[1], "requests", date(2025, 3, 3), "a"):
 
 
 def test_a_second_writer_gets_a_clear_error_and_changes_nothing(tmp_path):
-    import subprocess
-    import sys
 
     write_partition(tmp_path, "requests", MONDAY, "a", _table([1, 2]))
     holder = subprocess.Popen([sys.executable, "-c", _LOCK_HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)

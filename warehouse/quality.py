@@ -2,10 +2,11 @@
 
 `check_requests` guards the request records before they feed the marts; `check_runs` says whether a
 run can be trusted (completion, schedule lag, server samples); `check_weekly_trends` is the regression
-rule on the trend rows, exactly as weekly_trends.sql judges it. The Dagster asset checks
-(assets/quality_checks.py) turn a QualityResult into check metadata. Each call builds its own
-ephemeral GX context: nothing is written to disk, nothing is shared between calls, and no analytics or
-progress bars leave the process.
+rule on the trend rows, exactly as weekly_trends.sql judges it; `check_lake_quarantine` fails a week
+whose lake files a refresh had to quarantine (warehouse/lake_audit.py), so its marts are incomplete.
+The Dagster asset checks (assets/quality_checks.py) turn a QualityResult into check metadata. Each
+call builds its own ephemeral GX context: nothing is written to disk, nothing is shared between
+calls, and no analytics or progress bars leave the process.
 """
 
 from __future__ import annotations
@@ -155,6 +156,38 @@ def check_weekly_trends(df: pd.DataFrame) -> QualityResult:
     return _validate(
         "weekly_trends", pd.DataFrame({"regression": pd.Series(regression, dtype="object")}), _regression_rules()
     )
+
+
+def check_lake_quarantine(df: pd.DataFrame) -> QualityResult:
+    """Rows of lake_quarantine for one week and scenario: fails while any of them is not yet replaced.
+
+    Each failing row shows up in the examples as "<table> <week> <scenario>: <reason> (<where it is now>)",
+    so the check's metadata says which file was taken out of the week and why."""
+    if df.empty and "replaced" not in df.columns:
+        return _validate("lake_quarantine", pd.DataFrame({"quarantined": pd.Series([], dtype="object")}), _lake_rules())
+    _require_columns(
+        df, ("table_name", "week_start", "scenario", "reason", "quarantined_path", "replaced"), "lake_quarantine"
+    )
+    quarantined = [
+        None if replaced else f"{table} {week} {scenario}: {reason} ({path})"
+        for table, week, scenario, reason, path, replaced in zip(
+            df["table_name"], df["week_start"], df["scenario"], df["reason"], df["quarantined_path"], df["replaced"]
+        )
+    ]
+    return _validate(
+        "lake_quarantine", pd.DataFrame({"quarantined": pd.Series(quarantined, dtype="object")}), _lake_rules()
+    )
+
+
+def _lake_rules() -> list:
+    import great_expectations.expectations as gxe
+
+    return [
+        (
+            "no lake file of this week and scenario is quarantined (unreadable, or a column of another type)",
+            gxe.ExpectColumnValuesToBeNull(column="quarantined"),
+        )
+    ]
 
 
 def _regression_rules() -> list:
