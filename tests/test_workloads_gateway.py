@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines import cli
 from workloads.canonical_parquet import read_canonical, write_canonical
 from workloads.gateway_capture import capture_gateway_log
-from workloads.gateway_reader import read_gateway
+from workloads.gateway_reader import read_gateway, scan_gateway
 from workloads.workload import TraceFormat, TraceFormatError
 
 # Distinctive text: any stored trace of it would be found in the output bytes.
@@ -199,3 +200,26 @@ def test_capture_command_writes_parquet_and_reports_exclusions(
     assert "missing.jsonl: no such file" in capsys.readouterr().err
     assert run_capture(["capture", str(log), "-o", str(out), "--tokenizer", str(tmp_path / "tok.json")]) == 2
     assert "tok.json: tokenizer file not found" in capsys.readouterr().err
+
+
+def test_scan_knows_its_facts_before_the_rows_and_its_rows_are_the_read(tmp_path: Path) -> None:
+    path = write_log(
+        tmp_path, [entry(5, "b", session_id="c"), entry(3, "a", session_id="c"), entry(4, "x", completion=None)]
+    )
+    scan = scan_gateway(path, block_size=32)
+    assert (scan.excluded.count, scan.excluded.summary) == (1, "failed (response without usage): 1")
+    assert scan.token_counter == "usage; blocks by approx-4-bytes"
+    table = pa.Table.from_batches(list(scan.batches))
+    # Sorted by arrival, rebased on the earliest request, turns numbered: the batches are the workload's rows.
+    assert table.equals(read_gateway(path, block_size=32).table)
+    assert table.column("request_id").to_pylist() == ["1", "0"]
+    assert table.column("turn").to_pylist() == [0, 1]
+
+
+def test_a_log_of_failures_only_says_so(tmp_path: Path) -> None:
+    path = write_log(tmp_path, [entry(0, "a", completion=None), entry(1, "b", completion=None)])
+    with pytest.raises(TraceFormatError) as caught:
+        read_gateway(path)
+    assert str(caught.value) == (
+        f"{path}: no requests to replay: the log holds no completed request (failed (response without usage): 2)"
+    )

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from workloads.azure_reader import read_azure
-from workloads.mooncake_reader import read_mooncake
+from workloads.mooncake_reader import read_mooncake, scan_mooncake
 from workloads.reader_registry import read_trace
+from workloads.trace_scan import BATCH_ROWS
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError
 
 TRACES = Path(__file__).resolve().parent.parent / "workloads" / "traces"
@@ -119,6 +120,79 @@ def test_window_of_bundled_mooncake_matches_raw_timestamps() -> None:
     assert arrivals == pytest.approx(expected)
     assert all(0 <= a < 12 for a in arrivals)
     assert window.block_size == 512 and window.trace_format is TraceFormat.MOONCAKE
+
+
+def test_mooncake_line_breaks_count_as_bytes_splitlines_counts_them(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    # CRLF, a lone CR, a blank CRLF line, and no break after the last line.
+    path.write_bytes(
+        (
+            mooncake_line(0) + "\r\n" + mooncake_line(1) + "\r" + mooncake_line(2) + "\r\n\r\n" + mooncake_line(3)
+        ).encode()
+    )
+    rows = read_mooncake(path).table.to_pylist()
+    assert [r["request_id"] for r in rows] == ["0", "1", "2", "4"]
+    assert [r["arrival_s"] for r in rows] == [0.0, 0.001, 0.002, 0.003]
+
+
+def test_mooncake_lines_with_extra_fields_or_other_spacing_read_like_plain_ones(tmp_path: Path) -> None:
+    plain = [json.loads(mooncake_line(ts, 600 + ts, 3, (ts, ts + 1))) for ts in range(6)]
+    written = [
+        json.dumps(plain[0]),
+        json.dumps({**plain[1], "model": "kimi", "extra": {"nested": [1, "x"]}}),
+        json.dumps(plain[2], separators=(",", ":")),
+        "  " + json.dumps(dict(reversed(list(plain[3].items())))) + "\t",
+        json.dumps(plain[4]).replace(", ", " ,   "),
+        json.dumps(plain[5]),
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(written) + "\n")
+    rows = read_mooncake(path).table.to_pylist()
+    assert [r["request_id"] for r in rows] == ["0", "1", "2", "3", "4", "5"]
+    assert [r["input_tokens"] for r in rows] == [600, 601, 602, 603, 604, 605]
+    assert [r["prefix_blocks"] for r in rows] == [[ts, ts + 1] for ts in range(6)]
+
+
+def big_mooncake_file(path: Path, lines: int, blank_every: int = 997) -> list[int]:
+    """`lines` physical lines, every blank_every-th blank; returns the 0-based lines holding a request."""
+    requests = [i for i in range(lines) if i % blank_every != blank_every - 1]
+    text = []
+    for i in range(lines):
+        text.append(
+            ""
+            if i % blank_every == blank_every - 1
+            else f'{{"timestamp": {i}, "input_length": 1, "output_length": 2, "hash_ids": [{i}]}}'
+        )
+    path.write_text("\n".join(text) + "\n")
+    return requests
+
+
+def test_mooncake_scan_streams_batches_and_ids_stay_physical_lines_across_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    requests = big_mooncake_file(path, 200_000)  # about 14 MB: several read chunks
+    scan = scan_mooncake(path)
+    sizes, ids, arrivals = [], [], []
+    for batch in scan.batches:
+        sizes.append(batch.num_rows)
+        ids.extend(batch.column("request_id").to_pylist())
+        arrivals.extend(batch.column("arrival_s").to_pylist())
+    assert len(sizes) >= 3 and max(sizes) <= 2 * BATCH_ROWS
+    assert ids == [str(i) for i in requests]
+    assert arrivals == [i / 1000.0 for i in requests]
+
+
+def test_mooncake_bad_line_after_the_first_chunks_names_its_physical_line(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    big_mooncake_file(path, 150_000)
+    with path.open("a") as handle:
+        handle.write('{"timestamp": 1, "input_length": 513, "output_length": 1, "hash_ids": [5]}\n')
+    scan = scan_mooncake(path)
+    consumed = 0
+    with pytest.raises(TraceFormatError) as caught:
+        for batch in scan.batches:
+            consumed += batch.num_rows
+    assert str(caught.value) == f"{path}:150001: 1 hash_ids for input_length 513: expected ceil(513/512) = 2"
+    assert consumed > 0  # the rows before it came through as batches: the scan streams
 
 
 # --- Azure ------------------------------------------------------------------------------------

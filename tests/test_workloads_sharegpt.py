@@ -10,7 +10,7 @@ import pytest
 
 from workloads.chat_text import render_prompt
 from workloads.reader_registry import ReadOptions, read_trace
-from workloads.sharegpt_reader import read_sharegpt
+from workloads.sharegpt_reader import read_sharegpt, scan_sharegpt
 from workloads.synthetic_arrivals import ArrivalProcess, with_synthetic_arrivals
 from workloads.token_counter import ApproxTokenCounter, load_token_counter
 from workloads.workload import UNTIMED, TraceFormat, TraceFormatError
@@ -165,3 +165,24 @@ def test_approximation_is_deterministic_and_prefix_stable() -> None:
     a, b = counter.encode("héllo wörld, shared start"), counter.encode("héllo wörld, shared start and more")
     assert counter.count("héllo") == 2  # 7 UTF-8 bytes
     assert list(a[:6]) == list(b[:6])
+
+
+def test_scan_knows_its_exclusions_before_the_rows(tmp_path: Path) -> None:
+    path = write(tmp_path, [conversation("a", ("human", "q"), ("gpt", "a"), ("human", "dangling"))])
+    scan = scan_sharegpt(path)
+    assert (scan.excluded.summary, scan.arrival_process, scan.token_counter) == (
+        "unanswered human turn: 1",
+        "none",
+        "approx-4-bytes",
+    )
+    assert [batch.column("request_id").to_pylist() for batch in scan.batches] == [["a/0"]]
+
+
+def test_a_file_without_answered_turns_says_why(tmp_path: Path) -> None:
+    path = write(tmp_path, [conversation("a", ("human", "q")), conversation("b", ("gpt", "hello"))])
+    with pytest.raises(TraceFormatError) as caught:
+        read_sharegpt(path)
+    assert str(caught.value) == (
+        f"{path}: no requests: no answered human turn in the file "
+        "(unanswered human turn: 1; conversation without a human turn: 1)"
+    )
