@@ -123,6 +123,19 @@ def test_not_utf8_and_an_unclosed_quote_name_their_line(tmp_path: Path) -> None:
     assert error_of(read_burstgpt, unclosed) == f"{unclosed}:3: a quoted field starts here and is never closed"
 
 
+@pytest.mark.parametrize("end", ["\n", ""])
+def test_a_quote_left_open_in_the_last_cell_is_an_error_not_a_cell_to_the_end_of_the_file(
+    tmp_path: Path, end: str
+) -> None:
+    path = write(tmp_path, BURST + BURST_ROW + '6,GPT-4,1,1,2,"API log\n' + BURST_ROW + BURST_ROW.rstrip("\n") + end)
+    assert error_of(read_burstgpt, path) == f"{path}:3: a quoted field starts here and is never closed"
+
+
+def test_a_stray_quote_inside_an_unquoted_cell_is_text(tmp_path: Path) -> None:
+    path = write(tmp_path, BURST + BURST_ROW + '6,GPT"4,1,1,2,x\n')
+    assert read_burstgpt(path, 'GPT"4').table.column("request_id").to_pylist() == ["1"]
+
+
 # --- numbers read strictly ---------------------------------------------------------------------
 
 
