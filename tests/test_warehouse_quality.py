@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from replay.records import RequestStatus
-from warehouse.quality import check_requests, check_runs, check_weekly_trends
+from warehouse.quality import check_lake_quarantine, check_requests, check_runs, check_weekly_trends
 from warehouse_builders import request, requests_table
 
 
@@ -114,6 +114,21 @@ def test_no_trend_rows_is_no_regression():
     assert check_weekly_trends(pd.DataFrame([])).success
     with pytest.raises(ValueError, match="missing columns"):
         check_weekly_trends(pd.DataFrame([{"cost_change_pct": 30.0}]))
+
+
+def test_the_lake_check_passes_a_week_with_nothing_quarantined_or_only_replaced_files():
+    assert check_lake_quarantine(pd.DataFrame([])).success  # the usual week
+    row = {
+        "table_name": "requests",
+        "week_start": "2025-03-03",
+        "scenario": "chat",
+        "reason": "unreadable footer",
+        "quarantined_path": "lake/_quarantine/requests/week=2025-03-03/scenario=chat/part-0.1.parquet",
+        "replaced": True,
+    }
+    assert check_lake_quarantine(pd.DataFrame([row])).success
+    [failure] = check_lake_quarantine(pd.DataFrame([{**row, "replaced": False}])).failures
+    assert failure.examples == (f"requests 2025-03-03 chat: unreadable footer ({row['quarantined_path']})",)
 
 
 def _run_rows(**overrides) -> pd.DataFrame:
