@@ -266,3 +266,21 @@ def test_server_info_and_metrics_report_the_acceptance():
     assert float(lines['sglang:spec_verify_calls_total{model_name="deepseek-ai/DeepSeek-V3"}']) == verifies
     assert 1.0 <= float(lines['sglang:spec_accept_length{model_name="deepseek-ai/DeepSeek-V3"}']) <= 3.0
     assert 0.0 <= float(lines['sglang:spec_accept_rate{model_name="deepseek-ai/DeepSeek-V3"}']) <= 1.0
+
+
+@pytest.mark.timeout(60)
+def test_a_replay_against_an_mtp_twin_records_exact_lengths_and_the_spec_configuration(tmp_path):
+    from endpoints.fingerprint import config_fingerprint
+    from endpoints_loopback import serve_in_thread
+    from replay.requests_reader import read_requests
+    from replay.runner import ReplayConfig, run_replay
+    from replay_sglang_peer import make_workload
+
+    workload = make_workload([0.0, 0.05, 0.1, 0.15], input_tokens=24, output_tokens=13)
+    with serve_in_thread(create_app(parse_server_args(BASE + ROW8_MTP))) as url:
+        run = run_replay(workload, ReplayConfig(url=url, request_timeout_s=30), tmp_path)
+    rows = read_requests(tmp_path).to_pylist()
+    assert run.requests_ok == len(rows) == 4, [(r["error_kind"], r["error_message"]) for r in rows]
+    assert all(r["completion_tokens"] == 13 and r["finish_reason"] == "length" for r in rows)
+    facts = config_fingerprint(run.server_info, "m").facts
+    assert (facts["speculative_algorithm"], facts["speculative_num_draft_tokens"]) == ("EAGLE", 3)
