@@ -264,9 +264,9 @@ def _check_partition_columns(data: pa.Table, table: str, week_start: date, scena
 def _check_staged(staged: Path, written: pa.Table, name: str) -> None:
     """Read the staged file back whole, page checksums verified, one row group at a time (bounded memory)."""
     try:
-        parquet = pq.ParquetFile(staged, page_checksum_verification=True)
-        rows = sum(batch.num_rows for batch in parquet.iter_batches())
-        schema = parquet.schema_arrow
+        with pq.ParquetFile(staged, page_checksum_verification=True) as parquet:
+            rows = sum(batch.num_rows for batch in parquet.iter_batches())
+            schema = parquet.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         raise LakeError(f"{name}: the staged file does not read back ({exc}); the previous copy is untouched") from exc
     differ = [

@@ -36,9 +36,17 @@ class FileCheck:
 def check_file(path: Path, expected: pa.Schema, decode: bool) -> FileCheck:
     try:
         parquet = pq.ParquetFile(path, page_checksum_verification=True)
-        schema = parquet.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         return FileCheck(f"unreadable footer: {exc}", None, None, False)
+    with parquet:  # closes the file: a refresh opens every file of the lake
+        return _check_open(parquet, expected, decode)
+
+
+def _check_open(parquet: pq.ParquetFile, expected: pa.Schema, decode: bool) -> FileCheck:
+    try:
+        schema = parquet.schema_arrow
+    except (OSError, pa.ArrowException) as exc:
+        return FileCheck(f"unreadable schema: {exc}", None, None, False)
     version = file_schema_version(schema)
     rows = parquet.metadata.num_rows
     if version is not None and version > SCHEMA_VERSION:
