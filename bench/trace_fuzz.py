@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -71,6 +72,7 @@ class Mutation:
 class Tally:
     outcomes: Counter[str] = field(default_factory=Counter)
     benign_refused: int = 0
+    by_mutation: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # (mutation, label, outcome)
     seed_error: str = ""  # the unmutated seed did not read: nothing was fuzzed
     findings: list[str] = field(default_factory=list)
 
@@ -236,6 +238,10 @@ class CsvSeed:
             Mutation("counts padded", "benign", pad_counts),
             Mutation("quoted text in an unread cell", "benign", unknown_text),
         ]
+        if "Model" in self.read:  # BurstGPT: a row names its model
+            mutations.append(
+                Mutation("Model empty", "breaking", lambda rng: self.set_cell(rng, "Model", lambda old: ""))
+            )
         return mutations
 
 
@@ -279,18 +285,18 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _get(obj: dict, path: tuple[str | int, ...]) -> object:
+def _get(obj: Any, path: tuple[str | int, ...]) -> Any:
     for key in path:
-        obj = obj[key]  # type: ignore[index]
+        obj = obj[key]
     return obj
 
 
 def _set(obj: dict, path: tuple[str | int, ...], value: object) -> None:
-    _get(obj, path[:-1])[path[-1]] = value  # type: ignore[index]
+    _get(obj, path[:-1])[path[-1]] = value
 
 
 def _drop(obj: dict, path: tuple[str | int, ...]) -> None:
-    del _get(obj, path[:-1])[path[-1]]  # type: ignore[attr-defined]
+    del _get(obj, path[:-1])[path[-1]]
 
 
 def _with_duplicate(record: object, path: tuple[str | int, ...], value: object) -> str:
@@ -300,7 +306,7 @@ def _with_duplicate(record: object, path: tuple[str | int, ...], value: object) 
     holder = _get(copy, path[:-1])
     key = str(path[-1])
     rebuilt = {}
-    for name, item in holder.items():  # type: ignore[attr-defined]
+    for name, item in holder.items():
         rebuilt[name] = item
         if name == key:
             rebuilt[marker] = value
@@ -383,7 +389,7 @@ class JsonSeed:
                 return None
             path = rng.choice(spots)
             items = _get(record, path)
-            items.insert(rng.randrange(len(items) + 1), None)  # type: ignore[attr-defined]
+            items.insert(rng.randrange(len(items) + 1), None)
             return self.replaced(index, _dumps(record)), f"record {index}: null inside {path}"
 
         def drop_field(rng: random.Random) -> tuple[bytes, str] | None:
@@ -472,7 +478,7 @@ def _has(record: object, path: tuple[str, ...]) -> bool:
     return isinstance(record, list) and bool(record)
 
 
-NOT_INT = ("12", True, None, 1.5, 12.0, [1], {})
+NOT_INT: tuple[object, ...] = ("12", True, None, 1.5, 12.0, [1], {})
 NOT_INT_OR_ABSENT = tuple(value for value in NOT_INT if value is not None)  # null: the field is absent
 
 
@@ -579,9 +585,9 @@ class CanonicalSeed:
         self.path = write_canonical(self.workload, workdir / "seed.parquet")
         self.table = pq.read_table(self.path)  # with the costbench.* metadata
 
-    def written(self, table: pa.Table, **options: object) -> bytes:
+    def written(self, table: pa.Table, **options: Any) -> bytes:
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, **options)  # type: ignore[arg-type]
+        pq.write_table(table, sink, **options)
         return sink.getvalue().to_pybytes()
 
     def with_value(
@@ -650,7 +656,7 @@ class CanonicalSeed:
             return self.written(table), "unknown column note"
 
         def layout(rng: random.Random) -> tuple[bytes, str]:
-            options = rng.choice(
+            options: dict[str, Any] = rng.choice(
                 [{"row_group_size": 7}, {"compression": "none"}, {"use_dictionary": False}, {"compression": "zstd"}]
             )
             return self.written(self.table, **options), f"written with {options}"
@@ -739,6 +745,7 @@ def fuzz_format(trace_format: str, cases: int, seed: int, workdir: Path, dump: P
             if outcome == "accepted garbage":
                 error = f"read {summary(workload)} where the seed reads {expected}"
         tally.outcomes[outcome] += 1
+        tally.by_mutation[(mutation.name, mutation.label, outcome)] += 1
         if mutation.label == "benign" and outcome == "clean error":
             tally.findings.append(_finding(trace_format, seed, attempt - 1, mutation, detail, "benign refused", error))
         if outcome in ("accepted garbage", "crash"):
@@ -785,6 +792,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated (default: all six)")
     parser.add_argument("--findings", type=Path, help="append garbage, crash and benign-refused cases here")
     parser.add_argument("--dump", type=Path, help="write the garbage and crash files to this folder")
+    parser.add_argument("--by-mutation", action="store_true", help="also print the outcomes of each mutation")
     args = parser.parse_args(argv)
     formats = tuple(name.strip() for name in args.formats.split(",") if name.strip())
     unknown = [name for name in formats if name not in FORMATS]
@@ -793,6 +801,11 @@ def main(argv: list[str] | None = None) -> int:
     results = fuzz(args.per_format, args.seed, formats, args.dump)
     print(f"trace fuzz: {args.per_format} mutated files per format, seed {args.seed}")
     print(table_text(results))
+    if args.by_mutation:
+        for trace_format, tally in results.items():
+            print(f"\n{trace_format}:")
+            for (name, label, outcome), count in sorted(tally.by_mutation.items()):
+                print(f"  {name:32s} {label:9s} {outcome:17s} {count:5d}")
     findings = [line for tally in results.values() for line in tally.findings]
     if args.findings is not None and findings:
         with args.findings.open("a") as handle:
