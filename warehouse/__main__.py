@@ -1,8 +1,9 @@
 """`python -m warehouse refresh --root DIR`: upgrade the warehouse if it is older and rebuild its views and marts.
 
-Exit status: 0 refreshed; 1 the refresh failed (the database is held by another process, corrupt or newer than
-this code, a lake file or the price table is bad); 2 the command line or --root is unusable; 130 Ctrl-C.
-Each failure is one line on stderr, `python -m warehouse: error: <what and where>`; a bug keeps its traceback.
+Exit status: 0 refreshed (a lake file it quarantined is named on stderr; the other weeks built); 1 the refresh
+failed (the database is held by another process, corrupt or newer than this code, a lake file or the price
+table is bad); 2 the command line or --root is unusable; 130 Ctrl-C. Each failure is one line on stderr,
+`python -m warehouse: error: <what and where>`; a bug keeps its traceback.
 """
 
 from __future__ import annotations
@@ -61,16 +62,19 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     store = Warehouse(args.root)
     try:
-        notes = store.refresh()
+        result = store.refresh()
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except REFRESH_ERRORS as exc:
         print(f"{PROG}: error: refresh of {args.root} failed: {_one_line(exc)}", file=sys.stderr)
         return EXIT_FAILED
-    for note in notes:
+    for note in result.upgrade_notes:
         print(f"upgraded: {note}")
-    print(f"refreshed {store.db_path}")
+    # Each quarantined file was logged (on stderr) with its reason; the other weeks built, so this is no failure.
+    count = len(result.quarantined)
+    quarantined = f" ({count} lake files quarantined: see table lake_quarantine)" if count else ""
+    print(f"refreshed {result.db_path}{quarantined}")
     return 0
 
 
