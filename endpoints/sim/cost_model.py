@@ -98,8 +98,8 @@ class RooflineCostModel:
         if batch.mode is ForwardMode.DECODE:
             # Every new token attends to the whole context: one query per request in plain decode, all
             # the draft tokens of a speculative verify (endpoints/sim/speculative.py).
-            pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens) for item in batch.items)
-            attention_flops = model.decode_attention_flops_per_context_token * pairs
+            attended = sum(item.new_tokens * (item.context_tokens + item.new_tokens) for item in batch.items)
+            attention_flops = model.decode_attention_flops_per_context_token * attended
             overhead_s = c.decode_layer_s * model.num_layers
         else:
             # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
