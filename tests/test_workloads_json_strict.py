@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from workloads.gateway_reader import read_gateway
-from workloads.json_strict import duplicate_key_reason
+from workloads.json_strict import duplicate_key_reason, surely_unique_keys
 from workloads.mooncake_reader import read_mooncake
 from workloads.sharegpt_reader import read_sharegpt
 from workloads.workload import TraceFormatError
@@ -45,6 +45,21 @@ def test_duplicate_key_reason_checks_every_object_and_builds_nothing() -> None:
     assert duplicate_key_reason('[{"x": 1}, {"y": [{"z": 1, "z": 1}]}]') == "duplicate key 'z' in a JSON object"
     # An escaped spelling is the same key once decoded.
     assert duplicate_key_reason('{"ab": 1, "a\\u0062": 2}') == "duplicate key 'ab' in a JSON object"
+
+
+@pytest.mark.parametrize(
+    ("text", "surely_unique"),
+    [
+        (b'{"a": 1, "b": [1, 2]}', True),
+        (b'{"a": 1, "a": 2}', False),  # 2 colons, 1 distinct key
+        (b'{"a": 1, "\\u0061": 2}', False),  # the same key once decoded
+        (b'{"a": "x:y"}', False),  # a colon inside a string: not provable by counting, so checked
+        (b'{"a": {"b": 1}}', False),  # nested objects: checked
+        (b"[1, 2]", False),
+    ],
+)
+def test_surely_unique_keys_never_vouches_for_a_duplicate(text: bytes, surely_unique: bool) -> None:
+    assert surely_unique_keys(text, orjson.loads(text)) is surely_unique
 
 
 @pytest.mark.parametrize(

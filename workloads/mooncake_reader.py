@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from workloads.json_strict import duplicate_key_reason
+from workloads.json_strict import duplicate_key_reason, surely_unique_keys
 from workloads.jsonl_batches import LineChunk, line_chunks
 from workloads.trace_scan import BATCH_ROWS, TraceScan, batch_of, collect
 from workloads.workload import TraceFormat, TraceFormatError, Workload
@@ -84,7 +84,8 @@ def _check_line(raw: object) -> str | None:
     hash_ids = raw["hash_ids"]
     if not isinstance(hash_ids, list):
         return f"hash_ids must be a list of integers, got {type(hash_ids).__name__}"
-    if not all(type(h) is int and INT64_MIN <= h <= INT64_MAX for h in hash_ids):
+    # Types first (a set of types is built in C), then the range: bool is not int here.
+    if hash_ids and (set(map(type, hash_ids)) != {int} or min(hash_ids) < INT64_MIN or max(hash_ids) > INT64_MAX):
         return "hash_ids must hold only 64-bit integers"
     expected_blocks = math.ceil(input_length / MOONCAKE_BLOCK_TOKENS)
     if len(hash_ids) != expected_blocks:
@@ -101,7 +102,7 @@ def _decoded_line(line: bytes) -> tuple[dict, None] | tuple[None, str]:
         raw = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         return None, f"invalid JSON at column {exc.colno}: {exc.msg}"
-    reason = duplicate_key_reason(line) or _check_line(raw)
+    reason = (None if surely_unique_keys(line, raw) else duplicate_key_reason(line)) or _check_line(raw)
     return (raw, None) if reason is None else (None, reason)
 
 
