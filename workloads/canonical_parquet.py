@@ -184,6 +184,7 @@ def _check_unique_ids(path: Path) -> None:
         config = {"memory_limit": ID_CHECK_MEMORY_LIMIT, "temp_directory": spill, "threads": 2}
         con = duckdb.connect(config=config)
         try:
+            con.execute("SET enable_progress_bar = false")  # a long check must not draw on the user's terminal
             repeated = con.execute(
                 f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE request_id IS NOT NULL "
                 "GROUP BY request_id HAVING count(*) > 1)"
