@@ -331,3 +331,17 @@ def test_mooncake_reader_accepts_exactly_what_the_rules_accept(tmp_path: Path) -
         assert got == expected
         outcomes["read"] += 1
     assert outcomes["refused"] > 100 and outcomes["read"] > 50  # both sides of the rule were exercised
+
+
+def test_a_utf8_bom_at_the_start_of_a_jsonl_file_is_no_content(tmp_path: Path) -> None:
+    # An editor's "UTF-8 with signature": allowed as the CSV readers and the ShareGPT reader allow it.
+    mooncake = tmp_path / "m.jsonl"
+    mooncake.write_bytes(b"\xef\xbb\xbf" + GOOD.encode() + b"\n" + GOOD.encode() + b"\n")
+    assert read_mooncake(mooncake).table.column("request_id").to_pylist() == ["0", "1"]
+    gateway = tmp_path / "g.jsonl"
+    gateway.write_bytes(b"\xef\xbb\xbf" + gateway_line(5, {"completion_tokens": 3}).encode() + b"\n")
+    assert read_gateway(gateway).table.column("request_id").to_pylist() == ["0"]
+    # Anywhere else it is a byte of the line, and no JSON.
+    mooncake.write_bytes(GOOD.encode() + b"\n\xef\xbb\xbf" + GOOD.encode() + b"\n")
+    with pytest.raises(TraceFormatError, match=r"m.jsonl:2: invalid JSON"):
+        read_mooncake(mooncake)

@@ -4,7 +4,8 @@ The streaming half of a big JSONL reader: `line_chunks(path, target_lines)` yiel
 `target_lines` lines each (the chunk size adapts to the file's mean line length), so a file of any size
 is read in bounded memory. Line breaks are those `bytes.splitlines` counts (\\n, \\r\\n and a lone \\r),
 all turned into \\n inside a chunk (a raw \\r cannot occur inside a JSON string, so no value changes), and
-blank lines keep their number. The per-line byte counts below are what a reader's vectorized checks need.
+blank lines keep their number. A UTF-8 byte order mark at the start of the file is dropped. The per-line
+byte counts below are what a reader's vectorized checks need.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _MIN_CHUNK_BYTES = 1 * 2**20
 _MAX_CHUNK_BYTES = 64 * 2**20
 _FIRST_CHUNK_BYTES = 4 * 2**20
 _NEWLINE = ord("\n")
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,8 @@ def line_chunks(path: Path, target_lines: int) -> Iterator[LineChunk]:
             except OSError as exc:
                 raise TraceFormatError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
             data = pending + block if pending else block
+            if first_line == 0 and not pending and data.startswith(UTF8_BOM):
+                data = data[len(UTF8_BOM) :]  # a BOM (an editor's "UTF-8 with signature") is no content
             if block:
                 cut = _last_break(data) + 1
                 if cut == 0:  # one line longer than the read: read on, up to the bound

@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 
 from workloads.json_strict import duplicate_key_reason
+from workloads.jsonl_batches import UTF8_BOM
 from workloads.workload import TraceFormatError
 
 
@@ -27,6 +28,8 @@ def jsonl_records(path: Path) -> Iterator[tuple[int, object]]:
     """(physical line number, decoded value) for every non-blank line; a line with a key written twice in
     one object is an error (workloads/json_strict.py), not its last value."""
     data = read_file_bytes(path)
+    if data.startswith(UTF8_BOM):  # an editor's "UTF-8 with signature", as csv_rows and json_document allow
+        data = data[len(UTF8_BOM) :]
     # bytes.splitlines splits on \n, \r\n and \r only, so the index is the physical line.
     for index, line in enumerate(data.splitlines()):
         if not line.strip():
