@@ -28,7 +28,7 @@ def jsonl_records(path: Path) -> Iterator[tuple[int, object]]:
     """(physical line number, decoded value) for every non-blank line; a line with a key written twice in
     one object is an error (workloads/json_strict.py), not its last value."""
     data = read_file_bytes(path)
-    if data.startswith(UTF8_BOM):  # an editor's "UTF-8 with signature", as csv_rows and json_document allow
+    if data.startswith(UTF8_BOM):  # an editor's "UTF-8 with signature", as the CSV readers and json_document allow
         data = data[len(UTF8_BOM) :]
     # bytes.splitlines splits on \n, \r\n and \r only, so the index is the physical line.
     for index, line in enumerate(data.splitlines()):
