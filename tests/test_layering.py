@@ -138,3 +138,13 @@ def test_import_graph_sees_from_imports_of_modules() -> None:
 def test_no_import_cycles() -> None:
     cycle = _find_cycle(_import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_only_the_demo_imports_dagster_when_costbench_starts() -> None:
+    # Importing Dagster takes seconds: inspect, capture, replay and sim must not pay it (pipelines/demo_command.py).
+    import subprocess
+    import sys
+
+    probe = "import sys, pipelines.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')[:3])"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,122 @@
+"""What `costbench demo` does (pipelines/demo_command.py parses it): the weekly job on the embedded default
+(twin + bundled traces), end to end.
+
+Submits one backfill of the last complete weeks x every scenario to a real Dagster instance and lets
+the instance carry it out as it carries out a scheduled run: `dagster-daemon` submits the runs, the
+queued run coordinator keeps one replay per endpoint (the runs' endpoint tags, dagster.yaml) and one
+warehouse writer (the pool), the run launcher starts each run and the job's own executor runs its
+steps. Then it prints the weekly trend table, the check verdicts and where the results are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import dagster as dg
+
+from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
+from pipelines.cli_errors import EXIT_FAILED
+from pipelines.cli_inputs import check_output_folder
+from pipelines.definitions import WEEKLY_JOB
+from pipelines.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints
+from pipelines.instance_runs import (
+    BACKFILL_TAG,
+    InstancePaths,
+    RunsDidNotFinish,
+    check_evaluations,
+    run_seconds,
+    running_daemon,
+    submit_backfill,
+    wait_for_runs,
+)
+from pipelines.trend_console import print_check_verdicts, print_regression_verdicts, print_weekly_trends
+from warehouse.store import Warehouse
+from workloads.scenarios import load_scenarios
+
+SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
+ENDPOINTS_PATH = REPO_ROOT / "workloads" / "endpoints.yaml"
+RUNS_TIMEOUT_S = 1200.0
+
+
+def last_complete_weeks(today: date, count: int) -> list[date]:
+    """Mondays of the `count` most recent weeks that have ended, oldest first."""
+    this_monday = today - timedelta(days=today.weekday())
+    return [this_monday - timedelta(weeks=n) for n in range(count, 0, -1)]
+
+
+def _prepare_home(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    home = (args.dagster_home or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")).resolve()
+    warehouse = Path(args.warehouse).resolve()
+    # Both are written minutes from now, by the runs: a path that cannot be is refused before anything starts.
+    check_output_folder(warehouse, "--warehouse")
+    check_output_folder(home, "--dagster-home")
+    weeks = last_complete_weeks(datetime.now(timezone.utc).date(), args.weeks)
+    scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
+    _prepare_home(home)
+    endpoints = story_endpoints(ENDPOINTS_PATH, home / "demo-endpoints.yaml", weeks)
+    # The runs read the warehouse and the demo's dated endpoints from here (assets/resources.py).
+    paths = InstancePaths(home, env={WAREHOUSE_ENV: str(warehouse), ENDPOINTS_ENV: str(endpoints)})
+    # Oldest week first: the run queue is first in, first out, so each week's baseline exists before it.
+    keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": s})) for w in weeks for s in sorted(scenarios)]
+    print(f"weekly job: {len(scenarios)} scenarios x weeks {', '.join(map(str, weeks))} on the SGLang twin")
+    if len(weeks) >= 2:
+        print(
+            f"story: in the week of {weeks[-2]} endpoint {STORY_ENDPOINT} ran with {STORY_NOTE}; "
+            "the week after it is back"
+        )
+
+    os.environ["DAGSTER_HOME"] = str(home)
+    with running_daemon(paths), dg.DagsterInstance.get() as instance:
+        backfill = submit_backfill(paths, WEEKLY_JOB, keys)
+        print(f"backfill {backfill}: {len(keys)} runs submitted to {home}; dagster-daemon carries them out "
+              "(one replay per endpoint at a time)", flush=True)  # fmt: skip
+
+        def report(run: dg.DagsterRun) -> None:
+            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+            outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
+            seconds = run_seconds(instance, run.run_id)
+            print(f"  {part}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else ""), flush=True)
+
+        try:
+            runs = wait_for_runs(
+                instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), RUNS_TIMEOUT_S, report
+            )
+        except RunsDidNotFinish as exc:
+            print(f"costbench: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        verdicts = [
+            (run.tags["dagster/partition/week"], run.tags["dagster/partition/scenario"], e.check_name, e.passed,
+             e.severity.value)
+            for run in runs
+            for e in check_evaluations(instance, run)
+        ]  # fmt: skip
+
+    store = Warehouse(warehouse)
+    rows = store.weekly_trends() if store.db_path.exists() else []
+    print_weekly_trends(rows)
+    print_check_verdicts(sorted(verdicts))
+    print_regression_verdicts(rows)
+    reports = warehouse / "reports"
+    print(f"DuckDB warehouse: {store.db_path}   (rows are backend='sim': modelled by the twin, not measured)")
+    for week in weeks:
+        page = reports / f"week={week.isoformat()}.html"
+        if page.exists():
+            print(f"Weekly report:    {page}  (+ cost_trend_week={week.isoformat()}.png)")
+    print(f"Parquet lake:     {store.lake_root}")
+    print(f"Dagster instance: {home}   (open the UI with `make dagster`; the daemon's log is {home / 'daemon.log'})")
+    print(f"demo finished in {time.monotonic() - started:.0f} s")
+    failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
+    return 0 if not failed else EXIT_FAILED
