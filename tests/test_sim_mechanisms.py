@@ -105,3 +105,36 @@ def test_arrivals_during_a_busy_step_wait_one_more_step_like_the_overlap_schedul
     decode_step_s = runner.chunk_gaps_s[10]
     # Without the overlap delay the probe would wait only for the rest of the current step.
     assert busy.ttft_s >= idle.ttft_s + 0.95 * decode_step_s
+
+
+def _decode_gaps_during_a_chunked_prefill(extra_flags: list[str]) -> tuple[float, int, float]:
+    """A long decode runs; at t=1 s a 12k-token prompt arrives and is prefilled in 4 chunks of 3,072.
+    Returns the decode's longest gap between tokens, its tokens during the newcomer's prefill, and
+    the newcomer's TTFT."""
+    rng = random.Random(8)
+    runner = BenchRequest(random_ids(200, rng), 600)
+    newcomer = BenchRequest(random_ids(12_288, rng), 4, arrival_s=1.0)
+    flags = H200 + ["--chunked-prefill-size", "3072", "--max-prefill-tokens", "3072", *extra_flags]
+    first, second = run_bench(flags, [runner, newcomer]).requests
+    times, t = [], first.sent_s + first.ttft_s
+    for gap in first.chunk_gaps_s:
+        t += gap
+        times.append(t)
+    prefill_start, prefill_end = second.sent_s, second.sent_s + second.ttft_s
+    during = sum(1 for x in times if prefill_start < x <= prefill_end)
+    return max(first.chunk_gaps_s), during, second.ttft_s
+
+
+def test_without_mixed_chunk_a_chunked_prefill_stalls_running_decodes_for_every_chunk():
+    # SGLang's default (get_next_batch_to_run: a prefill batch, when there is one, runs instead of decode).
+    longest_gap, during, ttft = _decode_gaps_during_a_chunked_prefill([])
+    assert during <= 2  # only before the prefill starts (the overlap scheduler admits it a step late)
+    assert longest_gap > 0.8 * ttft  # the decode waited for the whole four-chunk prefill
+
+
+def test_mixed_chunk_decodes_advance_in_every_extend_step():
+    longest_gap, during, ttft = _decode_gaps_during_a_chunked_prefill(["--enable-mixed-chunk"])
+    stalled_gap, _, _ = _decode_gaps_during_a_chunked_prefill([])
+    assert during >= 4  # one token per mixed step, every chunk
+    assert longest_gap < 0.4 * stalled_gap  # a gap is one mixed step, not the whole prefill
+    assert longest_gap < 0.5 * ttft

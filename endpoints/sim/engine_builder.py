@@ -33,6 +33,7 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
             chunked_prefill_size=args.chunked_prefill_size,
             max_prefill_tokens=args.max_prefill_tokens,
             schedule_conservativeness=args.schedule_conservativeness,
+            enable_mixed_chunk=args.enable_mixed_chunk,
         ),
         cost_model,
         RadixCache(disabled=args.disable_radix_cache),

@@ -1,10 +1,13 @@
 """Continuous batching, SGLang style: what runs in the next forward step, and what it produced.
 
-Each step is either an extend (prefill) step or a decode step; prefill goes first, as in SGLang
-without --enable-mixed-chunk. An extend step continues the request being prefilled in chunks,
-then admits waiting requests in policy order while the step's token budget, the running-request
-cap and the KV estimate allow. A decode step gives every prefilled running request one token (under
-speculative decoding it verifies num_draft_tokens per request and each gains 1 + the drafts accepted).
+Each step is either an extend (prefill) step or a decode step; prefill goes first, as SGLang's
+get_next_batch_to_run does by default, so running decodes wait while a prefill step runs. An extend
+step continues the request being prefilled in chunks, then admits waiting requests in policy order
+while the step's token budget, the running-request cap and the KV estimate allow. Under
+--enable-mixed-chunk (SGLang's mix_with_running, off by default) an extend step also carries every
+decoding request's next token, and those tokens come out of the step's token budget. A decode step
+gives every prefilled running request one token (under speculative decoding it verifies
+num_draft_tokens per request and each gains 1 + the drafts accepted).
 
 KV, the way SGLang does it: admission is optimistic. A request is admitted when its uncached
 prompt plus `new_token_ratio` × its remaining output budget fits in what is free (evictable cache
@@ -49,6 +52,7 @@ class SchedulerConfig:
     chunked_prefill_size: int = 8192  # -1: no chunking, a prompt is prefilled in one step
     max_prefill_tokens: int = 16384
     schedule_conservativeness: float = 1.0  # scales the initial new-token ratio, like SGLang's flag
+    enable_mixed_chunk: bool = False  # decodes ride along in extend steps (needs chunked prefill, as in SGLang)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +125,15 @@ class Scheduler:
     # -- planning -------------------------------------------------------------------------------
 
     def plan_step(self, now_s: float = 0.0) -> StepPlan | None:
-        work = self._plan_extend(now_s)
+        mixing = self._mixes_decodes()
+        decoding = sum(1 for r in self.running if r.decoding) if mixing else 0
+        work = self._plan_extend(now_s, reserved_tokens=decoding)
         retracted: list[SimRequest] = []
         if work:
             mode = ForwardMode.EXTEND
+            if decoding:  # mixed chunk: the running decodes take one token each in this extend step
+                decode_work, retracted = self._plan_decode()
+                work += decode_work
         else:
             mode = ForwardMode.DECODE
             work, retracted = self._plan_decode()
@@ -145,8 +154,14 @@ class Scheduler:
         chunk = self._config.chunked_prefill_size
         return min(chunk, self._config.max_prefill_tokens) if chunk > 0 else self._config.max_prefill_tokens
 
-    def _plan_extend(self, now_s: float) -> list[tuple[SimRequest, int]]:
-        budget = self._prefill_budget()
+    def _mixes_decodes(self) -> bool:
+        """SGLang's is_mixed_chunk: the flag and chunked prefill (the twin does not mix speculative verifies)."""
+        config = self._config
+        return config.enable_mixed_chunk and config.chunked_prefill_size > 0 and self.speculative is None
+
+    def _plan_extend(self, now_s: float, reserved_tokens: int = 0) -> list[tuple[SimRequest, int]]:
+        """`reserved_tokens`: the budget a mixed step's decodes take (SGLang's mixed_with_decode_tokens)."""
+        budget = self._prefill_budget() - reserved_tokens
         chunking = self._config.chunked_prefill_size > 0
         work: list[tuple[SimRequest, int]] = []
         for r in self.running:  # a request part-way through a chunked prefill continues first
@@ -261,13 +276,14 @@ class Scheduler:
         for r, n in plan.work:
             if r.aborted:
                 continue
-            if extend:
+            if extend and not r.decoding:  # a prefill chunk (a mixed step's decodes take the other branch)
                 r.prefilled_tokens += n
                 if r.prefilled_tokens < r.prefill_target:
                     continue
                 self._cache_prefill(r)
                 r.decoding = True
-            r.output_tokens += 1 if extend else n
+                n = 1  # the last prompt token's logits give the first output token
+            r.output_tokens += n
             if r.first_token_s is None:
                 r.first_token_s = now_s
             if r.output_tokens >= r.target_tokens:

@@ -36,7 +36,7 @@ IGNORED_VALUE_FLAGS = (
     "--num-continuous-decode-steps",  # declared, but read nowhere since the overlap scheduler (SGLang #2095)
 )  # fmt: skip
 IGNORED_BOOL_FLAGS = (
-    "--trust-remote-code", "--disable-overlap-schedule", "--enable-mixed-chunk", "--disable-cuda-graph",
+    "--trust-remote-code", "--disable-overlap-schedule", "--disable-cuda-graph",
     "--enable-dp-lm-head", "--enable-two-batch-overlap", "--enable-eplb", "--log-requests",
     "--enable-metrics-for-all-schedulers", "--enable-torch-compile",
     "--disable-custom-all-reduce",
@@ -64,6 +64,7 @@ class SimServerArgs:
     chunked_prefill_size: int
     max_prefill_tokens: int
     disable_radix_cache: bool
+    enable_mixed_chunk: bool  # running decodes ride along in extend steps (scheduler.py)
     enable_metrics: bool
     enable_cache_report: bool
     stream_interval: int
@@ -123,6 +124,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunked-prefill-size", type=int, default=None)
     p.add_argument("--max-prefill-tokens", type=int, default=16384)
     p.add_argument("--disable-radix-cache", action="store_true")
+    p.add_argument("--enable-mixed-chunk", action="store_true")
     p.add_argument("--enable-metrics", action="store_true")
     p.add_argument("--enable-cache-report", action="store_true")
     p.add_argument("--stream-interval", type=int, default=1)
@@ -214,6 +216,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         chunked_prefill_size=chunk,
         max_prefill_tokens=ns.max_prefill_tokens,
         disable_radix_cache=ns.disable_radix_cache,
+        enable_mixed_chunk=ns.enable_mixed_chunk,
         enable_metrics=ns.enable_metrics,
         enable_cache_report=ns.enable_cache_report,
         stream_interval=ns.stream_interval,
