@@ -181,8 +181,7 @@ def _check_unique_ids(path: Path) -> None:
     core by DuckDB over the one column, so no id is held as a Python string."""
     source = f"read_parquet({_sql_text(str(path))}, file_row_number = true)"
     with tempfile.TemporaryDirectory(prefix="costbench-ids-") as spill:
-        config = {"memory_limit": ID_CHECK_MEMORY_LIMIT, "temp_directory": spill, "threads": 2}
-        con = duckdb.connect(config=config)
+        con = duckdb.connect(config={"memory_limit": ID_CHECK_MEMORY_LIMIT, "temp_directory": spill, "threads": 2})
         try:
             con.execute("SET enable_progress_bar = false")  # a long check must not draw on the user's terminal
             repeated = con.execute(
@@ -278,7 +277,7 @@ def _checked(path: Path, batch: pa.RecordBatch, first_row: int, block_size: int)
         checks.append(
             (pc.is_valid(blocks), f"prefix_blocks present but metadata {_PREFIX}block_size is missing or not > 0")
         )
-    found = [(index, reason) for mask, reason in checks if (index := _first_true(mask)) is not None]
+    found = [(at, reason) for mask, reason in checks if (at := _first_true(mask)) is not None]
     if len(null_block_rows):
         found.append((int(null_block_rows[0].as_py()), "prefix_blocks holds a null block hash"))
     if found:

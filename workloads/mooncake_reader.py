@@ -18,6 +18,8 @@ order, which names the first bad line and its precise reason: only the error pat
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -106,11 +108,15 @@ def _decoded_line(line: bytes) -> tuple[dict, None] | tuple[None, str]:
     return (raw, None) if reason is None else (None, reason)
 
 
+@dataclass(frozen=True, slots=True)
 class _Columns:
     """The chunk's requests as the four source columns plus each one's 0-based physical line."""
 
-    def __init__(self, lines: np.ndarray, timestamp: np.ndarray, inputs: np.ndarray, outputs: np.ndarray, hashes):
-        self.lines, self.timestamp, self.inputs, self.outputs, self.hashes = lines, timestamp, inputs, outputs, hashes
+    lines: np.ndarray  # int64, 0-based physical line = request_id
+    timestamp: np.ndarray  # int64 ms
+    inputs: np.ndarray  # int64
+    outputs: np.ndarray  # int64
+    hashes: pa.ListArray  # list<int64>
 
     def batch(self) -> pa.RecordBatch:
         return batch_of(
@@ -207,16 +213,16 @@ def _arrow_columns(chunk: LineChunk, fast: np.ndarray) -> _Columns | None:
 def _merged(first: _Columns, second: _Columns) -> _Columns:
     """Both sets of rows in physical line order."""
     order = np.argsort(np.concatenate([first.lines, second.lines]), kind="stable")
-    hashes = pa.concat_arrays([first.hashes, second.hashes]).take(pa.array(order))
+
+    def both(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, b])[order]
+
     return _Columns(
-        *(
-            np.concatenate([a, b])[order]
-            for a, b in zip(
-                (first.lines, first.timestamp, first.inputs, first.outputs),
-                (second.lines, second.timestamp, second.inputs, second.outputs),
-            )
-        ),
-        hashes,
+        lines=both(first.lines, second.lines),
+        timestamp=both(first.timestamp, second.timestamp),
+        inputs=both(first.inputs, second.inputs),
+        outputs=both(first.outputs, second.outputs),
+        hashes=pa.concat_arrays([first.hashes, second.hashes]).take(pa.array(order)),
     )
 
 
@@ -232,7 +238,7 @@ def _chunk_columns(path: Path, chunk: LineChunk) -> _Columns:
     return _merged(fast_columns, _slow_columns(path, chunk, others))
 
 
-def _batches(path: Path):
+def _batches(path: Path) -> Iterator[pa.RecordBatch]:
     for chunk in line_chunks(path, BATCH_ROWS):
         columns = _chunk_columns(path, chunk)
         if len(columns.lines):
