@@ -117,7 +117,8 @@ def timestamp_ns(cells: pa.Array, rules: RowRules) -> np.ndarray:
 
 
 class _AzureCheck:
-    """The row check of one pass: the first row's instant and the span so far carry across batches."""
+    """The row check of a pass: the first row's instant and the span so far carry across batches, updated
+    only by a batch that passes."""
 
     def __init__(self) -> None:
         self._first_ns: int | None = None
@@ -130,10 +131,11 @@ class _AzureCheck:
         context = count_cells(cells["ContextTokens"], "ContextTokens", rules, minimum=1)
         generated = count_cells(cells["GeneratedTokens"], "GeneratedTokens", rules)
         request_tokens_rule(rules, context, generated, "ContextTokens + GeneratedTokens")
-        self._check_span(ns, stamps, rules)
+        span = self._check_span(ns, stamps, rules)
         rules.raise_first()
-        first_ns = self._first_ns
-        assert first_ns is not None  # set by _check_span from this batch's first (valid) row
+        assert span is not None  # every row passed, so the batch has a first row
+        self._first_ns, self._min_ns, self._max_ns = span
+        first_ns = span[0]
         # Exact in int64; float64 seconds after the subtraction (exact to the ns below 2**53 ns, 104 days).
         arrival_s = (ns - first_ns) / _NS_PER_S
         request_id = pa.array(np.arange(first_row, first_row + len(stamps))).cast(pa.string())
@@ -142,17 +144,20 @@ class _AzureCheck:
         )
         return Checked(batch)
 
-    def _check_span(self, ns: np.ndarray, stamps: pa.Array, rules: RowRules) -> None:
-        """No row more than MAX_TRACE_SPAN_S from any other: refused at the row that stretches it."""
+    def _check_span(self, ns: np.ndarray, stamps: pa.Array, rules: RowRules) -> tuple[int, int, int] | None:
+        """No row more than MAX_TRACE_SPAN_S from any other: refused at the row that stretches it.
+
+        Returns (first row's ns, earliest, latest) with this batch, for the caller to keep if it passes.
+        """
         good = ~rules.any_bad()
         if not good.any():
-            return
-        if self._first_ns is None:
-            self._first_ns = self._min_ns = self._max_ns = int(ns[np.argmax(good)])
+            return None
+        first = self._first_ns if self._first_ns is not None else int(ns[np.argmax(good)])
+        earliest, latest = (self._min_ns, self._max_ns) if self._first_ns is not None else (first, first)
         # Bad rows (already refused) take the first row's value, which stretches nothing.
-        values = np.where(good, ns, self._first_ns)
-        low = np.minimum.accumulate(np.minimum(values, self._min_ns))
-        high = np.maximum.accumulate(np.maximum(values, self._max_ns))
+        values = np.where(good, ns, first)
+        low = np.minimum.accumulate(np.minimum(values, earliest))
+        high = np.maximum.accumulate(np.maximum(values, latest))
         span_ns = MAX_TRACE_SPAN_S * _NS_PER_S
         days = MAX_TRACE_SPAN_S // 86_400
         rules.add(
@@ -162,7 +167,7 @@ class _AzureCheck:
                 f"another row's: a trace spans at most {days} days (MAX_TRACE_SPAN_S)"
             ),
         )
-        self._min_ns, self._max_ns = int(low[-1]), int(high[-1])
+        return first, int(low[-1]), int(high[-1])
 
 
 def scan_azure(path: str | Path) -> TraceScan:
@@ -178,7 +183,7 @@ def scan_azure(path: str | Path) -> TraceScan:
         trace_format=TraceFormat.AZURE,
         time_unit="datetime",
         block_size=0,
-        batches=(checked.batch for checked in checked_batches(header, _AzureCheck)),
+        batches=(checked.batch for checked in checked_batches(header, _AzureCheck())),
         rebase_arrivals=True,
         empty_reason="no requests: the file has a header but no rows",
     )

@@ -116,7 +116,7 @@ def scan_burstgpt(path: str | Path, model: str | None = None) -> TraceScan:
     excluded = ExclusionTally()
 
     def batches():
-        for checked in checked_batches(header, lambda: _BurstCheck(model)):
+        for checked in checked_batches(header, _BurstCheck(model)):
             for reason, count in checked.excluded:
                 excluded.add(reason, count)
             yield checked.batch

@@ -52,6 +52,7 @@ class Checked:
 
 
 # cells of one batch by column name (text, no nulls) and the data-row index of its first row → Checked.
+# A check may keep state across batches (e.g. the span so far); one that raises BadRow leaves it as it was.
 RowCheck = Callable[[dict[str, pa.Array], int], Checked]
 
 
@@ -106,14 +107,12 @@ def read_header(path: Path, required: tuple[str, ...], optional: tuple[str, ...]
     return CsvHeader(path=path, names=tuple(header), columns=columns)
 
 
-def checked_batches(header: CsvHeader, make_check: Callable[[], RowCheck]) -> Iterator[Checked]:
+def checked_batches(header: CsvHeader, check: RowCheck) -> Iterator[Checked]:
     """Every data row of the file in checked batches of about BATCH_ROWS rows, in file order.
 
-    `make_check` gives a fresh check (with its own state) for each pass over the file. A bad row raises
-    TraceFormatError(path, physical line, reason) once the batches before it were yielded.
+    A bad row raises TraceFormatError(path, physical line, reason) once the batches before it were yielded.
     """
-    check = make_check()
-    done = 0  # data rows already yielded
+    done = 0  # data rows already checked and yielded
     try:
         for cells in _arrow_cells(header):
             checked = check(cells, done)
@@ -126,9 +125,10 @@ def checked_batches(header: CsvHeader, make_check: Callable[[], RowCheck]) -> It
             return
     except (BadRow, pa.ArrowException):
         pass
-    # The slow path: the same check over Python's reading, which knows each row's physical line. It raises
-    # at the first bad row; should it find none (a file only Arrow refuses) it carries on from `done`.
-    yield from _python_checked(header, make_check(), done)
+    # The slow path: Python reads the file again, which knows each row's physical line; the rows already
+    # yielded are only counted, the others checked by the same check. It raises at the first bad row;
+    # should it find none (a file only Arrow refuses) it carries on from `done`.
+    yield from _python_checked(header, check, done)
 
 
 def _block_size(path: Path) -> int:
@@ -203,11 +203,16 @@ def _python_rows(header: CsvHeader) -> Iterator[tuple[int, list[str]]]:
 
 
 def _python_checked(header: CsvHeader, check: RowCheck, skip: int) -> Iterator[Checked]:
-    """The slow path: rows as Python reads them, checked in batches; rows below `skip` checked, not yielded."""
+    """The slow path: rows as Python reads them; those below `skip` (checked before) only counted, the
+    others checked and yielded in batches."""
     at = {column: header.names.index(name) for column, name in header.columns.items()}
     lines: list[int] = []
     cells: list[list[str]] = []
-    done = 0
+    rows = _python_rows(header)
+    for _ in range(skip):
+        if next(rows, None) is None:
+            raise TraceFormatError(str(header.path), None, "unreadable CSV: Arrow and Python read different rows")
+    done = skip
 
     def flush() -> Checked:
         columns = {column: pa.array([row[index] for row in cells], pa.string()) for column, index in at.items()}
@@ -217,14 +222,11 @@ def _python_checked(header: CsvHeader, check: RowCheck, skip: int) -> Iterator[C
             raise TraceFormatError(str(header.path), lines[bad.offset], bad.reason) from None
 
     try:
-        for line, row in _python_rows(header):
+        for line, row in rows:
             lines.append(line)
             cells.append(row)
-            # Cut batches at `skip` too, so a batch is either all already yielded or all new.
-            if len(cells) == BATCH_ROWS or done + len(cells) == skip:
-                checked = flush()
-                if done >= skip:
-                    yield checked
+            if len(cells) == BATCH_ROWS:
+                yield flush()
                 done += len(cells)
                 lines, cells = [], []
     except TraceFormatError:
@@ -232,9 +234,7 @@ def _python_checked(header: CsvHeader, check: RowCheck, skip: int) -> Iterator[C
             flush()  # a bad row before the structural fault is the first error
         raise
     if cells:
-        checked = flush()
-        if done >= skip:
-            yield checked
+        yield flush()
 
 
 def _utf8_fault(cells: list[str]) -> str | None:
