@@ -225,3 +225,30 @@ def test_scan_streams_row_groups_in_file_order(tmp_path: Path) -> None:
     batches = list(scan_canonical(path).batches)
     assert [batch.num_rows for batch in batches] == [5000, 5000, 2031]
     assert pa.Table.from_batches(batches).equals(original.table)
+
+
+def test_foreign_columns_that_would_be_misread_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.parquet"
+    rows = canonical_rows()
+    cases = [
+        (
+            rows.set_column(4, "input_tokens", pa.array([True, True, False])),
+            "column input_tokens holds booleans (bool), not its values",
+        ),
+        (
+            rows.set_column(4, "input_tokens", pa.array([5, 2**40, 7])),
+            "row 2: input_tokens 1099511627776 does not fit int32",
+        ),
+        (rows.set_column(4, "input_tokens", pa.array([5.0, 6.5, 7.0])), "row 2: input_tokens 6.5 does not fit int32"),
+        (rows.append_column("arrival_s", pa.array([9.0, 9.0, 9.0])), "column(s) arrival_s appear more than once"),
+        (rows.replace_schema_metadata({b"costbench.name": b"\xff"}), "metadata b'costbench.name' is not UTF-8 text"),
+        (
+            rows.replace_schema_metadata({"costbench.excluded_rows": "-1"}),
+            "metadata costbench.excluded_rows is not a valid count: '-1'",
+        ),
+    ]
+    for table, reason in cases:
+        pq.write_table(table, path)
+        with pytest.raises(TraceFormatError) as caught:
+            read_canonical(path)
+        assert str(caught.value) == f"{path}: {reason}"

@@ -84,6 +84,43 @@ def _parse_facts(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
     return facts
 
 
+def _costbench_metadata(path: Path, *sources: dict[bytes, bytes] | None) -> dict[str, str]:
+    """The costbench.* keys of the schema's and the file's key-value metadata (the file's win)."""
+    metadata = {}
+    for source in sources:
+        for key, value in (source or {}).items():
+            if not key.startswith(_PREFIX.encode()):
+                continue
+            try:
+                metadata[key.decode()] = value.decode()
+            except UnicodeDecodeError:
+                raise TraceFormatError(str(path), None, f"metadata {key!r} is not UTF-8 text") from None
+    return metadata
+
+
+def _check_columns(path: Path, schema: pa.Schema) -> None:
+    """Every canonical column once, of a type that casts to the canonical one; no true/false as a number."""
+    missing = [name for name in WORKLOAD_SCHEMA.names if name not in schema.names]
+    if missing:
+        raise TraceFormatError(str(path), None, f"missing column(s) {', '.join(missing)}")
+    repeated = [name for name in WORKLOAD_SCHEMA.names if schema.names.count(name) > 1]
+    if repeated:
+        raise TraceFormatError(str(path), None, f"column(s) {', '.join(repeated)} appear more than once")
+    fields = [schema.field(name) for name in WORKLOAD_SCHEMA.names]
+    for field in fields:
+        value_type = (
+            field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) else field.type
+        )
+        if pa.types.is_boolean(value_type):
+            raise TraceFormatError(
+                str(path), None, f"column {field.name} holds booleans ({field.type}), not its values"
+            )
+    try:
+        pa.schema(fields).empty_table().cast(WORKLOAD_SCHEMA.with_metadata(None), safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+        raise TraceFormatError(str(path), None, f"columns do not cast to the canonical schema: {exc}") from None
+
+
 def _open(path: Path) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path, page_checksum_verification=True)
@@ -99,22 +136,10 @@ def scan_canonical(path: str | Path) -> TraceScan:
     try:
         schema = parquet.schema_arrow
         # Facts at file level (a spooled file adds them at close) over those of the Arrow schema.
-        metadata = {
-            key.decode(): value.decode()
-            for source in (schema.metadata, parquet.metadata.metadata)
-            for key, value in (source or {}).items()
-        }
+        metadata = _costbench_metadata(path, schema.metadata, parquet.metadata.metadata)
     finally:
         parquet.close()
-    missing = [name for name in WORKLOAD_SCHEMA.names if name not in schema.names]
-    if missing:
-        raise TraceFormatError(str(path), None, f"missing column(s) {', '.join(missing)}")
-    try:
-        pa.schema([schema.field(name) for name in WORKLOAD_SCHEMA.names]).empty_table().cast(
-            WORKLOAD_SCHEMA.with_metadata(None), safe=True
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-        raise TraceFormatError(str(path), None, f"columns do not cast to the canonical schema: {exc}") from None
+    _check_columns(path, schema)
     facts = _parse_facts(path, metadata)
     return TraceScan(
         name=metadata.get(f"{_PREFIX}name", path.stem),
@@ -242,7 +267,7 @@ def _checked(path: Path, batch: pa.RecordBatch, first_row: int, block_size: int)
             columns.append(column.cast(field.type))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             index = _first_uncastable(column, field.type)
-            raise fail(index, f"{field.name} {column[index].as_py()!r} is not a {field.type} value") from None
+            raise fail(index, f"{field.name} {column[index].as_py()!r} does not fit {field.type}") from None
     table = pa.RecordBatch.from_arrays(columns, schema=WORKLOAD_SCHEMA)
     arrival, inputs, outputs = (table.column(name) for name in ("arrival_s", "input_tokens", "output_tokens"))
     blocks = table.column("prefix_blocks")
