@@ -66,10 +66,23 @@ async def run_replay_async(
 ) -> RunInfo:
     clock = clock or MonotonicClock()
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ReplayInputError(f"{out_dir}: cannot create the output directory ({exc})") from None
+    try:
+        return await _replay_into(workload, config, out_dir, clock, progress)
+    except BaseException:
+        # A replay that could not start (bad window, unreachable endpoint) leaves no empty folder behind.
+        if created and out_dir.is_dir() and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
+
+
+async def _replay_into(
+    workload: Workload, config: ReplayConfig, out_dir: Path, clock: Clock, progress: ReplayProgress | None
+) -> RunInfo:
     selected, requests = select_requests(workload, config)
     headers = _auth_headers(config.api_key_env)
     if progress is not None:

@@ -379,8 +379,12 @@ CASES: dict[str, Case] = {
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    """Every file under `root`, hidden ones included, with its content."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    """Every file under `root`, hidden ones included, with its content; a folder as an empty entry ending in /."""
+    return {
+        str(p.relative_to(root)) + ("/" if p.is_dir() else ""): p.read_bytes() if p.is_file() else b""
+        for p in root.rglob("*")
+        if p.is_file() or p.is_dir()
+    }
 
 
 @pytest.fixture
