@@ -107,7 +107,10 @@ def test_header_faults(tmp_path: Path) -> None:
     twice = write(tmp_path, "TIMESTAMP,ContextTokens,GeneratedTokens,ContextTokens\n" + AZURE_ROW)
     assert error_of(read_azure, twice) == f"{twice}:1: column 'ContextTokens' appears twice in the header"
     blank_first = write(tmp_path, "\n" + AZURE + AZURE_ROW, "blank.csv")
-    assert error_of(read_azure, blank_first) == f"{blank_first}:1: line 1 is blank: the header must be the first line"
+    assert (
+        error_of(read_azure, blank_first)
+        == f"{blank_first}:1: line 1 names no column: the header must be the first line"
+    )
     empty = write(tmp_path, "", "empty.csv")
     assert (
         error_of(read_azure, empty) == f"{empty}: empty file: expected a header TIMESTAMP,ContextTokens,GeneratedTokens"

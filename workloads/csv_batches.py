@@ -92,7 +92,7 @@ def read_header(path: Path, required: tuple[str, ...], optional: tuple[str, ...]
         raise TraceFormatError(str(path), 1, fault)
     stripped = [name.strip() for name in header]
     if not any(stripped):
-        raise TraceFormatError(str(path), 1, "line 1 is blank: the header must be the first line")
+        raise TraceFormatError(str(path), 1, "line 1 names no column: the header must be the first line")
     seen: set[str] = set()
     for name in stripped:
         if name in seen:
