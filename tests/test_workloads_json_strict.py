@@ -190,6 +190,10 @@ def gateway_line(timestamp: object, usage: dict, **extra: object) -> str:
             "session_id must be a string or an integer, got True",
         ),
         (
+            gateway_line(1, {"completion_tokens": 3, "completion_tokens_details": [4]}),
+            "usage.completion_tokens_details must be an object, got list",
+        ),
+        (
             gateway_line(1_000_000 + MAX_TRACE_SPAN_S + 1, {"completion_tokens": 3}),
             f"timestamp {1_000_000 + MAX_TRACE_SPAN_S + 1} stretches the log to {MAX_TRACE_SPAN_S + 1} s, more than {MAX_TRACE_SPAN_S} s (400 days)",
         ),
@@ -201,6 +205,14 @@ def test_gateway_refuses_what_it_would_misread(tmp_path: Path, bad_line: str, re
     with pytest.raises(TraceFormatError) as caught:
         read_gateway(path)
     assert str(caught.value) == f"{path}:2: {reason}"
+
+
+def test_gateway_usage_that_is_no_object_is_an_error_not_a_failed_request(tmp_path: Path) -> None:
+    path = tmp_path / "g.jsonl"
+    path.write_text(json.dumps({"timestamp": 1, "request": {"prompt": "x"}, "response": {"usage": [3]}}) + "\n")
+    with pytest.raises(TraceFormatError) as caught:
+        read_gateway(path)
+    assert str(caught.value) == f"{path}:1: response.usage must be an object, got list"
 
 
 def test_gateway_span_of_exactly_400_days_reads(tmp_path: Path) -> None:

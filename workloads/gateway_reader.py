@@ -122,7 +122,9 @@ def _session(line: dict, request: dict) -> str | None:
 
 def _reasoning_tokens(usage: dict) -> int | None:
     details = usage.get("completion_tokens_details")
-    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+    if details is not None and not isinstance(details, dict):
+        raise ValueError(f"usage.completion_tokens_details must be an object, got {type(details).__name__}")
+    if details is not None and details.get("reasoning_tokens") is not None:
         return _count(details, "reasoning_tokens", 0)
     return _count(usage, "reasoning_tokens", 0)
 
@@ -172,7 +174,9 @@ def _rows(
                 excluded.add(f"other model than {model}")
                 continue
             usage = (response or {}).get("usage")
-            if not isinstance(usage, dict) or usage.get("completion_tokens") is None:
+            if usage is not None and not isinstance(usage, dict):
+                raise ValueError(f"response.usage must be an object, got {type(usage).__name__}")
+            if usage is None or usage.get("completion_tokens") is None:
                 excluded.add(FAILED_REASON)
                 continue
             output_tokens = _count(usage, "completion_tokens", 0)
