@@ -21,7 +21,7 @@ from workloads.workload import TraceFormatError
 # A line longer than this is no trace record (e.g. a whole JSON array on one line): refused, not buffered.
 MAX_LINE_BYTES = 64 * 2**20
 _MIN_CHUNK_BYTES = 1 * 2**20
-_MAX_CHUNK_BYTES = 64 * 2**20
+_MAX_CHUNK_BYTES = 16 * 2**20  # a chunk this size and Arrow's parse of it peak at about 250 MB of RSS
 _FIRST_CHUNK_BYTES = 4 * 2**20
 _NEWLINE = ord("\n")
 UTF8_BOM = b"\xef\xbb\xbf"
