@@ -18,7 +18,6 @@ reason.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from workloads.out_of_core import out_of_core, sql_text
 from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import MAX_REQUEST_TOKENS, MAX_TRACE_SPAN_S, ExclusionTally
@@ -43,8 +43,6 @@ _FACTS = {
     "token_counter": str,
     "arrival_process": str,
 }
-# What the request_id uniqueness check may hold in memory before DuckDB spills to a temporary folder.
-ID_CHECK_MEMORY_LIMIT = "300MB"
 
 
 def canonical_metadata(workload: Workload) -> dict[str, str]:
@@ -62,9 +60,12 @@ def write_canonical(workload: Workload, path: str | Path) -> Path:
     path = Path(path)
     table = workload.table.replace_schema_metadata(canonical_metadata(workload))
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    pq.write_table(table, partial, write_page_checksum=True)
-    os.replace(partial, path)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        pq.write_table(table, partial, write_page_checksum=True)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)  # a failed or interrupted write leaves nothing beside `path`
     return path
 
 
@@ -204,11 +205,9 @@ class _StoredExclusions(ExclusionTally):
 def _check_unique_ids(path: Path) -> None:
     """TraceFormatError naming the first row whose request_id an earlier row already has. Grouped out of
     core by DuckDB over the one column, so no id is held as a Python string."""
-    source = f"read_parquet({_sql_text(str(path))}, file_row_number = true)"
-    with tempfile.TemporaryDirectory(prefix="costbench-ids-") as spill:
-        con = duckdb.connect(config={"memory_limit": ID_CHECK_MEMORY_LIMIT, "temp_directory": spill, "threads": 2})
+    source = f"read_parquet({sql_text(path)}, file_row_number = true)"
+    with out_of_core() as con:
         try:
-            con.execute("SET enable_progress_bar = false")  # a long check must not draw on the user's terminal
             repeated = con.execute(
                 f"SELECT count(*) FROM (SELECT 1 FROM {source} WHERE request_id IS NOT NULL "
                 "GROUP BY request_id HAVING count(*) > 1)"
@@ -224,16 +223,10 @@ def _check_unique_ids(path: Path) -> None:
             ).fetchone()
         except duckdb.Error as exc:
             raise TraceFormatError(str(path), None, f"unreadable Parquet data in request_id: {exc}") from None
-        finally:
-            con.close()
     assert found is not None  # a repeated id has a second row
     row, request_id, first = found
     reason = f"row {row + 1}: request_id values are not unique: {str(request_id)!r} is also row {first + 1}"
     raise TraceFormatError(str(path), None, reason)
-
-
-def _sql_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _first_true(mask: pa.Array) -> int | None:

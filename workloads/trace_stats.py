@@ -4,23 +4,20 @@ an ideal prefix cache could reuse. One pass over the batches, so a trace of any 
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workloads.out_of_core import out_of_core
 from workloads.prompt_materializer import mix64
 from workloads.trace_scan import BATCH_ROWS
 from workloads.workload import Workload
 from workloads.workload_file import WorkloadFile
 
-# What the prefix-reuse count may hold in memory before DuckDB spills to a temporary folder.
-STATS_MEMORY_LIMIT = "700MB"
 _PREFIX_REUSE_SQL = resources.files("workloads").joinpath("sql/prefix_reuse.sql").read_text()
 # Chain constants for hashing a leading run of blocks: any odd multiplier and fixed seed will do.
 _CHAIN_SEED = np.uint64(0x243F6A8885A308D3)
@@ -67,35 +64,31 @@ def _reused_tokens(batches: Iterable[pa.RecordBatch], block_size: int) -> int:
     request's blocks would reuse: its longest leading run of blocks equal to the leading blocks of some
     earlier request, times the block size, capped at its input length. Computed out of core in DuckDB
     (workloads/sql/prefix_reuse.sql), so a trace of any length fits in bounded memory."""
-    with tempfile.TemporaryDirectory(prefix="costbench-stats-") as spill:
-        con = duckdb.connect(config={"memory_limit": STATS_MEMORY_LIMIT, "temp_directory": spill, "threads": 2})
-        try:
-            con.execute("CREATE TABLE prefixes (row_index BIGINT, prefix_hash BIGINT)")
-            con.execute("CREATE TABLE rows_with_blocks (row_index BIGINT, blocks BIGINT, input_tokens BIGINT)")
-            first_row = 0
-            for batch in batches:
-                rows, hashes = _prefix_hashes(batch.column("prefix_blocks"))
-                lengths = pc.fill_null(pc.list_value_length(batch.column("prefix_blocks")), 0)
-                has_blocks = pc.greater(lengths, 0)
-                if len(hashes):
-                    chunk = pa.table({"row_index": rows + first_row, "prefix_hash": hashes})
-                    con.register("chunk", chunk)
-                    con.execute("INSERT INTO prefixes SELECT * FROM chunk")
-                    per_row = pa.table(
-                        {
-                            "row_index": pa.array(np.arange(batch.num_rows, dtype=np.int64) + first_row),
-                            "blocks": lengths.cast(pa.int64()),
-                            "input_tokens": batch.column("input_tokens").cast(pa.int64()),
-                        }
-                    ).filter(has_blocks)
-                    con.register("per_row", per_row)
-                    con.execute("INSERT INTO rows_with_blocks SELECT * FROM per_row")
-                    con.unregister("chunk")
-                    con.unregister("per_row")
-                first_row += batch.num_rows
-            row = con.execute(_PREFIX_REUSE_SQL, [block_size]).fetchone()
-        finally:
-            con.close()
+    with out_of_core() as con:
+        con.execute("CREATE TABLE prefixes (row_index BIGINT, prefix_hash BIGINT)")
+        con.execute("CREATE TABLE rows_with_blocks (row_index BIGINT, blocks BIGINT, input_tokens BIGINT)")
+        first_row = 0
+        for batch in batches:
+            rows, hashes = _prefix_hashes(batch.column("prefix_blocks"))
+            lengths = pc.fill_null(pc.list_value_length(batch.column("prefix_blocks")), 0)
+            has_blocks = pc.greater(lengths, 0)
+            if len(hashes):
+                chunk = pa.table({"row_index": rows + first_row, "prefix_hash": hashes})
+                con.register("chunk", chunk)
+                con.execute("INSERT INTO prefixes SELECT * FROM chunk")
+                per_row = pa.table(
+                    {
+                        "row_index": pa.array(np.arange(batch.num_rows, dtype=np.int64) + first_row),
+                        "blocks": lengths.cast(pa.int64()),
+                        "input_tokens": batch.column("input_tokens").cast(pa.int64()),
+                    }
+                ).filter(has_blocks)
+                con.register("per_row", per_row)
+                con.execute("INSERT INTO rows_with_blocks SELECT * FROM per_row")
+                con.unregister("chunk")
+                con.unregister("per_row")
+            first_row += batch.num_rows
+        row = con.execute(_PREFIX_REUSE_SQL, [block_size]).fetchone()
     return int(row[0]) if row else 0
 
 

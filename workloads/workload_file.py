@@ -18,21 +18,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from workloads.canonical_parquet import canonical_metadata
+from workloads.out_of_core import out_of_core, sql_text
 from workloads.reader_registry import ReadOptions, scan_trace
 from workloads.trace_scan import BATCH_ROWS, TraceScan
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
 
 # Bump when a reader changes what it makes of the same file: cached spools of older code are not reused.
 SPOOL_VERSION = "1"
-# What the out-of-core sort may hold in memory; the rest goes to a temporary folder beside the file.
-SORT_MEMORY_LIMIT = "700MB"
 _PREFIX = "costbench."
 _FACT_FIELDS = ("time_unit", "block_size", "excluded_rows", "excluded_reason", "token_counter", "arrival_process")
 
@@ -102,7 +100,8 @@ def _write_batches(scan: TraceScan, path: Path) -> tuple[int, bool]:
     count, in_order, last_s = 0, True, -np.inf
     first_s: float | None = None
     at = WORKLOAD_SCHEMA.get_field_index("arrival_s")
-    with pq.ParquetWriter(path, WORKLOAD_SCHEMA) as writer:
+    # Page checksums: a bit flipped on disk later is an error at read time, not a changed request.
+    with pq.ParquetWriter(path, WORKLOAD_SCHEMA, write_page_checksum=True) as writer:
         for batch in scan.batches:
             if batch.num_rows == 0:
                 continue
@@ -135,31 +134,18 @@ def _sort_out_of_core(partial: Path, dest: Path, scan: TraceScan) -> None:
         for name in WORKLOAD_SCHEMA.names
     )
     metadata = canonical_metadata(scan.workload(WORKLOAD_SCHEMA.empty_table()))
-    kv = ", ".join(f"{_sql_text(key)}: {_sql_text(value)}" for key, value in metadata.items())
+    kv = ", ".join(f"{sql_text(key)}: {sql_text(value)}" for key, value in metadata.items())
     sorted_partial = partial.with_name(partial.name + ".sorted")
-    spill = partial.with_name(partial.name + ".spill")
-    con = duckdb.connect(config={"memory_limit": SORT_MEMORY_LIMIT, "temp_directory": str(spill), "threads": 2})
     try:
-        con.execute(
-            f"COPY (SELECT {columns} FROM read_parquet({_sql_text(str(partial))}, file_row_number = true) "
-            f"ORDER BY arrival_s, file_row_number) TO {_sql_text(str(sorted_partial))} "
-            f"(FORMAT parquet, ROW_GROUP_SIZE {BATCH_ROWS}, KV_METADATA {{{kv}}})"
-        )
+        with out_of_core(dest.parent) as con:
+            con.execute(
+                f"COPY (SELECT {columns} FROM read_parquet({sql_text(partial)}, file_row_number = true) "
+                f"ORDER BY arrival_s, file_row_number) TO {sql_text(sorted_partial)} "
+                f"(FORMAT parquet, ROW_GROUP_SIZE {BATCH_ROWS}, KV_METADATA {{{kv}}})"
+            )
+        os.replace(sorted_partial, dest)
     finally:
-        con.close()
-        _remove_tree(spill)
-    os.replace(sorted_partial, dest)
-
-
-def _sql_text(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _remove_tree(path: Path) -> None:
-    if path.is_dir():
-        for child in path.iterdir():
-            child.unlink(missing_ok=True)
-        path.rmdir()
+        sorted_partial.unlink(missing_ok=True)
 
 
 def read_workload_file(path: Path) -> WorkloadFile:
