@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -78,7 +80,7 @@ def test_turns_are_numbered_across_the_whole_out_of_order_file(tmp_path):
 
 
 def test_a_bad_line_leaves_no_spooled_or_partial_file(tmp_path):
-    lines = (TRACES / "mooncake_conversation.jsonl").read_text().splitlines()  # many batches before the bad one
+    lines = (TRACES / "mooncake_conversation.jsonl").read_text().splitlines()
     lines[-3] = '{"timestamp": 1, "input_length": 10, "output_length": 2, "hash_ids": []}'
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -116,3 +118,17 @@ def test_a_replay_window_reads_only_the_row_groups_it_touches(tmp_path):
         url="http://127.0.0.1:1", arrival_process=ArrivalProcess.POISSON, rate_rps=5.0, start_s=0.0, duration_s=10.0
     )
     assert rows_to_replay(spooled, synthetic).num_requests == len(lines)
+
+
+def test_partial_files_of_a_killed_spool_are_removed_and_a_live_ones_kept(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    killed = cache / f".trace-0123.parquet.{int(dead.stdout)}.partial"
+    killed_sort = cache / f".trace-0123.parquet.{int(dead.stdout)}.partial.sorted"
+    live = cache / f".other-4567.parquet.{os.getpid()}.partial"
+    for path in (killed, killed_sort, live):
+        path.write_bytes(b"half a file")
+    open_workload(TRACES / "azure_conv_2023.csv", "azure", cache)
+    assert not killed.exists() and not killed_sort.exists()
+    assert live.exists()

@@ -98,22 +98,3 @@ def finish_table(table: pa.Table, scan: TraceScan) -> pa.Table:
     if scan.number_turns:
         table = numbered_turns(table)
     return table.combine_chunks()
-
-
-def scan_of_workload(workload: Workload) -> TraceScan:
-    """A scan over a Workload already in memory (a reader whose files are small by nature, e.g. ShareGPT)."""
-    excluded = ExclusionTally()
-    for part in filter(None, workload.excluded_reason.split("; ")):
-        reason, _, count = part.rpartition(": ")
-        excluded.add(reason, int(count))
-    return TraceScan(
-        name=workload.name,
-        source_path=workload.source_path,
-        trace_format=workload.trace_format,
-        time_unit=workload.time_unit,
-        block_size=workload.block_size,
-        batches=iter(workload.table.to_batches(max_chunksize=BATCH_ROWS)),
-        excluded=excluded,
-        token_counter=workload.token_counter,
-        arrival_process=workload.arrival_process,
-    )

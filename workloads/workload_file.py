@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from workloads.canonical_parquet import canonical_metadata
@@ -210,6 +209,7 @@ def open_workload(
         dest = Path(cache_dir) / f"{path.stem}-{spool_key(path, trace_format, options)}.parquet"
     except OSError as exc:
         raise TraceFormatError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
+    _remove_dead_partials(Path(cache_dir))
     if dest.is_file():
         try:
             cached = read_workload_file(dest)
@@ -226,8 +226,21 @@ def open_workload(
     return spooled
 
 
-def total_input_tokens(workload_file: WorkloadFile) -> int:
-    total = 0
-    for batch in workload_file.batches(columns=["input_tokens"]):
-        total += int(pc.sum(batch.column(0)).as_py() or 0)
-    return total
+def _remove_dead_partials(cache_dir: Path) -> None:
+    """Partial files of spools whose process was killed (`.<name>.<pid>.partial*`): a live one is kept."""
+    if not cache_dir.is_dir():
+        return
+    for partial in cache_dir.glob(".*.partial*"):
+        pid_text = partial.name.split(".partial")[0].rsplit(".", 1)[-1]
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            partial.unlink(missing_ok=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
