@@ -3,10 +3,12 @@ overlap scheduling, calibration shape."""
 
 import asyncio
 import random
+from dataclasses import replace
 
 from endpoints.sim.clock import VirtualClock
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.kv_pool import KvPool
+from endpoints.sim.profiles import Vendor, cost_constants_for
 from endpoints.sim.server_args import parse_server_args
 from endpoints.sim.sim_request import GenerateInput
 from endpoints.sim.virtual_bench import BenchRequest, random_ids, random_requests, run_bench
@@ -138,3 +140,18 @@ def test_mixed_chunk_decodes_advance_in_every_extend_step():
     assert during >= 4  # one token per mixed step, every chunk
     assert longest_gap < 0.4 * stalled_gap  # a gap is one mixed step, not the whole prefill
     assert longest_gap < 0.5 * ttft
+
+
+def test_cold_start_holds_only_the_first_batched_prefill_and_only_once():
+    constants = replace(cost_constants_for(Vendor.NVIDIA), cold_prefill_s=2.0)
+    rng = random.Random(9)
+    single = [BenchRequest(random_ids(500, rng), 8)]
+    burst = [BenchRequest(random_ids(500, rng), 8, arrival_s=5.0) for _ in range(4)]
+    second_burst = [BenchRequest(random_ids(500, rng), 8, arrival_s=10.0) for _ in range(4)]
+    requests = single + burst + second_burst
+    warm = run_bench(H200, requests, cost_constants=constants).requests
+    cold = run_bench(H200 + ["--sim-cold-start"], requests, cost_constants=constants).requests
+    assert cold[0].ttft_s == warm[0].ttft_s  # a lone request never pays it (the cookbook's concurrency 1)
+    for c, w in zip(cold[1:5], warm[1:5]):
+        assert 2.0 <= c.ttft_s - w.ttft_s < 2.01  # the first batched prefill pays the stall
+    assert [c.ttft_s for c in cold[5:]] == [w.ttft_s for w in warm[5:]]  # once per engine

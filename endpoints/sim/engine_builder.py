@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from endpoints.sim.clock import Clock
+from endpoints.sim.cold_start import ColdStartCostModel
 from endpoints.sim.cost_model import CostModel, ParallelConfig, RooflineCostModel
 from endpoints.sim.engine import SimEngine
 from endpoints.sim.kv_pool import KvPool, kv_capacity_tokens
-from endpoints.sim.profiles import CostConstants, hardware_profile_for, model_profile_for
+from endpoints.sim.profiles import CostConstants, cost_constants_for, hardware_profile_for, model_profile_for
 from endpoints.sim.radix_cache import RadixCache
 from endpoints.sim.scheduler import Scheduler, SchedulerConfig
 from endpoints.sim.server_args import SimServerArgs
@@ -19,13 +20,16 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
     model = model_profile_for(args.model_path)
     hardware = hardware_profile_for(args.sim_hardware.value)
     parallel = ParallelConfig(args.tp_size, args.dp_size, args.enable_dp_attention)
+    constants = cost_constants or cost_constants_for(hardware.vendor)
     spec = args.speculative
     kv_model = model if spec is None else with_draft_memory(model)  # MTP: its weights and one-layer KV pool
     capacity = kv_capacity_tokens(kv_model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
-    cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, cost_constants)
+    cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, constants)
     if spec is not None:
-        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, cost_constants)
+        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, constants)
         cost_model = SpeculativeCostModel(spec, cost_model, draft)
+    if args.sim_cold_start:
+        cost_model = ColdStartCostModel(cost_model, constants.cold_prefill_s)
     scheduler = Scheduler(
         SchedulerConfig(
             policy=args.schedule_policy,

@@ -105,6 +105,7 @@ class CostConstants:
     attention_efficiency: float  # prefill attention (BF16), share of dense BF16 peak
     decode_layer_s: float  # per layer per decode step: CUDA-graph replay of its kernels, two all-reduces
     extend_layer_s: float  # per layer per extend step: eager kernel launches and host work
+    cold_prefill_s: float = 0.0  # once, a cold server's first batched prefill (cold_start.py, --sim-cold-start)
 
 
 def cost_constants_for(vendor: Vendor) -> CostConstants:

@@ -79,6 +79,7 @@ class SimServerArgs:
     skip_server_warmup: bool
     sim_hardware: HardwareName
     sim_warmup_s: float
+    sim_cold_start: bool  # the first batched prefill pays the fitted cold-start stall (cold_start.py)
     faults: FaultConfig
     speculative: SpecConfig | None  # --speculative-algorithm EAGLE/NEXTN; None: off
     ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
@@ -141,6 +142,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-server-warmup", action="store_true")
     p.add_argument("--sim-hardware", choices=[h.value for h in HardwareName], default=HardwareName.H200.value)
     p.add_argument("--sim-warmup-s", type=float, default=0.0, help="seconds /health answers 503 after start")
+    p.add_argument(
+        "--sim-cold-start", action="store_true", help="the first batched prefill pays a cold server's one-off stall"
+    )
     FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
     SpecConfig.add_arguments(p)
     ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
@@ -231,6 +235,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         skip_server_warmup=ns.skip_server_warmup,
         sim_hardware=HardwareName(ns.sim_hardware),
         sim_warmup_s=ns.sim_warmup_s,
+        sim_cold_start=ns.sim_cold_start,
         faults=faults,
         speculative=speculative,
         ignored=tuple((dest, getattr(ns, dest)) for dest in _IGNORED_DESTS),

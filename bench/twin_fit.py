@@ -1,0 +1,204 @@
+"""Fit the twin's cost-model constants on a declared fit set of published figures.
+
+    python bench/twin_fit.py            # fit, print the constants and the fit residuals
+    python bench/twin_fit.py --write    # ... and rewrite endpoints/sim/fitted_constants.py
+    python bench/twin_fit.py --check    # fit, and fail if the result differs from the stored constants
+
+For each vendor, least squares (scipy.optimize.least_squares, trust-region reflective) over the log
+ratios twin / published of every published figure (throughput per GPU, mean TTFT, mean TPOT) of the
+fit set's points, each point run on the twin's engine in virtual time exactly as
+bench/twin_calibration.py runs it (bench/twin_published.py). The parameters are searched in log space
+within physical bounds, from fixed starting values, with a fixed finite-difference step, so a rerun
+gives the same numbers. They are rounded to three significant figures before they are stored, and the
+stored constants' predictions for the fit set are written beside them (tests check they reproduce).
+
+Every point not in FIT_SET is validation: bench/twin_calibration.py prints the two sets apart.
+About 5 minutes per vendor on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from twin_published import POINTS_BY_KEY, Metric, measure  # noqa: E402
+
+from endpoints.sim.profiles import CostConstants, Vendor, cost_constants_for  # noqa: E402
+
+FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "fitted_constants.py"
+
+# The declared fit set: three points of each vendor's concurrency sweep (both ends and one between). The
+# other points of the same sweeps validate, with every other published point.
+FIT_SET: dict[Vendor, tuple[str, ...]] = {
+    Vendor.NVIDIA: ("7.c8", "7.c32", "7.c64"),
+    Vendor.AMD: ("9.c4", "9.c16", "9.c64"),
+}
+SGLANG_VERSION = {Vendor.NVIDIA: "0.5.7", Vendor.AMD: "0.5.19 (ROCm)"}  # what the fit set's rows ran
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    name: str  # "compute_efficiency" sets gemm_efficiency and attention_efficiency together
+    start: float
+    low: float
+    high: float
+
+
+# Starting values and bounds, per vendor. The fit set has no long-context prefill that could tell the
+# GEMMs' share of peak from prefill attention's, so one compute efficiency covers both.
+PARAMETERS: dict[Vendor, tuple[Parameter, ...]] = {
+    Vendor.NVIDIA: (
+        Parameter("memory_efficiency", 0.8, 0.2, 0.95),
+        Parameter("compute_efficiency", 0.3, 0.05, 0.9),
+        Parameter("decode_layer_s", 100e-6, 10e-6, 1e-3),
+        Parameter("extend_layer_s", 1.5e-3, 0.1e-3, 30e-3),
+        Parameter("cold_prefill_s", 1.5, 0.01, 30.0),
+    ),
+    Vendor.AMD: (
+        Parameter("memory_efficiency", 0.6, 0.2, 0.95),
+        Parameter("compute_efficiency", 0.3, 0.05, 0.9),
+        Parameter("decode_layer_s", 200e-6, 10e-6, 2e-3),
+        Parameter("extend_layer_s", 3e-3, 0.1e-3, 30e-3),
+        Parameter("cold_prefill_s", 5.0, 0.01, 30.0),
+    ),
+}
+DIFF_STEP = 0.02  # finite-difference step: 2% of each parameter (the twin is event-driven, not smooth)
+
+
+def constants_from(vendor: Vendor, values: dict[str, float]) -> CostConstants:
+    fields = dict(values)
+    compute = fields.pop("compute_efficiency")
+    return CostConstants(
+        sglang_version=SGLANG_VERSION[vendor], gemm_efficiency=compute, attention_efficiency=compute, **fields
+    )
+
+
+def round3(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def predictions(keys: tuple[str, ...], constants: CostConstants) -> dict[str, dict[Metric, float]]:
+    return {key: measure(POINTS_BY_KEY[key], constants).values for key in keys}
+
+
+def log_residuals(keys: tuple[str, ...], predicted: dict[str, dict[Metric, float]]) -> list[float]:
+    out = []
+    for key in keys:
+        published = POINTS_BY_KEY[key].published
+        out += [math.log(predicted[key][m] / published[m]) for m in published]
+    return out
+
+
+def fit_vendor(vendor: Vendor, verbose: bool = True) -> tuple[CostConstants, dict[str, dict[Metric, float]]]:
+    params = PARAMETERS[vendor]
+    keys = FIT_SET[vendor]
+
+    # x = log(value / start): every parameter moves on the same relative scale.
+    def values_at(x: np.ndarray) -> dict[str, float]:
+        return {p.name: p.start * float(math.exp(v)) for p, v in zip(params, x)}
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        constants = constants_from(vendor, values_at(x))
+        r = np.array(log_residuals(keys, predictions(keys, constants)))
+        if verbose:
+            shown = ", ".join(f"{p.name}={v:.4g}" for p, v in zip(params, values_at(x).values()))
+            print(f"  {vendor.value}: cost {0.5 * float(r @ r):.5f}  {shown}", flush=True)
+        return r
+
+    x0 = np.zeros(len(params))
+    bounds = (np.log([p.low / p.start for p in params]), np.log([p.high / p.start for p in params]))
+    result = least_squares(residuals, x0, bounds=bounds, diff_step=DIFF_STEP, xtol=1e-3, ftol=1e-3, max_nfev=12)
+    fitted = {name: round3(v) for name, v in values_at(result.x).items()}
+    constants = constants_from(vendor, fitted)
+    return constants, predictions(keys, constants)
+
+
+def stored_constants(vendor: Vendor) -> CostConstants:
+    return cost_constants_for(vendor)
+
+
+def _literal(constants: CostConstants) -> str:
+    lines = [f'        "sglang_version": {constants.sglang_version!r},']
+    for name in CostConstants.__slots__:
+        if name != "sglang_version":
+            lines.append(f'        "{name}": {getattr(constants, name)!r},')
+    return "\n".join(lines)
+
+
+def write_fitted(fits: dict[Vendor, tuple[CostConstants, dict[str, dict[Metric, float]]]]) -> None:
+    today = datetime.date.today().isoformat()
+    fit_keys = tuple(k for v in Vendor for k in FIT_SET[v])
+    vendors = "\n".join(f'    "{v.value}": {{\n{_literal(c)}\n    }},' for v, (c, _) in fits.items())
+    preds = "\n".join(
+        f'    "{key}": {{{", ".join(f"{m.name!r}: {val!r}" for m, val in values.items())}}},'
+        for _, p in fits.values()
+        for key, values in p.items()
+    )
+    sets = ", ".join(f"{v.value}: {', '.join(FIT_SET[v])}" for v in Vendor)
+    FITTED_FILE.write_text(
+        f'''"""The cost model's constants per vendor, as plain data (read by profiles.cost_constants_for).
+
+Written by bench/twin_fit.py on {today}: least squares on the log ratios twin / published of every
+figure of the fit set ({sets}; calibration rows in ../shared/reference/calibration.md and
+bench/twin_published.py). Every other published point is validation (bench/twin_calibration.py).
+Do not edit by hand: rerun `python bench/twin_fit.py --write`.
+"""
+
+FIT_DATE = {today!r}
+FIT_SET: tuple[str, ...] = {fit_keys!r}
+
+FITTED: dict[str, dict] = {{
+{vendors}
+}}
+
+# What the stored constants give for the fit set (metric name -> value), so a test can check they reproduce.
+FIT_PREDICTIONS: dict[str, dict[str, float]] = {{
+{preds}
+}}
+'''
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="rewrite endpoints/sim/fitted_constants.py")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the fit differs from the stored constants")
+    parser.add_argument("--quiet", action="store_true", help="no per-evaluation lines")
+    args = parser.parse_args(argv)
+    fits = {}
+    for vendor in Vendor:
+        print(f"fitting {vendor.value} on {', '.join(FIT_SET[vendor])}", flush=True)
+        constants, predicted = fit_vendor(vendor, verbose=not args.quiet)
+        fits[vendor] = (constants, predicted)
+        print(f"\n{vendor.value} (SGLang {constants.sglang_version}):")
+        for name in CostConstants.__slots__:
+            print(f"  {name} = {getattr(constants, name)}")
+        for key, values in predicted.items():
+            point = POINTS_BY_KEY[key]
+            cells = ", ".join(f"{m.value} {values[m] / point.published[m]:.2f}" for m in point.published)
+            print(f"  fit {key}: {cells}")
+        print()
+    if args.write:
+        write_fitted(fits)
+        print(f"wrote {FITTED_FILE}")
+    if args.check:
+        differ = [v.value for v, (c, _) in fits.items() if replace(c) != stored_constants(v)]
+        if differ:
+            print(f"the fit differs from the stored constants for: {', '.join(differ)}")
+            return 1
+        print("the fit reproduces the stored constants")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

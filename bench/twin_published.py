@@ -1,0 +1,243 @@
+"""The published SGLang figures the twin is fitted and validated on (../shared/reference/calibration.md,
+docs/twin.md "Calibration"), each as the setup and workload that reproduce it on the twin's engine in
+virtual time, and how the twin's result is measured the way the publisher measured it.
+
+One `Point` is one benchmark run: a server (SGLang flags, the GPUs it uses), a workload, and what was
+published for it: throughput per GPU, mean TTFT, mean TPOT (whichever the source gives). Its key
+(`"7.c64"`: calibration row 7, concurrency 64) is what bench/twin_fit.py's fit set names.
+
+Used by bench/twin_fit.py (the fit) and bench/twin_calibration.py (the report); the engine, scheduler and
+cost model are exactly those behind HTTP.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from endpoints.sim.profiles import CostConstants  # noqa: E402
+from endpoints.sim.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench  # noqa: E402
+
+
+class Metric(str, Enum):
+    THROUGHPUT = "throughput per GPU"  # tok/s per GPU: total, output or decode, as `Point.throughput_kind` says
+    TTFT = "mean TTFT"  # ms
+    TPOT = "mean TPOT"  # ms
+
+
+class ThroughputKind(str, Enum):
+    TOTAL = "total"  # (input + output) tokens / duration
+    OUTPUT = "output"  # output tokens / duration
+    DECODE = "decode"  # decode tokens per second once every request has its first token (row 4)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """bench_serving-style random prompts at `--request-rate inf` behind `--max-concurrency`."""
+
+    input_len: int
+    output_len: int
+    range_ratio: float  # lengths uniform on [len × ratio, len]
+    prompts: int
+    concurrency: int
+    seed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    key: str  # "<calibration.md row>.c<concurrency>"
+    row: int
+    setup: str
+    flags: tuple[str, ...]
+    gpus: int
+    workload: Workload
+    published: dict[Metric, float]
+    throughput_kind: ThroughputKind
+    sglang_version: str
+    source: str
+    quick_prompts: int | None = None  # fewer prompts for --quick (the first burst stays whole)
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    point: Point
+    values: dict[Metric, float]
+    result: BenchResult
+
+    def ratio(self, metric: Metric) -> float:
+        return self.values[metric] / self.point.published[metric]
+
+
+def _tokens(flags: str) -> tuple[str, ...]:
+    return tuple(flags.split())
+
+
+COOKBOOK = "SGLang cookbook DeepSeek-R1.mdx"
+# Every published run started on a freshly launched server: the twin's --sim-cold-start reproduces its
+# one-off first-burst stall (endpoints/sim/cold_start.py).
+B200_R1 = _tokens("--model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --sim-hardware b200 --sim-cold-start")
+H200_DP16 = _tokens(
+    "--model-path deepseek-ai/DeepSeek-R1 --tp 16 --dp 16 --enable-dp-attention --sim-hardware h200 --sim-cold-start"
+)
+# InferenceX (rows 7-9): R1-0528 FP8, --disable-radix-cache, stream interval 10.
+H200_V057 = _tokens(
+    "--model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --sim-hardware h200 --disable-radix-cache "
+    "--chunked-prefill-size 32768 --max-prefill-tokens 32768 --mem-fraction-static 0.82 "
+    "--attention-backend flashinfer --stream-interval 10 --max-running-requests 512 --cuda-graph-max-bs 512 "
+    "--sim-cold-start"
+)
+H200_V0519_MTP = _tokens(
+    "--model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --sim-hardware h200 --disable-radix-cache "
+    "--chunked-prefill-size 32768 --max-prefill-tokens 32768 --mem-fraction-static 0.82 "
+    "--attention-backend flashinfer --stream-interval 10 --max-running-requests 256 --cuda-graph-max-bs 256 "
+    "--speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-num-draft-tokens 3 "
+    "--speculative-eagle-topk 1 --sim-cold-start"
+)
+MI325X_V0519 = _tokens(
+    "--model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --sim-hardware mi325x --mem-fraction-static 0.8 "
+    "--cuda-graph-max-bs 128 --chunked-prefill-size 131072 --max-prefill-tokens 131072 "
+    "--num-continuous-decode-steps 4 --kv-cache-dtype fp8_e4m3 --attention-backend aiter --disable-radix-cache "
+    "--sim-cold-start"
+)
+
+
+def _cookbook(row: int, concurrency: int, prompts: int, published: dict[Metric, float], quick: int) -> Point:
+    return Point(
+        key=f"{row}.c{concurrency}",
+        row=row,
+        setup=f"8×B200 R1 TP8 (v0.5.6.post1), 1K/1K ratio 0, C={concurrency}, {prompts} prompts",
+        flags=B200_R1,
+        gpus=8,
+        workload=Workload(1000, 1000, 0.0, prompts, concurrency, seed=concurrency),
+        published=published,
+        throughput_kind=ThroughputKind.OUTPUT,
+        sglang_version="0.5.6.post1",
+        source=COOKBOOK,
+        quick_prompts=quick,
+    )
+
+
+def _inferencex(row: int, flags: tuple[str, ...], label: str, version: str, source: str,
+                input_len: int, figures: dict[int, tuple[float, float, float]]) -> list[Point]:  # fmt: skip
+    """InferenceX's method: random lengths on [0.8·L, L], 10·C prompts (its 2·C warm-ups leave nothing
+    behind with the radix cache off), closed loop; total tok/s per GPU, mean TTFT, mean TPOT."""
+    points = []
+    for concurrency, (tput, ttft, tpot) in figures.items():
+        points.append(
+            Point(
+                key=f"{row}.c{concurrency}",
+                row=row,
+                setup=f"{label} ({version}), {input_len // 1024}k/1k, C={concurrency}",
+                flags=flags,
+                gpus=8,
+                workload=Workload(input_len, 1024, 0.8, 10 * concurrency, concurrency, seed=concurrency),
+                published={Metric.THROUGHPUT: tput, Metric.TTFT: ttft, Metric.TPOT: tpot},
+                throughput_kind=ThroughputKind.TOTAL,
+                sglang_version=version,
+                source=source,
+                quick_prompts=2 * concurrency,
+            )
+        )
+    return points
+
+
+ROW4 = Point(
+    key="4.c32",
+    row=4,
+    setup="16×H200 DP attention, 2 req/rank, 65,536 in / 4,096 out (decode phase)",
+    flags=H200_DP16,
+    gpus=16,
+    workload=Workload(65_536, 4096, 1.0, 32, 32, seed=4),
+    published={Metric.THROUGHPUT: 51.0},
+    throughput_kind=ThroughputKind.DECODE,
+    sglang_version="2025-07 main (LMSYS blog)",
+    source="LMSYS blog 2025-07-17 (sglang issue #7998)",
+    quick_prompts=32,
+)
+
+POINTS: tuple[Point, ...] = (
+    _cookbook(1, 1, 10, {Metric.THROUGHPUT: 105 / 8, Metric.TTFT: 153}, quick=10),
+    _cookbook(2, 16, 80, {Metric.THROUGHPUT: 795 / 8, Metric.TTFT: 273.51}, quick=32),
+    _cookbook(3, 100, 500, {Metric.THROUGHPUT: 2283 / 8, Metric.TTFT: 563.14, Metric.TPOT: 40}, quick=200),
+    ROW4,
+    *_inferencex(
+        7, H200_V057, "8×H200 TP8", "0.5.7", "InferenceX issue #870", 1024,
+        {8: (148.6, 330.6, 12.8), 16: (225.1, 356.0, 17.2), 32: (301.7, 426.5, 25.6), 64: (447.2, 423.1, 34.6)},
+    ),
+    *_inferencex(
+        8, H200_V0519_MTP, "8×H200 TP8 + MTP", "0.5.19", "InferenceX PR #3289", 8192,
+        {4: (571.87, 433.7, 7.10), 8: (790.96, 527.6, 10.32), 16: (1081.68, 752.4, 15.52),
+         32: (1401.92, 1066.4, 23.92), 64: (1676.98, 4329.8, 37.55)},
+    ),
+    *_inferencex(
+        9, MI325X_V0519, "8×MI325X TP8", "0.5.19 (ROCm)", "InferenceX PR #3318", 8192,
+        {4: (223.94, 1025, 18.53), 8: (385.84, 1027, 21.56), 16: (626.19, 1163, 26.75),
+         32: (854.62, 1363, 39.45), 64: (1035.63, 1918, 66.55)},
+    ),
+)  # fmt: skip
+
+POINTS_BY_KEY = {p.key: p for p in POINTS}
+
+
+def _decode_tok_s(result: BenchResult) -> float:
+    """Decode tokens per second from the moment every request has its first token to the last token."""
+    start = max(r.sent_s + r.ttft_s for r in result.requests)
+    end = max(r.sent_s + r.e2e_s for r in result.requests)
+    tokens = 0
+    for r in result.requests:
+        t = r.sent_s + r.ttft_s
+        for gap in r.chunk_gaps_s:
+            t += gap
+            if start < t <= end:
+                tokens += 1
+    return tokens / (end - start)
+
+
+@lru_cache(maxsize=64)
+def _requests(key: str, quick: bool) -> tuple[BenchRequest, ...]:
+    """The workload's prompts, drawn once per process (the fit runs each point many times)."""
+    return tuple(requests_for(POINTS_BY_KEY[key], quick))
+
+
+def requests_for(point: Point, quick: bool = False) -> list[BenchRequest]:
+    w = point.workload
+    prompts = point.quick_prompts if quick and point.quick_prompts else w.prompts
+    if point.throughput_kind is ThroughputKind.DECODE:
+        rng = random.Random(w.seed)
+        out_len = 512 if quick else w.output_len
+        return [BenchRequest(random_ids(w.input_len, rng), out_len) for _ in range(prompts)]
+    return random_requests(prompts, w.input_len, w.output_len, w.range_ratio, seed=w.seed)
+
+
+# The twin's step timing does not depend on how often it streams (it models no detokenizer or HTTP
+# cost), and TTFT, TPOT and throughput come from the first and last chunk only: measuring with
+# chunks every STREAM_INTERVAL_FOR_MEANS tokens gives the same figures with far fewer updates to
+# deliver (tests/test_sim_virtual_bench.py checks the equality). Row 4 counts tokens, so it streams each.
+STREAM_INTERVAL_FOR_MEANS = 64
+
+
+def measure(point: Point, constants: CostConstants | None = None, quick: bool = False) -> Measured:
+    """Run the point's workload on a twin built from its flags (cost constants injected, or the fitted ones)."""
+    w = point.workload
+    flags = list(point.flags)
+    if point.throughput_kind is not ThroughputKind.DECODE:
+        flags += ["--stream-interval", str(STREAM_INTERVAL_FOR_MEANS)]
+    result = run_bench(flags, list(_requests(point.key, quick)), w.concurrency, cost_constants=constants)
+    values: dict[Metric, float] = {}
+    if point.throughput_kind is ThroughputKind.TOTAL:
+        values[Metric.THROUGHPUT] = result.total_tok_s / point.gpus
+    elif point.throughput_kind is ThroughputKind.OUTPUT:
+        values[Metric.THROUGHPUT] = result.output_tok_s / point.gpus
+    else:
+        values[Metric.THROUGHPUT] = _decode_tok_s(result) / point.gpus
+    if Metric.TTFT in point.published:
+        values[Metric.TTFT] = result.mean_ttft_s * 1e3
+    if Metric.TPOT in point.published:
+        values[Metric.TPOT] = result.mean_tpot_s * 1e3
+    return Measured(point, values, result)
