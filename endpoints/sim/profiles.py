@@ -160,14 +160,18 @@ MODEL_PROFILES: dict[ModelName, ModelProfile] = {
     ModelName.DEEPSEEK_R1: _deepseek_v3("DeepSeek-R1", reasoning_share=(0.5, 0.8)),  # V3's architecture and config
 }
 
+# Datasheets quote HBM capacity in binary gigabytes: an H200's "141 GB" is what nvidia-smi shows as
+# 143,771 MiB (150.8e9 B), an H100's "80 GB" 81,559 MiB. Bandwidth and FLOP/s are decimal.
+GIB = 2**30
+
 HARDWARE_PROFILES: dict[HardwareName, HardwareProfile] = {
-    HardwareName.H100: HardwareProfile("H100 SXM", 80e9, 3.35e12, 990e12, 1979e12),
-    HardwareName.H200: HardwareProfile("H200 SXM", 141e9, 4.8e12, 990e12, 1979e12),
-    HardwareName.B200: HardwareProfile("B200", 180e9, 8.0e12, 2250e12, 4500e12),
+    HardwareName.H100: HardwareProfile("H100 SXM", 80 * GIB, 3.35e12, 990e12, 1979e12),
+    HardwareName.H200: HardwareProfile("H200 SXM", 141 * GIB, 4.8e12, 990e12, 1979e12),
+    HardwareName.B200: HardwareProfile("B200", 180 * GIB, 8.0e12, 2250e12, 4500e12),
     # AMD Instinct datasheets (docs/twin.md, "Profiles and sources"): dense peaks, no sparsity.
-    HardwareName.MI300X: HardwareProfile("MI300X", 192e9, 5.3e12, 1307.4e12, 2614.9e12, Vendor.AMD),
-    HardwareName.MI325X: HardwareProfile("MI325X", 256e9, 6.0e12, 1307.4e12, 2614.9e12, Vendor.AMD),
-    HardwareName.MI355X: HardwareProfile("MI355X", 288e9, 8.0e12, 2516.6e12, 5033.2e12, Vendor.AMD),
+    HardwareName.MI300X: HardwareProfile("MI300X", 192 * GIB, 5.3e12, 1307.4e12, 2614.9e12, Vendor.AMD),
+    HardwareName.MI325X: HardwareProfile("MI325X", 256 * GIB, 6.0e12, 1307.4e12, 2614.9e12, Vendor.AMD),
+    HardwareName.MI355X: HardwareProfile("MI355X", 288 * GIB, 8.0e12, 2516.6e12, 5033.2e12, Vendor.AMD),
 }
 
 
