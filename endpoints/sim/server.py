@@ -26,6 +26,7 @@ from endpoints.sim.generate_request import BadRequest, parse_generate
 from endpoints.sim.native_view import NativeView, json_response
 from endpoints.sim.openai_request import parse_chat, parse_completion
 from endpoints.sim.openai_view import OpenAIView, Route, error_body
+from endpoints.sim.profiles import cost_constants_for, hardware_profile_for
 from endpoints.sim.response_stream import answer, engine_spec
 from endpoints.sim.server_args import SimServerArgs
 from endpoints.sim.sim_metrics import CONTENT_TYPE, SimMetrics
@@ -119,6 +120,10 @@ class SimTwin:
                 }
             ],
             sim_model_profile=engine.model.name,
+            # The SGLang release the cost model's constants were fitted to (bench/twin_fit.py).
+            twin_fitted_sglang_version=cost_constants_for(
+                hardware_profile_for(self.args.sim_hardware.value).vendor
+            ).sglang_version,
         )
         return info
 
