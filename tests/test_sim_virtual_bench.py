@@ -52,3 +52,16 @@ def test_first_burst_dominates_the_tail_and_grows_with_its_size():
     assert max(large.first_wave_ttft_s) > 2 * max(small.first_wave_ttft_s)
     assert large.p99_ttft_s > large.median_ttft_s
     assert large.mean_ttft_s > large.median_ttft_s  # the burst pulls the mean above the median
+
+
+def test_the_stream_interval_changes_no_timing_only_how_many_chunks():
+    # bench/twin_published.py measures means with chunks every 64 tokens to deliver fewer updates: the
+    # twin's steps do not depend on streaming, so TTFT, TPOT, latency and throughput are the same.
+    requests = _requests(24, 400, 120)
+    per_token = run_bench(B200_R1, requests, 8)
+    coarse = run_bench(B200_R1 + ["--stream-interval", "64"], requests, 8)
+    assert [(r.ttft_s, r.e2e_s, r.output_tokens) for r in coarse.requests] == [
+        (r.ttft_s, r.e2e_s, r.output_tokens) for r in per_token.requests
+    ]
+    assert coarse.mean_tpot_s == per_token.mean_tpot_s and coarse.total_tok_s == per_token.total_tok_s
+    assert sum(len(r.chunk_gaps_s) for r in coarse.requests) < sum(len(r.chunk_gaps_s) for r in per_token.requests)
