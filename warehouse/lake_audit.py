@@ -132,16 +132,22 @@ def audit_lake(
     return LakeAudit(tuple(kept), tuple(quarantined), decoded, trusted)
 
 
-def _candidate(lake_root: Path, table: str, path: Path, decoded_before: dict) -> _Candidate:
+def _candidate(
+    lake_root: Path, table: str, path: Path, decoded_before: dict[str, tuple[int, int, float]]
+) -> _Candidate:
     stat = path.stat()
     relative = str(path.relative_to(lake_root.parent))
     before = decoded_before.get(relative)
-    unchanged = before is not None and before[:2] == (stat.st_size, stat.st_mtime_ns)
-    return _Candidate(table, path, relative, stat.st_size, stat.st_mtime_ns, before[2] if unchanged else None)
+    decoded_wall_s = before[2] if before is not None and before[:2] == (stat.st_size, stat.st_mtime_ns) else None
+    return _Candidate(table, path, relative, stat.st_size, stat.st_mtime_ns, decoded_wall_s)
 
 
 def _recheck_if_rewritten(
-    lake_root: Path, candidate: _Candidate, check: FileCheck, tables: dict[str, pa.Schema], decoded_before: dict
+    lake_root: Path,
+    candidate: _Candidate,
+    check: FileCheck,
+    tables: dict[str, pa.Schema],
+    decoded_before: dict[str, tuple[int, int, float]],
 ) -> tuple[_Candidate, FileCheck] | None:
     """Under the partition lock: a writer may have replaced the bad file since it was checked (None: gone)."""
     if not candidate.path.is_file():
