@@ -29,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from twin_published import POINTS_BY_KEY, Measured, Metric, Point, measure  # noqa: E402
 from twin_spec_fitted import ROW8_FIT_KEYS, ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402
 
+from endpoints.sim.profiles import CostConstants  # noqa: E402
+
 ROW8_KEYS = ("8.c4", "8.c8", "8.c16", "8.c32", "8.c64")
 ACCEPT_FLAG = "--sim-spec-accept-length"
 MAX_ACCEPT_LENGTH = 3.0  # 2 steps: at most both drafts and the bonus token
@@ -45,29 +47,39 @@ def with_accept_length(point: Point, length: float) -> Point:
     return replace(point, flags=(*flags, ACCEPT_FLAG, f"{length:.4f}"))
 
 
-def tpot_error(length: float, keys: tuple[str, ...], quick: bool) -> float:
+def tpot_error(length: float, keys: tuple[str, ...], constants: CostConstants | None, quick: bool) -> float:
     """Sum of squared log ratios of mean TPOT over the fit points, at this acceptance length."""
     total = 0.0
     for key in keys:
-        measured = measure(with_accept_length(POINTS_BY_KEY[key], length), quick=quick)
+        measured = measure(with_accept_length(POINTS_BY_KEY[key], length), constants, quick=quick)
         total += math.log(measured.ratio(Metric.TPOT)) ** 2
     return total
 
 
-def fit_accept_length(keys: tuple[str, ...] = ROW8_FIT_KEYS, quick: bool = False, tol: float = 0.005) -> float:
-    """Golden-section search over [1, 3] (the error is unimodal in the acceptance length: TPOT falls with it)."""
+def fit_accept_length(
+    keys: tuple[str, ...] = ROW8_FIT_KEYS,
+    constants: CostConstants | None = None,
+    quick: bool = False,
+    tol: float = 0.005,
+) -> float:
+    """Golden-section search over [1, 3] (the error is unimodal in the acceptance length: TPOT falls with it).
+    `constants`: the cost model's (default: the fitted ones, endpoints/sim/fitted_constants.py)."""
+
+    def error(length: float) -> float:
+        return tpot_error(length, keys, constants, quick)
+
     lo, hi = 1.0, MAX_ACCEPT_LENGTH
     a, b = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
-    fa, fb = tpot_error(a, keys, quick), tpot_error(b, keys, quick)
+    fa, fb = error(a), error(b)
     while hi - lo > tol:
         if fa <= fb:
             hi, b, fb = b, a, fa
             a = hi - GOLDEN * (hi - lo)
-            fa = tpot_error(a, keys, quick)
+            fa = error(a)
         else:
             lo, a, fa = a, b, fb
             b = lo + GOLDEN * (hi - lo)
-            fb = tpot_error(b, keys, quick)
+            fb = error(b)
     return round((lo + hi) / 2, 3)
 
 
@@ -80,7 +92,7 @@ def _median_error_factor(measured: list[Measured]) -> tuple[float, str]:
     return factors[len(factors) // 2][0], factors[-1][1]
 
 
-def report(length: float, quick: bool) -> list[str]:
+def report(length: float, quick: bool, constants: CostConstants | None = None) -> list[str]:
     lines = [
         f"Row 8 with MTP modelled, --sim-spec-accept-length {length} (fitted on {', '.join(ROW8_FIT_KEYS)}; TPOT)",
         "",
@@ -89,7 +101,7 @@ def report(length: float, quick: bool) -> list[str]:
     ]
     by_set: dict[str, list[Measured]] = {"fit": [], "validation": []}
     for key in ROW8_KEYS:
-        m = measure(with_accept_length(POINTS_BY_KEY[key], length), quick=quick)
+        m = measure(with_accept_length(POINTS_BY_KEY[key], length), constants, quick=quick)
         kind = "fit" if key in ROW8_FIT_KEYS else "validation"
         by_set[kind].append(m)
         cells = [
