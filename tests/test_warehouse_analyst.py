@@ -24,7 +24,7 @@ from warehouse_builders import endpoint, request, run_info, write_run
 REPO = Path(__file__).resolve().parents[1]
 W0 = date(2025, 3, 3)
 SPEC = endpoint()
-LOCK_WAIT_S = 10.0  # a refresh that waited for the analyst's lock would fail after this; none should wait
+LOCK_WAIT_S = 30.0  # a refresh that waited for the analyst's lock would fail after this; none should wait
 
 # The analyst: one read-only connection held open; answers on each line of stdin ("idle" mode) or in a
 # loop until the stop file appears ("loop" mode), querying a mart and a lake view.
