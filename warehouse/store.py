@@ -67,10 +67,6 @@ class RefreshResult:
     lake_files: int  # files the views read
     decoded_files: int  # of those, fully decoded this time (new or changed since the last refresh)
 
-    def __iter__(self) -> Iterator[str]:
-        # The CLI (warehouse/__main__.py) iterated the list of notes refresh() used to return.
-        return iter(self.upgrade_notes)
-
 
 @dataclass(frozen=True, slots=True)
 class _Previous:
