@@ -23,7 +23,6 @@ import fcntl
 import os
 import re
 import shutil
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from warehouse.crash_point import crash_point
+from warehouse.file_lock import flock_within
 from warehouse.schema_migrations import SCHEMA_VERSION
 
 PART_FILE = "part-0.parquet"
@@ -44,7 +44,6 @@ QUARANTINE_DIR = "_quarantine"  # warehouse/lake_quarantine.py
 PARTITION_KEYS = ("week", "scenario")
 SCHEMA_VERSION_KEY = b"costbench.schema_version"
 DEFAULT_LOCK_WAIT_S = 30.0
-_LOCK_POLL_S = 0.05
 
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 # Becomes a folder name and a hive partition value: no '/', '=', leading dot, or spaces.
@@ -315,22 +314,12 @@ def _lock_file(lake_root: Path, name: str) -> Iterator[tuple[Path, TextIO]]:
 @contextmanager
 def _named_lock(lake_root: Path, name: str, shared: bool, wait_s: float) -> Iterator[None]:
     with _lock_file(lake_root, name) as (path, handle):
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LakeError(
-                        f"lake partition {name} is being written by another process (lock held for more than "
-                        f"{wait_s:g} s: {path}); nothing was changed, retry when it finishes"
-                    ) from None
-                time.sleep(_LOCK_POLL_S)
-        try:
+        busy = lambda: LakeError(  # noqa: E731
+            f"lake partition {name} is being written by another process (lock held for more than "
+            f"{wait_s:g} s: {path}); nothing was changed, retry when it finishes"
+        )
+        with flock_within(handle, shared, wait_s, busy):
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager

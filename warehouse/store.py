@@ -16,7 +16,6 @@ database holds no absolute path and a copied warehouse reads its own lake.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import re
@@ -35,6 +34,7 @@ import pyarrow.parquet as pq
 from warehouse import schema_migrations
 from warehouse.bootstrap_interval import rebuild_intervals
 from warehouse.crash_point import crash_point
+from warehouse.file_lock import flock_within
 from warehouse.lake import PART_FILE, recover_lake
 from warehouse.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
 from warehouse.lake_columns import LAKE_COLUMNS
@@ -377,23 +377,12 @@ class Warehouse:
     @contextmanager
     def _refresh_lock(self, root: Path) -> Iterator[None]:
         path = root / REFRESH_LOCK
-        with open(path, "a") as handle:
-            deadline = time.monotonic() + self.lock_wait_s
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise WarehouseError(
-                            f"another refresh of {root} has held {path} for more than {self.lock_wait_s:g} s; "
-                            "nothing was changed, retry when it finishes"
-                        ) from None
-                    time.sleep(_LOCK_POLL_S)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        busy = lambda: WarehouseError(  # noqa: E731
+            f"another refresh of {root} has held {path} for more than {self.lock_wait_s:g} s; "
+            "nothing was changed, retry when it finishes"
+        )
+        with open(path, "a") as handle, flock_within(handle, False, self.lock_wait_s, busy):
+            yield
 
     @staticmethod
     def _remove_leftover_builds(root: Path) -> list[Path]:
