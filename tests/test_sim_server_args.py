@@ -36,3 +36,61 @@ def test_accepted_sglang_flags_are_recorded_and_unknown_ones_rejected():
         parse_server_args(["--mem-fraction-static", "1.5"])
     with pytest.raises(ServerArgsError, match="--chunked-prefill-size"):
         parse_server_args(["--chunked-prefill-size", "0"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--disable-overlap-schedule"],
+            "--disable-overlap-schedule is a real SGLang flag that changes cost, refused: the twin models the overlap scheduler",
+        ),
+        (
+            ["--disable-cuda-graph"],
+            "--disable-cuda-graph is a real SGLang flag that changes cost, refused: the twin's decode step is a CUDA-graph replay",
+        ),
+        (["--enable-two-batch-overlap"], "--enable-two-batch-overlap is a real SGLang flag that changes cost, refused"),
+        (["--enable-eplb"], "--enable-eplb is a real SGLang flag that changes cost, refused"),
+        (["--enable-torch-compile"], "--enable-torch-compile is a real SGLang flag that changes cost, refused"),
+        (
+            ["--ep-size", "8"],
+            "--ep-size 8: expert parallelism is not modelled (the twin shards the MoE weights by TP); the twin accepts only --ep-size 1",
+        ),
+        (["--tp", "8", "--ep", "8"], "--ep-size 8: expert parallelism is not modelled"),
+        (["--moe-a2a-backend", "deepep"], "--moe-a2a-backend deepep: expert-parallel all-to-all"),
+        (
+            ["--page-size", "64"],
+            "--page-size 64: a paged KV cache is not modelled (the radix cache matches token by token); the twin accepts only --page-size 1 or leaves it unset",
+        ),
+        (["--dtype", "float32"], "--dtype float32: only the checkpoint's own bf16 activations are modelled"),
+        (
+            ["--quantization", "w8a8_int8"],
+            "--quantization w8a8_int8: only the checkpoint's own block-FP8 weights are modelled",
+        ),
+    ],
+)
+def test_flags_that_change_cost_but_are_not_modelled_are_refused_by_name_saying_why(argv, message):
+    with pytest.raises(ServerArgsError) as refused:
+        parse_server_args(argv)
+    assert str(refused.value).startswith(message)
+    assert "\n" not in str(refused.value)
+
+
+def test_pass_through_flags_take_sglangs_types_and_defaults_and_the_modelled_values_are_accepted():
+    info = parse_server_args([]).as_server_info()
+    assert (info["log_level"], info["nnodes"], info["node_rank"], info["decode_log_interval"]) == ("info", 1, 0, 40)
+    assert (info["ep_size"], info["moe_a2a_backend"], info["dtype"], info["watchdog_timeout"]) == (
+        1,
+        "none",
+        "auto",
+        300,
+    )
+    published = parse_server_args(
+        ["--tp", "8", "--ep", "1", "--page-size", "1", "--dtype", "bfloat16", "--quantization", "fp8",
+         "--attention-backend", "flashinfer", "--cuda-graph-max-bs", "512", "--nnodes", "2"]
+    ).as_server_info()  # fmt: skip
+    assert (published["ep_size"], published["page_size"], published["nnodes"]) == (1, 1, 2)
+    # SGLang's deprecated alias (up to 0.5.19) of --cuda-graph-max-bs-decode lands on the same field.
+    assert published["cuda_graph_max_bs_decode"] == 512
+    with pytest.raises(ServerArgsError, match="--nnodes"):
+        parse_server_args(["--nnodes", "two"])

@@ -2,15 +2,18 @@
 
 Unknown flags are rejected with a clear message, so a typo never silently changes a benchmark.
 A documented set of real SGLang flags that do not change what the twin models (logging, kernels,
-parsers, multi-node plumbing) is accepted, recorded in /server_info, and otherwise ignored.
-Flags that would change cost but are not modelled yet (PD disaggregation, hierarchical cache, the
-speculative flags other than EAGLE/NEXTN's four) are rejected by name rather than ignored; speculative
-decoding's own flags are parsed in speculative.py.
+parsers, multi-node plumbing) is accepted with SGLang's type and default, recorded in /server_info, and
+otherwise ignored. A few more are accepted only at the value the twin models (`--ep-size 1`, ...).
+Flags that would change cost but are not modelled (the overlap scheduler or CUDA graphs turned off,
+two-batch overlap, EPLB, PD disaggregation, hierarchical cache, the speculative flags other than
+EAGLE/NEXTN's four) are rejected by name, saying why, rather than ignored; speculative decoding's own
+flags are parsed in speculative.py. `make conformance` checks every accepted flag against SGLang's parser.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from endpoints.sim.faults import FaultConfig
@@ -26,22 +29,57 @@ LARGE_GPU_HBM_BYTES = 160 * 2**30
 DEFAULT_MAX_RUNNING_REQUESTS = 2048
 KV_DTYPE_BYTES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
-# Real SGLang flags accepted and ignored: they change logs, kernels or parsing, not the twin's model.
-IGNORED_VALUE_FLAGS = (
-    "--log-level", "--dtype", "--quantization", "--page-size", "--ep-size", "--attention-backend",
-    "--tool-call-parser", "--cuda-graph-max-bs", "--watchdog-timeout", "--random-seed",
-    "--decode-log-interval", "--moe-a2a-backend", "--deepep-mode",
-    "--moe-runner-backend", "--nnodes", "--node-rank", "--dist-init-addr", "--load-balance-method",
-    "--chat-template", "--revision", "--download-dir", "--device",
-    "--num-continuous-decode-steps",  # declared, but read nowhere since the overlap scheduler (SGLang #2095)
+# Real SGLang flags accepted and recorded without effect: logs, parsers, kernel choice (the cost model's
+# efficiencies stand for SGLang's default kernels), multi-node plumbing. Each with SGLang's own type and
+# default, so /server_info shows what SGLang's would (`make conformance` checks them against its parser).
+IGNORED_VALUE_FLAGS: tuple[tuple[tuple[str, ...], Callable[[str], object], object], ...] = (
+    (("--log-level",), str, "info"),
+    (("--attention-backend",), str, None),
+    (("--moe-runner-backend",), str, "auto"),
+    (("--deepep-mode",), str, "auto"),  # read only with a DeepEP --moe-a2a-backend, which is refused
+    (("--tool-call-parser",), str, None),
+    (("--chat-template",), str, None),
+    (("--watchdog-timeout",), float, 300),
+    (("--random-seed",), int, None),
+    (("--decode-log-interval",), int, 40),
+    (("--nnodes",), int, 1),
+    (("--node-rank",), int, 0),
+    (("--dist-init-addr", "--nccl-init-addr"), str, None),
+    (("--revision",), str, None),
+    (("--download-dir",), str, None),
+    (("--num-continuous-decode-steps",), int, 1),  # declared, but read nowhere since the overlap scheduler (#2095)
+    # The published runs cap their graphs at or above every batch they run, which is what the twin models.
+    (("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"), int, None),
+    (("--cuda-graph-max-bs-prefill",), int, None),
+)
+IGNORED_BOOL_FLAGS = ("--trust-remote-code", "--log-requests", "--enable-metrics-for-all-schedulers")
+# Aliases SGLang dropped after the release named, kept for command lines published for it.
+RETIRED_SGLANG_FLAGS = {"--cuda-graph-max-bs": "0.5.19", "--stream-output": "0.5.19"}
+# Real SGLang flags accepted only at the value the twin models (SGLang's default, or its equivalent for the
+# DeepSeek block-FP8 checkpoint); any other value changes cost in a way the twin does not model: refused.
+MODELLED_VALUE_FLAGS: tuple[tuple[tuple[str, ...], Callable[[str], object], object, tuple, str], ...] = (
+    (("--ep-size", "--expert-parallel-size", "--ep"), int, 1, (1,),
+     "expert parallelism is not modelled (the twin shards the MoE weights by TP)"),
+    (("--moe-a2a-backend",), str, "none", ("none",),
+     "expert-parallel all-to-all (DeepEP, Mooncake, ...) is not modelled"),
+    (("--page-size",), int, None, (None, 1),
+     "a paged KV cache is not modelled (the radix cache matches token by token)"),
+    (("--dtype",), str, "auto", ("auto", "bfloat16"), "only the checkpoint's own bf16 activations are modelled"),
+    (("--quantization",), str, None, (None, "fp8"), "only the checkpoint's own block-FP8 weights are modelled"),
+    (("--device",), str, None, (None, "cuda"), "only GPUs are modelled"),
+    (("--load-balance-method",), str, "auto", ("auto",),
+     "DP request routing is not modelled (the DP ranks are one balanced pool)"),
 )  # fmt: skip
-IGNORED_BOOL_FLAGS = (
-    "--trust-remote-code", "--disable-overlap-schedule", "--disable-cuda-graph",
-    "--enable-dp-lm-head", "--enable-two-batch-overlap", "--enable-eplb", "--log-requests",
-    "--enable-metrics-for-all-schedulers", "--enable-torch-compile",
-    "--disable-custom-all-reduce",
-)  # fmt: skip
-# Real SGLang flags that change cost in ways the twin does not model yet.
+# Real SGLang flags that change cost in ways the twin does not model: refused by name, saying why.
+UNMODELLED_FLAGS = {
+    "--disable-overlap-schedule": "the twin models the overlap scheduler, whose CPU work hides behind the GPU's",
+    "--disable-cuda-graph": "the twin's decode step is a CUDA-graph replay, without per-kernel launch gaps",
+    "--enable-torch-compile": "torch.compile's kernels are not modelled",
+    "--enable-two-batch-overlap": "two-batch overlap of communication and compute is not modelled",
+    "--enable-eplb": "expert-parallel load balancing is not modelled",
+    "--enable-dp-lm-head": "a vocabulary-parallel LM head under DP attention is not modelled",
+    "--disable-custom-all-reduce": "the twin's TP all-reduce is SGLang's custom one, not NCCL's",
+}
 UNMODELLED_FLAG_PREFIXES = ("--speculative-", "--disaggregation-", "--enable-hierarchical-cache", "--pp-size")
 
 
@@ -148,15 +186,23 @@ def _build_parser() -> argparse.ArgumentParser:
     FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
     SpecConfig.add_arguments(p)
     ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
-    for flag in IGNORED_VALUE_FLAGS:
-        ignored.add_argument(flag, default=None)
-    ignored.add_argument("--ep", "--expert-parallel-size", dest="ep_size", default=None)
+    for flags, kind, default in IGNORED_VALUE_FLAGS:
+        ignored.add_argument(*flags, type=kind, default=default)
     for flag in IGNORED_BOOL_FLAGS:
         ignored.add_argument(flag, action="store_true")
+    modelled = p.add_argument_group("SGLang flags the twin accepts at their default only")
+    for flags, kind, default, _, _ in MODELLED_VALUE_FLAGS:
+        modelled.add_argument(*flags, type=kind, default=default)
     return p
 
 
-_IGNORED_DESTS = tuple(f.lstrip("-").replace("-", "_") for f in (*IGNORED_VALUE_FLAGS, *IGNORED_BOOL_FLAGS))
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+_IGNORED_DESTS = tuple(
+    _dest(f) for f in (*(flags[0] for flags, *_ in (*IGNORED_VALUE_FLAGS, *MODELLED_VALUE_FLAGS)), *IGNORED_BOOL_FLAGS)
+)
 
 
 def _positive(name: str, value: int | float) -> None:
@@ -173,9 +219,18 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         raise ServerArgsError(str(exc)) from None
     if unknown:
         flag = next((u for u in unknown if u.startswith("-")), unknown[0])
+        if flag.split("=", 1)[0] in UNMODELLED_FLAGS:
+            name = flag.split("=", 1)[0]
+            raise ServerArgsError(f"{name} is a real SGLang flag that changes cost, refused: {UNMODELLED_FLAGS[name]}")
         if flag.startswith(UNMODELLED_FLAG_PREFIXES):
             raise ServerArgsError(f"{flag} is a real SGLang flag, but the twin does not model it yet")
         raise ServerArgsError(f"unknown flag or stray value {flag!r} (see `costbench sim --help`)")
+    for flags, _, _, modelled_values, why in MODELLED_VALUE_FLAGS:
+        value = getattr(ns, _dest(flags[0]))
+        if value not in modelled_values:
+            shown = "/".join(str(v) for v in modelled_values if v is not None)
+            unset = " or leaves it unset" if None in modelled_values else ""
+            raise ServerArgsError(f"{flags[0]} {value}: {why}; the twin accepts only {flags[0]} {shown}{unset}")
     for name in ("tp_size", "dp_size", "stream_interval", "max_prefill_tokens"):
         _positive(f"--{name.replace('_', '-')}", getattr(ns, name))
     if ns.max_running_requests is not None:
