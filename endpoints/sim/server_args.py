@@ -299,3 +299,8 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
 
 def help_text() -> str:
     return _build_parser().format_help()
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    """The twin's parser, every flag it accepts (`make conformance` checks them against SGLang's)."""
+    return _build_parser()
