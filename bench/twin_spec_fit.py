@@ -1,16 +1,17 @@
-"""Fit the MTP acceptance length of calibration row 8 (8×H200, SGLang v0.5.19, EAGLE over DeepSeek's MTP head,
-2 steps, 3 draft tokens, topk 1; InferenceX's random 8k/1k prompts) and report row 8 fit vs validation.
+"""Fit the MTP acceptance length of the published point set "row 8" (bench/twin_published.py keys 8.c4 to
+8.c64: InferenceX PR #3289, 8×H200, SGLang v0.5.19, EAGLE over DeepSeek-R1-0528's MTP head with 2 steps,
+3 draft tokens, topk 1, random 8k/1k prompts) and report row 8 as fit vs validation.
 
     python bench/twin_spec_fit.py            # fit on ROW8_FIT_KEYS, print every row-8 point (about a minute)
     python bench/twin_spec_fit.py --write    # and store the fitted value in bench/twin_spec_fitted.py
     python bench/twin_spec_fit.py --quick    # fewer prompts per point (2·C instead of 10·C)
 
-Nothing publishes the acceptance of that run, and acceptance on random tokens is not realistic traffic's
-(calibration.md says so), so it is the one number the twin fits on row 8: `--sim-spec-accept-length`, the
-mean tokens per verify (bonus included), by least squares on log(twin / published) of mean TPOT, the figure
-acceptance moves directly, at C = 8 and 32. Everything else about row 8 comes from the cost constants fitted
-on other rows (bench/twin_fit.py), so C = 4, 16 and 64 (all three figures) are validation, and so are
-throughput and TTFT at the fit points only loosely (they share the fitted acceptance).
+Nothing publishes that run's acceptance, and acceptance on random tokens is not realistic traffic's, so it
+is the one number the twin fits on row 8: `--sim-spec-accept-length`, the mean tokens per verify (bonus
+included), by least squares on log(twin / published) of mean TPOT, the figure acceptance moves directly, at
+C = 8 and 32. Everything else about row 8 comes from the cost constants bench/twin_fit.py fits on other rows,
+so C = 4, 16 and 64 (all three figures) are validation; throughput and TTFT at C = 8 and 32 are not fitted
+on, but they share the fitted acceptance, so they count as fit points.
 """
 
 from __future__ import annotations
