@@ -29,6 +29,7 @@ class Metric(str, Enum):
     THROUGHPUT = "throughput per GPU"  # tok/s per GPU: total, output or decode, as `Point.throughput_kind` says
     TTFT = "mean TTFT"  # ms
     TPOT = "mean TPOT"  # ms
+    P99_TTFT = "P99 TTFT"  # ms: bench_serving's first burst on a cold server (row 7 publishes it)
 
 
 class ThroughputKind(str, Enum):
@@ -61,7 +62,6 @@ class Point:
     throughput_kind: ThroughputKind
     sglang_version: str
     source: str
-    quick_prompts: int | None = None  # fewer prompts for --quick (the first burst stays whole)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,7 @@ MI325X_V0519 = _tokens(
 )
 
 
-def _cookbook(row: int, concurrency: int, prompts: int, published: dict[Metric, float], quick: int) -> Point:
+def _cookbook(row: int, concurrency: int, prompts: int, published: dict[Metric, float]) -> Point:
     return Point(
         key=f"{row}.c{concurrency}",
         row=row,
@@ -119,16 +119,20 @@ def _cookbook(row: int, concurrency: int, prompts: int, published: dict[Metric, 
         throughput_kind=ThroughputKind.OUTPUT,
         sglang_version="0.5.6.post1",
         source=COOKBOOK,
-        quick_prompts=quick,
     )
 
 
-def _inferencex(row: int, flags: tuple[str, ...], label: str, version: str, source: str,
-                input_len: int, figures: dict[int, tuple[float, float, float]]) -> list[Point]:  # fmt: skip
+def _inferencex(row: int, flags: tuple[str, ...], label: str, version: str, source: str, input_len: int,
+                figures: dict[int, tuple[float, float, float]], p99_ttft: dict[int, float] | None = None,
+                ) -> list[Point]:  # fmt: skip
     """InferenceX's method: random lengths on [0.8·L, L], 10·C prompts (its 2·C warm-ups leave nothing
-    behind with the radix cache off), closed loop; total tok/s per GPU, mean TTFT, mean TPOT."""
+    behind with the radix cache off), closed loop; total tok/s per GPU, mean TTFT, mean TPOT (and the
+    P99 TTFT where published)."""
     points = []
     for concurrency, (tput, ttft, tpot) in figures.items():
+        published = {Metric.THROUGHPUT: tput, Metric.TTFT: ttft, Metric.TPOT: tpot}
+        if p99_ttft:
+            published[Metric.P99_TTFT] = p99_ttft[concurrency]
         points.append(
             Point(
                 key=f"{row}.c{concurrency}",
@@ -137,11 +141,10 @@ def _inferencex(row: int, flags: tuple[str, ...], label: str, version: str, sour
                 flags=flags,
                 gpus=8,
                 workload=Workload(input_len, 1024, 0.8, 10 * concurrency, concurrency, seed=concurrency),
-                published={Metric.THROUGHPUT: tput, Metric.TTFT: ttft, Metric.TPOT: tpot},
+                published=published,
                 throughput_kind=ThroughputKind.TOTAL,
                 sglang_version=version,
                 source=source,
-                quick_prompts=2 * concurrency,
             )
         )
     return points
@@ -158,17 +161,17 @@ ROW4 = Point(
     throughput_kind=ThroughputKind.DECODE,
     sglang_version="2025-07 main (LMSYS blog)",
     source="LMSYS blog 2025-07-17 (sglang issue #7998)",
-    quick_prompts=32,
 )
 
 POINTS: tuple[Point, ...] = (
-    _cookbook(1, 1, 10, {Metric.THROUGHPUT: 105 / 8, Metric.TTFT: 153}, quick=10),
-    _cookbook(2, 16, 80, {Metric.THROUGHPUT: 795 / 8, Metric.TTFT: 273.51}, quick=32),
-    _cookbook(3, 100, 500, {Metric.THROUGHPUT: 2283 / 8, Metric.TTFT: 563.14, Metric.TPOT: 40}, quick=200),
+    _cookbook(1, 1, 10, {Metric.THROUGHPUT: 105 / 8, Metric.TTFT: 153}),
+    _cookbook(2, 16, 80, {Metric.THROUGHPUT: 795 / 8, Metric.TTFT: 273.51}),
+    _cookbook(3, 100, 500, {Metric.THROUGHPUT: 2283 / 8, Metric.TTFT: 563.14, Metric.TPOT: 40}),
     ROW4,
     *_inferencex(
         7, H200_V057, "8×H200 TP8", "0.5.7", "InferenceX issue #870", 1024,
         {8: (148.6, 330.6, 12.8), 16: (225.1, 356.0, 17.2), 32: (301.7, 426.5, 25.6), 64: (447.2, 423.1, 34.6)},
+        p99_ttft={8: 1975, 16: 2149, 32: 2644, 64: 2741},
     ),
     *_inferencex(
         8, H200_V0519_MTP, "8×H200 TP8 + MTP", "0.5.19", "InferenceX PR #3289", 8192,
@@ -200,19 +203,18 @@ def _decode_tok_s(result: BenchResult) -> float:
 
 
 @lru_cache(maxsize=64)
-def _requests(key: str, quick: bool) -> tuple[BenchRequest, ...]:
+def _requests(key: str) -> tuple[BenchRequest, ...]:
     """The workload's prompts, drawn once per process (the fit runs each point many times)."""
-    return tuple(requests_for(POINTS_BY_KEY[key], quick))
+    return tuple(requests_for(POINTS_BY_KEY[key]))
 
 
-def requests_for(point: Point, quick: bool = False) -> list[BenchRequest]:
+def requests_for(point: Point) -> list[BenchRequest]:
+    """The point's prompts as published (row 4: fixed lengths, every request in the one burst)."""
     w = point.workload
-    prompts = point.quick_prompts if quick and point.quick_prompts else w.prompts
     if point.throughput_kind is ThroughputKind.DECODE:
         rng = random.Random(w.seed)
-        out_len = 512 if quick else w.output_len
-        return [BenchRequest(random_ids(w.input_len, rng), out_len) for _ in range(prompts)]
-    return random_requests(prompts, w.input_len, w.output_len, w.range_ratio, seed=w.seed)
+        return [BenchRequest(random_ids(w.input_len, rng), w.output_len) for _ in range(w.prompts)]
+    return random_requests(w.prompts, w.input_len, w.output_len, w.range_ratio, seed=w.seed)
 
 
 # The twin's step timing does not depend on how often it streams (it models no detokenizer or HTTP
@@ -222,13 +224,13 @@ def requests_for(point: Point, quick: bool = False) -> list[BenchRequest]:
 STREAM_INTERVAL_FOR_MEANS = 64
 
 
-def measure(point: Point, constants: CostConstants | None = None, quick: bool = False) -> Measured:
+def measure(point: Point, constants: CostConstants | None = None) -> Measured:
     """Run the point's workload on a twin built from its flags (cost constants injected, or the fitted ones)."""
     w = point.workload
     flags = list(point.flags)
     if point.throughput_kind is not ThroughputKind.DECODE:
         flags += ["--stream-interval", str(STREAM_INTERVAL_FOR_MEANS)]
-    result = run_bench(flags, list(_requests(point.key, quick)), w.concurrency, cost_constants=constants)
+    result = run_bench(flags, list(_requests(point.key)), w.concurrency, cost_constants=constants)
     values: dict[Metric, float] = {}
     if point.throughput_kind is ThroughputKind.TOTAL:
         values[Metric.THROUGHPUT] = result.total_tok_s / point.gpus
@@ -240,4 +242,6 @@ def measure(point: Point, constants: CostConstants | None = None, quick: bool = 
         values[Metric.TTFT] = result.mean_ttft_s * 1e3
     if Metric.TPOT in point.published:
         values[Metric.TPOT] = result.mean_tpot_s * 1e3
+    if Metric.P99_TTFT in point.published:
+        values[Metric.P99_TTFT] = result.p99_ttft_s * 1e3
     return Measured(point, values, result)
