@@ -94,3 +94,14 @@ def test_pass_through_flags_take_sglangs_types_and_defaults_and_the_modelled_val
     assert published["cuda_graph_max_bs_decode"] == 512
     with pytest.raises(ServerArgsError, match="--nnodes"):
         parse_server_args(["--nnodes", "two"])
+
+
+def test_token_counts_take_sglangs_suffixes_and_the_reasoning_parser_only_sglangs_names():
+    args = parse_server_args(["--max-prefill-tokens", "16k", "--context-length", "32Ki"])
+    assert (args.max_prefill_tokens, args.context_length) == (16000, 32768)
+    assert parse_server_args(["--max-prefill-tokens", "8192"]).max_prefill_tokens == 8192
+    with pytest.raises(ServerArgsError, match="--max-prefill-tokens"):
+        parse_server_args(["--max-prefill-tokens", "16kb"])
+    # A misspelt parser name would silently turn reasoning off; SGLang refuses it, and so does the twin.
+    with pytest.raises(ServerArgsError, match="--reasoning-parser"):
+        parse_server_args(["--reasoning-parser", "deepseek_r1"])

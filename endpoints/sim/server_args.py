@@ -13,8 +13,10 @@ flags are parsed in speculative.py. `make conformance` checks every accepted fla
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 
 from endpoints.sim.faults import FaultConfig
 from endpoints.sim.profiles import HARDWARE_PROFILES, HardwareName
@@ -85,6 +87,25 @@ UNMODELLED_FLAG_PREFIXES = ("--speculative-", "--disaggregation-", "--enable-hie
 
 class ServerArgsError(ValueError):
     pass
+
+
+REASONING_PARSERS = ("deepseek-r1", "deepseek-v3")  # SGLang's names for DeepSeek's; only R1's has an effect
+_SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def human_readable_int(value: str) -> int:
+    """SGLang's token-count type: an int, or one with an SI (k, M, G, T; decimals allowed) or IEC (Ki, Mi,
+    Gi, Ti) suffix, case-sensitive: '16k' is 16000, '32Ki' is 32768."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value.strip())
+    if match is None:
+        return int(value)
+    number, suffix = match.groups()
+    if suffix in _IEC:
+        if "." in number:
+            raise argparse.ArgumentTypeError(f"decimals are not allowed with IEC suffixes like {suffix!r}")
+        return int(number) * _IEC[suffix]
+    return int(Decimal(number) * _SI[suffix])
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +182,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schedule-policy", choices=[s.value for s in SchedulePolicy], default=SchedulePolicy.FCFS.value)
     p.add_argument("--max-running-requests", type=int, default=None)
     p.add_argument("--chunked-prefill-size", type=int, default=None)
-    p.add_argument("--max-prefill-tokens", type=int, default=16384)
+    p.add_argument("--max-prefill-tokens", type=human_readable_int, default=16384)
     p.add_argument("--disable-radix-cache", action="store_true")
     p.add_argument("--enable-mixed-chunk", action="store_true")
     p.add_argument("--enable-metrics", action="store_true")
@@ -171,10 +192,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "--incremental-streaming-output", "--stream-output", dest="incremental_streaming_output", action="store_true"
     )
     p.add_argument("--stream-response-default-include-usage", action="store_true")
-    p.add_argument("--reasoning-parser", default=None)
+    p.add_argument("--reasoning-parser", choices=REASONING_PARSERS, default=None)
     p.add_argument("--schedule-conservativeness", type=float, default=1.0)
     p.add_argument("--mem-fraction-static", type=float, default=None)
-    p.add_argument("--context-length", type=int, default=None)
+    p.add_argument("--context-length", type=human_readable_int, default=None)
     p.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), default="auto")
     p.add_argument("--api-key", default=None)
     p.add_argument("--skip-server-warmup", action="store_true")
