@@ -1,5 +1,8 @@
 """The twin's step-time roofline, its profiles and KV sizing."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from endpoints.sim.cost_model import ParallelConfig, RooflineCostModel
@@ -8,6 +11,8 @@ from endpoints.sim.profiles import (
     HARDWARE_PROFILES,
     HardwareName,
     UnknownProfileError,
+    Vendor,
+    cost_constants_for,
     hardware_profile_for,
     model_profile_for,
 )
@@ -90,3 +95,34 @@ def test_kv_capacity_is_sized_from_memory_left_after_weights():
     assert kv_capacity_tokens(V3, h200, ParallelConfig(8, 8, True), 0.88, 2) == 8 * bf16
     with pytest.raises(KvSizingError, match="--tp-size 8"):
         kv_capacity_tokens(V3, HARDWARE_PROFILES[HardwareName.H100], TP8, 0.88, 2)
+
+
+def _docs_gpu_table() -> dict[str, tuple[float, float, float, float]]:
+    """docs/twin.md's GPU table: name -> (HBM GB, TB/s, dense BF16 TFLOP/s, dense FP8 TFLOP/s)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "twin.md").read_text()
+    number = r"([\d,.]+)"
+    row = rf"^\| ([\w ]+?) \| {number} GB \| {number} TB/s \| {number} TFLOP/s \| {number} TFLOP/s \|"
+    return {
+        m.group(1): tuple(float(g.replace(",", "")) for g in m.groups()[1:])
+        for m in re.finditer(row, text, flags=re.MULTILINE)
+    }
+
+
+def test_every_gpu_profile_has_the_datasheet_figures_docs_twin_md_gives():
+    table = _docs_gpu_table()
+    assert {"MI300X", "MI325X", "MI355X", "H200 SXM"} <= set(table)
+    for profile in HARDWARE_PROFILES.values():
+        hbm_gb, tb_s, bf16, fp8 = table[profile.name]
+        assert profile.hbm_bytes == hbm_gb * 2**30  # datasheet GB are binary (nvidia-smi, rocm-smi)
+        assert profile.hbm_bytes_per_s == pytest.approx(tb_s * 1e12)
+        assert profile.bf16_flops_per_s == pytest.approx(bf16 * 1e12)
+        assert profile.fp8_flops_per_s == pytest.approx(fp8 * 1e12)
+
+
+def test_amd_gpus_use_the_amd_constants_and_mi325x_holds_r1_at_tp8():
+    mi325x = hardware_profile_for("mi325x")
+    assert mi325x.vendor is Vendor.AMD and hardware_profile_for("h200").vendor is Vendor.NVIDIA
+    assert model_on(HardwareName.MI325X).constants == cost_constants_for(Vendor.AMD)
+    assert cost_constants_for(Vendor.AMD) != cost_constants_for(Vendor.NVIDIA)
+    # Row 9's server: 256 GB per GPU, --mem-fraction-static 0.8, FP8 KV: millions of tokens of pool.
+    assert kv_capacity_tokens(V3, mi325x, TP8, 0.8, kv_dtype_bytes=1) > 3_000_000
