@@ -57,9 +57,9 @@ def test_chat_stream_first_delta_has_role_then_reasoning_then_content_then_finis
     kinds = ["reasoning" if d["reasoning_content"] else "content" for d in deltas]
     assert kinds == sorted(kinds, key=lambda k: k == "content")  # all reasoning before any content
     assert kinds.count("reasoning") == 4  # 5 reasoning tokens, the 5th is `</think>` (not shown)
-    assert "</think>" not in "".join(d["content"] or "" for d in deltas)
+    assert "</think>" not in "".join(d.get("content") or "" for d in deltas)
     finish = chunks[-2]
-    assert finish["choices"][0]["finish_reason"] == "length" and finish["usage"] is None
+    assert finish["choices"][0]["finish_reason"] == "length" and "usage" not in finish
     usage_chunk = chunks[-1]
     assert usage_chunk["choices"] == []
     usage = usage_chunk["usage"]
@@ -73,7 +73,7 @@ def test_chat_stream_without_include_usage_sends_no_usage_chunk():
         return await post(client, "/v1/chat/completions", chat(stream=True))
 
     chunks = events(serve(V3_FLAGS, scenario)[1])
-    assert all(c["usage"] is None and c["choices"] for c in chunks)
+    assert all("usage" not in c and c["choices"] for c in chunks)
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
 
 
@@ -85,14 +85,14 @@ def test_server_default_include_usage_flag_adds_the_usage_chunk():
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 12
 
 
-def test_cached_tokens_appear_only_with_cache_report_and_when_non_zero():
+def test_cached_tokens_appear_whenever_cache_report_is_on_zero_included():
     async def scenario(client):
         _, cold = await post(client, "/v1/chat/completions", chat())
         _, warm = await post(client, "/v1/chat/completions", chat())
         return orjson.loads(cold)["usage"], orjson.loads(warm)["usage"]
 
     cold, warm = serve(V3_FLAGS + ["--enable-cache-report"], scenario)
-    assert cold["prompt_tokens_details"] is None  # 0 cached: dropped, as SGLang does
+    assert cold["prompt_tokens_details"] == {"cached_tokens": 0}  # SGLang 0.5.23's UsageProcessor keeps a 0
     assert warm["prompt_tokens_details"]["cached_tokens"] == warm["prompt_tokens"] - 1
     _, plain = serve(V3_FLAGS, scenario)
     assert plain["prompt_tokens_details"] is None
@@ -187,3 +187,26 @@ def test_openai_errors_use_sglang_error_response():
         assert status == 400
         assert body["object"] == "error" and body["code"] == 400 and body["type"] == "BadRequestError"
         assert reason in body["message"]
+
+
+def test_chunks_and_answers_take_sglangs_shapes():
+    """What SGLang 0.5.23 writes (build_sse_content, UsageProcessor, build_endpoint_weight_version_metadata):
+    a chat delta always has reasoning_content and has role/content only when set; reasoning tokens are also
+    under completion_tokens_details; whole answers carry metadata.weight_version."""
+
+    async def scenario(client):
+        _, streamed = await post(
+            client, "/v1/chat/completions", chat(stream=True, max_tokens=6, sim_reasoning_tokens=3)
+        )
+        _, whole = await post(client, "/v1/chat/completions", chat(max_tokens=6, sim_reasoning_tokens=3))
+        return events(streamed), orjson.loads(whole)
+
+    chunks, whole = serve(R1_FLAGS + ["--reasoning-parser", "deepseek-r1"], scenario)
+    first, reasoning, *_ = (c["choices"][0]["delta"] for c in chunks)
+    assert first == {"reasoning_content": None, "role": "assistant", "content": ""}
+    assert set(reasoning) == {"reasoning_content"} and reasoning["reasoning_content"]
+    assert whole["metadata"] == {"weight_version": "default"}
+    assert "tool_calls" not in whole["choices"][0]["message"]
+    assert whole["usage"]["reasoning_tokens"] == 3 and whole["usage"]["completion_tokens_details"] == {
+        "reasoning_tokens": 3
+    }

@@ -18,6 +18,7 @@ from endpoints.sim.sim_request import SimRequest, TokenUpdate
 from endpoints.sim.toy_tokenizer import OutputText
 
 _DATA, _END = b"data: ", b"\n\n"
+WEIGHT_VERSION = "default"  # SGLang's --weight-version default, in meta_info and the OpenAI answers' metadata
 
 
 def json_response(data: object, status: int = 200) -> web.Response:
@@ -57,7 +58,7 @@ class NativeView:
             "completion_tokens": update.output_tokens,
             "cached_tokens": update.cached_tokens,
             "reasoning_tokens": update.reasoning_tokens if self._report_reasoning else 0,
-            "weight_version": "default",
+            "weight_version": WEIGHT_VERSION,
             "num_retractions": update.num_retractions,
         }
         if self._epoch_offset_s is not None and update.admitted_s is not None:

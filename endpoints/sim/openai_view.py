@@ -4,8 +4,12 @@ serving_completions and usage_processor).
 Streams: the first chat chunk carries `delta.role`; text arrives as deltas (reasoning in
 `delta.reasoning_content` under --reasoning-parser deepseek-r1); a last chunk with an empty delta
 carries `finish_reason` and `matched_stop`; with `stream_options.include_usage` a usage-only
-chunk (`choices: []`) follows; then `data: [DONE]`. Usage has `prompt_tokens_details.cached_tokens`
-only under --enable-cache-report and when non-zero, and a top-level `reasoning_tokens`.
+chunk (`choices: []`) follows; then `data: [DONE]`. Chat chunks take build_sse_content's shape (the
+delta always has `reasoning_content`, `role` and `content` only when set; `usage` only when sent),
+completion chunks CompletionStreamResponse's. Usage has `prompt_tokens_details.cached_tokens` whenever
+--enable-cache-report is on (0 included, as SGLang 0.5.23's UsageProcessor writes it; older builds
+dropped a zero), a top-level `reasoning_tokens`, and `completion_tokens_details.reasoning_tokens` when
+there were any. Whole answers carry `metadata.weight_version`. `make conformance` checks all of it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from enum import Enum
 import orjson
 from aiohttp import web
 
-from endpoints.sim.native_view import json_response
+from endpoints.sim.native_view import WEIGHT_VERSION, json_response
 from endpoints.sim.openai_request import OpenAIRequest
 from endpoints.sim.sim_request import SimRequest, TokenUpdate
 from endpoints.sim.toy_tokenizer import OutputText
@@ -81,13 +85,16 @@ class OpenAIView:
     # -- pieces -----------------------------------------------------------------------------------
 
     def usage(self, update: TokenUpdate) -> dict:
-        cached = update.cached_tokens
+        """UsageInfo as SGLang's UsageProcessor writes it: cached tokens whenever --enable-cache-report is on
+        (0 included), reasoning tokens at the top level and, when any, under completion_tokens_details."""
+        reasoning = update.reasoning_tokens if self._split else 0
         return {
             "prompt_tokens": update.prompt_tokens,
             "total_tokens": update.prompt_tokens + update.output_tokens,
             "completion_tokens": update.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": cached} if self._cache_report and cached > 0 else None,
-            "reasoning_tokens": update.reasoning_tokens if self._split else 0,
+            "prompt_tokens_details": {"cached_tokens": update.cached_tokens} if self._cache_report else None,
+            "reasoning_tokens": reasoning,
+            "completion_tokens_details": {"reasoning_tokens": reasoning} if reasoning else None,
         }
 
     def _pieces(self, start: int, end: int) -> tuple[str | None, str]:
@@ -100,14 +107,30 @@ class OpenAIView:
         return reasoning, content
 
     def _chunk(self, choices: list, usage: dict | None) -> bytes:
+        """A completion chunk as CompletionStreamResponse dumps it (usage null when absent); a chat chunk as
+        build_sse_content writes it (usage only when present)."""
         body = {
             "id": self._request.rid,
             "object": self._route.value + ("" if self._route is Route.COMPLETION else ".chunk"),
             "created": self._created,
             "model": self._ask.model,
             "choices": choices,
-            "usage": usage,
         }
+        if usage is not None or self._route is Route.COMPLETION:
+            body["usage"] = usage
+        return _DATA + orjson.dumps(body) + _END
+
+    def _usage_chunk(self, update: TokenUpdate) -> bytes:
+        """The last chunk under include_usage: ChatCompletionStreamResponse's dump for chat (usage with its
+        nulls), CompletionStreamResponse's without nulls (exclude_none) for completions."""
+        usage = self.usage(update)
+        if self._route is Route.COMPLETION:
+            usage = {k: v for k, v in usage.items() if v is not None}
+            body = {"id": self._request.rid, "object": self._route.value, "created": self._created,
+                    "model": self._ask.model, "choices": [], "usage": usage}  # fmt: skip
+        else:
+            body = {"id": self._request.rid, "object": self._route.value + ".chunk", "created": self._created,
+                    "model": self._ask.model, "choices": [], "usage": usage}  # fmt: skip
         return _DATA + orjson.dumps(body) + _END
 
     # -- streams ----------------------------------------------------------------------------------
@@ -134,12 +157,13 @@ class OpenAIView:
             if reason is not None:
                 out.append(self._chunk([self._delta({}, reason, matched)], usage))
         if reason is not None and self._ask.include_usage:
-            out.append(self._chunk([], self.usage(update)))
+            out.append(self._usage_chunk(update))
         return b"".join(out)
 
     @staticmethod
     def _delta(fields: dict, reason: str | None = None, matched: object = None) -> dict:
-        delta = {"role": None, "content": None, "reasoning_content": None, "tool_calls": None, **fields}
+        """SGLang's StreamDelta: reasoning_content always (null or text), role and content only when set."""
+        delta = {"reasoning_content": None, **fields}
         return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
 
     # -- whole answers ----------------------------------------------------------------------------
@@ -150,7 +174,7 @@ class OpenAIView:
         if self._route is Route.COMPLETION:
             choice = {"index": 0, "text": content, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
         else:
-            message = {"role": "assistant", "content": content, "reasoning_content": reasoning, "tool_calls": None}
+            message = {"role": "assistant", "content": content, "reasoning_content": reasoning}
             choice = {
                 "index": 0,
                 "message": message,
@@ -165,6 +189,7 @@ class OpenAIView:
             "model": self._ask.model,
             "choices": [choice],
             "usage": self.usage(update),
+            "metadata": {"weight_version": WEIGHT_VERSION},  # build_endpoint_weight_version_metadata
         }
 
     @staticmethod
