@@ -12,7 +12,7 @@ LOCK := requirements.lock
 LOCK_VENV := build/lock-venv
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint lock dagster bench validate clean
+.PHONY: demo test lint lock conformance dagster bench validate clean
 
 # The package and what it runs with (all `make demo` needs).
 $(STAMP): pyproject.toml $(LOCK)
@@ -37,6 +37,30 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy workloads replay endpoints warehouse
+
+# The twin checked by SGLang's own code (conformance/, docs/twin.md "Conformance"): its own environment with
+# sglang from PyPI and PyTorch's CPU build, every package pinned in conformance/requirements.txt and installed
+# --no-deps by uv (about half a minute; rebuilt only when that file changes). The twin runs from .venv.
+CONF_VENV := build/conformance-venv
+CONF_STAMP := $(CONF_VENV)/.installed-stamp
+CONF_REQS := conformance/requirements.txt
+CONF_UV := uv==0.13.9
+# Where the CPU build of torch 2.13.0 lies (PyPI has CUDA builds only); this kind of machine ships it here.
+TORCH_CPU_WHEELS ?= /opt/wheels
+
+$(CONF_STAMP): $(CONF_REQS) conformance/torchvision_cpu.py
+	rm -rf $(CONF_VENV)
+	$(PYTHON) -m venv $(CONF_VENV)
+	$(CONF_VENV)/bin/python -m pip install -q --disable-pip-version-check $(CONF_UV) 2>&1 | { grep -v "^WARNING: Location" || true; }
+	$(CONF_VENV)/bin/uv pip install -q --python $(CONF_VENV)/bin/python --no-deps --find-links $(TORCH_CPU_WHEELS) -r $(CONF_REQS)
+	@site=$$($(CONF_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
+	  cp conformance/torchvision_cpu.py $$site/costbench_torchvision_cpu.py; \
+	  echo "import costbench_torchvision_cpu" > $$site/costbench_torchvision_cpu.pth
+	@touch $(CONF_STAMP)
+
+# Not part of `make test` (pyproject's testpaths is tests/); .ci/run runs it after `make test`.
+conformance: $(STAMP) $(CONF_STAMP)
+	COSTBENCH_TWIN_PYTHON=$(CURDIR)/$(BIN)/python $(CONF_VENV)/bin/python -m pytest conformance -q -p no:cacheprovider
 
 # Resolve pyproject.toml afresh (default + dev) in a throwaway venv and pin what it installed.
 # Run after changing dependencies, or to take new releases on purpose; commit the result.

@@ -1,0 +1,85 @@
+"""The conformance suite: the twin checked with SGLang's own code (docs/twin.md, "Conformance").
+
+Run by `make conformance` in its own environment (build/conformance-venv, sglang from PyPI, CPU torch);
+`make test` never collects it. Every check records what it covered (`record_property("checked", ...)`) and
+the suite ends with one table: each check, pass or fail, and what it covered.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from twin_server import TwinServer, start_twin
+
+# The twin as the warehouse's weekly runs start it: R1 with its reasoning parser, metrics and cache report.
+R1_FLAGS = [
+    "--model-path", "deepseek-ai/DeepSeek-R1", "--tp", "8", "--sim-hardware", "h200",
+    "--reasoning-parser", "deepseek-r1", "--enable-metrics", "--enable-cache-report", "--skip-server-warmup",
+]  # fmt: skip
+V3_FLAGS = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8", "--enable-metrics", "--skip-server-warmup"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    area: str
+    check: str
+    outcome: str
+    checked: str
+
+
+class _Ledger:
+    def __init__(self) -> None:
+        self.rows: list[CheckRow] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            checked = "; ".join(str(v) for k, v in report.user_properties if k == "checked")
+            module, _, name = report.nodeid.partition("::")
+            area = module.rsplit("/", 1)[-1].removeprefix("test_").removesuffix(".py")
+            outcome = report.outcome.upper() if report.outcome != "passed" else "pass"
+            self.rows.append(CheckRow(area, name, outcome, checked or "-"))
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
+        write = terminalreporter.write_line
+        terminalreporter.section(f"twin conformance against SGLang {_version('sglang')}")
+        widths = [max([len(h)] + [len(getattr(r, f)) for r in self.rows]) for h, f in _COLUMNS]
+        write("  ".join(h.ljust(w) for (h, _), w in zip(_COLUMNS, widths)))
+        for row in self.rows:
+            write("  ".join(getattr(row, f)[:w].ljust(w) for (_, f), w in zip(_COLUMNS, widths)))
+        failed = sum(r.outcome != "pass" for r in self.rows)
+        write(f"{len(self.rows) - failed} passed, {failed} failed")
+
+
+_COLUMNS = (("area", "area"), ("check", "check"), ("result", "outcome"), ("what it checked", "checked"))
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_Ledger(), "conformance-ledger")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"conformance: sglang {_version('sglang')}, torch {_version('torch')} (no GPU), twin from endpoints/sim"
+
+
+@pytest.fixture(scope="session")
+def twin_r1() -> Iterator[TwinServer]:
+    server = start_twin(R1_FLAGS)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def twin_v3() -> Iterator[TwinServer]:
+    server = start_twin(V3_FLAGS)
+    yield server
+    server.stop()
