@@ -4,7 +4,6 @@
 
     python bench/twin_spec_fit.py            # fit on ROW8_FIT_KEYS, print every row-8 point (about a minute)
     python bench/twin_spec_fit.py --write    # and store the fitted value in bench/twin_spec_fitted.py
-    python bench/twin_spec_fit.py --quick    # fewer prompts per point (2·C instead of 10·C)
 
 Nothing publishes that run's acceptance, and acceptance on random tokens is not realistic traffic's, so it
 is the one number the twin fits on row 8: `--sim-spec-accept-length`, the mean tokens per verify (bonus
@@ -48,11 +47,11 @@ def with_accept_length(point: Point, length: float) -> Point:
     return replace(point, flags=(*flags, ACCEPT_FLAG, f"{length:.4f}"))
 
 
-def tpot_error(length: float, keys: tuple[str, ...], constants: CostConstants | None, quick: bool) -> float:
+def tpot_error(length: float, keys: tuple[str, ...], constants: CostConstants | None) -> float:
     """Sum of squared log ratios of mean TPOT over the fit points, at this acceptance length."""
     total = 0.0
     for key in keys:
-        measured = measure(with_accept_length(POINTS_BY_KEY[key], length), constants, quick=quick)
+        measured = measure(with_accept_length(POINTS_BY_KEY[key], length), constants)
         total += math.log(measured.ratio(Metric.TPOT)) ** 2
     return total
 
@@ -60,14 +59,13 @@ def tpot_error(length: float, keys: tuple[str, ...], constants: CostConstants | 
 def fit_accept_length(
     keys: tuple[str, ...] = ROW8_FIT_KEYS,
     constants: CostConstants | None = None,
-    quick: bool = False,
     tol: float = 0.005,
 ) -> float:
     """Golden-section search over [1, 3] (the error is unimodal in the acceptance length: TPOT falls with it).
     `constants`: the cost model's (default: the fitted ones, endpoints/sim/fitted_constants.py)."""
 
     def error(length: float) -> float:
-        return tpot_error(length, keys, constants, quick)
+        return tpot_error(length, keys, constants)
 
     lo, hi = 1.0, MAX_ACCEPT_LENGTH
     a, b = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
@@ -93,7 +91,7 @@ def _median_error_factor(measured: list[Measured]) -> tuple[float, str]:
     return factors[len(factors) // 2][0], factors[-1][1]
 
 
-def report(length: float, quick: bool, constants: CostConstants | None = None) -> list[str]:
+def report(length: float, constants: CostConstants | None = None) -> list[str]:
     lines = [
         f"Row 8 with MTP modelled, --sim-spec-accept-length {length} (fitted on {', '.join(ROW8_FIT_KEYS)}; TPOT)",
         "",
@@ -102,7 +100,7 @@ def report(length: float, quick: bool, constants: CostConstants | None = None) -
     ]
     by_set: dict[str, list[Measured]] = {"fit": [], "validation": []}
     for key in ROW8_KEYS:
-        m = measure(with_accept_length(POINTS_BY_KEY[key], length), constants, quick=quick)
+        m = measure(with_accept_length(POINTS_BY_KEY[key], length), constants)
         kind = "fit" if key in ROW8_FIT_KEYS else "validation"
         by_set[kind].append(m)
         cells = [
@@ -117,24 +115,23 @@ def report(length: float, quick: bool, constants: CostConstants | None = None) -
     return lines
 
 
-def _write(length: float, quick: bool) -> None:
+def _write(length: float) -> None:
     text = FITTED_FILE.read_text()
     head, _, _ = text.partition("ROW8_SPEC_ACCEPT_LENGTH = ")
-    stamp = f"# fitted {datetime.date.today().isoformat()} by bench/twin_spec_fit.py{' --quick' if quick else ''}"
+    stamp = f"# fitted {datetime.date.today().isoformat()} by bench/twin_spec_fit.py"
     FITTED_FILE.write_text(f"{head}ROW8_SPEC_ACCEPT_LENGTH = {length}  {stamp}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer prompts per point")
     parser.add_argument("--write", action="store_true", help="store the fitted value in bench/twin_spec_fitted.py")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    length = fit_accept_length(quick=args.quick)
+    length = fit_accept_length()
     print(f"fitted acceptance length {length} (stored: {ROW8_SPEC_ACCEPT_LENGTH})\n")
-    print("\n".join(report(length, args.quick)))
+    print("\n".join(report(length)))
     if args.write:
-        _write(length, args.quick)
+        _write(length)
         print(f"\nwrote {FITTED_FILE.name}")
     print(f"\n(wall time {time.perf_counter() - started:.0f} s)")
     return 0
