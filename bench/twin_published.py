@@ -1,5 +1,5 @@
-"""The published SGLang figures the twin is fitted and validated on (../shared/reference/calibration.md,
-docs/twin.md "Calibration"), each as the setup and workload that reproduce it on the twin's engine in
+"""The published SGLang figures the twin is fitted and validated on (docs/twin.md, "Profiles and
+sources" and "Calibration"), each as the setup and workload that reproduce it on the twin's engine in
 virtual time, and how the twin's result is measured the way the publisher measured it.
 
 One `Point` is one benchmark run: a server (SGLang flags, the GPUs it uses), a workload, and what was
@@ -20,6 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from twin_spec_fitted import ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402  (row 8's fitted MTP acceptance, plain data)
 
 from endpoints.sim.profiles import CostConstants  # noqa: E402
 from endpoints.sim.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench  # noqa: E402
@@ -52,7 +55,7 @@ class Workload:
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    key: str  # "<calibration.md row>.c<concurrency>"
+    key: str  # "<calibration row>.c<concurrency>"
     row: int
     setup: str
     flags: tuple[str, ...]
@@ -97,7 +100,7 @@ H200_V0519_MTP = _tokens(
     "--chunked-prefill-size 32768 --max-prefill-tokens 32768 --mem-fraction-static 0.82 "
     "--attention-backend flashinfer --stream-interval 10 --max-running-requests 256 --cuda-graph-max-bs 256 "
     "--speculative-algorithm EAGLE --speculative-num-steps 2 --speculative-num-draft-tokens 3 "
-    "--speculative-eagle-topk 1 --sim-cold-start"
+    f"--speculative-eagle-topk 1 --sim-spec-accept-length {ROW8_SPEC_ACCEPT_LENGTH} --sim-cold-start"
 )
 MI325X_V0519 = _tokens(
     "--model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --sim-hardware mi325x --mem-fraction-static 0.8 "
