@@ -8,6 +8,7 @@ import urllib.request
 
 import orjson
 from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client.parser import text_string_to_metric_families
 
 from endpoints.sim.fitted_constants import FITTED
 from endpoints.sim.server import create_app
@@ -177,9 +178,10 @@ def test_api_key_guards_everything_but_health_and_metrics():
 
 def test_metrics_use_sglang_names_and_counters_move():
     def sample(text: str, name: str) -> float:
-        line = next(line for line in text.splitlines() if line.startswith(name + "{"))
-        assert 'model_name="deepseek-ai/DeepSeek-R1"' in line
-        return float(line.rsplit(" ", 1)[1])
+        """The sum over the series of `name` (by is_streaming and cache_source, as SGLang splits them)."""
+        lines = [line for line in text.splitlines() if line.startswith(name + "{")]
+        assert all('model_name="deepseek-ai/DeepSeek-R1"' in line and 'engine_type="unified"' in line for line in lines)
+        return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
 
     async def scenario(client):
         before = await (await client.get("/metrics")).text()
@@ -252,3 +254,32 @@ def test_costbench_sim_command_forwards_every_flag(capsys):
     assert args.sim_args == ["--port", "0", "--tp", "8", "--no-such-flag"]
     assert args.func(args) == 2
     assert "--no-such-flag" in capsys.readouterr().err
+
+
+def test_metrics_carry_sglangs_labels():
+    """Tokenizer-manager series: model_name, engine_type, and is_streaming or cache_source where SGLang splits
+    them; scheduler series: rank 0's model_name, engine_type, tp_rank, pp_rank, moe_ep_rank."""
+
+    async def scenario(client):
+        payload = {"input_ids": PROMPT, "sampling_params": {"max_new_tokens": 4, "ignore_eos": True}}
+        await generate(client, payload)
+        await generate(client, payload)  # the same prompt again: cached tokens
+        await (await client.post("/generate", data=orjson.dumps({**payload, "stream": True}))).read()
+        return await (await client.get("/metrics")).text()
+
+    text = serve(["--enable-metrics"], scenario)
+    series = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+    def value(name: str, **labels: str) -> float:
+        base = {"model_name": "deepseek-ai/DeepSeek-R1", "engine_type": "unified"}
+        return series[(name, tuple(sorted({**base, **labels}.items())))]
+
+    assert value("sglang:num_requests_total", is_streaming="false") == 2
+    assert value("sglang:num_requests_total", is_streaming="true") == 1
+    assert value("sglang:cached_tokens_total", cache_source="device") > 0
+    assert value("sglang:time_to_first_token_seconds_count", is_streaming="true") == 1
+    assert value("sglang:num_running_reqs", tp_rank="0", pp_rank="0", moe_ep_rank="0") == 0

@@ -1,4 +1,11 @@
-"""The twin's /metrics: SGLang's `sglang:*` names and `model_name` label, in a per-app registry.
+"""The twin's /metrics: SGLang's `sglang:*` names, types and label names, in a per-app registry.
+
+Labels as SGLang 0.5.23 sets them on a unified server (`make conformance` checks them against its
+collectors): the tokenizer manager's metrics carry `model_name` and `engine_type` (plus `is_streaming` on
+the per-request counters, TTFT and end-to-end latency, `cache_source` on cached tokens); the scheduler's,
+rank 0's `model_name`, `engine_type`, `tp_rank`, `pp_rank` and `moe_ep_rank`. A split series appears once
+a request of its kind finished, as a prometheus child does. DP attention's per-rank series (`dp_rank`) are
+one series here: the twin's DP ranks are one pool, and the probe sums over `dp_rank` anyway.
 
 Like SGLang's tokenizer manager, it watches what reaches the client: TTFT at a request's first
 delivered chunk (for a non-streaming request that is its only one), inter-token latency per chunk
@@ -31,11 +38,18 @@ HEALTH_CHECK_PREFIX = "HEALTH_CHECK_"  # SGLang's health probes do not log metri
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
-class _Histogram:
-    __slots__ = ("name", "doc", "bounds", "counts", "total")
+ENGINE_TYPE = "unified"  # DisaggregationMode.to_engine_type of a server that is not PD-disaggregated
+TOKENIZER_LABELS = ["model_name", "engine_type"]  # tokenizer_metric_labels()
+SCHEDULER_LABELS = ["model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"]  # rank 0's, init_new
+STREAM_MODES = ("true", "false")  # the is_streaming label's values
+CACHE_SOURCE = "device"  # the one cache the twin has: the radix cache in GPU memory
 
-    def __init__(self, name: str, doc: str, bounds: tuple[float, ...]) -> None:
-        self.name, self.doc, self.bounds = name, doc, bounds
+
+class _Histogram:
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
         self.counts = [0] * (len(bounds) + 1)  # the last slot is +Inf
         self.total = 0.0
 
@@ -43,14 +57,12 @@ class _Histogram:
         self.counts[bisect_left(self.bounds, value)] += times
         self.total += value * times
 
-    def family(self, labels: list[str], values: list[str]) -> HistogramMetricFamily:
-        family = HistogramMetricFamily(self.name, self.doc, labels=labels)
+    def add_to(self, family: HistogramMetricFamily, values: list[str]) -> None:
         cumulative, buckets = 0, []
         for bound, n in zip((*map(str, self.bounds), "+Inf"), self.counts):
             cumulative += n
             buckets.append((bound, cumulative))
         family.add_metric(values, buckets, self.total)
-        return family
 
 
 class SimMetrics:
@@ -58,20 +70,16 @@ class SimMetrics:
 
     def __init__(self, engine: SimEngine, model_name: str) -> None:
         self._engine = engine
-        self._labels, self._values = ["model_name"], [model_name]
-        self.counters = dict.fromkeys(
-            ("prompt_tokens", "generation_tokens", "cached_tokens", "num_requests", "num_aborted_requests"), 0
-        )
-        self._ttft = _Histogram(
-            "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS_S
-        )
-        self._itl = _Histogram(
-            "sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS_S
-        )
-        self._e2e = _Histogram(
-            "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", E2E_BUCKETS_S
-        )
-        self._queue = _Histogram("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", QUEUE_BUCKETS_S)
+        self._tokenizer_values = [model_name, ENGINE_TYPE]
+        self._scheduler_values = [model_name, ENGINE_TYPE, "0", "0", "0"]
+        # Finished requests' counts, by is_streaming (SGLang's observe_one_finished_request).
+        self.per_mode: dict[str, dict[str, int]] = {}
+        self.cached_tokens = 0
+        self.aborted_requests = 0
+        self._ttft: dict[str, _Histogram] = {}
+        self._e2e: dict[str, _Histogram] = {}
+        self._itl = _Histogram(ITL_BUCKETS_S)
+        self._queue = _Histogram(QUEUE_BUCKETS_S)
         self.spec_verify_calls = 0  # finished requests' spec_verify_ct, summed (speculative decoding only)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
@@ -82,8 +90,9 @@ class SimMetrics:
         if request.rid.startswith(HEALTH_CHECK_PREFIX):
             return
         now_s = update.now_s
+        mode = STREAM_MODES[0] if request.stream else STREAM_MODES[1]
         if prev_s is None:
-            self._ttft.observe(now_s - update.arrival_s)
+            self._ttft.setdefault(mode, _Histogram(TTFT_BUCKETS_S)).observe(now_s - update.arrival_s)
             if update.admitted_s is not None:
                 self._queue.observe(update.admitted_s - update.arrival_s)
         else:
@@ -91,36 +100,55 @@ class SimMetrics:
             if new_tokens > 0:
                 self._itl.observe((now_s - prev_s) / new_tokens, new_tokens)
         if update.finished:
-            c = self.counters
+            c = self.per_mode.setdefault(mode, dict.fromkeys(("prompt_tokens", "generation_tokens", "num_requests"), 0))
             c["prompt_tokens"] += update.prompt_tokens
             c["generation_tokens"] += update.output_tokens
-            c["cached_tokens"] += update.cached_tokens
             c["num_requests"] += 1
+            self.cached_tokens += update.cached_tokens
             if update.finish_reason is not None and update.finish_reason.get("type") == "abort":
-                c["num_aborted_requests"] += 1
+                self.aborted_requests += 1
             if update.spec_meta_info:
                 self.spec_verify_calls += update.spec_meta_info["spec_verify_ct"]
-            self._e2e.observe(now_s - update.arrival_s)
+            self._e2e.setdefault(mode, _Histogram(E2E_BUCKETS_S)).observe(now_s - update.arrival_s)
 
     # -- exposition -------------------------------------------------------------------------------
 
     def collect(self):
-        labels, values = self._labels, self._values
+        tok, sched = self._tokenizer_values, self._scheduler_values
         engine, scheduler = self._engine, self._engine.scheduler
+        for name in ("prompt_tokens", "generation_tokens", "num_requests"):
+            family = CounterMetricFamily(
+                f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=[*TOKENIZER_LABELS, "is_streaming"]
+            )
+            for mode, counts in self.per_mode.items():
+                family.add_metric([*tok, mode], counts[name])
+            yield family
+        cached = CounterMetricFamily(
+            "sglang:cached_tokens", "Number of cached prompt tokens.", labels=[*TOKENIZER_LABELS, "cache_source"]
+        )
+        if self.cached_tokens > 0:
+            cached.add_metric([*tok, CACHE_SOURCE], self.cached_tokens)
+        yield cached
+        tokenizer_counters = {"num_aborted_requests": self.aborted_requests}
+        spec = scheduler.speculative
+        # The speculative series keep the model_name label alone for now (SGLang also labels them by engine_type,
+        # and the gauges by rank): tests/test_sim_speculative.py reads them by that exact label set.
+        spec_counters = {"spec_verify_calls": self.spec_verify_calls} if spec is not None else {}
         retractions = scheduler.retractions
-        counters = {
-            **self.counters,
+        scheduler_counters = {
             "num_retracted_requests": retractions.requests,
             "num_retracted_input_tokens": retractions.input_tokens,
             "num_retracted_output_tokens": retractions.output_tokens,
         }
-        spec = scheduler.speculative
-        if spec is not None:
-            counters["spec_verify_calls"] = self.spec_verify_calls
-        for name, value in counters.items():
-            family = CounterMetricFamily(f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=labels)
-            family.add_metric(values, value)
-            yield family
+        for counters, labels, values in (
+            (tokenizer_counters, TOKENIZER_LABELS, tok),
+            (scheduler_counters, SCHEDULER_LABELS, sched),
+            (spec_counters, ["model_name"], tok[:1]),
+        ):
+            for name, value in counters.items():
+                family = CounterMetricFamily(f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=labels)
+                family.add_metric(values, value)
+                yield family
         used = scheduler.pool.capacity_tokens - scheduler.pool.available_tokens(scheduler.cache.total_tokens)
         gauges = {
             "num_running_reqs": ("The number of running requests.", len(scheduler.running)),
@@ -132,18 +160,42 @@ class SimMetrics:
             "new_token_ratio": ("The new token ratio of the admission estimate.", scheduler.new_token_ratio),
             "max_total_num_tokens": ("Maximum total tokens in the KV pool.", scheduler.pool.capacity_tokens),
         }
-        if spec is not None:  # over the last decode log interval, as SGLang's scheduler sets them
-            gauges["spec_accept_length"] = (
-                "Mean acceptance length (accepted drafts + bonus).",
-                spec.window_accept_length(),
-            )
-            gauges["spec_accept_rate"] = ("Accepted drafts / proposed drafts.", spec.window_accept_rate())
         for name, (doc, level) in gauges.items():
-            gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=labels)
-            gauge.add_metric(values, level)
+            gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
+            gauge.add_metric(sched, level)
             yield gauge
-        for histogram in (self._ttft, self._itl, self._e2e, self._queue):
-            yield histogram.family(labels, values)
+        if spec is not None:  # over the last decode log interval, as SGLang's scheduler sets them
+            for name, doc, level in (
+                (
+                    "spec_accept_length",
+                    "Mean acceptance length (accepted drafts + bonus).",
+                    spec.window_accept_length(),
+                ),
+                ("spec_accept_rate", "Accepted drafts / proposed drafts.", spec.window_accept_rate()),
+            ):
+                gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=["model_name"])
+                gauge.add_metric(tok[:1], level)
+                yield gauge
+        for name, doc, by_mode in (
+            ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self._ttft),
+            ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self._e2e),
+        ):
+            family = HistogramMetricFamily(f"sglang:{name}", doc, labels=[*TOKENIZER_LABELS, "is_streaming"])
+            for mode, histogram in by_mode.items():
+                histogram.add_to(family, [*tok, mode])
+            yield family
+        itl = HistogramMetricFamily(
+            "sglang:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            labels=TOKENIZER_LABELS,
+        )
+        self._itl.add_to(itl, tok)
+        yield itl
+        queue = HistogramMetricFamily(
+            "sglang:queue_time_seconds", "Histogram of queueing time in seconds.", labels=SCHEDULER_LABELS
+        )
+        self._queue.add_to(queue, sched)
+        yield queue
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
