@@ -26,13 +26,14 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from endpoints.sim.engine import SimEngine
 from endpoints.sim.sim_request import SimRequest, TokenUpdate
 
-# SGLang's default buckets (metrics_collector.py on main).
+# SGLang's default buckets (metrics_collector.py, 0.5.23; `make conformance` compares them).
 TTFT_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
 ITL_BUCKETS_S = (0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1,
                  0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8)  # fmt: skip
 E2E_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
-QUEUE_BUCKETS_S = (0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200, 300, 400,
-                   500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000)  # fmt: skip
+QUEUE_BUCKETS_S = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70,
+                   80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500,
+                   3000)  # fmt: skip
 HEALTH_CHECK_PREFIX = "HEALTH_CHECK_"  # SGLang's health probes do not log metrics
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
