@@ -58,9 +58,11 @@ $(CONF_STAMP): $(CONF_REQS) conformance/torchvision_cpu.py
 	  echo "import costbench_torchvision_cpu" > $$site/costbench_torchvision_cpu.pth
 	@touch $(CONF_STAMP)
 
-# Not part of `make test` (pyproject's testpaths is tests/); .ci/run runs it after `make test`.
+# Not part of `make test` (pyproject's testpaths is tests/); .ci/run runs it after `make test`. Offline:
+# nothing may reach a model hub (bench_serving's tokenizer and dataset are local files the suite writes).
 conformance: $(STAMP) $(CONF_STAMP)
-	COSTBENCH_TWIN_PYTHON=$(CURDIR)/$(BIN)/python $(CONF_VENV)/bin/python -m pytest conformance -q -p no:cacheprovider
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 COSTBENCH_TWIN_PYTHON=$(CURDIR)/$(BIN)/python \
+	  $(CONF_VENV)/bin/python -m pytest conformance -q -p no:cacheprovider
 
 # Resolve pyproject.toml afresh (default + dev) in a throwaway venv and pin what it installed.
 # Run after changing dependencies, or to take new releases on purpose; commit the result.
