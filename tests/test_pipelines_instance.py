@@ -22,7 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -43,6 +42,7 @@ from pipelines.instance_runs import (
 from pipelines.schedules import ENDPOINT_TAG
 from replay_sglang_peer import PeerBehaviour, peer_in_thread
 from stored_text import decoded_text
+from warehouse.store import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 420.0
@@ -150,10 +150,10 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         assert os.getpid() not in step_pids and len(step_pids) > 3
     for run in runs:  # every check ran, and the blocking ones passed
         checks = {e.check_name: e for e in check_evaluations(instance, run)}
-        assert set(checks) == {"requests_quality", "runs_quality", "cost_regression"}
-        assert checks["requests_quality"].passed and checks["runs_quality"].passed
+        assert set(checks) == {"requests_quality", "runs_quality", "lake_intact", "cost_regression"}
+        assert checks["requests_quality"].passed and checks["runs_quality"].passed and checks["lake_intact"].passed
     warehouse = _warehouse(instance_paths)
-    with duckdb.connect(str(warehouse / "costbench.duckdb"), read_only=True) as con:
+    with Warehouse(warehouse).connect() as con:  # read-only, with the lake's search path
         weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()
         cost, hit_rate, completed = con.execute(
             "SELECT cost_per_request_usd, prefix_cache_hit_rate, completed_requests FROM weekly_trends "
@@ -185,7 +185,7 @@ def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(in
     assert {r.tags[ENDPOINT_TAG] for r in runs} == {"r1-8xh200"}
     first, second = sorted((instance.get_run_record_by_id(r.run_id) for r in runs), key=lambda rec: rec.start_time)
     assert second.start_time >= first.end_time
-    with duckdb.connect(str(_warehouse(instance_paths) / "costbench.duckdb"), read_only=True) as con:
+    with Warehouse(_warehouse(instance_paths)).connect() as con:
         weeks = con.execute("SELECT week_start FROM weekly_trends WHERE scenario = ?", [scenario]).fetchall()
     assert {"2026-11-02", "2026-11-09"} <= {str(w) for (w,) in weeks}
 

@@ -12,7 +12,6 @@ import logging
 import secrets
 from datetime import date
 
-import duckdb
 import orjson
 import pyarrow.parquet as pq
 
@@ -138,7 +137,7 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
     assert marker in decoded_text(next(p for p in files if p.suffix == ".duckdb"))
     runs_part = next(p for p in files if "runs" in p.parts and p.suffix == ".parquet" and "_schema" not in p.parts)
     assert marker in decoded_text(runs_part)
-    with duckdb.connect(str(store.db_path), read_only=True) as con:
+    with store.connect() as con:
         stored = orjson.loads(con.execute("SELECT server_info_json FROM runs").fetchone()[0])
     assert stored["api_key"] == "<redacted>" and stored["max_prefill_tokens"] == 16384
     assert stored["launch_command"] == "python -m sglang.launch_server --api-key <redacted> --tp 8"
