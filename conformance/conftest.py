@@ -21,6 +21,16 @@ R1_FLAGS = [
     "--reasoning-parser", "deepseek-r1", "--enable-metrics", "--enable-cache-report", "--skip-server-warmup",
 ]  # fmt: skip
 V3_FLAGS = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8", "--enable-metrics", "--skip-server-warmup"]
+# Every request aborted with a 500 after its first token (the twin's fault injection).
+FAULT_FLAGS = [
+    "--model-path",
+    "deepseek-ai/DeepSeek-V3",
+    "--tp",
+    "8",
+    "--skip-server-warmup",
+    "--fault-error-rate",
+    "1",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,5 +100,12 @@ def twin_r1() -> Iterator[TwinServer]:
 @pytest.fixture(scope="session")
 def twin_v3() -> Iterator[TwinServer]:
     server = start_twin(V3_FLAGS)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def twin_failing() -> Iterator[TwinServer]:
+    server = start_twin(FAULT_FLAGS)
     yield server
     server.stop()

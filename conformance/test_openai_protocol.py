@@ -12,6 +12,7 @@ same values, field for field.
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 
 import pytest
 from replay_bodies import TWIN_FIELD, bodies
@@ -192,3 +193,24 @@ def test_errors_are_sglangs_error_response(route, twin_r1, record_property):
     assert answer == json.loads(validated.model_dump_json()), answer
     assert (answer["type"], answer["code"]) == ("BadRequestError", 400)
     record_property("checked", "400 body as ErrorResponse")
+
+
+def test_a_failed_request_is_reported_as_sglang_reports_it(twin_failing, record_property):
+    """An abort with status 500: in a stream, create_streaming_error_response's event (type: the status's
+    name) then [DONE]; without one, http_server's HTTPException handler's body (type: the status code)."""
+    problems = []
+    body = {**bodies("chat", to_twin=True)["captured text"]}
+    payloads = post_sse(twin_failing.base_url, PATHS["chat"], body)
+    errors = [json.loads(p)["error"] for p in payloads[:-1] if "error" in json.loads(p)]
+    if payloads[-1] != "[DONE]" or len(errors) != 1:
+        problems.append(f"the stream ended {payloads[-1]!r} with {len(errors)} error events")
+    for error in errors:
+        expected = ErrorResponse(message=error["message"], type=HTTPStatus(500).name, code=500).model_dump()
+        _same(error, expected, "stream error event", problems)
+    status, answer = post_json(twin_failing.base_url, PATHS["chat"], {**body, "stream": False})
+    expected = ErrorResponse(message=answer.get("message", ""), type="500", code=500).model_dump()
+    if status != 500:
+        problems.append(f"a failed whole answer has status {status}")
+    _same(answer, expected, "error body", problems)
+    record_property("checked", "stream error event and 500 body as ErrorResponse, with SGLang's type for each")
+    assert not problems, report(problems)

@@ -210,3 +210,18 @@ def test_chunks_and_answers_take_sglangs_shapes():
     assert whole["usage"]["reasoning_tokens"] == 3 and whole["usage"]["completion_tokens_details"] == {
         "reasoning_tokens": 3
     }
+
+
+def test_a_failed_request_carries_sglangs_error_types():
+    """An abort with status 500: the stream's error event is create_streaming_error_response's (type: the
+    status's name), a whole answer's body http_server's HTTPException handler's (type: the status code)."""
+
+    async def scenario(client):
+        _, streamed = await post(client, "/v1/chat/completions", chat(stream=True))
+        status, whole = await post(client, "/v1/chat/completions", chat())
+        return events(streamed), status, orjson.loads(whole)
+
+    streamed, status, whole = serve(V3_FLAGS + ["--fault-error-rate", "1"], scenario)
+    (error,) = [c["error"] for c in streamed if "error" in c]
+    assert (error["object"], error["type"], error["code"]) == ("error", "INTERNAL_SERVER_ERROR", 500)
+    assert status == 500 and (whole["type"], whole["code"]) == ("500", 500)

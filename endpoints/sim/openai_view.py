@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from enum import Enum
+from http import HTTPStatus
 
 import orjson
 from aiohttp import web
@@ -26,8 +27,6 @@ from endpoints.sim.sim_request import SimRequest, TokenUpdate
 from endpoints.sim.toy_tokenizer import OutputText
 
 _DATA, _END = b"data: ", b"\n\n"
-_ERROR_TYPES = {400: "BadRequestError", 401: "Unauthorized", 404: "NotFoundError", 500: "InternalServerError",
-                503: "ServiceUnavailableError"}  # fmt: skip
 
 
 class Route(str, Enum):
@@ -35,15 +34,12 @@ class Route(str, Enum):
     COMPLETION = "text_completion"
 
 
-def error_body(message: str, status: int) -> dict:
-    """SGLang's ErrorResponse."""
-    return {
-        "object": "error",
-        "message": message,
-        "type": _ERROR_TYPES.get(status, str(status)),
-        "param": None,
-        "code": status,
-    }
+def error_body(message: str, status: int, error_type: str | None = None) -> dict:
+    """SGLang's ErrorResponse. Its type: "BadRequestError" for a request it refuses (create_error_response),
+    the status code as text for the HTTPException a failed request raises (http_server's handler)."""
+    if error_type is None:
+        error_type = "BadRequestError" if status == 400 else str(status)
+    return {"object": "error", "message": message, "type": error_type, "param": None, "code": status}
 
 
 def _finish(update: TokenUpdate) -> tuple[str | None, object]:
@@ -194,7 +190,8 @@ class OpenAIView:
 
     @staticmethod
     def error_event(message: str, status: int) -> bytes:
-        return _DATA + orjson.dumps({"error": error_body(message, status)}) + _END
+        """create_streaming_error_response for an abort with a status code: the type is the status's name."""
+        return _DATA + orjson.dumps({"error": error_body(message, status, HTTPStatus(status).name)}) + _END
 
     @staticmethod
     def error_response(message: str, status: int) -> web.Response:
