@@ -222,7 +222,12 @@ def _dest(flag: str) -> str:
 
 
 _IGNORED_DESTS = tuple(
-    _dest(f) for f in (*(flags[0] for flags, *_ in (*IGNORED_VALUE_FLAGS, *MODELLED_VALUE_FLAGS)), *IGNORED_BOOL_FLAGS)
+    _dest(f)
+    for f in (
+        *(entry[0][0] for entry in IGNORED_VALUE_FLAGS),
+        *(entry[0][0] for entry in MODELLED_VALUE_FLAGS),
+        *IGNORED_BOOL_FLAGS,
+    )
 )
 
 

@@ -181,10 +181,10 @@ class SimMetrics:
             ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self._ttft),
             ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self._e2e),
         ):
-            family = HistogramMetricFamily(f"sglang:{name}", doc, labels=[*TOKENIZER_LABELS, "is_streaming"])
+            histograms = HistogramMetricFamily(f"sglang:{name}", doc, labels=[*TOKENIZER_LABELS, "is_streaming"])
             for mode, histogram in by_mode.items():
-                histogram.add_to(family, [*tok, mode])
-            yield family
+                histogram.add_to(histograms, [*tok, mode])
+            yield histograms
         itl = HistogramMetricFamily(
             "sglang:inter_token_latency_seconds",
             "Histogram of inter-token latency in seconds.",
