@@ -132,9 +132,8 @@ class SimMetrics:
         yield cached
         tokenizer_counters = {"num_aborted_requests": self.aborted_requests}
         spec = scheduler.speculative
-        # The speculative series keep the model_name label alone for now (SGLang also labels them by engine_type,
-        # and the gauges by rank): tests/test_sim_speculative.py reads them by that exact label set.
-        spec_counters = {"spec_verify_calls": self.spec_verify_calls} if spec is not None else {}
+        if spec is not None:
+            tokenizer_counters["spec_verify_calls"] = self.spec_verify_calls
         retractions = scheduler.retractions
         scheduler_counters = {
             "num_retracted_requests": retractions.requests,
@@ -144,7 +143,6 @@ class SimMetrics:
         for counters, labels, values in (
             (tokenizer_counters, TOKENIZER_LABELS, tok),
             (scheduler_counters, SCHEDULER_LABELS, sched),
-            (spec_counters, ["model_name"], tok[:1]),
         ):
             for name, value in counters.items():
                 family = CounterMetricFamily(f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=labels)
@@ -174,8 +172,8 @@ class SimMetrics:
                 ),
                 ("spec_accept_rate", "Accepted drafts / proposed drafts.", spec.window_accept_rate()),
             ):
-                gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=["model_name"])
-                gauge.add_metric(tok[:1], level)
+                gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
+                gauge.add_metric(sched, level)
                 yield gauge
         for name, doc, by_mode in (
             ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self._ttft),
