@@ -35,6 +35,7 @@ class TwinServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(10)
+        self.log_path.unlink(missing_ok=True)
 
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-2000:]
@@ -55,7 +56,10 @@ def start_twin(flags: list[str]) -> TwinServer:
     line = process.stdout.readline().strip()
     if not line.startswith(LISTENING_PREFIX):
         process.kill()
-        raise RuntimeError(f"the twin did not start ({line!r}): {Path(log.name).read_text()[-2000:]}")
+        process.wait(10)
+        tail = Path(log.name).read_text()[-2000:]
+        Path(log.name).unlink()
+        raise RuntimeError(f"the twin did not start ({line!r}): {tail}")
     server = TwinServer(line[len(LISTENING_PREFIX) :], tuple(flags), process, Path(log.name))
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
