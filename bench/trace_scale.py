@@ -39,7 +39,7 @@ def _sql_text(text: str | Path) -> str:
 
 def write_trace(trace_format: str, lines: int, path: Path) -> None:
     """A `lines`-request trace of `trace_format` at `path`, written by DuckDB (fast, and nobody's reader)."""
-    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB", "temp_directory": str(path.parent / "spill")})
     try:
         if trace_format == "mooncake":
             con.execute(

@@ -124,7 +124,8 @@ def _check_columns(path: Path, schema: pa.Schema) -> None:
 
 def _open(path: Path) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path, page_checksum_verification=True)
+        # pre_buffer off: a buffered stream keeps RSS flat over a file of any size (workloads/workload_file.py).
+        return pq.ParquetFile(path, page_checksum_verification=True, pre_buffer=False, buffer_size=1 << 20)
     except (OSError, pa.ArrowException) as exc:
         raise TraceFormatError(str(path), None, f"not a readable Parquet file: {exc}") from None
 

@@ -1,5 +1,5 @@
-"""One DuckDB connection for out-of-core work on a big trace (sorting a spool, counting prefix reuse,
-checking request ids): bounded memory, the rest spilled to a temporary folder removed afterwards."""
+"""One DuckDB connection for out-of-core work on a big trace (sorting a spool, checking request ids):
+bounded memory, the rest spilled to a temporary folder removed afterwards."""
 
 from __future__ import annotations
 
@@ -20,9 +20,14 @@ def out_of_core(spill_parent: Path | None = None) -> Iterator[duckdb.DuckDBPyCon
     """A connection limited to MEMORY_LIMIT and two threads, spilling under `spill_parent` (default: the
     system's temporary folder; give the data's own folder when it is bigger than /tmp)."""
     with tempfile.TemporaryDirectory(prefix="costbench-spill-", dir=spill_parent) as spill:
-        con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": spill, "threads": 2})
+        # A database file, not an in-memory one: a table built here lives on disk behind the buffer
+        # pool, so the memory limit bounds it too.
+        database = str(Path(spill) / "work.duckdb")
+        con = duckdb.connect(database, config={"memory_limit": MEMORY_LIMIT, "temp_directory": spill, "threads": 2})
         try:
             con.execute("SET enable_progress_bar = false")  # a long query must not draw on the user's terminal
+            # Results are ordered explicitly where order matters; without this DuckDB can stream and spill.
+            con.execute("SET preserve_insertion_order = false")
             yield con
         finally:
             con.close()

@@ -4,21 +4,24 @@ an ideal prefix cache could reuse. One pass over the batches, so a trace of any 
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workloads.out_of_core import out_of_core
 from workloads.prompt_materializer import mix64
 from workloads.trace_scan import BATCH_ROWS
 from workloads.workload import Workload
 from workloads.workload_file import WorkloadFile
 
-_PREFIX_REUSE_SQL = resources.files("workloads").joinpath("sql/prefix_reuse.sql").read_text()
+# Pairs of (chained hash of a leading run of blocks, request row), written to disk while counting reuse.
+_PAIR = np.dtype([("hash", "<i8"), ("row", "<i8")])
+_PARTITION_BITS = 6
+_HASH_PARTITIONS = 1 << _PARTITION_BITS
 # Chain constants for hashing a leading run of blocks: any odd multiplier and fixed seed will do.
 _CHAIN_SEED = np.uint64(0x243F6A8885A308D3)
 _CHAIN_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
@@ -62,34 +65,52 @@ def _prefix_hashes(blocks: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
 def _reused_tokens(batches: Iterable[pa.RecordBatch], block_size: int) -> int:
     """Σ over requests (in table order) of the input an infinite prefix cache holding every earlier
     request's blocks would reuse: its longest leading run of blocks equal to the leading blocks of some
-    earlier request, times the block size, capped at its input length. Computed out of core in DuckDB
-    (workloads/sql/prefix_reuse.sql), so a trace of any length fits in bounded memory."""
-    with out_of_core() as con:
-        con.execute("CREATE TABLE prefixes (row_index BIGINT, prefix_hash BIGINT)")
-        con.execute("CREATE TABLE rows_with_blocks (row_index BIGINT, blocks BIGINT, input_tokens BIGINT)")
-        first_row = 0
-        for batch in batches:
-            rows, hashes = _prefix_hashes(batch.column("prefix_blocks"))
-            lengths = pc.fill_null(pc.list_value_length(batch.column("prefix_blocks")), 0)
-            has_blocks = pc.greater(lengths, 0)
-            if len(hashes):
-                chunk = pa.table({"row_index": rows + first_row, "prefix_hash": hashes})
-                con.register("chunk", chunk)
-                con.execute("INSERT INTO prefixes SELECT * FROM chunk")
-                per_row = pa.table(
-                    {
-                        "row_index": pa.array(np.arange(batch.num_rows, dtype=np.int64) + first_row),
-                        "blocks": lengths.cast(pa.int64()),
-                        "input_tokens": batch.column("input_tokens").cast(pa.int64()),
-                    }
-                ).filter(has_blocks)
-                con.register("per_row", per_row)
-                con.execute("INSERT INTO rows_with_blocks SELECT * FROM per_row")
-                con.unregister("chunk")
-                con.unregister("per_row")
-            first_row += batch.num_rows
-        row = con.execute(_PREFIX_REUSE_SQL, [block_size]).fetchone()
-    return int(row[0]) if row else 0
+    earlier request, times the block size, capped at its input length.
+
+    A request's run of k blocks was seen before it exactly when an earlier request has the same chained
+    hash, and if run k was seen so was every shorter one; so it reuses all of its runs but those it is
+    the first to have. The (hash, row) pairs go to _HASH_PARTITIONS files by the hash's top bits as the
+    batches pass; each file is then sorted alone to find every hash's first row. Memory: one batch, one
+    partition (1/64 of the pairs) and two int32 counts per request, whatever the trace's length.
+    """
+    blocks_per_row: list[np.ndarray] = []
+    inputs_per_row: list[np.ndarray] = []
+    with tempfile.TemporaryDirectory(prefix="costbench-prefixes-") as folder:
+        paths = [Path(folder) / f"part-{p}.bin" for p in range(_HASH_PARTITIONS)]
+        handles = [open(path, "wb") for path in paths]  # closed together in the finally below
+        try:
+            first_row = 0
+            for batch in batches:
+                rows, hashes = _prefix_hashes(batch.column("prefix_blocks"))
+                lengths = pc.fill_null(pc.list_value_length(batch.column("prefix_blocks")), 0)
+                blocks_per_row.append(lengths.to_numpy(zero_copy_only=False).astype(np.int32))
+                inputs_per_row.append(batch.column("input_tokens").to_numpy(zero_copy_only=False).astype(np.int32))
+                pairs = np.empty(len(hashes), dtype=_PAIR)
+                pairs["hash"], pairs["row"] = hashes, rows + first_row
+                partition = (hashes.view(np.uint64) >> np.uint64(64 - _PARTITION_BITS)).astype(np.int64)
+                order = np.argsort(partition, kind="stable")  # keeps rows ascending within a partition
+                bounds = np.searchsorted(partition[order], np.arange(_HASH_PARTITIONS + 1))
+                for p, handle in enumerate(handles):
+                    pairs[order[bounds[p] : bounds[p + 1]]].tofile(handle)
+                first_row += batch.num_rows
+        finally:
+            for handle in handles:
+                handle.close()
+        requests = first_row
+        new_runs = np.zeros(requests, dtype=np.int32)
+        for path in paths:
+            pairs = np.fromfile(path, dtype=_PAIR)
+            if not len(pairs):
+                continue
+            order = np.argsort(pairs["hash"], kind="stable")  # equal hashes stay in row order
+            hashes = pairs["hash"][order]
+            first = np.concatenate([[True], hashes[1:] != hashes[:-1]])
+            new_runs += np.bincount(pairs["row"][order][first], minlength=requests).astype(np.int32)
+            path.unlink()
+    if not requests:
+        return 0
+    seen_runs = np.concatenate(blocks_per_row).astype(np.int64) - new_runs
+    return int(np.minimum(seen_runs * block_size, np.concatenate(inputs_per_row)).sum())
 
 
 def _batches(source: Workload | WorkloadFile, columns: list[str]) -> Iterator[pa.RecordBatch]:
