@@ -157,7 +157,7 @@ def write_partition(
             crash_point("lake-staged")
             final.mkdir(parents=True, exist_ok=True)
             os.replace(staged, final / PART_FILE)
-            _fsync_dir(final)
+            fsync_path(final)
         finally:
             staged.unlink(missing_ok=True)
     return final / PART_FILE
@@ -345,7 +345,8 @@ def _write_durably(data: pa.Table, path: Path) -> None:
         os.fsync(handle.fileno())
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync a file or a folder by path (a folder: so a rename in it is on disk)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -35,7 +35,7 @@ from warehouse import schema_migrations
 from warehouse.bootstrap_interval import rebuild_intervals
 from warehouse.crash_point import crash_point
 from warehouse.file_lock import flock_within
-from warehouse.lake import PART_FILE, recover_lake
+from warehouse.lake import PART_FILE, fsync_path, recover_lake
 from warehouse.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
 from warehouse.lake_columns import LAKE_COLUMNS
 from warehouse.lake_quarantine import QuarantinedFile, list_quarantine
@@ -242,13 +242,13 @@ class Warehouse:
                 con.close()
             if _wal_of(build).exists():
                 raise WarehouseError(f"{build}: DuckDB left a WAL after CHECKPOINT and close; not swapping it in")
-            _fsync(build)
+            fsync_path(build)
             crash_point("refresh-built")
             # A WAL beside the live file belongs to the old database (a writer of it died, or costbench before
             # v3): DuckDB would refuse to open the new file with it ("WAL does not match database file").
             _wal_of(self.db_path).unlink(missing_ok=True)
             os.replace(build, self.db_path)
-            _fsync(root)
+            fsync_path(root)
         except BaseException:
             _remove(build)
             raise
@@ -403,11 +403,3 @@ def _remove(path: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
