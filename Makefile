@@ -89,4 +89,4 @@ bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .dagster_home warehouse/lake warehouse/runs warehouse/costbench.duckdb*
+	rm -rf $(VENV) .dagster_home warehouse/lake warehouse/runs warehouse/workloads warehouse/costbench.duckdb*
