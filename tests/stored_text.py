@@ -12,6 +12,10 @@ import pyarrow.parquet as pq
 def decoded_text(path: Path) -> str:
     """The decoded rows of a Parquet or DuckDB file as text; empty for any other file."""
     if path.suffix == ".parquet":
+        if path.stat().st_size < 12:
+            # Only the magic bytes: a writer killed before its first row group (a terminated run's
+            # probe). Nothing is compressed in it, so the caller's raw search sees all it holds.
+            return ""
         return str(pq.read_table(path).to_pylist())
     if path.suffix == ".duckdb":
         # The views read the lake relative to the database's folder (warehouse/store.py).
