@@ -26,15 +26,13 @@ from pathlib import Path
 
 import duckdb
 
+from workloads.out_of_core import sql_text
+
 REPO = Path(__file__).resolve().parent.parent
 TRACES = REPO / "workloads" / "traces"
 COSTBENCH = Path(sys.executable).with_name("costbench")
 FORMATS = ("mooncake", "azure", "burstgpt")
 SUFFIX = {"mooncake": ".jsonl", "azure": ".csv", "burstgpt": ".csv"}
-
-
-def _sql_text(text: str | Path) -> str:
-    return "'" + str(text).replace("'", "''") + "'"
 
 
 def write_trace(trace_format: str, lines: int, path: Path) -> None:
@@ -44,7 +42,7 @@ def write_trace(trace_format: str, lines: int, path: Path) -> None:
         if trace_format == "mooncake":
             con.execute(
                 "CREATE TABLE base AS SELECT row_number() OVER () - 1 AS line, * FROM read_json("
-                f"{_sql_text(TRACES / 'mooncake_conversation.jsonl')}, format = 'newline_delimited')"
+                f"{sql_text(TRACES / 'mooncake_conversation.jsonl')}, format = 'newline_delimited')"
             )
             span_ms, ids = con.execute("SELECT max(timestamp) + 1000, max(list_max(hash_ids)) + 1 FROM base").fetchone()
             count = con.execute("SELECT count(*) FROM base").fetchone()[0]
@@ -52,12 +50,12 @@ def write_trace(trace_format: str, lines: int, path: Path) -> None:
                 f"COPY (SELECT b.timestamp + c.k * {span_ms} AS timestamp, b.input_length, b.output_length, "
                 f"list_transform(b.hash_ids, lambda h: h + c.k * {ids}) AS hash_ids "
                 f"FROM range({-(-lines // count)}) c(k) CROSS JOIN base b ORDER BY c.k, b.line LIMIT {lines}) "
-                f"TO {_sql_text(path)} (FORMAT json)"
+                f"TO {sql_text(path)} (FORMAT json)"
             )
         elif trace_format == "azure":
             con.execute(
                 "CREATE TABLE base AS SELECT row_number() OVER () - 1 AS line, * FROM read_csv("
-                f"{_sql_text(TRACES / 'azure_conv_2023.csv')}, all_varchar = true)"
+                f"{sql_text(TRACES / 'azure_conv_2023.csv')}, all_varchar = true)"
             )
             count = con.execute("SELECT count(*) FROM base").fetchone()[0]
             span_s = con.execute(
@@ -69,7 +67,7 @@ def write_trace(trace_format: str, lines: int, path: Path) -> None:
                 f"+ to_seconds(c.k * {int(span_s)}), '%Y-%m-%d %H:%M:%S') || substr(b.TIMESTAMP, 20) AS TIMESTAMP, "
                 "b.ContextTokens, b.GeneratedTokens "
                 f"FROM range({-(-lines // count)}) c(k) CROSS JOIN base b ORDER BY c.k, b.line LIMIT {lines}) "
-                f"TO {_sql_text(path)} (FORMAT csv, HEADER true)"
+                f"TO {sql_text(path)} (FORMAT csv, HEADER true)"
             )
         else:  # BurstGPT's 8-column variant, with sessions: turns are numbered across the whole file
             con.execute(
@@ -77,7 +75,7 @@ def write_trace(trace_format: str, lines: int, path: Path) -> None:
                 "0 AS \"Elapsed time\", CASE WHEN i % 4 = 0 THEN 'GPT-4' ELSE 'ChatGPT' END AS \"Model\", "
                 '1 + hash(i) % 3000 AS "Request tokens", hash(i * 31) % 800 AS "Response tokens", '
                 '0 AS "Total tokens", \'Conversation log\' AS "Log Type" '
-                f"FROM range({lines}) t(i)) TO {_sql_text(path)} (FORMAT csv, HEADER true)"
+                f"FROM range({lines}) t(i)) TO {sql_text(path)} (FORMAT csv, HEADER true)"
             )
     finally:
         con.close()

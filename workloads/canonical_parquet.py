@@ -33,7 +33,7 @@ from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, W
 from workloads.workload_builder import MAX_REQUEST_TOKENS, MAX_TRACE_SPAN_S, ExclusionTally
 
 SCHEMA_VERSION = "1"
-_PREFIX = "costbench."
+METADATA_PREFIX = "costbench."
 # Workload fields stored as metadata, with the parser that reads each back.
 _FACTS = {
     "time_unit": str,
@@ -48,10 +48,10 @@ _FACTS = {
 def canonical_metadata(workload: Workload) -> dict[str, str]:
     """The Parquet key-value metadata that carries `workload`'s facts (its table is not looked at)."""
     return {
-        f"{_PREFIX}name": workload.name,
-        f"{_PREFIX}source_format": workload.trace_format.value,
-        f"{_PREFIX}schema_version": SCHEMA_VERSION,
-        **{f"{_PREFIX}{key}": str(getattr(workload, key)) for key in _FACTS},
+        f"{METADATA_PREFIX}name": workload.name,
+        f"{METADATA_PREFIX}source_format": workload.trace_format.value,
+        f"{METADATA_PREFIX}schema_version": SCHEMA_VERSION,
+        **{f"{METADATA_PREFIX}{key}": str(getattr(workload, key)) for key in _FACTS},
     }
 
 
@@ -69,10 +69,10 @@ def write_canonical(workload: Workload, path: str | Path) -> Path:
     return path
 
 
-def _parse_facts(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
+def parse_facts(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
     facts: dict[str, Any] = {}  # each value as its _FACTS parser made it: int or str
     for key, parse in _FACTS.items():
-        text = metadata.get(f"{_PREFIX}{key}")
+        text = metadata.get(f"{METADATA_PREFIX}{key}")
         if text is None:
             continue
         try:
@@ -80,17 +80,18 @@ def _parse_facts(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
             if parse is int and facts[key] < 0:
                 raise ValueError(text)
         except ValueError:
-            reason = f"metadata {_PREFIX}{key} is not a valid {'count' if parse is int else parse.__name__}: {text!r}"
+            kind = "count" if parse is int else parse.__name__
+            reason = f"metadata {METADATA_PREFIX}{key} is not a valid {kind}: {text!r}"
             raise TraceFormatError(str(path), None, reason) from None
     return facts
 
 
-def _costbench_metadata(path: Path, *sources: dict[bytes, bytes] | None) -> dict[str, str]:
+def costbench_metadata(path: Path, *sources: dict[bytes, bytes] | None) -> dict[str, str]:
     """The costbench.* keys of the schema's and the file's key-value metadata (the file's win)."""
     metadata = {}
     for source in sources:
         for key, value in (source or {}).items():
-            if not key.startswith(_PREFIX.encode()):
+            if not key.startswith(METADATA_PREFIX.encode()):
                 continue
             try:
                 metadata[key.decode()] = value.decode()
@@ -138,13 +139,13 @@ def scan_canonical(path: str | Path) -> TraceScan:
     try:
         schema = parquet.schema_arrow
         # Facts at file level (a spooled file adds them at close) over those of the Arrow schema.
-        metadata = _costbench_metadata(path, schema.metadata, parquet.metadata.metadata)
+        metadata = costbench_metadata(path, schema.metadata, parquet.metadata.metadata)
     finally:
         parquet.close()
     _check_columns(path, schema)
-    facts = _parse_facts(path, metadata)
+    facts = parse_facts(path, metadata)
     return TraceScan(
-        name=metadata.get(f"{_PREFIX}name", path.stem),
+        name=metadata.get(f"{METADATA_PREFIX}name", path.stem),
         source_path=str(path),
         trace_format=TraceFormat.CANONICAL,
         time_unit=facts.get("time_unit", "s"),
@@ -294,7 +295,10 @@ def _checked(path: Path, batch: pa.RecordBatch, first_row: int, block_size: int)
         )
     else:
         checks.append(
-            (pc.is_valid(blocks), f"prefix_blocks present but metadata {_PREFIX}block_size is missing or not > 0")
+            (
+                pc.is_valid(blocks),
+                f"prefix_blocks present but metadata {METADATA_PREFIX}block_size is missing or not > 0",
+            )
         )
     found = [(at, reason) for mask, reason in checks if (at := _first_true(mask)) is not None]
     if len(null_block_rows):

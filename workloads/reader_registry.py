@@ -74,14 +74,8 @@ def read_trace(path: str | Path, trace_format: TraceFormat | str, options: ReadO
         raise TraceFormatError(scan.source_path, None, str(exc)) from None
 
 
-def scan_trace(path: str | Path, trace_format: TraceFormat | str, options: ReadOptions | None = None) -> TraceScan:
-    """Start reading `path` as `trace_format`: its facts now, its rows as the batches are consumed.
-
-    Raises TraceFormatError like read_trace, here for what is wrong before the first row and while
-    the batches are consumed for bad content.
-    """
-    path = Path(path)
-    options = options if options is not None else ReadOptions()
+def checked_reader(path: Path, trace_format: TraceFormat | str, options: ReadOptions) -> TraceScanner:
+    """The format's reader, once the file, the format and the options are fit to read (nothing read yet)."""
     try:
         reader = READERS[parse_trace_format(trace_format)]
     except ValueError as exc:
@@ -91,6 +85,18 @@ def scan_trace(path: str | Path, trace_format: TraceFormat | str, options: ReadO
         raise TraceFormatError(str(path), None, reason)
     if options.block_size <= 0:
         raise TraceFormatError(str(path), None, f"block size must be > 0, got {options.block_size}")
+    return reader
+
+
+def scan_trace(path: str | Path, trace_format: TraceFormat | str, options: ReadOptions | None = None) -> TraceScan:
+    """Start reading `path` as `trace_format`: its facts now, its rows as the batches are consumed.
+
+    Raises TraceFormatError like read_trace, here for what is wrong before the first row and while
+    the batches are consumed for bad content.
+    """
+    path = Path(path)
+    options = options if options is not None else ReadOptions()
+    reader = checked_reader(path, trace_format, options)
     try:
         return reader(path, options)
     except TraceFormatError:

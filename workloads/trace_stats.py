@@ -120,6 +120,25 @@ def _batches(source: Workload | WorkloadFile, columns: list[str]) -> Iterator[pa
         yield from source.table.select(columns).to_batches(max_chunksize=BATCH_ROWS)
 
 
+class _Totals:
+    """Counts, token sums and arrival span, taken from batches as they pass."""
+
+    def __init__(self) -> None:
+        self.requests = self.input_tokens = self.output_tokens = 0
+        self.earliest_s, self.latest_s = math.inf, -math.inf
+
+    def counted(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                self.requests += batch.num_rows
+                self.input_tokens += int(pc.sum(batch.column("input_tokens")).as_py())
+                self.output_tokens += int(pc.sum(batch.column("output_tokens")).as_py())
+                span = pc.min_max(batch.column("arrival_s")).as_py()
+                self.earliest_s = min(self.earliest_s, span["min"])
+                self.latest_s = max(self.latest_s, span["max"])
+            yield batch
+
+
 def prefix_reuse_share(source: Workload | WorkloadFile) -> float:
     """Σ reusable input tokens / Σ input tokens (see _reused_tokens); 0.0 without prefix information."""
     return trace_stats(source).prefix_reuse_share
@@ -128,26 +147,22 @@ def prefix_reuse_share(source: Workload | WorkloadFile) -> float:
 def trace_stats(source: Workload | WorkloadFile) -> TraceStats:
     """The figures of a workload in memory or of a spooled file, one pass over its batches."""
     header = source.header if isinstance(source, WorkloadFile) else source
-    requests, total_input, total_output = 0, 0, 0
-    earliest, latest = math.inf, -math.inf
-    for batch in _batches(source, ["arrival_s", "input_tokens", "output_tokens"]):
-        if not batch.num_rows:
-            continue
-        requests += batch.num_rows
-        total_input += int(pc.sum(batch.column("input_tokens")).as_py())
-        total_output += int(pc.sum(batch.column("output_tokens")).as_py())
-        span = pc.min_max(batch.column("arrival_s")).as_py()
-        earliest, latest = min(earliest, span["min"]), max(latest, span["max"])
-    share = 0.0
-    if header.block_size > 0 and total_input > 0:
-        reused = _reused_tokens(_batches(source, ["prefix_blocks", "input_tokens"]), header.block_size)
-        share = reused / total_input
+    totals = _Totals()
+    columns = ["arrival_s", "input_tokens", "output_tokens"]
+    if header.block_size > 0:
+        # The prefix count consumes the batches and the totals are taken as they go by: one read.
+        reused = _reused_tokens(totals.counted(_batches(source, [*columns, "prefix_blocks"])), header.block_size)
+    else:
+        reused = 0
+        for _ in totals.counted(_batches(source, columns)):
+            pass
+    requests, total_input = totals.requests, totals.input_tokens
     return TraceStats(
         requests=requests,
-        duration_s=float(latest - earliest) if requests else 0.0,
+        duration_s=float(totals.latest_s - totals.earliest_s) if requests else 0.0,
         mean_input_tokens=total_input / requests if requests else 0.0,
-        mean_output_tokens=total_output / requests if requests else 0.0,
-        prefix_reuse_share=share,
+        mean_output_tokens=totals.output_tokens / requests if requests else 0.0,
+        prefix_reuse_share=reused / total_input if total_input else 0.0,
         block_size=header.block_size,
         time_unit=header.time_unit,
         excluded_rows=header.excluded_rows,

@@ -22,19 +22,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workloads.canonical_parquet import canonical_metadata
+from workloads.canonical_parquet import METADATA_PREFIX, canonical_metadata, costbench_metadata, parse_facts
 from workloads.out_of_core import out_of_core, sql_text
-from workloads.reader_registry import ReadOptions, scan_trace
+from workloads.reader_registry import ReadOptions, checked_reader, scan_trace
 from workloads.trace_scan import BATCH_ROWS, TraceScan
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
 
 # Bump when a reader changes what it makes of the same file: cached spools of older code are not reused.
 SPOOL_VERSION = "1"
-_PREFIX = "costbench."
 # Row groups are read through a buffered stream: with pyarrow's pre-buffering the RSS of reading the
 # prefix_blocks of a spooled 2M-row Mooncake trace grew to 353 MB, without it it stays at 187 MB.
 STREAM_BUFFER_BYTES = 1 << 20
-_FACT_FIELDS = ("time_unit", "block_size", "excluded_rows", "excluded_reason", "token_counter", "arrival_process")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,26 +149,20 @@ def _sort_out_of_core(partial: Path, dest: Path, scan: TraceScan) -> None:
 
 
 def read_workload_file(path: Path) -> WorkloadFile:
-    """A spooled file back as a WorkloadFile (facts from its metadata)."""
+    """A spooled file back as a WorkloadFile (facts from its metadata, read as the canonical reader reads them)."""
     parquet = pq.ParquetFile(path)
     try:
         # File-level key-value metadata: the spool adds the facts at close, after the schema was written.
-        metadata = {k.decode(): v.decode() for k, v in (parquet.metadata.metadata or {}).items()}
+        metadata = costbench_metadata(path, parquet.metadata.metadata)
         count = parquet.metadata.num_rows
     finally:
         parquet.close()
-    facts = {key: metadata[f"{_PREFIX}{key}"] for key in _FACT_FIELDS}
     header = Workload(
-        name=metadata[f"{_PREFIX}name"],
-        source_path=metadata.get(f"{_PREFIX}source_path", str(path)),
-        trace_format=TraceFormat(metadata[f"{_PREFIX}source_format"]),
-        time_unit=facts["time_unit"],
-        block_size=int(facts["block_size"]),
+        name=metadata[f"{METADATA_PREFIX}name"],
+        source_path=str(path),
+        trace_format=TraceFormat(metadata[f"{METADATA_PREFIX}source_format"]),
         table=WORKLOAD_SCHEMA.empty_table(),
-        excluded_rows=int(facts["excluded_rows"]),
-        excluded_reason=facts["excluded_reason"],
-        token_counter=facts["token_counter"],
-        arrival_process=facts["arrival_process"],
+        **parse_facts(path, metadata),
     )
     return WorkloadFile(Path(path), header, count)
 
@@ -207,7 +199,7 @@ def open_workload(
     """
     path = Path(path)
     options = options if options is not None else ReadOptions()
-    scan = scan_trace(path, trace_format, options)  # checks the file, format and options first
+    checked_reader(path, trace_format, options)  # a missing file or bad option fails before any cache look-up
     try:
         dest = Path(cache_dir) / f"{path.stem}-{spool_key(path, trace_format, options)}.parquet"
     except OSError as exc:
@@ -220,13 +212,14 @@ def open_workload(
             dest.unlink(missing_ok=True)  # a damaged cache entry: read the trace again
         else:
             return dataclasses.replace(cached, header=dataclasses.replace(cached.header, source_path=str(path)))
+    # Only now is the trace read: some readers (ShareGPT, gateway) parse the whole file when the scan starts.
+    scan = scan_trace(path, trace_format, options)
     try:
-        spooled = spool(scan, dest)
+        return spool(scan, dest)
+    except TraceFormatError:
+        raise
     except ValueError as exc:
-        if isinstance(exc, TraceFormatError):
-            raise
         raise TraceFormatError(str(path), None, str(exc)) from None
-    return spooled
 
 
 def _remove_dead_partials(cache_dir: Path) -> None:
