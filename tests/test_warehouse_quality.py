@@ -7,7 +7,7 @@ import pytest
 
 from replay.records import RequestStatus
 from warehouse.quality import check_lake_quarantine, check_requests, check_runs, check_weekly_trends
-from warehouse_builders import request, requests_table
+from warehouse_builders import failed_request, request, requests_table
 
 
 def _good_requests() -> pd.DataFrame:
@@ -15,16 +15,7 @@ def _good_requests() -> pd.DataFrame:
         request("r1", "q1", 100, 1000, cached_tokens=0),
         request("r1", "q2", 200, 2000, cached_tokens=500),
         request("r1", "q3", 300, 3000, cached_tokens=None),  # not reported: not a violation
-        request(
-            "r1",
-            "q4",
-            None,
-            50,
-            status=RequestStatus.ERROR,
-            prompt_tokens=None,
-            cached_tokens=None,
-            completion_tokens=None,
-        ),
+        failed_request("r1", "q4"),
         request(
             "r1",
             "q5",

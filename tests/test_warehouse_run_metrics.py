@@ -9,10 +9,18 @@ from datetime import date
 import pytest
 
 from endpoints.probe_records import ServerSample
-from replay.records import RequestStatus
 from warehouse.run_rows import RunContext
 from warehouse.store import Warehouse
-from warehouse_builders import T0_WALL_S, endpoint, gpu_sample, request, run_info, server_sample, write_run
+from warehouse_builders import (
+    T0_WALL_S,
+    endpoint,
+    failed_request,
+    gpu_sample,
+    request,
+    run_info,
+    server_sample,
+    write_run,
+)
 
 WEEK = date(2025, 3, 3)
 SPEC = endpoint()  # 8 GPUs at $2 per GPU-hour: 90 s cost $0.40
@@ -81,17 +89,7 @@ def _records(run_id: str) -> list:
             chunks_ms=(400, 4000),
             sent_mono_s=50.0,
         ),
-        request(
-            run_id,
-            "q5",
-            None,
-            50,
-            status=RequestStatus.ERROR,
-            prompt_tokens=None,
-            cached_tokens=None,
-            completion_tokens=None,
-            sent_mono_s=60.0,
-        ),
+        failed_request(run_id, "q5", sent_mono_s=60.0),
         # Warm-up: sent before warmup_s = 10 s; it must not show anywhere.
         request(
             run_id,

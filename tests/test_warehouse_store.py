@@ -8,9 +8,8 @@ from importlib import resources
 
 import pytest
 
-from replay.records import RequestStatus
 from warehouse.store import Warehouse, WarehouseError, sql_path_literal
-from warehouse_builders import endpoint, request, run_info, write_run
+from warehouse_builders import endpoint, failed_request, request, run_info, write_run
 
 W0 = date(2025, 1, 27)
 W1 = date(2025, 2, 3)
@@ -29,16 +28,7 @@ def _main_run_records(run_id: str) -> list:
         request(run_id, "q3", 300, 3000, cached_tokens=1000),
         request(run_id, "q4", 400, 4000, cached_tokens=500),
         # A failure and a warm-up: neither is a completed request, neither enters latency or hit rate.
-        request(
-            run_id,
-            "q5",
-            None,
-            50,
-            status=RequestStatus.ERROR,
-            prompt_tokens=None,
-            cached_tokens=None,
-            completion_tokens=None,
-        ),
+        failed_request(run_id, "q5"),
         request(run_id, "w1", 9000, 9900, cached_tokens=1000, is_warmup=True),
     ]
 

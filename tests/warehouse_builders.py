@@ -113,6 +113,21 @@ def request(
     )
 
 
+def failed_request(run_id: str, request_id: str, e2e_ms: float = 50, **extra) -> RequestRecord:
+    """A request that failed before its first token: no TTFT, no usage."""
+    return request(
+        run_id,
+        request_id,
+        None,
+        e2e_ms,
+        status=RequestStatus.ERROR,
+        prompt_tokens=None,
+        cached_tokens=None,
+        completion_tokens=None,
+        **extra,
+    )
+
+
 def requests_table(records: list[RequestRecord]) -> pa.Table:
     return pa.Table.from_pylist([r.to_row() for r in records], schema=REQUEST_RECORD_SCHEMA)
 
