@@ -172,9 +172,12 @@ def spool_key(path: Path, trace_format: TraceFormat | str, options: ReadOptions)
     stat = path.stat()
     tokenizer = options.tokenizer_path
     tokenizer_id = ""
-    if tokenizer is not None:
+    if tokenizer is not None and Path(tokenizer).is_file():
         tokenizer_stat = Path(tokenizer).stat()
         tokenizer_id = f"{Path(tokenizer).resolve()}:{tokenizer_stat.st_size}:{tokenizer_stat.st_mtime_ns}"
+    elif tokenizer is not None:
+        # The reader says what is wrong with it (or ignores it: a format that takes no tokenizer).
+        tokenizer_id = f"missing:{tokenizer}"
     identity = "|".join(
         (
             SPOOL_VERSION,
