@@ -113,6 +113,13 @@ RUNS_COLUMNS = ColumnList(
             "ratio 0-1",
             "share of input tokens an infinite prefix cache could reuse in this workload",
         ),
+        Column(
+            "min_valid_rate",
+            pa.float64(),
+            "ratio 0-1",
+            "valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate)",
+            note=_NONE,
+        ),
     )
 )
 
@@ -120,6 +127,13 @@ RUNS_COLUMNS = ColumnList(
 RUN_CONTEXT_COLUMNS = ColumnList(
     tuple(
         RUNS_COLUMNS[name]
-        for name in ("slo_ttft_ms", "slo_tpot_ms", "target_rps", "budget_usd_per_request", "prefix_reuse_share")
+        for name in (
+            "slo_ttft_ms",
+            "slo_tpot_ms",
+            "target_rps",
+            "budget_usd_per_request",
+            "prefix_reuse_share",
+            "min_valid_rate",
+        )
     )
 )

@@ -37,6 +37,7 @@ class RunContext:
     target_rps: float | None = None
     budget_usd_per_request: float | None = None
     prefix_reuse_share: float | None = None  # workloads.trace_stats.prefix_reuse_share of the replayed window
+    min_valid_rate: float | None = None  # the scenario's structured_output.min_valid_rate
 
     @staticmethod
     def of_scenario(scenario: Scenario, prefix_reuse_share: float | None = None) -> "RunContext":
@@ -114,6 +115,7 @@ def build_run_row(
         "target_rps": context.target_rps,
         "budget_usd_per_request": context.budget_usd_per_request,
         "prefix_reuse_share": context.prefix_reuse_share,
+        "min_valid_rate": context.min_valid_rate,
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

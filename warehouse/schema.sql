@@ -79,7 +79,8 @@ SELECT
     slo_tpot_ms,              -- scenario SLO on time per output token after the first (ms; null = none)
     target_rps,               -- load the fleet must carry, for fleet sizing (requests/s; null = none)
     budget_usd_per_request,   -- what the scenario may spend per request (USD; null = compare with the API price)
-    prefix_reuse_share        -- share of input tokens an infinite prefix cache could reuse in this workload (ratio 0-1)
+    prefix_reuse_share,       -- share of input tokens an infinite prefix cache could reuse in this workload (ratio 0-1)
+    min_valid_rate            -- valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate) (ratio 0-1; null = none)
 FROM read_parquet(@runs_files@, hive_partitioning = true, union_by_name = true,
                   hive_types = {'week': DATE, 'scenario': VARCHAR});
 
