@@ -17,6 +17,7 @@ from replay.run_json import read_run_json
 from warehouse.lake import write_partition
 from warehouse.run_rows import RunContext, build_run_row
 from workloads.trace_stats import trace_stats
+from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
 
@@ -91,7 +92,8 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         part = WeekScenario.of(context)
         scenario = catalog.scenario(part.scenario)
         spec = catalog.endpoint(replay_run.endpoint).as_of(part.week_start)
-        window = workload.window(scenario.start_s, scenario.duration_s)
+        traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
+        window = workload.window(traffic.start_s, traffic.duration_s)
         run_context = RunContext.of_scenario(scenario, trace_stats(window).prefix_reuse_share)
         row = build_run_row(read_run_json(Path(replay_run.run_dir)), spec, part.scenario, part.week_start, run_context)
         _write(context, warehouse, "runs", row)

@@ -29,6 +29,7 @@ from endpoints.provision import RunningEndpoint, start_detached
 from replay.run_json import write_run_json
 from replay.runner import ReplayConfig, run_replay
 from replay.shard_merge import merge_shard_runs
+from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
 # How long the first ready shard waits for the others (a pod may have to be scheduled first).
@@ -106,15 +107,24 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
 
 
 @dg.op(tags={"kind": "sglang"})
-def replay_shard(context: dg.OpExecutionContext, workload: Workload, task: ShardTask, catalog: ScenarioCatalog) -> str:
-    scenario = catalog.scenario(WeekScenario.of(context).scenario)
+def replay_shard(
+    context: dg.OpExecutionContext,
+    workload: Workload,
+    task: ShardTask,
+    catalog: ScenarioCatalog,
+    warehouse: WarehouseResource,
+) -> str:
+    part = WeekScenario.of(context)
+    scenario = catalog.scenario(part.scenario)
+    # The week's window (the same the workload step took: the spooled trace is only looked up, not read).
+    traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
     shard_dir = Path(task.run_dir) / f"shard-{task.shard_index}"
     config = ReplayConfig(
         url=task.endpoint.url,
         backend=scenario.backend,
         speedup=scenario.speedup,
-        start_s=scenario.start_s,
-        duration_s=scenario.duration_s,
+        start_s=traffic.start_s,
+        duration_s=traffic.duration_s,
         api_key_env=task.endpoint.spec.api_key_env,
         run_id=task.run_id,
         warmup_s=scenario.warmup_s,

@@ -1,5 +1,6 @@
-"""Stage 1: the scenario's window of its trace as a canonical Workload, with the scenario's shared system
-prompt in front of every request and its reasoning budget. The trace is spooled once (for every week
+"""Stage 1: the week's traffic of the scenario (its window of the trace for that week, or the week's capture,
+workloads/weekly_traffic.py) as a canonical Workload: the replica's session share of it, with the scenario's
+shared system prompt in front of every request and its reasoning budget. The trace is spooled once (for every week
 that replays the same file) and only the window's rows are read back, so a trace of any length fits."""
 
 import dagster as dg
@@ -9,8 +10,8 @@ from assets.resources import ScenarioCatalog, WarehouseResource
 from workloads.reasoning_budget import with_reasoning
 from workloads.shared_prefix import with_shared_prefix
 from workloads.trace_stats import trace_stats
+from workloads.weekly_traffic import session_share, week_traffic
 from workloads.workload import Workload
-from workloads.workload_file import open_workload
 
 
 def build_workload_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
@@ -23,13 +24,16 @@ def build_workload_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefini
     def workload(context: dg.AssetExecutionContext, catalog: ScenarioCatalog, warehouse: WarehouseResource) -> Workload:
         part = WeekScenario.of(context)
         scenario = catalog.scenario(part.scenario)
-        trace = open_workload(scenario.trace, scenario.trace_format, warehouse.workloads_dir())
-        workload = trace.window_rows(scenario.start_s, scenario.duration_s)
+        traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
+        workload = session_share(traffic.window_rows(), scenario.traffic_share)
         workload = with_reasoning(with_shared_prefix(workload, scenario.shared_prefix_tokens), scenario.reasoning_ratio)
-        stats = trace_stats(workload.window(scenario.start_s, scenario.duration_s))
+        stats = trace_stats(workload.window(traffic.start_s, traffic.duration_s))
         context.add_output_metadata(
             {
-                "trace_requests": trace.num_requests,
+                "trace": str(traffic.trace.header.source_path),
+                "window_start_s": traffic.start_s,
+                "traffic_share": scenario.traffic_share,
+                "trace_requests": traffic.trace.num_requests,
                 "window_requests": stats.requests,
                 "workload_hash": workload.content_hash,
                 "mean_input_tokens": stats.mean_input_tokens,

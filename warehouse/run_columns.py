@@ -120,6 +120,21 @@ RUNS_COLUMNS = ColumnList(
             "valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate)",
             note=_NONE,
         ),
+        Column(
+            "role",
+            pa.string(),
+            "",
+            "the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference "
+            "window every week, where the regression rule judges the runtime)",
+            note="null: not recorded",
+        ),
+        Column(
+            "traffic_share",
+            pa.float64(),
+            "ratio 0-1",
+            "share of the trace's sessions replayed: one replica's share of the fleet's traffic",
+            note="null: not recorded",
+        ),
     )
 )
 
@@ -134,6 +149,8 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "budget_usd_per_request",
             "prefix_reuse_share",
             "min_valid_rate",
+            "role",
+            "traffic_share",
         )
     )
 )

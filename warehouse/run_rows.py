@@ -38,6 +38,8 @@ class RunContext:
     budget_usd_per_request: float | None = None
     prefix_reuse_share: float | None = None  # workloads.trace_stats.prefix_reuse_share of the replayed window
     min_valid_rate: float | None = None  # the scenario's structured_output.min_valid_rate
+    role: str | None = None  # the scenario's role: live | canary
+    traffic_share: float | None = None  # the scenario's session share of the trace
 
     @staticmethod
     def of_scenario(scenario: Scenario, prefix_reuse_share: float | None = None) -> "RunContext":
@@ -48,6 +50,8 @@ class RunContext:
             target_rps=scenario.target_rps,
             budget_usd_per_request=scenario.budget_usd_per_request,
             prefix_reuse_share=prefix_reuse_share,
+            role=scenario.role,
+            traffic_share=scenario.traffic_share,
         )
 
 
@@ -116,6 +120,8 @@ def build_run_row(
         "budget_usd_per_request": context.budget_usd_per_request,
         "prefix_reuse_share": context.prefix_reuse_share,
         "min_valid_rate": context.min_valid_rate,
+        "role": context.role,
+        "traffic_share": context.traffic_share,
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

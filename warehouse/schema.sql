@@ -80,7 +80,9 @@ SELECT
     target_rps,               -- load the fleet must carry, for fleet sizing (requests/s; null = none)
     budget_usd_per_request,   -- what the scenario may spend per request (USD; null = compare with the API price)
     prefix_reuse_share,       -- share of input tokens an infinite prefix cache could reuse in this workload (ratio 0-1)
-    min_valid_rate            -- valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate) (ratio 0-1; null = none)
+    min_valid_rate,           -- valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate) (ratio 0-1; null = none)
+    role,                     -- the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference window every week, where the regression rule judges the runtime) (null: not recorded)
+    traffic_share             -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
 FROM read_parquet(@runs_files@, hive_partitioning = true, union_by_name = true,
                   hive_types = {'week': DATE, 'scenario': VARCHAR});
 
@@ -249,6 +251,8 @@ CREATE OR REPLACE TABLE run_summary (
     fleet_usd_per_hour DOUBLE,        -- replicas_for_target x gpu_count x usd_per_gpu_hour (USD per hour)
     budget_usd_per_request DOUBLE,    -- runs.budget_usd_per_request (USD)
     prefix_reuse_share DOUBLE,        -- runs.prefix_reuse_share (ratio 0-1)
+    role VARCHAR,                     -- runs.role: live | canary (null: not recorded)
+    traffic_share DOUBLE,             -- runs.traffic_share (ratio 0-1)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
     client_degraded BOOLEAN NOT NULL, -- the client fell behind its schedule: latency from send understates
     partial BOOLEAN NOT NULL          -- the run did not finish
@@ -275,6 +279,7 @@ CREATE OR REPLACE TABLE weekly_trends (
     endpoint VARCHAR NOT NULL,        -- endpoint name
     backend VARCHAR NOT NULL,         -- 'sim' or 'sglang'; never pooled together
     config_fingerprint VARCHAR,       -- configuration of the pooled runs (null: not recorded, runs written before schema version 2); baselines only use weeks with the same one
+    role VARCHAR,                     -- the scenario's role (runs.role): canary rows are judged by the regression rule, live rows carry the cost trend (null: not recorded, judged like a canary)
     config_changed BOOLEAN NOT NULL,  -- the scenario and endpoint's most recent earlier week ran another configuration, both recorded (an unrecorded one is not a change)
     runs BIGINT NOT NULL,             -- replays pooled into this row (count)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up, over the runs (count)
@@ -308,7 +313,7 @@ CREATE OR REPLACE TABLE weekly_trends (
     hit_rate_high DOUBLE,             -- the same interval, high end (ratio 0-1)
     p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
     p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
-    regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | drift (past a threshold, inside the noise) | ok | no_baseline
+    regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | drift (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves)
     regression_reasons VARCHAR        -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
 );
 

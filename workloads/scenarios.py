@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from workloads.config_file import (
     ConfigFileError,
@@ -27,6 +28,7 @@ from workloads.config_file import (
     read_yaml,
 )
 from workloads.reader_registry import parse_trace_format
+from workloads.weekly_traffic import DEFAULT_ANCHOR_WEEK, WEEK_PLACEHOLDER, WeeklyWindow, week_window_start
 from workloads.workload import TraceFormat
 
 # A partition key, a folder name and a Kubernetes label value: lower case, digits and dashes.
@@ -59,6 +61,17 @@ class Scenario:
     reasoning_ratio: float = 0.0  # reasoning tokens per answer token, for traces that did not capture them
     target_rps: float | None = None  # load the fleet must carry (requests/s): run_summary sizes the fleet
     budget_usd_per_request: float | None = None  # what a request may cost (USD): diagnoses judge against it
+    # Where each week's traffic comes from (workloads/weekly_traffic.py): `trace` may hold {week}; a
+    # weekly_window moves the window on each week (start_s is then week 0's start).
+    weekly_window: WeeklyWindow | None = None
+    traffic_share: float = 1.0  # the session-sharded share of the trace one replica carries (ratio 0-1)
+    role: str = "live"  # live: the traffic, carries the cost trend | canary: a fixed reference, judged for regressions
+
+    def window_for(self, week_start: date, trace_end_s: float) -> tuple[float, float | None]:
+        """(start_s, duration_s) of the trace window this scenario replays in the week of `week_start`."""
+        if self.weekly_window is None or self.duration_s is None:
+            return self.start_s, self.duration_s
+        return week_window_start(self.weekly_window, self.duration_s, week_start, trace_end_s), self.duration_s
 
 
 def default_scenarios_path() -> Path:
@@ -87,12 +100,33 @@ class _Slo(ConfigModel):
     tpot_ms: float = Field(gt=0)
 
 
+class _WeeklyWindow(ConfigModel):
+    start_s: float = Field(ge=0)
+    step_s: float = Field(gt=0)
+    anchor_week: date = DEFAULT_ANCHOR_WEEK
+
+    @model_validator(mode="after")
+    def _monday(self) -> "_WeeklyWindow":
+        if self.anchor_week.weekday() != 0:
+            raise ValueError(f"anchor_week must be a Monday (weeks start on Monday), got {self.anchor_week}")
+        return self
+
+
+def _trace_pattern(value: str) -> str:
+    if "{" in value.replace(WEEK_PLACEHOLDER, "") or "}" in value.replace(WEEK_PLACEHOLDER, ""):
+        raise ValueError(f"the only placeholder a trace path may hold is {WEEK_PLACEHOLDER}, got {value!r}")
+    return value
+
+
 class _ScenarioEntry(ConfigModel):
     name: Annotated[str, AfterValidator(_scenario_name)]
     description: str | None = None
-    trace: NonEmptyStr
+    trace: Annotated[NonEmptyStr, AfterValidator(_trace_pattern)]
     format: Annotated[str, AfterValidator(_trace_format)]
-    start_s: float = Field(ge=0)
+    start_s: float | None = Field(None, ge=0)  # required unless weekly_window names the weeks' windows
+    weekly_window: _WeeklyWindow | None = None
+    traffic_share: float = Field(1.0, gt=0, le=1)
+    role: Literal["live", "canary"] = "live"
     duration_s: float | None = Field(gt=0)  # required; null: to the end of the trace
     speedup: float = Field(gt=0)
     endpoint: SafeName
@@ -108,6 +142,20 @@ class _ScenarioEntry(ConfigModel):
     target_rps: float | None = Field(None, gt=0)
     budget_usd_per_request: float | None = Field(None, gt=0)
 
+    @model_validator(mode="after")
+    def _one_window_rule(self) -> "_ScenarioEntry":
+        if self.weekly_window is not None and self.start_s is not None:
+            raise ValueError("give start_s or weekly_window, not both (weekly_window.start_s is week 0's start)")
+        if self.weekly_window is None and self.start_s is None:
+            raise ValueError("start_s is missing: give start_s (the same window every week) or weekly_window")
+        if self.weekly_window is not None and self.duration_s is None:
+            raise ValueError("weekly_window needs a duration_s (a window to the end of the trace cannot move)")
+        if self.role == "canary" and (self.weekly_window is not None or WEEK_PLACEHOLDER in self.trace):
+            raise ValueError(
+                "a canary replays the same window every week: it takes start_s, not weekly_window or a {week} trace"
+            )
+        return self
+
     def to_scenario(self, repo_root: Path) -> Scenario:
         # Strict float fields already hold floats (an int in the YAML is converted).
         trace = Path(self.trace)
@@ -116,7 +164,7 @@ class _ScenarioEntry(ConfigModel):
             description=self.description or "",
             trace=trace if trace.is_absolute() else repo_root / trace,
             trace_format=parse_trace_format(self.format),
-            start_s=self.start_s,
+            start_s=self.weekly_window.start_s if self.weekly_window is not None else float(self.start_s or 0.0),
             duration_s=self.duration_s,
             speedup=self.speedup,
             endpoint=self.endpoint,
@@ -132,6 +180,13 @@ class _ScenarioEntry(ConfigModel):
             reasoning_ratio=self.reasoning_ratio,
             target_rps=self.target_rps,
             budget_usd_per_request=self.budget_usd_per_request,
+            weekly_window=(
+                WeeklyWindow(self.weekly_window.start_s, self.weekly_window.step_s, self.weekly_window.anchor_week)
+                if self.weekly_window is not None
+                else None
+            ),
+            traffic_share=self.traffic_share,
+            role=self.role,
         )
 
 

@@ -319,6 +319,8 @@ SELECT
     ceil(target_rps / nullif(good_requests / nullif(measured_window_s, 0), 0)) * gpu_count * usd_per_gpu_hour AS fleet_usd_per_hour,
     budget_usd_per_request,
     prefix_reuse_share,
+    role,
+    traffic_share,
     schedule_lag_p99_ms,
     client_degraded,
     partial

@@ -9,7 +9,10 @@
 -- configuration, against the earlier weeks whatever they ran (baseline_source = 'unrecorded_config'),
 -- without claiming config_changed.
 -- Regression rule (docs/warehouse.md, "Metric definitions"): a metric past its threshold AND outside this week's
--- 95% block-bootstrap interval (cost_intervals, computed by warehouse/bootstrap_interval.py).
+-- 95% block-bootstrap interval (cost_intervals, computed by warehouse/bootstrap_interval.py). It judges the
+-- canary rows only (role 'canary', or null for runs that did not record a role): a canary replays the same
+-- window every week, so only the runtime moved it. Live rows replay the week's traffic: their changes are
+-- the cost trend, and their verdict is 'not_judged'.
 INSERT INTO weekly_trends BY NAME
 WITH thresholds AS (
     SELECT
@@ -25,6 +28,7 @@ run_groups AS (
         backend,
         config_fingerprint,
         count(*) AS runs,
+        any_value(role) AS role,  -- the scenario's: one per scenario
         sum(completed_requests) AS completed_requests,
         sum(failed_requests) AS failed_requests,
         -- A run with an unknown window has an unknown cost: leave it out rather than count it free.
@@ -71,6 +75,7 @@ weekly AS (
         g.endpoint,
         g.backend,
         g.config_fingerprint,
+        g.role,
         g.runs,
         g.completed_requests,
         g.failed_requests,
@@ -279,11 +284,12 @@ SELECT
                threshold_reasons, config_reason, config_unrecorded,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
     CASE
+        WHEN role = 'live' THEN 'not_judged'
         WHEN (cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside) THEN 'regression'
         WHEN cost_past OR ttft_past OR hit_past THEN 'drift'
         WHEN baseline_weeks = 0 THEN 'no_baseline'
         ELSE 'ok'
     END AS regression_verdict,
-    CASE WHEN len(reasons) > 0 THEN to_json(reasons)::VARCHAR END AS regression_reasons
+    CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons
 FROM explained
 ORDER BY week_start, scenario, endpoint, backend, config_fingerprint;
