@@ -1,7 +1,8 @@
 """OpenAI-compatible `POST /v1/completions` client, streamed, usage requested.
 
 Sends the captured prompt text when the trace kept it, else text built from the materialized ids
-(prompt_text.py). Output length: `max_tokens` with `ignore_eos`.
+(prompt_text.py). Output length: `max_tokens` with `ignore_eos`. A prompt-only structured request
+appends its schema to the prompt.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import orjson
 
 from replay.client_protocol import SendOptions
 from replay.clock import Clock
-from replay.openai_stream import sampling_fields, send_openai
+from replay.openai_stream import prompt_marker, sampling_fields, send_openai
 from replay.prepared_request import PreparedRequest
 from replay.prompt_text import completion_prompt
 from replay.records import RequestRecord
@@ -21,7 +22,7 @@ COMPLETIONS_PATH = "/v1/completions"
 
 def build_body(request: PreparedRequest, options: SendOptions) -> bytes:
     body = {
-        "prompt": completion_prompt(request.prompt, request.input_ids),
+        "prompt": completion_prompt(request.prompt, request.input_ids) + prompt_marker(request),
         "max_tokens": request.output_tokens,
         **sampling_fields(request, options),
     }

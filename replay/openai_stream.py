@@ -12,6 +12,11 @@ exception: SGLang reports cached tokens only under `--enable-cache-report`, and 
 python/sglang/srt/entrypoints/openai/usage_processor.py). When the server's /server_info says cache
 reporting is on (SendOptions.cache_report), a usage chunk without it records 0 cached tokens, so a
 cold request stays in the hit rate's denominator instead of dropping out of it.
+
+A request with a response format sends it (`format_fields`) as OpenAI's `response_format` (json_schema,
+json_object) or SGLang's extra top-level `regex`, which both SGLang adapters take; a prompt-only one
+sends none and carries the schema in its prompt (`prompt_marker`). For these requests only, the answer
+text (`content`, or completions' `text`) is kept and checked after the stream (replay/answer_check.py).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import aiohttp
 import orjson
 
+from replay.answer_check import with_answer
 from replay.client_protocol import SendOptions
 from replay.clock import Clock
 from replay.error_kinds import ErrorKind
@@ -29,15 +35,16 @@ from replay.stream_request import Failure, int_or_none, stream_request
 
 
 class OpenAiStreamState:
-    __slots__ = ("chat", "first_token_s", "first_answer_s", "chunk_s", "usage", "finish_reason")
+    __slots__ = ("chat", "first_token_s", "first_answer_s", "chunk_s", "usage", "finish_reason", "answer")
 
-    def __init__(self, chat: bool) -> None:
+    def __init__(self, chat: bool, keep_answer: bool = False) -> None:
         self.chat = chat  # chat chunks carry `delta`, completion chunks carry `text`
         self.first_token_s: float | None = None
         self.first_answer_s: float | None = None
         self.chunk_s: list[float] = []
         self.usage: dict | None = None
         self.finish_reason: str | None = None
+        self.answer: list[str] | None = [] if keep_answer else None  # answer text pieces, when checked
 
     def on_event(self, data: bytes, at_s: float) -> str | None:
         chunk = orjson.loads(data)
@@ -59,6 +66,8 @@ class OpenAiStreamState:
             answer, reasoning = delta.get("content"), delta.get("reasoning_content")
         else:
             answer, reasoning = choice.get("text"), None
+        if answer and self.answer is not None and isinstance(answer, str):
+            self.answer.append(answer)
         if answer or reasoning:
             self.chunk_s.append(at_s)
             if self.first_token_s is None:
@@ -113,7 +122,26 @@ def sampling_fields(request: PreparedRequest, options: SendOptions) -> dict:
     }
     if options.sim_reasoning_field and request.reasoning_tokens is not None:
         fields[options.sim_reasoning_field] = request.reasoning_tokens
+    fields.update(format_fields(request))
     return fields
+
+
+def format_fields(request: PreparedRequest) -> dict:
+    """The constraint of a constrained request with a format: `response_format`, or `regex`."""
+    check = request.answer_check
+    if check is None or not request.constrained:
+        return {}
+    response_format = check.response_format
+    if response_format.pattern is not None:
+        return {"regex": response_format.pattern}
+    assert response_format.openai_response_format is not None
+    return {"response_format": orjson.Fragment(response_format.openai_response_format)}
+
+
+def prompt_marker(request: PreparedRequest) -> str:
+    """What a prompt-only request appends to its prompt ("" for the others)."""
+    check = request.answer_check
+    return check.response_format.prompt_marker() if check is not None and not request.constrained else ""
 
 
 async def send_openai(
@@ -126,11 +154,15 @@ async def send_openai(
     t0_s: float,
     options: SendOptions,
 ) -> RequestRecord:
-    state = OpenAiStreamState(chat)
+    state = OpenAiStreamState(chat, keep_answer=request.answer_check is not None)
     outcome = await stream_request(
         session, options.base_url + path, body, {"Content-Type": "application/json", **options.headers},
         clock, t0_s, options.request_timeout_s, state,
     )  # fmt: skip
     times = StreamedTimes(state.first_token_s, state.first_answer_s, tuple(state.chunk_s))
     usage = ReportedUsage(*state.usage_counts(options.cache_report))
-    return record_from_stream(request, options, outcome, times, usage, state.finish_reason)
+    record = record_from_stream(request, options, outcome, times, usage, state.finish_reason)
+    if request.answer_check is None:
+        return record
+    text = "".join(state.answer) if state.answer is not None else None
+    return with_answer(record, request.answer_check, request.constrained, text)

@@ -2,7 +2,9 @@
 
 Everything a client needs is computed here, off the hot path: the schedule offset (already divided by
 the speedup), the exact input ids (a compact int32 array that orjson serializes natively), the
-captured prompt where the trace kept one, and whether the request falls in the warm-up period.
+captured prompt where the trace kept one, whether the request falls in the warm-up period, and for a
+request with a response format its compiled answer check (replay/answer_check.py), one per distinct
+format, so no schema is compiled after t0.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from replay.answer_check import AnswerCheck, compile_checks
 from workloads.workload import Workload
 
 
@@ -26,6 +29,8 @@ class PreparedRequest:
     reasoning_tokens: int | None = None  # captured reasoning length (R1), passed to the twin when known
     prompt: str | None = None  # captured text or JSON chat messages; OpenAI backends send it as is
     is_warmup: bool = False  # scheduled inside the warm-up period: recorded, flagged, left out of the window
+    answer_check: AnswerCheck | None = None  # the response format asked for and its check; None: free-form
+    constrained: bool = False  # with a format: sent to the server as a constraint, else only in the prompt
 
     @property
     def input_tokens(self) -> int:
@@ -60,8 +65,14 @@ def prepare_requests(
         "output_tokens",
         "reasoning_tokens",
         "prompt",
+        "response_format",
+        "constrained",
     ]
     rows = table.select(names).to_pydict()
+    try:
+        checks = compile_checks(rows["response_format"])
+    except ValueError as exc:
+        raise ValueError(f"workload {workload.name!r}: {exc}") from None
     prepared: list[PreparedRequest] = []
     for i in range(table.num_rows):
         ids = np.asarray(input_ids[i], dtype=np.int32)
@@ -82,6 +93,9 @@ def prepare_requests(
                 reasoning_tokens=rows["reasoning_tokens"][i],
                 prompt=rows["prompt"][i],
                 is_warmup=offset_s < warmup_s,
+                answer_check=checks.get(rows["response_format"][i]) if rows["response_format"][i] else None,
+                # A format without a recorded choice was captured from a request that sent it: constrained.
+                constrained=rows["constrained"][i] is not False,
             )
         )
     # Stable sort: equal offsets keep table order, so replay order is deterministic.

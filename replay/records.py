@@ -54,6 +54,10 @@ class RequestRecord:
     held_s: float = 0.0
     held_by: str | None = None
     server_queue_time_s: float | None = None
+    response_format_type: str | None = None
+    constrained: bool | None = None
+    answer_valid: bool | None = None
+    answer_error: str | None = None
 
     def to_row(self) -> dict:
         row = asdict(self)
@@ -134,6 +138,34 @@ REQUEST_COLUMNS = ColumnList(
             "meta_info.queue_time (native, --enable-metrics): time in the server's waiting queue before its first "
             "forward batch, measured by the server",
             note="null = not reported, or a file older than this column",
+        ),
+        Column(
+            "response_format_type",
+            pa.string(),
+            "",
+            "json_schema | json_object | regex: the answer format the request asked for",
+            note="null = free-form, or a file older than this column",
+        ),
+        Column(
+            "constrained",
+            pa.bool_(),
+            "",
+            "the format was sent to the server as a constraint; false: only written into the prompt",
+            note="null when no format",
+        ),
+        Column(
+            "answer_valid",
+            pa.bool_(),
+            "",
+            "the answer after reasoning has the requested format (jsonschema Draft 2020-12, or a full regex match)",
+            note="null when no format or the request did not complete",
+        ),
+        Column(
+            "answer_error",
+            pa.string(),
+            "",
+            "first validation error of the answer: JSON path and message",
+            note="null when valid, no format, or not completed",
         ),
     )
 )

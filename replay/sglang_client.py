@@ -7,6 +7,13 @@ events ending in `data: [DONE]`; `text` and `output_ids` are cumulative by defau
 counted from `meta_info.completion_tokens` (cumulative in both streaming modes), never from text.
 Usage is taken from the last event's meta_info, exactly as reported (docs/endpoints.md, "SGLang's API").
 
+A request with a response format sends it as SGLang's `sampling_params.json_schema` (a JSON string;
+json_object as '{"type": "object"}', what SGLang's OpenAI adapter sends) or `sampling_params.regex`.
+A prompt-only one sends no constraint: its prompt goes as `text` (the captured text, or the words
+built from its ids, prompt_text.py) with the schema appended, since a marker cannot be appended to
+token ids without the server's tokenizer. Only for these requests is the output text kept
+(`_AnswerText`), then checked after the stream (replay/answer_check.py).
+
 Under `--enable-metrics` SGLang's tokenizer manager merges the scheduler's timings into every event's
 meta_info (`SchedulerReqTimeStats.convert_to_output_meta_info`, python/sglang/srt/observability/
 req_time_stats.py): `queue_time` = forward_entry_time − wait_queue_entry_time, in seconds, next to
@@ -20,10 +27,12 @@ from __future__ import annotations
 import aiohttp
 import orjson
 
+from replay.answer_check import with_answer
 from replay.client_protocol import SendOptions
 from replay.clock import Clock
 from replay.error_kinds import ErrorKind
 from replay.prepared_request import PreparedRequest
+from replay.prompt_text import completion_prompt
 from replay.records import RequestRecord, RequestStatus
 from replay.stream_record import ReportedUsage, StreamedTimes, record_from_stream
 from replay.stream_request import Failure, float_or_none, int_or_none, stream_request
@@ -33,15 +42,18 @@ _META_KEY = b'"meta_info":'
 
 
 def build_body(request: PreparedRequest, options: SendOptions | None = None) -> bytes:
-    body: dict = {
-        "input_ids": request.input_ids,
-        "sampling_params": {
-            "max_new_tokens": request.output_tokens,
-            "ignore_eos": True,
-            "temperature": 0,
-        },
-        "stream": True,
-    }
+    sampling: dict = {"max_new_tokens": request.output_tokens, "ignore_eos": True, "temperature": 0}
+    body: dict = {"input_ids": request.input_ids, "sampling_params": sampling, "stream": True}
+    check = request.answer_check
+    if check is not None:
+        response_format = check.response_format
+        if not request.constrained:
+            del body["input_ids"]
+            body["text"] = completion_prompt(request.prompt, request.input_ids) + response_format.prompt_marker()
+        elif response_format.pattern is not None:
+            sampling["regex"] = response_format.pattern
+        else:
+            sampling["json_schema"] = response_format.sglang_json_schema
     if options is not None:
         if options.require_reasoning:
             body["require_reasoning"] = True
@@ -71,21 +83,74 @@ def parse_event(data: bytes) -> dict:
     return orjson.loads(data)
 
 
+class _AnswerText:
+    """The output text of one response, for requests whose answer is checked.
+
+    SGLang streams cumulative text by default and deltas under --incremental-streaming-output. The
+    second event that carries tokens tells which: cumulative when its output_ids are all the tokens so
+    far (or, without ids, its text extends the text so far). Cumulative events are kept raw, only the
+    last one decoded at the end; deltas are decoded as they come (they are small).
+    """
+
+    __slots__ = ("_text", "_last", "_cumulative", "_events")
+
+    def __init__(self) -> None:
+        self._text = ""
+        self._last: bytes | None = None
+        self._cumulative: bool | None = None
+        self._events = 0
+
+    def add(self, data: bytes, completion_tokens: int | None) -> None:
+        if self._cumulative:
+            self._last = data
+            return
+        event = orjson.loads(data)
+        text = event.get("text") if isinstance(event, dict) else None
+        if not isinstance(text, str):
+            return
+        if self._cumulative is None and text:
+            self._events += 1
+            if self._events == 2:
+                ids = event.get("output_ids")
+                if isinstance(ids, list) and completion_tokens is not None:
+                    self._cumulative = len(ids) == completion_tokens
+                else:
+                    self._cumulative = text.startswith(self._text)
+                if self._cumulative:
+                    self._text, self._last = text, data
+                    return
+            else:
+                self._text = text
+                return
+        self._text += text
+
+    def text(self) -> str:
+        if self._cumulative and self._last is not None:
+            event = orjson.loads(self._last)
+            return str(event.get("text") or "")
+        return self._text
+
+
 class _StreamState:
     """What the events of one response have told us so far (times already relative to t0)."""
 
-    __slots__ = ("first_token_s", "first_answer_s", "chunk_s", "meta", "completion_seen", "output_len_seen")
+    __slots__ = ("first_token_s", "first_answer_s", "chunk_s", "meta", "completion_seen", "output_len_seen", "answer")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_answer: bool = False) -> None:
         self.first_token_s: float | None = None
         self.first_answer_s: float | None = None
         self.chunk_s: list[float] = []
         self.meta: dict = {}
         self.completion_seen = 0
         self.output_len_seen = 0
+        self.answer = _AnswerText() if keep_answer else None
 
     def on_event(self, data: bytes, at_s: float) -> str | None:
-        return self.fold(parse_event(data), at_s)
+        event = parse_event(data)
+        message = self.fold(event, at_s)
+        if self.answer is not None and message is None:
+            self.answer.add(data, int_or_none(self.meta.get("completion_tokens")))
+        return message
 
     def fold(self, event: dict, at_s: float) -> str | None:
         """Fold one decoded event in; returns an error message when the event reports an error."""
@@ -144,7 +209,7 @@ async def send(
     t0_s: float,
     options: SendOptions,
 ) -> RequestRecord:
-    state = _StreamState()
+    state = _StreamState(keep_answer=request.answer_check is not None)
     outcome = await stream_request(
         session, options.base_url + GENERATE_PATH, build_body(request, options),
         {"Content-Type": "application/json", **options.headers}, clock, t0_s, options.request_timeout_s, state,
@@ -157,7 +222,7 @@ async def send(
         int_or_none(meta.get("reasoning_tokens")),
     )
     times = StreamedTimes(state.first_token_s, state.first_answer_s, tuple(state.chunk_s))
-    return record_from_stream(
+    record = record_from_stream(
         request,
         options,
         outcome,
@@ -167,6 +232,10 @@ async def send(
         float_or_none(meta.get("e2e_latency")),
         reported_queue_time_s(meta),
     )
+    if request.answer_check is None:
+        return record
+    text = state.answer.text() if state.answer is not None else None
+    return with_answer(record, request.answer_check, request.constrained, text)
 
 
 def reported_queue_time_s(meta: dict) -> float | None:

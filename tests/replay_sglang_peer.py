@@ -268,6 +268,8 @@ def make_workload(
             "prefix_blocks": prefix_blocks or [None] * n,
             "prompt": [None] * n,
             "reasoning_tokens": reasoning_tokens or [None] * n,
+            "response_format": [None] * n,
+            "constrained": [None] * n,
         },
         schema=WORKLOAD_SCHEMA,
     )

@@ -22,6 +22,8 @@ def untimed_workload(count: int) -> Workload:
             "prefix_blocks": pa.nulls(count, pa.list_(pa.int64())),
             "prompt": pa.nulls(count, pa.string()),
             "reasoning_tokens": pa.nulls(count, pa.int32()),
+            "response_format": pa.nulls(count, pa.string()),
+            "constrained": pa.nulls(count, pa.bool_()),
         },
         schema=WORKLOAD_SCHEMA,
     )

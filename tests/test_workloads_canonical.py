@@ -83,6 +83,8 @@ def canonical_rows(**overrides: list) -> pa.Table:
         "prefix_blocks": [None] * 3,
         "prompt": [None] * 3,
         "reasoning_tokens": [None] * 3,
+        "response_format": [None] * 3,
+        "constrained": [None] * 3,
     }
     columns.update(overrides)
     return pa.table(

@@ -24,6 +24,8 @@ def make_workload(rows: list[tuple[int, list[int] | None]], block_size: int) -> 
             "prefix_blocks": pa.array([b for _, b in rows], pa.list_(pa.int64())),
             "prompt": pa.nulls(count, pa.string()),
             "reasoning_tokens": pa.nulls(count, pa.int32()),
+            "response_format": pa.nulls(count, pa.string()),
+            "constrained": pa.nulls(count, pa.bool_()),
         },
         schema=WORKLOAD_SCHEMA,
     )

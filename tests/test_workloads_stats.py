@@ -31,6 +31,8 @@ def make_workload(rows: list[tuple[float, int, int, list[int] | None]], block_si
             "prefix_blocks": pa.array(columns[3], pa.list_(pa.int64())),
             "prompt": pa.nulls(count, pa.string()),
             "reasoning_tokens": pa.nulls(count, pa.int32()),
+            "response_format": pa.nulls(count, pa.string()),
+            "constrained": pa.nulls(count, pa.bool_()),
         },
         schema=WORKLOAD_SCHEMA,
     )

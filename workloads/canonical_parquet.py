@@ -28,8 +28,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from workloads.out_of_core import out_of_core, sql_text
+from workloads.response_format import load_response_format
 from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
-from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
+from workloads.workload import LATER_COLUMNS, WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import MAX_REQUEST_TOKENS, MAX_TRACE_SPAN_S, ExclusionTally
 
 SCHEMA_VERSION = "1"
@@ -101,15 +102,19 @@ def costbench_metadata(path: Path, *sources: dict[bytes, bytes] | None) -> dict[
 
 
 def _check_columns(path: Path, schema: pa.Schema) -> None:
-    """Every canonical column once, of a type that casts to the canonical one; no true/false as a number."""
-    missing = [name for name in WORKLOAD_SCHEMA.names if name not in schema.names]
+    """Every canonical column once (LATER_COLUMNS may be absent: an older file), of a type that casts to the
+    canonical one; no true/false as a number."""
+    missing = [name for name in WORKLOAD_SCHEMA.names if name not in schema.names and name not in LATER_COLUMNS]
     if missing:
         raise TraceFormatError(str(path), None, f"missing column(s) {', '.join(missing)}")
     repeated = [name for name in WORKLOAD_SCHEMA.names if schema.names.count(name) > 1]
     if repeated:
         raise TraceFormatError(str(path), None, f"column(s) {', '.join(repeated)} appear more than once")
-    fields = [schema.field(name) for name in WORKLOAD_SCHEMA.names]
+    present = [name for name in WORKLOAD_SCHEMA.names if name in schema.names]
+    fields = [schema.field(name) for name in present]
     for field in fields:
+        if WORKLOAD_SCHEMA.field(field.name).type == pa.bool_():
+            continue  # a flag column: booleans are its values
         value_type = (
             field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) else field.type
         )
@@ -118,7 +123,8 @@ def _check_columns(path: Path, schema: pa.Schema) -> None:
                 str(path), None, f"column {field.name} holds booleans ({field.type}), not its values"
             )
     try:
-        pa.schema(fields).empty_table().cast(WORKLOAD_SCHEMA.with_metadata(None), safe=True)
+        target = pa.schema([WORKLOAD_SCHEMA.field(name) for name in present])
+        pa.schema(fields).empty_table().cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
         raise TraceFormatError(str(path), None, f"columns do not cast to the canonical schema: {exc}") from None
 
@@ -166,11 +172,12 @@ def read_canonical(path: str | Path) -> Workload:
 def _batches(path: Path, block_size: int) -> Iterator[pa.RecordBatch]:
     _check_unique_ids(path)
     parquet = _open(path)
+    columns = [name for name in WORKLOAD_SCHEMA.names if name in parquet.schema_arrow.names]
     try:
         first_row = 0  # rows before this row group
         for group in range(parquet.metadata.num_row_groups):
             group_rows = parquet.metadata.row_group(group).num_rows
-            batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=WORKLOAD_SCHEMA.names)
+            batches = parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=columns)
             row = first_row
             while True:
                 try:
@@ -255,6 +262,9 @@ def _checked(path: Path, batch: pa.RecordBatch, first_row: int, block_size: int)
 
     columns = []
     for field in WORKLOAD_SCHEMA:
+        if field.name not in batch.schema.names:  # a LATER_COLUMNS column an older file does not have
+            columns.append(pa.nulls(batch.num_rows, field.type))
+            continue
         column = batch.column(field.name)
         if not field.nullable and column.null_count:
             raise fail(_first_true(pc.is_null(column)) or 0, f"{field.name} is null")
@@ -303,6 +313,25 @@ def _checked(path: Path, batch: pa.RecordBatch, first_row: int, block_size: int)
     found = [(at, reason) for mask, reason in checks if (at := _first_true(mask)) is not None]
     if len(null_block_rows):
         found.append((int(null_block_rows[0].as_py()), "prefix_blocks holds a null block hash"))
+    if (bad := _first_bad_format(table.column("response_format"))) is not None:
+        found.append(bad)
     if found:
         raise fail(*min(found, key=lambda item: item[0]))
     return table
+
+
+def _first_bad_format(formats: pa.Array) -> tuple[int, str] | None:
+    """(index, reason) of the first response_format that is not a valid format; each distinct text is
+    checked once (a workload repeats a scenario's one format on many rows)."""
+    if formats.null_count == len(formats):
+        return None
+    checked: set[str] = set()
+    for index, text in enumerate(formats.to_pylist()):
+        if text is None or text in checked:
+            continue
+        try:
+            load_response_format(text)
+        except ValueError as exc:
+            return index, str(exc)
+        checked.add(text)
+    return None

@@ -1,8 +1,10 @@
 """`costbench capture`: a gateway request log → a canonical Parquet workload that holds no prompt text.
 
-What is kept: arrival offsets, the server's token counts (usage), reasoning lengths, and per request the
+What is kept: arrival offsets, the server's token counts (usage), reasoning lengths, per request the
 dense ids of its chained prefix-block hashes (block_hasher.py), so prefix sharing survives and content
-does not. What is dropped: the prompt text and messages, the model name, and the log's own session ids
+does not, and the request's response format: a schema (or regex) is the application's, written by its
+developers and the same for every user, not user text, and the replay needs it to send what was sent.
+What is dropped: the prompt text and messages, the model name, and the log's own session ids
 (renamed s0, s1, ... by first appearance, since a conversation id can be a user identifier).
 Sessions are taken from the log's session_id / conversation_id only; they are not inferred from prefixes.
 """

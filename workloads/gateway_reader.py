@@ -3,7 +3,8 @@
 One request per line, fields by name:
   {"timestamp": ISO-8601 text or epoch seconds,
    "session_id" | "conversation_id": optional (also read from request.metadata),
-   "request":  {"model", "messages": [...] | "prompt": "...", "max_tokens" | "max_completion_tokens", ...},
+   "request":  {"model", "messages": [...] | "prompt": "...", "max_tokens" | "max_completion_tokens",
+                "response_format"?: {"type": "json_schema" | "json_object" | "text", ...}, "regex"?, ...},
    "response": {"usage": {"prompt_tokens", "completion_tokens",
                           "prompt_tokens_details": {"cached_tokens"}?,
                           "reasoning_tokens"? | "completion_tokens_details": {"reasoning_tokens"}?}, ...}}
@@ -11,7 +12,9 @@ Token counts are the server's usage (prompt_tokens falls back to the TokenCounte
 hashes come from the prompt's text through the same counter (block boundaries are in its tokens).
 Arrivals are offsets from the earliest timestamp; turns are numbered by timestamp within a session.
 A response without usage (an error, a dropped stream) is a failed request: left out and counted.
-The text stays in `prompt`; `gateway_capture` strips it. A malformed line fails the read with file,
+A request's response_format (or SGLang's extra `regex`) is kept, checked (a schema must be valid JSON
+Schema, a regex must compile) and marked constrained: the application sent it to the server; "text" is
+free-form. The text stays in `prompt`; `gateway_capture` strips it. A malformed line fails the read with file,
 line and reason: a key written twice in one object, a timestamp outside 1970..2100 (epoch seconds) or
 one stretching the log past MAX_TRACE_SPAN_S, a count that is not an integer (true is not 1),
 reasoning tokens beyond the completion tokens they are part of, a request past MAX_REQUEST_TOKENS.
@@ -29,6 +32,7 @@ import orjson
 
 from workloads.block_hasher import DEFAULT_BLOCK_TOKENS, PromptBlockIds
 from workloads.chat_text import render_prompt
+from workloads.response_format import parse_response_format
 from workloads.token_counter import ApproxTokenCounter, TokenCounter
 from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.trace_source import jsonl_records
@@ -57,6 +61,7 @@ class _Parsed:
     session_id: str | None
     reasoning_tokens: int | None
     prompt: str
+    response_format: str | None
 
 
 _SESSION_KEYS = ("session_id", "conversation_id")
@@ -103,6 +108,24 @@ def _prompt(request: dict) -> str | list[dict]:
     if not isinstance(prompt, str) or not prompt:
         raise ValueError("request needs messages (chat) or a non-empty string prompt (completions)")
     return prompt
+
+
+def _response_format(request: dict) -> str | None:
+    """The request's format as canonical JSON (workloads/response_format.py), None when free-form."""
+    value, regex = request.get("response_format"), request.get("regex")
+    for unsupported in ("ebnf", "structural_tag"):
+        if request.get(unsupported) is not None:
+            raise ValueError(f"request.{unsupported}: only json_schema, json_object and regex formats are replayed")
+    if isinstance(value, dict) and value.get("type") == "text":
+        value = None
+    if value is not None and regex is not None:
+        raise ValueError("request has both response_format and regex: only one constraint can be set")
+    try:
+        if regex is not None:
+            return parse_response_format({"type": "regex", "regex": regex}).text
+        return parse_response_format(value).text if value is not None else None
+    except ValueError as exc:
+        raise ValueError(f"request.{'regex' if regex is not None else 'response_format'}: {exc}") from None
 
 
 def _session(line: dict, request: dict) -> str | None:
@@ -169,6 +192,7 @@ def _rows(
             epoch_s = _epoch_s(raw["timestamp"])
             span.add(epoch_s)
             prompt = _prompt(request)
+            response_format = _response_format(request)
             session = _session(raw, request)
             if model is not None and request.get("model") != model:
                 excluded.add(f"other model than {model}")
@@ -195,7 +219,9 @@ def _rows(
             raise TraceFormatError(str(path), line, str(exc)) from None
         counted_prompts += logged_input is None
         text = prompt if isinstance(prompt, str) else orjson.dumps(prompt).decode()
-        parsed.append(_Parsed(line, epoch_s, input_tokens, output_tokens, blocks, session, reasoning, text))
+        parsed.append(
+            _Parsed(line, epoch_s, input_tokens, output_tokens, blocks, session, reasoning, text, response_format)
+        )
     start_s = min((row.epoch_s for row in parsed), default=0.0)
     rows = RequestColumns()
     for row in parsed:
@@ -208,6 +234,8 @@ def _rows(
             prefix_blocks=row.prefix_blocks,
             prompt=row.prompt,
             reasoning_tokens=row.reasoning_tokens,
+            response_format=row.response_format,
+            constrained=True if row.response_format is not None else None,
         )
     return rows, excluded, counted_prompts
 

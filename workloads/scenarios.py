@@ -9,6 +9,7 @@ names a missing file).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from workloads.config_file import (
     read_yaml,
 )
 from workloads.reader_registry import parse_trace_format
+from workloads.response_format import StructuredOutput
+from workloads.structured_output_config import StructuredOutputEntry, structured_output
 from workloads.weekly_traffic import DEFAULT_ANCHOR_WEEK, WEEK_PLACEHOLDER, WeeklyWindow, week_window_start
 from workloads.workload import TraceFormat
 
@@ -61,6 +64,8 @@ class Scenario:
     reasoning_ratio: float = 0.0  # reasoning tokens per answer token, for traces that did not capture them
     target_rps: float | None = None  # load the fleet must carry (requests/s): run_summary sizes the fleet
     budget_usd_per_request: float | None = None  # what a request may cost (USD): diagnoses judge against it
+    # A share of the requests asks for a response format (workloads/response_format.py); None: free-form.
+    structured_output: StructuredOutput | None = None
     # Where each week's traffic comes from (workloads/weekly_traffic.py): `trace` may hold {week}; a
     # weekly_window moves the window on each week (start_s is then week 0's start).
     weekly_window: WeeklyWindow | None = None
@@ -141,6 +146,7 @@ class _ScenarioEntry(ConfigModel):
     reasoning_ratio: float = Field(0.0, ge=0)
     target_rps: float | None = Field(None, gt=0)
     budget_usd_per_request: float | None = Field(None, gt=0)
+    structured_output: StructuredOutputEntry | None = None
 
     @model_validator(mode="after")
     def _one_window_rule(self) -> "_ScenarioEntry":
@@ -215,6 +221,13 @@ def load_scenarios(path: Path, repo_root: Path, endpoint_names: Collection[str] 
                 f"no endpoint named {entry.endpoint!r} (endpoints: {', '.join(sorted(endpoint_names))})",
                 f"scenario {entry.name!r}",
             )  # fmt: skip
-        scenarios[entry.name] = entry.to_scenario(Path(repo_root))
+        scenario = entry.to_scenario(Path(repo_root))
+        if entry.structured_output is not None:  # checked here, where the file's lines are known
+            where = ("scenarios", index, "structured_output")
+            checked = structured_output(
+                entry.structured_output, path, where, Path(repo_root), ScenarioError, entry.name
+            )
+            scenario = dataclasses.replace(scenario, structured_output=checked)
+        scenarios[entry.name] = scenario
         first_index[entry.name] = index
     return scenarios

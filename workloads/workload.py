@@ -49,8 +49,15 @@ WORKLOAD_SCHEMA = pa.schema(
         pa.field("prefix_blocks", pa.list_(pa.int64())),  # block hashes; equal hash = equal tokens
         pa.field("prompt", pa.string()),  # text or JSON chat messages, only where captured
         pa.field("reasoning_tokens", pa.int32()),  # captured reasoning length (R1), when known
+        # The answer's format as canonical JSON (workloads/response_format.py); null: free-form.
+        pa.field("response_format", pa.string()),
+        # With a format: true sends the constraint to the server, false only writes it into the prompt.
+        pa.field("constrained", pa.bool_()),
     ]
 )
+# Columns added after the first canonical files were written: older files read with them null, and a
+# workload that leaves them all null hashes as it did before they existed.
+LATER_COLUMNS = ("response_format", "constrained")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +99,12 @@ class Workload:
         """sha256 over the canonical columns, so two workloads with equal requests hash equal."""
         digest = hashlib.sha256()
         digest.update(f"{self.block_size}".encode())
+        table = self.table
+        if all(table.column(name).null_count == table.num_rows for name in LATER_COLUMNS):
+            table = table.drop_columns(list(LATER_COLUMNS))
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, WORKLOAD_SCHEMA) as writer:
-            writer.write_table(self.table)
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
         digest.update(sink.getvalue().to_pybytes())
         return digest.hexdigest()[:16]
 

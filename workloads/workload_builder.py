@@ -38,6 +38,8 @@ class RequestColumns:
         self._prefix_blocks: list[list[int] | None] = []
         self._prompt: list[str | None] = []
         self._reasoning_tokens: list[int | None] = []
+        self._response_format: list[str | None] = []
+        self._constrained: list[bool | None] = []
 
     def __len__(self) -> int:
         return len(self._request_id)
@@ -54,6 +56,8 @@ class RequestColumns:
         prefix_blocks: list[int] | None = None,
         prompt: str | None = None,
         reasoning_tokens: int | None = None,
+        response_format: str | None = None,
+        constrained: bool | None = None,
     ) -> None:
         self._request_id.append(request_id)
         self._session_id.append(session_id)
@@ -64,6 +68,8 @@ class RequestColumns:
         self._prefix_blocks.append(prefix_blocks)
         self._prompt.append(prompt)
         self._reasoning_tokens.append(reasoning_tokens)
+        self._response_format.append(response_format)
+        self._constrained.append(constrained)
 
     def table(self, *, number_turns: bool = False) -> pa.Table:
         """The canonical table sorted by arrival_s (stable: equal arrivals keep source order).
@@ -82,6 +88,8 @@ class RequestColumns:
                 "prefix_blocks": pa.array(self._prefix_blocks, pa.list_(pa.int64())),
                 "prompt": pa.array(self._prompt, pa.string()),
                 "reasoning_tokens": pa.array(self._reasoning_tokens, pa.int32()),
+                "response_format": pa.array(self._response_format, pa.string()),
+                "constrained": pa.array(self._constrained, pa.bool_()),
             },
             schema=WORKLOAD_SCHEMA,
         )
