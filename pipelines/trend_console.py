@@ -47,6 +47,45 @@ def print_weekly_trends(rows: list[dict], console: Console | None = None) -> Non
             str(row.get("failed_requests", "")),
         )
     console.print(table)
+    print_structured_output(rows, console)
+
+
+def print_structured_output(rows: list[dict], console: Console | None = None) -> None:
+    """The weekly_trends rows with structured requests: how often answers parsed and what a valid one cost,
+    with the constraint on the server or only in the prompt (nothing printed when no row has any)."""
+    structured = [r for r in rows if r.get("structured_requests")]
+    if not structured:
+        return
+    console = console or _console()
+    table = Table(title="Structured output (weekly_trends: answers validated against their response format)")
+    columns = (
+        "week",
+        "scenario",
+        "format sent as",
+        "valid",
+        "retries",
+        "cost/request",
+        "cost/valid",
+        "TPOT constr.",
+        "TPOT other",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("week", "scenario", "format sent as") else "right")
+    for row in structured:
+        rate = row.get("valid_answer_rate")
+        below = rate is not None and row.get("min_valid_rate") is not None and rate < row["min_valid_rate"]
+        table.add_row(
+            str(row["week_start"]),
+            row["scenario"],
+            "server constraint" if row.get("constrained_requests") else "prompt only",
+            ("[red]" if below and row.get("constrained_requests") else "") + _fmt(rate, ".1%"),
+            _fmt(row.get("retries"), ",.1f"),
+            "$" + _fmt(row.get("cost_per_request_usd"), ".5f"),
+            "$" + _fmt(row.get("usd_per_valid_request"), ".5f"),
+            _fmt(row.get("tpot_constrained_ms"), ",.1f") + " ms",
+            _fmt(row.get("tpot_unconstrained_ms"), ",.1f") + " ms",
+        )
+    console.print(table)
 
 
 def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], console: Console | None = None) -> None:

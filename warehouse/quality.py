@@ -3,7 +3,8 @@
 `check_requests` guards the request records before they feed the marts; `check_runs` says whether a
 run can be trusted (completion, schedule lag, server samples); `check_weekly_trends` is the regression
 rule on the trend rows, exactly as weekly_trends.sql judges it; `check_lake_quarantine` fails a week
-whose lake files a refresh had to quarantine (warehouse/lake_audit.py), so its marts are incomplete.
+whose lake files a refresh had to quarantine (warehouse/lake_audit.py), so its marts are incomplete;
+`check_structured_output` fails a week whose constrained answers parse less often than the scenario asks.
 The Dagster asset checks (assets/quality_checks.py) turn a QualityResult into check metadata. Each
 call builds its own ephemeral GX context: nothing is written to disk, nothing is shared between
 calls, and no analytics or progress bars leave the process.
@@ -199,6 +200,40 @@ def _regression_rules() -> list:
             gxe.ExpectColumnValuesToBeNull(column="regression"),
         )
     ]
+
+
+STRUCTURED_COLUMNS = ("constrained_requests", "valid_answer_rate", "min_valid_rate")
+
+
+def check_structured_output(df: pd.DataFrame) -> QualityResult:
+    """weekly_trends rows of one week and scenario: fails when the answers of a constrained scenario parse
+    less often than its structured_output.min_valid_rate.
+
+    Judged are the rows whose requests were sent with their response format as a server-side constraint
+    (constrained_requests > 0) and that carry a threshold; the failure's examples are the
+    (valid_answer_rate, min_valid_rate) pairs below it. A prompt-only variant, whose answers are expected to
+    fail at some rate, and a scenario without a threshold pass."""
+    if df.empty and "valid_answer_rate" not in df.columns:
+        df = pd.DataFrame({c: pd.Series([], dtype="float64") for c in STRUCTURED_COLUMNS})
+    _require_columns(df, STRUCTURED_COLUMNS, "structured output")
+    df = df.astype({"constrained_requests": "int64", "valid_answer_rate": "float64", "min_valid_rate": "float64"})
+    import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
+
+    rules = [
+        (
+            "valid_answer_rate >= structured_output.min_valid_rate where the format was a server-side constraint",
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="valid_answer_rate",
+                column_B="min_valid_rate",
+                or_equal=True,
+                ignore_row_if="either_value_is_missing",
+                row_condition=Column("constrained_requests") > 0,
+                condition_parser="pandas",
+            ),
+        )
+    ]
+    return _validate("structured_output", df, rules)
 
 
 def check_runs(

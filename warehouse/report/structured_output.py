@@ -1,0 +1,188 @@
+"""The weekly report's structured-output section: how often answers parse, what a parseable answer costs,
+and what the server-side constraint costs (TPOT) and saves (retries) against a prompt-only variant.
+
+Reads weekly_trends rows only; every number shown is a column defined in warehouse/schema.sql, except the
+comparison, which is the ratio or difference of two such columns and says which rows it compares.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from datetime import date
+
+import pandas as pd
+
+PER_STRUCTURED = 1000  # retries are shown per this many structured requests, so variants of any size compare
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredRow:
+    """One weekly_trends row of the week with structured requests."""
+
+    scenario: str
+    endpoint: str
+    constrained: bool  # the format was sent to the server (else it was only in the prompt)
+    structured_requests: int
+    valid_answer_rate: float | None
+    min_valid_rate: float | None
+    cost_per_request_usd: float | None
+    usd_per_valid_request: float | None
+    retries: float | None
+    tpot_constrained_ms: float | None
+    tpot_unconstrained_ms: float | None
+
+    @property
+    def retries_per_1000(self) -> float | None:
+        if self.retries is None or not self.structured_requests:
+            return None
+        return self.retries * PER_STRUCTURED / self.structured_requests
+
+    @property
+    def below_threshold(self) -> bool:
+        """What the structured_output asset check fails on: a constrained rate under the scenario's threshold."""
+        return (
+            self.constrained
+            and self.valid_answer_rate is not None
+            and self.min_valid_rate is not None
+            and self.valid_answer_rate < self.min_valid_rate
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConstraintComparison:
+    """A constrained scenario against a prompt-only one on the same endpoint in the same week."""
+
+    endpoint: str
+    constrained: StructuredRow
+    prompt_only: StructuredRow
+
+    @property
+    def tpot_change_pct(self) -> float | None:
+        """Constrained requests' p50 TPOT against the other requests of the same run(s): the grammar's cost."""
+        return _change_pct(self.constrained.tpot_constrained_ms, self.constrained.tpot_unconstrained_ms)
+
+    @property
+    def cost_per_request_change_pct(self) -> float | None:
+        return _change_pct(self.constrained.cost_per_request_usd, self.prompt_only.cost_per_request_usd)
+
+    @property
+    def usd_per_valid_request_change_pct(self) -> float | None:
+        return _change_pct(self.constrained.usd_per_valid_request, self.prompt_only.usd_per_valid_request)
+
+    @property
+    def retries_avoided_per_1000(self) -> float | None:
+        if self.prompt_only.retries_per_1000 is None or self.constrained.retries_per_1000 is None:
+            return None
+        return self.prompt_only.retries_per_1000 - self.constrained.retries_per_1000
+
+
+def structured_rows(trends: pd.DataFrame, week_start: date) -> list[StructuredRow]:
+    """This week's weekly_trends rows that had structured requests, by scenario and endpoint."""
+    if trends.empty or "structured_requests" not in trends.columns:
+        return []
+    week = trends[(trends["week_start"] == week_start) & (trends["structured_requests"] > 0)]
+    rows = [
+        StructuredRow(
+            scenario=str(r["scenario"]),
+            endpoint=str(r["endpoint"]),
+            constrained=bool(r["constrained_requests"] > 0),
+            structured_requests=int(r["structured_requests"]),
+            valid_answer_rate=_number(r["valid_answer_rate"]),
+            min_valid_rate=_number(r["min_valid_rate"]),
+            cost_per_request_usd=_number(r["cost_per_request_usd"]),
+            usd_per_valid_request=_number(r["usd_per_valid_request"]),
+            retries=_number(r["retries"]),
+            tpot_constrained_ms=_number(r["tpot_constrained_ms"]),
+            tpot_unconstrained_ms=_number(r["tpot_unconstrained_ms"]),
+        )
+        for _, r in week.iterrows()
+    ]
+    return sorted(rows, key=lambda row: (row.scenario, row.endpoint))
+
+
+def comparisons(rows: list[StructuredRow]) -> list[ConstraintComparison]:
+    """Each endpoint with exactly one constrained and one prompt-only scenario this week, paired."""
+    found = []
+    for endpoint in sorted({row.endpoint for row in rows}):
+        constrained = [r for r in rows if r.endpoint == endpoint and r.constrained]
+        prompt_only = [r for r in rows if r.endpoint == endpoint and not r.constrained]
+        if len(constrained) == 1 and len(prompt_only) == 1:
+            found.append(ConstraintComparison(endpoint, constrained[0], prompt_only[0]))
+    return found
+
+
+def structured_output_section(trends: pd.DataFrame, week_start: date) -> str:
+    """The section as HTML (its heading included): the table, then one sentence per compared endpoint."""
+    rows = structured_rows(trends, week_start)
+    heading = "<h2>Structured output</h2>"
+    if not rows:
+        return (
+            f"{heading}<p class='note'>No scenario this week sent requests with a response format "
+            "(structured_output in workloads/scenarios.yaml).</p>"
+        )
+    columns = (
+        "scenario", "endpoint", "format sent as", "structured requests", "valid answers", "threshold",
+        f"retries per {PER_STRUCTURED:,}", "cost/request", "cost/valid request", "TPOT constrained", "TPOT other",
+    )  # fmt: skip
+    head = "<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"
+    body = "".join(_row_html(row) for row in rows)
+    sentences = "".join(f"<p>{_comparison_text(c)}</p>" for c in comparisons(rows))
+    note = (
+        "<p class='note'>Cost per valid request = cost per request / valid-answer rate: every answer that does not "
+        "parse is sent again. Retries: the extra requests that takes. TPOT constrained vs other: the same runs' "
+        "requests decoded under the grammar and without it.</p>"
+    )
+    return f"{heading}<table class='structured'>{head}{body}</table>{sentences}{note}"
+
+
+def _row_html(row: StructuredRow) -> str:
+    rate = _fmt(row.valid_answer_rate, ".1%")
+    if row.below_threshold:
+        rate = f"<b>{rate} below threshold</b>"
+    cells = (
+        html.escape(row.scenario),
+        html.escape(row.endpoint),
+        "server constraint" if row.constrained else "prompt only",
+        f"{row.structured_requests:,}",
+        rate,
+        _fmt(row.min_valid_rate, ".1%"),
+        _fmt(row.retries_per_1000, ",.1f"),
+        _usd(row.cost_per_request_usd),
+        _usd(row.usd_per_valid_request),
+        _fmt(row.tpot_constrained_ms, ",.2f", " ms"),
+        _fmt(row.tpot_unconstrained_ms, ",.2f", " ms"),
+    )
+    css = " class='verdict-regression'" if row.below_threshold else ""
+    return f"<tr{css}>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+
+def _comparison_text(c: ConstraintComparison) -> str:
+    return (
+        f"On {html.escape(c.endpoint)}, the constraint ({html.escape(c.constrained.scenario)} against the prompt-only "
+        f"{html.escape(c.prompt_only.scenario)}) costs {_fmt(c.tpot_change_pct, '+.1f', '%')} TPOT and "
+        f"{_fmt(c.cost_per_request_change_pct, '+.1f', '%')} cost per request, and saves "
+        f"{_fmt(c.retries_avoided_per_1000, ',.1f')} retries per {PER_STRUCTURED:,} structured requests: "
+        f"cost per valid request {_fmt(c.usd_per_valid_request_change_pct, '+.1f', '%')}."
+    )
+
+
+def _change_pct(value: float | None, reference: float | None) -> float | None:
+    if value is None or not reference:
+        return None
+    return 100.0 * (value - reference) / reference
+
+
+def _number(value) -> float | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value):
+        return None
+    return float(value)
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return "—" if value is None else f"{format(value, spec)}{unit}"
+
+
+def _usd(value: float | None) -> str:
+    return "—" if value is None else f"${value:.5f}"
