@@ -14,7 +14,6 @@ from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.probe_records import GPU_SAMPLE_SCHEMA, GPU_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA, SERVER_SAMPLES_FILE
 from replay.requests_reader import read_requests
 from replay.run_json import read_run_json
-from warehouse.lake import write_partition
 from warehouse.run_rows import RunContext, build_run_row
 from workloads.trace_stats import trace_stats
 from workloads.weekly_traffic import week_traffic
@@ -29,8 +28,8 @@ def _samples(run_dir: str, name: str, schema: pa.Schema) -> pa.Table:
 def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
     def _write(context, warehouse: WarehouseResource, table_name: str, table: pa.Table) -> None:
         part = WeekScenario.of(context)
-        path = write_partition(warehouse.warehouse().lake_root, table_name, part.week_start, part.scenario, table)
-        context.add_output_metadata({"rows": table.num_rows, "path": dg.MetadataValue.path(str(path))})
+        where = warehouse.warehouse().write_partition(table_name, part.week_start, part.scenario, table)
+        context.add_output_metadata({"rows": table.num_rows, "path": dg.MetadataValue.path(where)})
 
     @dg.asset(
         partitions_def=partitions,

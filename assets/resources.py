@@ -8,10 +8,11 @@ from pathlib import Path
 import dagster as dg
 
 from endpoints.spec import EndpointSpec, load_endpoint_specs
-from warehouse.store import Warehouse
+from warehouse.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_warehouse
 from workloads.scenarios import Scenario, load_scenarios
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+__all__ = ["ENDPOINTS_ENV", "REPO_ROOT", "WAREHOUSE_ENV", "ScenarioCatalog", "WarehouseResource"]
 
 
 ENDPOINTS_ENV = "COSTBENCH_ENDPOINTS"
@@ -47,23 +48,21 @@ class ScenarioCatalog(dg.ConfigurableResource):
         return specs[name]
 
 
-WAREHOUSE_ENV = "COSTBENCH_WAREHOUSE"
-
-
 class WarehouseResource(dg.ConfigurableResource):
-    """The Parquet lake and the DuckDB file beside it.
+    """The warehouse: a local folder (Parquet lake + DuckDB file) or a shared DuckLake (warehouse/backend.py).
 
-    Root: `root` when set, else $COSTBENCH_WAREHOUSE (read when a run uses it, e.g. a shared volume on
-    Kubernetes), else warehouse/ in the repository.
+    Location: `root` when set, else $COSTBENCH_WAREHOUSE (read when a run uses it, e.g. a shared volume or a
+    `ducklake:postgresql://...` URL on Kubernetes), else warehouse/ in the repository. With a DuckLake URL the
+    run folders and spooled workloads stay in warehouse/ in the repository.
     """
 
     root: str | None = None
 
     def root_path(self) -> Path:
-        return Path(self.root or os.environ.get(WAREHOUSE_ENV) or REPO_ROOT / "warehouse")
+        return local_root(self.root, REPO_ROOT / "warehouse")
 
-    def warehouse(self) -> Warehouse:
-        return Warehouse(self.root_path())
+    def warehouse(self) -> WarehouseBackend:
+        return open_warehouse(self.root, REPO_ROOT / "warehouse")
 
     def run_dir(self, week: str, scenario: str, run_id: str) -> Path:
         return self.root_path() / "runs" / f"week={week}" / f"scenario={scenario}" / run_id

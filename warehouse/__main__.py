@@ -1,9 +1,15 @@
-"""`python -m warehouse refresh --root DIR`: upgrade the warehouse if it is older and rebuild its views and marts.
+"""`python -m warehouse refresh [--root DIR | --warehouse LOCATION]`: upgrade the warehouse if it is older and
+rebuild its views and marts. `python -m warehouse attach-sql [--warehouse LOCATION]`: print the lines a plain
+`duckdb` session runs to open the warehouse read-only.
 
-Exit status: 0 refreshed (a lake file it quarantined is named on stderr; the other weeks built); 1 the refresh
+LOCATION is a folder (the local backend) or a `ducklake:postgresql://...` URL (warehouse/backend.py); the
+default is $COSTBENCH_WAREHOUSE, else the folder `warehouse`.
+
+Exit status: 0 done (a lake file it quarantined is named on stderr; the other weeks built); 1 the refresh
 failed (the database is held by another process, corrupt or newer than this code, a lake file or the price
-table is bad); 2 the command line or --root is unusable; 130 Ctrl-C. Each failure is one line on stderr,
-`python -m warehouse: error: <what and where>`; a bug keeps its traceback.
+table is bad, the DuckLake catalog cannot be reached); 2 the command line, --root or the location is
+unusable; 130 Ctrl-C. Each failure is one line on stderr, `python -m warehouse: error: <what and where>`;
+a bug keeps its traceback.
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ from typing import NoReturn
 
 import duckdb
 
+from warehouse.backend import WAREHOUSE_ENV, WarehouseLocationError, open_warehouse, scheme_of
+from warehouse.duckdb_extensions import ExtensionError
 from warehouse.lake import LakeError
 from warehouse.schema_migrations import SchemaVersionError
-from warehouse.store import Warehouse, WarehouseError
+from warehouse.store import WarehouseError
 from workloads.config_file import ConfigFileError
 
 PROG = "python -m warehouse"
@@ -26,7 +34,16 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 # What a refresh can meet that the user can act on; anything else is a bug.
-REFRESH_ERRORS = (WarehouseError, LakeError, SchemaVersionError, ConfigFileError, duckdb.Error, OSError)
+REFRESH_ERRORS = (
+    WarehouseError,
+    LakeError,
+    SchemaVersionError,
+    ConfigFileError,
+    ExtensionError,
+    duckdb.Error,
+    OSError,
+)
+DEFAULT_ROOT = Path("warehouse")
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -53,29 +70,65 @@ def main(argv: list[str] | None = None) -> int:
     parser = _OneLineParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     refresh = sub.add_parser("refresh", help="upgrade (if older) and rebuild views and marts from the lake")
-    refresh.add_argument(
-        "--root", type=Path, default=Path("warehouse"), help="warehouse root (lake/ and costbench.duckdb)"
-    )
+    attach = sub.add_parser("attach-sql", help="print the lines that open the warehouse in a plain duckdb session")
+    for command in (refresh, attach):
+        where = command.add_mutually_exclusive_group()
+        where.add_argument("--root", type=Path, help="local warehouse folder (lake/ and costbench.duckdb)")
+        where.add_argument(
+            "--warehouse",
+            help=f"a folder or a ducklake:postgresql://... URL (default: ${WAREHOUSE_ENV}, else ./warehouse)",
+        )
     args = parser.parse_args(argv)
-    if (why := _unusable_root(args.root)) is not None:
-        print(f"{PROG}: error: --root {args.root}: {why}", file=sys.stderr)
+    location = str(args.root) if args.root is not None else args.warehouse or os.environ.get(WAREHOUSE_ENV) or ""
+    location = location or str(DEFAULT_ROOT)
+    if scheme_of(location) is None and (why := _unusable_root(Path(location))) is not None:
+        flag = "--root" if args.root is not None else "--warehouse" if args.warehouse else WAREHOUSE_ENV
+        print(f"{PROG}: error: {flag} {location}: {why}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    store = Warehouse(args.root)
+    try:
+        store = open_warehouse(location, DEFAULT_ROOT)
+    except WarehouseLocationError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.command == "attach-sql":
+        try:
+            lines = attach_lines(store)
+        except (WarehouseError, ExtensionError) as exc:
+            print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_FAILED
+        print("\n".join(lines))
+        return 0
     try:
         result = store.refresh()
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except REFRESH_ERRORS as exc:
-        print(f"{PROG}: error: refresh of {args.root} failed: {_one_line(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: refresh of {store.location} failed: {_one_line(exc)}", file=sys.stderr)
         return EXIT_FAILED
     for note in result.upgrade_notes:
         print(f"upgraded: {note}")
     # Each quarantined file was logged (on stderr) with its reason; the other weeks built, so this is no failure.
     count = len(result.quarantined)
     quarantined = f" ({count} lake files quarantined: see table lake_quarantine)" if count else ""
-    print(f"refreshed {result.db_path}{quarantined}")
+    print(f"refreshed {result.db_path or result.location}{quarantined}")
     return 0
+
+
+def attach_lines(store: object) -> list[str]:
+    """What a plain `duckdb` session runs to read this warehouse read-only (docs/warehouse.md)."""
+    from warehouse.ducklake_store import DuckLakeWarehouse, analyst_lines
+    from warehouse.store import Warehouse, sql_path_literal
+
+    if isinstance(store, DuckLakeWarehouse):
+        return analyst_lines(store.catalog)
+    assert isinstance(store, Warehouse)
+    root = store.root.absolute()
+    return [
+        f"ATTACH {sql_path_literal(root / 'costbench.duckdb')} AS costbench (READ_ONLY);",
+        f"SET file_search_path = {sql_path_literal(root)};",
+        "USE costbench;",
+    ]
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ def write_partition(
     name = partition_name(table, week_start, scenario)
     if not isinstance(data, pa.Table):
         raise LakeError(f"{name}: expected a pyarrow.Table, got {type(data).__name__}")
-    _check_partition_columns(data, table, week_start, scenario)
+    check_partition_columns(data, table, week_start, scenario)
     metadata = {**(data.schema.metadata or {}), SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()}
     stamped = data.replace_schema_metadata(metadata)
     with partition_lock(lake_root, table, week_start, scenario, wait_s=lock_wait_s):
@@ -248,7 +248,7 @@ def partition_lock(
         yield
 
 
-def _check_partition_columns(data: pa.Table, table: str, week_start: date, scenario: str) -> None:
+def check_partition_columns(data: pa.Table, table: str, week_start: date, scenario: str) -> None:
     where = f"{table} week={week_start.isoformat()} scenario={scenario}"
     if "week" in data.column_names:
         raise LakeError(f"{where}: the data has a 'week' column, which the partition key would shadow on read")

@@ -5,14 +5,16 @@
 -- views over it; gpu_prices/api_prices come from warehouse/prices.yaml; run_summary, weekly_trends,
 -- diagnoses and cost_intervals are tables rebuilt from them by warehouse/sql/*.sql on every refresh.
 --
--- @<table>_files@ placeholders are replaced by warehouse/store.py with a quoted list of Parquet globs,
--- relative to the warehouse folder: a zero-row file that pins the current columns and types, plus the
--- lake glob when the lake has files for the table. DuckDB cannot bind parameters in CREATE VIEW, so this
--- is the one substitution, of paths the store controls and escapes. Relative, so the database holds no
--- absolute path: a session resolves them against its file_search_path (Warehouse.connect sets it to the
--- warehouse folder) or, when that is unset, its working directory. Every file a view reads passed the
--- refresh's checks (lake_files); those that did not are in lake_quarantine. Older lake files that lack
--- newer columns read them as null (union_by_name); a file whose column has another type is quarantined,
+-- @<table>_source@ placeholders are what each view reads, filled in by the backend (DuckDB cannot bind
+-- parameters in CREATE VIEW, so this is the one substitution, of text the store controls and escapes).
+-- Local backend (warehouse/store.py): read_parquet over a quoted list of Parquet globs, hive-partitioned
+-- (week=, scenario=), relative to the warehouse folder: a zero-row file that pins the current columns and
+-- types, plus the lake glob when the lake has files for the table. DuckLake backend
+-- (warehouse/ducklake_store.py): the lake table lake.<table>, whose week and scenario are columns.
+-- The local globs are relative, so the database holds no absolute path: a session resolves them
+-- against its file_search_path (Warehouse.connect sets it to the warehouse folder) or, when that is
+-- unset, its working directory. Every file a view reads passed the refresh's checks (lake_files);
+-- those that did not are in lake_quarantine. Older lake files that lack newer columns read them as null (union_by_name); a file whose column has another type is quarantined,
 -- never allowed to change the view's type. Times called *_mono_s are seconds on the replay's monotonic clock from the run's
 -- t0; *_wall_s are seconds since the Unix epoch.
 --
@@ -83,8 +85,7 @@ SELECT
     min_valid_rate,           -- valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate) (ratio 0-1; null = none)
     role,                     -- the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference window every week, where the regression rule judges the runtime) (null: not recorded)
     traffic_share             -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
-FROM read_parquet(@runs_files@, hive_partitioning = true, union_by_name = true,
-                  hive_types = {'week': DATE, 'scenario': VARCHAR});
+FROM @runs_source@;
 
 CREATE OR REPLACE VIEW requests AS
 SELECT
@@ -128,8 +129,7 @@ SELECT
         / CASE WHEN completion_tokens > 1 THEN completion_tokens - 1 END AS tpot_ms,  -- time per output token after the first (ms)
     CASE WHEN len(chunk_mono_s) > 1
         THEN coalesce((completion_tokens - 1) / (len(chunk_mono_s) - 1), 1.0) END AS tokens_per_chunk_gap  -- output tokens each chunk gap stands for: (completion_tokens - 1) / (chunks - 1), 1 when not reported (tokens)
-FROM read_parquet(@requests_files@, hive_partitioning = true, union_by_name = true,
-                  hive_types = {'week': DATE, 'scenario': VARCHAR});
+FROM @requests_source@;
 
 CREATE OR REPLACE VIEW server_samples AS
 SELECT
@@ -142,8 +142,7 @@ SELECT
     kind,                     -- counter | gauge | histogram | info (the worker's cap on running requests from its /server_info, one row per run)
     labels_json,              -- sorted JSON of the labels, dp_rank summed away
     value                     -- gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
-FROM read_parquet(@server_samples_files@, hive_partitioning = true, union_by_name = true,
-                  hive_types = {'week': DATE, 'scenario': VARCHAR});
+FROM @server_samples_source@;
 
 CREATE OR REPLACE VIEW gpu_samples AS
 SELECT
@@ -160,8 +159,7 @@ SELECT
     power_w,                  -- power draw (W)
     sm_clock_mhz,             -- SM clock (MHz)
     note                      -- why the values are null (written once per run when no source exists)
-FROM read_parquet(@gpu_samples_files@, hive_partitioning = true, union_by_name = true,
-                  hive_types = {'week': DATE, 'scenario': VARCHAR});
+FROM @gpu_samples_source@;
 
 CREATE OR REPLACE TABLE gpu_prices (
     gpu_type VARCHAR NOT NULL,        -- GPU model, matched to runs.gpu_type

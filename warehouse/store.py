@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date
 from importlib import resources
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from warehouse import schema_migrations
 from warehouse.bootstrap_interval import rebuild_intervals
 from warehouse.crash_point import crash_point
 from warehouse.file_lock import flock_within
-from warehouse.lake import PART_FILE, fsync_path, recover_lake
+from warehouse.lake import PART_FILE, fsync_path, read_partition, recover_lake, write_partition
 from warehouse.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
 from warehouse.lake_columns import LAKE_COLUMNS
 from warehouse.lake_quarantine import QuarantinedFile, list_quarantine
@@ -52,6 +53,8 @@ _PLACEHOLDER = re.compile(r"@([a-z_]+)@")
 _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
 _UNSAFE_ROOT_CHARS = _UNSAFE_PATH_CHARS | {","}  # file_search_path is a comma-separated list
 _LOCK_POLL_S = 0.2
+# How the views read the hive-partitioned lake: the partition keys come from the folder names.
+_HIVE_OPTIONS = "hive_partitioning = true, union_by_name = true, hive_types = {'week': DATE, 'scenario': VARCHAR}"
 logger = logging.getLogger(__name__)
 
 
@@ -61,11 +64,12 @@ class WarehouseError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class RefreshResult:
-    db_path: Path
+    db_path: Path | None  # the local backend's DuckDB file; None on DuckLake
     upgrade_notes: tuple[str, ...]  # the schema upgrades applied (usually none)
     quarantined: tuple[QuarantinedFile, ...]  # lake files this refresh moved out, each with its message
     lake_files: int  # files the views read
     decoded_files: int  # of those, fully decoded this time (new or changed since the last refresh)
+    location: str = ""  # the warehouse as messages name it (a path, or a DuckLake catalog without password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,14 @@ def sql_path_literal(path: Path | str, glob: str = "") -> str:
     return "'" + (text + glob).replace("'", "''") + "'"
 
 
+def load_prices(con: duckdb.DuckDBPyConnection, prices: PriceTable) -> None:
+    """The price table into gpu_prices and api_prices (both backends)."""
+    if prices.gpu_rows:
+        con.executemany("INSERT INTO gpu_prices VALUES (?, ?, ?, ?)", list(prices.gpu_rows))
+    if prices.api_rows:
+        con.executemany("INSERT INTO api_prices VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.api_rows))
+
+
 class Warehouse:
     def __init__(
         self,
@@ -123,6 +135,17 @@ class Warehouse:
     @property
     def lake_root(self) -> Path:
         return self.root / "lake"
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def write_partition(self, table: str, week_start: date, scenario: str, data: pa.Table) -> str:
+        """Replace one (week, scenario) partition of a lake table (warehouse/lake.py); returns its file."""
+        return str(write_partition(self.lake_root, table, week_start, scenario, data))
+
+    def read_partition(self, table: str, week_start: date, scenario: str) -> pa.Table:
+        return read_partition(self.lake_root, table, week_start, scenario)
 
     @contextmanager
     def connect(self, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -179,7 +202,9 @@ class Warehouse:
                 self._build_and_swap(root, prices, previous.history, notes, audit, now_wall_s)
         for q in quarantined:
             logger.error("%s", q.message)
-        return RefreshResult(self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded)
+        return RefreshResult(
+            self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location
+        )
 
     def diagnoses(self) -> list[dict]:
         """Every diagnoses row (the four-numbers verdict per run), ordered by week, scenario, run."""
@@ -217,7 +242,7 @@ class Warehouse:
         audit: LakeAudit,
         now_wall_s: float,
     ) -> None:
-        sources = {f"{table}_files": self._source_files(table, audit.has_files(table)) for table in LAKE_TABLES}
+        sources = {f"{table}_source": self._source_files(table, audit.has_files(table)) for table in LAKE_TABLES}
         schema_sql = render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql")
         build = root / f"{BUILD_PREFIX}{os.getpid()}"
         try:
@@ -229,7 +254,7 @@ class Warehouse:
                 con.execute("BEGIN TRANSACTION")
                 con.execute(schema_sql)
                 schema_migrations.record_version(con, history, notes, now_wall_s)
-                self._load_prices(con, prices)
+                load_prices(con, prices)
                 self._load_lake_tables(con, audit)
                 con.execute(read_sql("sql/run_summary.sql"))
                 rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
@@ -292,13 +317,6 @@ class Warehouse:
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
                 con.unregister("_rows")
 
-    @staticmethod
-    def _load_prices(con: duckdb.DuckDBPyConnection, prices: PriceTable) -> None:
-        if prices.gpu_rows:
-            con.executemany("INSERT INTO gpu_prices VALUES (?, ?, ?, ?)", list(prices.gpu_rows))
-        if prices.api_rows:
-            con.executemany("INSERT INTO api_prices VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.api_rows))
-
     def _previous(self) -> _Previous:
         """What the database being replaced carries over: its version history and which lake files it decoded."""
         if not self.db_path.exists():
@@ -321,7 +339,7 @@ class Warehouse:
             con.close()
 
     def _source_files(self, table: str, has_files: bool) -> str:
-        """SQL list literal of what the table's view reads, relative to the warehouse folder: the zero-row
+        """The read_parquet call the table's view reads, over paths relative to the warehouse folder: the zero-row
         stand-in, plus the lake glob if the table has files. Globs even for the one stand-in: DuckDB resolves a
         relative glob against file_search_path only, but a plain relative file against the working directory
         first, where another warehouse's lake could sit."""
@@ -330,7 +348,7 @@ class Warehouse:
         files = [sql_path_literal(lake / SCHEMA_DIR / table, glob=f"/{VIEW_GLOB}")]
         if has_files:
             files.append(sql_path_literal(lake / table, glob=f"/{VIEW_GLOB}"))
-        return "[" + ", ".join(files) + "]"
+        return "read_parquet([" + ", ".join(files) + "], " + _HIVE_OPTIONS + ")"
 
     def _write_stand_in(self, table: str, schema: pa.Schema) -> None:
         # Same hive keys as the lake (week, scenario) so DuckDB reads both in one scan; a Monday far in
