@@ -16,6 +16,7 @@ from assets.trend_assets import build_trend_assets
 from assets.workload_asset import build_workload_asset
 from pipelines.failure_notice import failure_notice_sensor
 from pipelines.lease_sensor import endpoint_lease_sensor
+from pipelines.regression_notice import regression_notice_sensor
 from pipelines.schedules import build_weekly_schedule, partition_run_tags
 from workloads.scenarios import load_scenarios
 
@@ -71,7 +72,7 @@ def build_definitions(
         jobs=[job],
         executor=WEEKLY_EXECUTOR,  # the asset graph's own Materialize runs too
         schedules=[schedule],
-        sensors=[failure_notice_sensor, endpoint_lease_sensor],
+        sensors=[failure_notice_sensor, regression_notice_sensor, endpoint_lease_sensor],
         resources={
             "catalog": ScenarioCatalog(
                 scenarios_path=str(scenarios_path), endpoints_path=str(endpoints_path) if endpoints_path else None

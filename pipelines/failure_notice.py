@@ -1,4 +1,5 @@
-"""Failure notices for the unattended weekly job: a JSON line in a file, or a POST to a webhook.
+"""Failure notices for the unattended weekly job: a JSON line in a file, or a POST to a webhook. Regression
+verdicts take the same channel (pipelines/regression_notice.py; their JSON has "kind": "regression").
 
 Where they go is named by environment variables, read when a notice is sent (never at import):
 COSTBENCH_FAILURE_NOTICE_FILE (a path; one JSON object per line is appended) and/or
@@ -10,8 +11,10 @@ from __future__ import annotations
 import os
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import orjson
@@ -30,8 +33,9 @@ class FailureNotice:
     message: str
 
 
-def deliver(notice: FailureNotice, environ: dict[str, str] | None = None) -> list[str]:
-    """Sends the notice everywhere configured; returns where it went (empty: nowhere configured)."""
+def deliver(notice: Any, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Sends the notice (a FailureNotice, or a regression notice: pipelines/regression_notice.py) everywhere
+    configured; returns where it went (empty: nowhere configured)."""
     environ = os.environ if environ is None else environ
     body = orjson.dumps(asdict(notice))
     sent = []

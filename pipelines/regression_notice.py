@@ -1,0 +1,169 @@
+"""Regression notices: a `regression` verdict of weekly_trends is told to people through the same channel as a
+failed run (pipelines/failure_notice.py: a JSON line in $COSTBENCH_FAILURE_NOTICE_FILE and/or a POST to
+$COSTBENCH_FAILURE_WEBHOOK_URL), one notice per metric that regressed.
+
+The sensor watches the weekly report's materializations (the report is built after weekly_trends, and a
+regression does not block it): for each newly reported (week, scenario) it reads that partition's
+weekly_trends rows and sends what regressed, with the size of the change, the threshold, the week's
+interval and the report's path. Its cursor is the last materialization it handled, so a notice is sent
+once per materialization (a re-run week that still regresses is told again).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import date
+
+import dagster as dg
+
+from assets.resources import WarehouseResource
+from pipelines.failure_notice import deliver
+
+REPORT_ASSET = dg.AssetKey("weekly_report")
+
+
+@dataclass(frozen=True, slots=True)
+class _MetricColumns:
+    change: str  # weekly_trends column of the change against the baseline
+    unit: str  # its unit
+    threshold: str  # the column holding the rule's threshold on that change
+    value: str
+    baseline: str
+    low: str  # this week's 95% interval
+    high: str
+
+
+# The weekly_trends columns behind each metric the regression rule judges (warehouse/sql/weekly_trends.sql).
+_METRICS = {
+    "cost_per_request_usd": _MetricColumns(
+        "cost_change_pct", "%", "cost_threshold_pct", "cost_per_request_usd", "baseline_cost_per_request_usd",
+        "cost_per_request_low_usd", "cost_per_request_high_usd",
+    ),
+    "p95_ttft_ms": _MetricColumns(
+        "p95_ttft_change_pct", "%", "p95_ttft_threshold_pct", "p95_ttft_ms", "baseline_p95_ttft_ms",
+        "p95_ttft_low_ms", "p95_ttft_high_ms",
+    ),
+    "prefix_cache_hit_rate": _MetricColumns(
+        "hit_rate_change_pts", "points", "hit_rate_threshold_pts", "prefix_cache_hit_rate",
+        "baseline_prefix_cache_hit_rate", "hit_rate_low", "hit_rate_high",
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionNotice:
+    kind: str  # "regression" (failure notices have no kind)
+    week_start: str  # Monday of the week, YYYY-MM-DD
+    scenario: str
+    role: str | None  # the scenario's role (canary: only the runtime changed)
+    endpoint: str
+    config_fingerprint: str | None
+    metric: str  # the weekly_trends metric that regressed
+    value: float  # this week's value
+    baseline: float  # the baseline's (median of the earlier weeks)
+    change: float  # value against baseline, in change_unit
+    change_unit: str  # "%" or "points"
+    threshold: float  # the rule's threshold on the change, same unit
+    interval_low: float  # this week's 95% block-bootstrap interval of the metric
+    interval_high: float
+    reason: str  # the rule's own sentence (weekly_trends.regression_reasons)
+    report_path: str | None  # the week's HTML report
+    run_id: str | None  # the Dagster run that built the report
+    noticed_wall_s: float  # epoch seconds when the notice was made
+
+
+def regression_notices(
+    row: dict, report_path: str | None, run_id: str | None = None, now_s: float | None = None
+) -> list[RegressionNotice]:
+    """One notice per metric that regressed in a weekly_trends row (none unless its verdict is 'regression')."""
+    if row.get("regression_verdict") != "regression" or not row.get("regressed_metrics"):
+        return []
+    reasons = json.loads(row.get("regression_reasons") or "[]")
+    noticed = time.time() if now_s is None else now_s
+    notices = []
+    for metric in json.loads(row["regressed_metrics"]):
+        columns = _METRICS[metric]
+        week = row["week_start"]
+        notices.append(
+            RegressionNotice(
+                kind="regression",
+                week_start=week.isoformat() if isinstance(week, date) else str(week),
+                scenario=row["scenario"],
+                role=row.get("role"),
+                endpoint=row["endpoint"],
+                config_fingerprint=row.get("config_fingerprint"),
+                metric=metric,
+                value=row[columns.value],
+                baseline=row[columns.baseline],
+                change=row[columns.change],
+                change_unit=columns.unit,
+                threshold=row[columns.threshold],
+                interval_low=row[columns.low],
+                interval_high=row[columns.high],
+                reason=next((r for r in reasons if r.startswith(metric + " ")), ""),
+                report_path=report_path,
+                run_id=run_id,
+                noticed_wall_s=noticed,
+            )
+        )
+    return notices
+
+
+def send_regression_notices(notices: list[RegressionNotice], environ: dict[str, str] | None = None) -> list[str]:
+    """Sends each notice through the failure channel; returns where they went (empty: nowhere configured)."""
+    sent: list[str] = []
+    for notice in notices:
+        sent = deliver(notice, environ)
+    return sent
+
+
+def _week_and_scenario(partition_key: str) -> tuple[str, str]:
+    # A (week, scenario) multi-partition key: its two values joined by "|"; the week is the ISO date.
+    first, second = partition_key.split("|")
+    return (first, second) if _is_date(first) else (second, first)
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dg.sensor(
+    name="regression_notice",
+    minimum_interval_seconds=5,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Sends every regression verdict of a newly reported week to the failure-notice file and/or webhook.",
+)
+def regression_notice_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SkipReason:
+    after = int(context.cursor) if context.cursor else None
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=REPORT_ASSET, after_storage_id=after), limit=100, ascending=True
+    ).records
+    if not records:
+        return dg.SkipReason("no new weekly report")
+    trends = warehouse.warehouse().weekly_trends()
+    told = 0
+    for record in records:
+        if record.partition_key is None:
+            continue
+        week, scenario = _week_and_scenario(record.partition_key)
+        materialization = record.asset_materialization
+        report = materialization.metadata.get("report") if materialization is not None else None
+        report_path = str(report.value) if report is not None else None
+        for row in trends:
+            if str(row["week_start"]) == week and row["scenario"] == scenario:
+                notices = regression_notices(row, report_path, record.run_id)
+                where = send_regression_notices(notices)
+                told += len(notices)
+                for notice in notices:
+                    context.log.info(
+                        f"regression notice: {notice.scenario} week {notice.week_start} {notice.metric} "
+                        f"{notice.change:+.1f} {notice.change_unit} sent to {where or 'nowhere (none configured)'}"
+                    )
+        context.update_cursor(str(record.storage_id))
+    return dg.SkipReason(f"{told} regression notice(s) sent for {len(records)} weekly report(s)")
