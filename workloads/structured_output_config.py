@@ -47,16 +47,19 @@ def yaml_line(path: Path, loc: Sequence[str | int]) -> int | None:
         node = yaml.compose(Path(path).read_text())
     except (OSError, yaml.YAMLError):
         return None
+    line = None
     for part in loc:
         if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            node = next((value for key, value in node.value if key.value == part), None)
+            pair = next(((key, value) for key, value in node.value if key.value == part), None)
+            if pair is None:
+                return None
+            line, node = pair[0].start_mark.line + 1, pair[1]  # a key's line: where a block value starts
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
             node = node.value[part]
+            line = node.start_mark.line + 1
         else:
             return None
-        if node is None:
-            return None
-    return node.start_mark.line + 1 if node is not None else None
+    return line
 
 
 def structured_output(
