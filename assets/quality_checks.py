@@ -1,7 +1,8 @@
 """Asset checks built on the Great Expectations suites of warehouse/quality.py.
 
 Data-quality failures on requests are ERROR and block the marts; a quarantined lake file fails its week
-(ERROR, blocking the report: the week's marts lack that file); a cost regression warns."""
+(ERROR, blocking the report: the week's marts lack that file); a cost regression warns; a constrained
+scenario's answers parsing below its threshold fails the week (ERROR) without blocking the report."""
 
 import dagster as dg
 import pandas as pd
@@ -15,6 +16,7 @@ from warehouse.quality import (
     check_lake_quarantine,
     check_requests,
     check_runs,
+    check_structured_output,
     check_weekly_trends,
 )
 
@@ -75,4 +77,15 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
         rows = partition_quarantine_rows(warehouse.warehouse(), WeekScenario.of(context))
         return _result(check_lake_quarantine(pd.DataFrame(rows)), dg.AssetCheckSeverity.ERROR)
 
-    return [requests_quality, runs_quality, cost_regression, lake_intact]
+    @dg.asset_check(
+        asset="weekly_trends",
+        partitions_def=partitions,
+        description="GE suite: a scenario whose response format is a server-side constraint gets answers that parse "
+        "at least at its structured_output.min_valid_rate (the week's pooled valid_answer_rate); not blocking, so "
+        "the report still shows the week.",
+    )
+    def structured_output(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        rows = partition_trend_rows(warehouse.warehouse(), WeekScenario.of(context))
+        return _result(check_structured_output(pd.DataFrame(rows)), dg.AssetCheckSeverity.ERROR)
+
+    return [requests_quality, runs_quality, cost_regression, lake_intact, structured_output]

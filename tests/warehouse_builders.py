@@ -74,11 +74,16 @@ def request(
     reasoning_tokens: int | None = None,
     ttfa_ms: float | None = None,
     lag_ms: float = 10.0,
+    response_format_type: str | None = None,
+    constrained: bool | None = None,
+    answer_valid: bool | None = None,
+    answer_error: str | None = None,
 ) -> RequestRecord:
     """A request sent at `sent_mono_s` (scheduled `lag_ms` earlier) with the given latencies from send.
 
     chunks_ms: arrival of every token-carrying chunk, ms after the send (default: one chunk at the TTFT);
-    ttfa_ms: first answer token after the send (default: the TTFT).
+    ttfa_ms: first answer token after the send (default: the TTFT). response_format_type .. answer_error:
+    the structured-output columns as the replay records them (None: a free-form request).
     """
     first = None if ttft_ms is None else sent_mono_s + ttft_ms / 1000
     finish = None if e2e_ms is None else sent_mono_s + e2e_ms / 1000
@@ -110,6 +115,10 @@ def request(
         error_kind=None if status is RequestStatus.OK else "http",
         error_message=None if status is RequestStatus.OK else "boom",
         is_warmup=is_warmup,
+        response_format_type=response_format_type,
+        constrained=constrained,
+        answer_valid=answer_valid,
+        answer_error=answer_error,
     )
 
 

@@ -117,6 +117,10 @@ SELECT
     is_warmup,                -- sent before the measured window; excluded from every metric
     coalesce(held_s, 0.0) AS held_s,  -- how long the concurrency cap or session order held it past its schedule (s; 0 in files before v2)
     held_by,                  -- concurrency | session | null
+    response_format_type,     -- json_schema | json_object | regex: the answer format the request asked for (null = free-form, or a file older than this column)
+    constrained,              -- the format was sent to the server as a constraint; false: only written into the prompt (null when no format)
+    answer_valid,             -- the answer after reasoning has the requested format (jsonschema Draft 2020-12, or a full regex match) (null when no format or the request did not complete)
+    answer_error,             -- first validation error of the answer: JSON path and message (null when valid, no format, or not completed)
     status = 'ok' AND NOT is_warmup AS is_completed,                     -- counts as a completed request of the measured window
     status IN ('error', 'timeout') AND NOT is_warmup AS is_failed,       -- counts as a failed request of the measured window
     (sent_mono_s - scheduled_mono_s - coalesce(held_s, 0.0)) * 1000 AS schedule_lag_ms,  -- how late the client sent it past the schedule and any deliberate hold, as runs.schedule_lag_*_ms (ms)
@@ -249,6 +253,15 @@ CREATE OR REPLACE TABLE run_summary (
     fleet_usd_per_hour DOUBLE,        -- replicas_for_target x gpu_count x usd_per_gpu_hour (USD per hour)
     budget_usd_per_request DOUBLE,    -- runs.budget_usd_per_request (USD)
     prefix_reuse_share DOUBLE,        -- runs.prefix_reuse_share (ratio 0-1)
+    structured_requests BIGINT NOT NULL,  -- completed requests that carried a response format, their answer validated (answer_valid not null) (count)
+    constrained_requests BIGINT NOT NULL,  -- of those, the ones whose format was sent to the server as a constraint (constrained) (count)
+    valid_answers BIGINT NOT NULL,    -- of the structured requests, those whose answer validated against its format (count)
+    valid_answer_rate DOUBLE,         -- valid_answers / structured_requests (ratio 0-1; null without structured requests)
+    usd_per_valid_request DOUBLE,     -- cost_per_request_usd / valid_answer_rate: what one parseable answer costs when every invalid one is sent again (USD; null when none valid)
+    retries DOUBLE,                   -- structured_requests x (1 / valid_answer_rate - 1): extra requests expected until every structured answer is valid, each retry failing at the same rate (count; null when none valid)
+    tpot_constrained_ms DOUBLE,       -- median tpot_ms of completed requests with constrained = true: decoding under the grammar (ms per token; null = none)
+    tpot_unconstrained_ms DOUBLE,     -- median tpot_ms of the other completed requests (ms per token)
+    min_valid_rate DOUBLE,            -- runs.min_valid_rate (ratio 0-1)
     role VARCHAR,                     -- runs.role: live | canary (null: not recorded)
     traffic_share DOUBLE,             -- runs.traffic_share (ratio 0-1)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
@@ -293,6 +306,15 @@ CREATE OR REPLACE TABLE weekly_trends (
     prefix_cache_hit_rate DOUBLE,     -- sum of cached / sum of prompt tokens over the runs (ratio 0-1; null when not reported)
     goodput DOUBLE,                   -- sum of good_requests / sum of completed + failed requests of the runs with an SLO (ratio 0-1)
     sustained_output_tokens_per_s DOUBLE,  -- sum of output tokens / sum of window_s over the runs (tokens/s)
+    structured_requests BIGINT NOT NULL,  -- sum of run_summary.structured_requests: completed requests with a response format (count)
+    constrained_requests BIGINT NOT NULL,  -- sum of run_summary.constrained_requests: those constrained on the server (count)
+    valid_answers BIGINT NOT NULL,    -- sum of run_summary.valid_answers (count)
+    valid_answer_rate DOUBLE,         -- valid_answers / structured_requests (ratio 0-1; null without structured requests)
+    usd_per_valid_request DOUBLE,     -- cost_per_request_usd / valid_answer_rate (USD; null when none valid)
+    retries DOUBLE,                   -- structured_requests x (1 / valid_answer_rate - 1): extra requests expected until every answer is valid (count)
+    tpot_constrained_ms DOUBLE,       -- median tpot_ms over the completed constrained requests of all runs (ms per token)
+    tpot_unconstrained_ms DOUBLE,     -- median tpot_ms over the other completed requests of all runs (ms per token)
+    min_valid_rate DOUBLE,            -- the strictest runs.min_valid_rate of the runs: the quality check fails the week when a constrained valid_answer_rate is below it (ratio 0-1)
     prev_week_start DATE,             -- the same configuration's week 7 days earlier, when there was one
     cost_wow_change_pct DOUBLE,       -- 100 x (cost_per_request_usd - previous week's) / previous week's (%)
     p95_ttft_wow_change_pct DOUBLE,   -- 100 x (p95_ttft_ms - previous week's) / previous week's (%)
@@ -312,11 +334,7 @@ CREATE OR REPLACE TABLE weekly_trends (
     p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
     p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
     regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | drift (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves)
-    regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
-    regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression)
-    cost_threshold_pct DOUBLE,        -- the regression rule's threshold on cost_change_pct (%)
-    p95_ttft_threshold_pct DOUBLE,    -- the regression rule's threshold on p95_ttft_change_pct (%)
-    hit_rate_threshold_pts DOUBLE     -- the regression rule's threshold on hit_rate_change_pts (percentage points; negative: a fall)
+    regression_reasons VARCHAR        -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
 );
 
 CREATE OR REPLACE TABLE diagnoses (

@@ -41,7 +41,13 @@ CREATE OR REPLACE TEMP TABLE per_run AS (
         -- Fastest observed prefill (uncached prompt tokens per ms of TTFT): the run's own ceiling,
         -- used to model how much of a TTFT was prefill and how much was waiting.
         max((coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0)) / ttft_ms)
-            FILTER (WHERE is_completed AND ttft_ms > 0) AS peak_prefill_tokens_per_ms
+            FILTER (WHERE is_completed AND ttft_ms > 0) AS peak_prefill_tokens_per_ms,
+        -- Structured output: answer_valid is null for a request without a response format.
+        count(*) FILTER (WHERE is_completed AND answer_valid IS NOT NULL) AS structured_requests,
+        count(*) FILTER (WHERE is_completed AND answer_valid IS NOT NULL AND constrained) AS constrained_requests,
+        count(*) FILTER (WHERE is_completed AND answer_valid) AS valid_answers,
+        quantile_cont(tpot_ms, 0.5) FILTER (WHERE is_completed AND constrained) AS tpot_constrained_ms,
+        quantile_cont(tpot_ms, 0.5) FILTER (WHERE is_completed AND constrained IS NOT TRUE) AS tpot_unconstrained_ms
     FROM requests
     GROUP BY week_start, scenario, run_id
 );
@@ -212,7 +218,11 @@ costed AS (
         coalesce(q.completed_requests, 0) AS completed_requests,
         coalesce(q.failed_requests, 0) AS failed_requests,
         coalesce(q.cancelled_requests, 0) AS cancelled_requests,
-        q.* EXCLUDE (week_start, scenario, run_id, completed_requests, failed_requests, cancelled_requests),
+        coalesce(q.structured_requests, 0) AS structured_requests,
+        coalesce(q.constrained_requests, 0) AS constrained_requests,
+        coalesce(q.valid_answers, 0) AS valid_answers,
+        q.* EXCLUDE (week_start, scenario, run_id, completed_requests, failed_requests, cancelled_requests,
+                     structured_requests, constrained_requests, valid_answers),
         i.itl_q,
         s.good_requests,
         s.tail_modelled_queue_ms,
@@ -319,6 +329,17 @@ SELECT
     ceil(target_rps / nullif(good_requests / nullif(measured_window_s, 0), 0)) * gpu_count * usd_per_gpu_hour AS fleet_usd_per_hour,
     budget_usd_per_request,
     prefix_reuse_share,
+    structured_requests,
+    constrained_requests,
+    valid_answers,
+    valid_answers / nullif(structured_requests, 0) AS valid_answer_rate,
+    -- Every invalid answer is sent again until it parses: 1 / rate requests per valid answer.
+    run_cost_usd / nullif(completed_requests, 0) / nullif(valid_answers / nullif(structured_requests, 0), 0)
+        AS usd_per_valid_request,
+    structured_requests * (structured_requests / nullif(valid_answers, 0) - 1) AS retries,
+    tpot_constrained_ms,
+    tpot_unconstrained_ms,
+    min_valid_rate,
     role,
     traffic_share,
     schedule_lag_p99_ms,

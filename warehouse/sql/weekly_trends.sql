@@ -47,7 +47,13 @@ run_groups AS (
         any_value(p50_ttft_ms) AS one_run_p50_ttft_ms,
         any_value(p95_ttft_ms) AS one_run_p95_ttft_ms,
         any_value(p50_e2e_ms) AS one_run_p50_e2e_ms,
-        any_value(p95_e2e_ms) AS one_run_p95_e2e_ms
+        any_value(p95_e2e_ms) AS one_run_p95_e2e_ms,
+        sum(structured_requests) AS structured_requests,
+        sum(constrained_requests) AS constrained_requests,
+        sum(valid_answers) AS valid_answers,
+        max(min_valid_rate) AS min_valid_rate,  -- the strictest threshold any run of the week carried
+        any_value(tpot_constrained_ms) AS one_run_tpot_constrained_ms,
+        any_value(tpot_unconstrained_ms) AS one_run_tpot_unconstrained_ms
     FROM run_summary
     GROUP BY ALL
 ),
@@ -59,7 +65,9 @@ pooled_percentiles AS (
         r.backend,
         r.config_fingerprint,
         quantile_cont(q.ttft_ms, [0.50, 0.95]) AS ttft_q,
-        quantile_cont(q.e2e_ms, [0.50, 0.95]) AS e2e_q
+        quantile_cont(q.e2e_ms, [0.50, 0.95]) AS e2e_q,
+        quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained) AS tpot_constrained_ms,
+        quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained IS NOT TRUE) AS tpot_unconstrained_ms
     FROM requests AS q
     JOIN run_summary AS r USING (week_start, scenario, run_id)
     JOIN run_groups AS g
@@ -89,7 +97,17 @@ weekly AS (
         CASE WHEN g.runs = 1 THEN g.one_run_p95_e2e_ms ELSE p.e2e_q[2] END AS p95_e2e_ms,
         g.hit_rate_cached_tokens / nullif(g.hit_rate_prompt_tokens, 0) AS prefix_cache_hit_rate,
         g.good_requests / nullif(g.slo_requests, 0) AS goodput,
-        g.output_tokens / nullif(g.output_window_s, 0) AS sustained_output_tokens_per_s
+        g.output_tokens / nullif(g.output_window_s, 0) AS sustained_output_tokens_per_s,
+        g.structured_requests,
+        g.constrained_requests,
+        g.valid_answers,
+        g.valid_answers / nullif(g.structured_requests, 0) AS valid_answer_rate,
+        g.cost_usd / nullif(g.costed_requests, 0) / nullif(g.valid_answers / nullif(g.structured_requests, 0), 0)
+            AS usd_per_valid_request,
+        g.structured_requests * (g.structured_requests / nullif(g.valid_answers, 0) - 1) AS retries,
+        CASE WHEN g.runs = 1 THEN g.one_run_tpot_constrained_ms ELSE p.tpot_constrained_ms END AS tpot_constrained_ms,
+        CASE WHEN g.runs = 1 THEN g.one_run_tpot_unconstrained_ms ELSE p.tpot_unconstrained_ms END AS tpot_unconstrained_ms,
+        g.min_valid_rate
     FROM run_groups AS g
     LEFT JOIN pooled_percentiles AS p
         ON p.week_start = g.week_start AND p.scenario = g.scenario AND p.endpoint = g.endpoint
@@ -283,9 +301,6 @@ SELECT
     * EXCLUDE (cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
                threshold_reasons, config_reason, config_unrecorded,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
-    max_cost_change_pct AS cost_threshold_pct,
-    max_p95_ttft_change_pct AS p95_ttft_threshold_pct,
-    min_hit_rate_change_pts AS hit_rate_threshold_pts,
     CASE
         WHEN role = 'live' THEN 'not_judged'
         WHEN (cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside) THEN 'regression'
@@ -293,12 +308,6 @@ SELECT
         WHEN baseline_weeks = 0 THEN 'no_baseline'
         ELSE 'ok'
     END AS regression_verdict,
-    CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons,
-    CASE WHEN role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside))
-        THEN to_json(list_filter(
-            [CASE WHEN cost_past AND cost_outside THEN 'cost_per_request_usd' END,
-             CASE WHEN ttft_past AND ttft_outside THEN 'p95_ttft_ms' END,
-             CASE WHEN hit_past AND hit_outside THEN 'prefix_cache_hit_rate' END],
-            lambda metric: metric IS NOT NULL))::VARCHAR END AS regressed_metrics
+    CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons
 FROM explained
 ORDER BY week_start, scenario, endpoint, backend, config_fingerprint;
