@@ -334,7 +334,11 @@ CREATE OR REPLACE TABLE weekly_trends (
     p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
     p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
     regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | drift (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves)
-    regression_reasons VARCHAR        -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
+    regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
+    regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression)
+    cost_threshold_pct DOUBLE,        -- the regression rule's threshold on cost_change_pct (%)
+    p95_ttft_threshold_pct DOUBLE,    -- the regression rule's threshold on p95_ttft_change_pct (%)
+    hit_rate_threshold_pts DOUBLE     -- the regression rule's threshold on hit_rate_change_pts (percentage points; negative: a fall)
 );
 
 CREATE OR REPLACE TABLE diagnoses (

@@ -301,6 +301,9 @@ SELECT
     * EXCLUDE (cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
                threshold_reasons, config_reason, config_unrecorded,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
+    max_cost_change_pct AS cost_threshold_pct,
+    max_p95_ttft_change_pct AS p95_ttft_threshold_pct,
+    min_hit_rate_change_pts AS hit_rate_threshold_pts,
     CASE
         WHEN role = 'live' THEN 'not_judged'
         WHEN (cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside) THEN 'regression'
@@ -308,6 +311,12 @@ SELECT
         WHEN baseline_weeks = 0 THEN 'no_baseline'
         ELSE 'ok'
     END AS regression_verdict,
-    CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons
+    CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons,
+    CASE WHEN role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside))
+        THEN to_json(list_filter(
+            [CASE WHEN cost_past AND cost_outside THEN 'cost_per_request_usd' END,
+             CASE WHEN ttft_past AND ttft_outside THEN 'p95_ttft_ms' END,
+             CASE WHEN hit_past AND hit_outside THEN 'prefix_cache_hit_rate' END],
+            lambda metric: metric IS NOT NULL))::VARCHAR END AS regressed_metrics
 FROM explained
 ORDER BY week_start, scenario, endpoint, backend, config_fingerprint;
