@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 
 from replay import openai_chat_client, openai_completions_client, sglang_client
+from replay.answer_check import AnswerCheck
 from replay.client_protocol import SendOptions
 from replay.prepared_request import PreparedRequest
+from workloads.response_format import parse_response_format
 
 TWIN_FIELD = "sim_reasoning_tokens"  # endpoints.sim.generate_request.REASONING_TOKENS_FIELD
 
@@ -27,6 +30,26 @@ PROMPTS = {
 }
 
 
+TICKET_SCHEMA = {"type": "object", "properties": {"priority": {"enum": ["low", "high"]}}, "required": ["priority"]}
+# Structured requests (docs/replay.md, "Structured output"): {variant: (response_format, constrained)}.
+STRUCTURED = {
+    "json_schema constrained": (
+        {"type": "json_schema", "json_schema": {"name": "ticket", "schema": TICKET_SCHEMA, "strict": True}},
+        True,
+    ),
+    "json_object constrained": ({"type": "json_object"}, True),
+    "regex constrained": ({"type": "regex", "regex": "(yes|no)"}, True),
+    "json_schema prompt-only": ({"type": "json_schema", "json_schema": {"name": "t", "schema": TICKET_SCHEMA}}, False),
+}
+
+
+def structured(variant: str) -> PreparedRequest:
+    """A captured-text request asking for STRUCTURED[variant]'s format."""
+    response_format, constrained = STRUCTURED[variant]
+    check = AnswerCheck.of(parse_response_format(response_format))
+    return dataclasses.replace(prepared(PROMPTS["captured text"]), answer_check=check, constrained=constrained)
+
+
 def options(to_twin: bool, require_reasoning: bool = True) -> SendOptions:
     return SendOptions(
         base_url="http://127.0.0.1:1", run_id="conformance", request_timeout_s=60.0, model="default",
@@ -41,4 +64,5 @@ def bodies(route: str, to_twin: bool) -> dict[str, dict]:
         "chat": openai_chat_client.build_body,
         "completions": openai_completions_client.build_body,
     }[route]
-    return {name: json.loads(build(prepared(prompt), options(to_twin))) for name, prompt in PROMPTS.items()}
+    plain = {name: json.loads(build(prepared(prompt), options(to_twin))) for name, prompt in PROMPTS.items()}
+    return {**plain, **{name: json.loads(build(structured(name), options(to_twin))) for name in STRUCTURED}}
