@@ -5,6 +5,7 @@ structured_output quality check, the report section and the demo's console table
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -19,6 +20,7 @@ from warehouse.run_rows import RunContext, build_run_row
 from warehouse.store import Warehouse
 from warehouse_builders import endpoint, failed_request, request, requests_table, run_info, write_run
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 WEEK_1 = date(2026, 11, 16)
 WEEK_2 = date(2026, 11, 23)
 # Every run: 30 s on 8 GPUs at $2/GPU-hour = $0.1333, over 10 completed requests = $0.01333 a request.
@@ -189,3 +191,26 @@ def test_the_check_runs_on_every_weekly_trends_partition_without_blocking_the_re
     [spec] = [spec for check in checks for spec in check.check_specs if spec.name == "structured_output"]
     assert spec.asset_key.path == ["weekly_trends"]
     assert not spec.blocking
+
+
+def test_a_scenarios_threshold_reaches_its_runs_and_the_bundled_schema_is_valid(tmp_path):
+    import json
+
+    import jsonschema
+    import yaml
+
+    from workloads.scenarios import load_scenarios
+
+    schema_file = REPO_ROOT / "workloads" / "schemas" / "support_ticket.json"
+    jsonschema.Draft202012Validator.check_schema(json.loads(schema_file.read_text()))
+    entry = {
+        "name": "tickets", "trace": "workloads/traces/azure_conv_2023.csv", "format": "azure", "start_s": 2614,
+        "duration_s": 6, "speedup": 1, "endpoint": "r1-8xh200", "slo": {"ttft_ms": 1000, "tpot_ms": 100},
+        "structured_output": {"share": 0.5, "schema_file": "workloads/schemas/support_ticket.json",
+                              "constrain": True, "min_valid_rate": 0.99},
+    }  # fmt: skip
+    path = tmp_path / "scenarios.yaml"
+    path.write_text(yaml.safe_dump({"scenarios": [entry, {**entry, "name": "plain", "structured_output": None}]}))
+    scenarios = load_scenarios(path, REPO_ROOT)
+    assert RunContext.of_scenario(scenarios["tickets"]).min_valid_rate == 0.99
+    assert RunContext.of_scenario(scenarios["plain"]).min_valid_rate is None
