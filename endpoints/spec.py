@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from replay.secret_redaction import is_secret_name
 from workloads.config_file import (
@@ -65,7 +65,8 @@ class EndpointSpec:
     server_args: tuple[str, ...]
     gpu_type: str
     gpu_count: int
-    usd_per_gpu_hour: float
+    # Price of one GPU-hour: set here (an explicit override), or None to take it from `price_book`.
+    usd_per_gpu_hour: float | None
     url: str | None = None  # attach only; for a fleet, the sglang_router URL
     api_key_env: str | None = None  # name of the environment variable holding the API key
     command: tuple[str, ...] | None = None  # launch override (a router, a container)
@@ -78,6 +79,7 @@ class EndpointSpec:
     revisions: tuple[EndpointRevision, ...] = ()  # dated flag changes, oldest first
     host: str = "127.0.0.1"  # launch/sim: the address the server binds (0.0.0.0: every interface of the pod)
     port: int | None = None  # launch/sim: a fixed port (a Service's targetPort); None: a free one
+    price_book: str | None = None  # a price book of warehouse/prices.yaml (warehouse/price_table.py resolves it)
     advertise_url: str | None = None  # launch/sim: the URL replay shards dial, ${VAR}s from the environment
 
     def as_of(self, week: date) -> "EndpointSpec":
@@ -199,7 +201,9 @@ class _EndpointEntry(ConfigModel):
     server_args: ServerArgs = []
     gpu_type: NonEmptyStr
     gpu_count: int = Field(gt=0)
-    usd_per_gpu_hour: float = Field(ge=0)
+    # Required unless price_book names where the price comes from (then absent is read as null).
+    usd_per_gpu_hour: float | None = Field(ge=0)
+    price_book: SafeName | None = None
     url: HttpUrl | None = None
     api_key_env: Annotated[str, AfterValidator(_env_var_name)] | None = None
     command: list[Annotated[NonEmptyStr, AfterValidator(_command_item)]] | None = Field(None, min_length=1)
@@ -212,6 +216,14 @@ class _EndpointEntry(ConfigModel):
     host: Annotated[str, AfterValidator(_bind_host)] | None = None  # None: 127.0.0.1
     port: Annotated[int, AfterValidator(_tcp_port)] | None = None
     advertise_url: HttpUrl | None = None
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _price_from_book(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("price_book") is not None and "usd_per_gpu_hour" not in data:
+            return {**data, "usd_per_gpu_hour": None}
+        return data
 
 
 class _EndpointsFile(ConfigModel):
@@ -261,6 +273,7 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
         gpu_type=entry.gpu_type,
         gpu_count=entry.gpu_count,
         usd_per_gpu_hour=entry.usd_per_gpu_hour,
+        price_book=entry.price_book,
         url=entry.url,
         api_key_env=entry.api_key_env,
         command=tuple(entry.command) if entry.command else None,

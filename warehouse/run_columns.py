@@ -135,6 +135,29 @@ RUNS_COLUMNS = ColumnList(
             "share of the trace's sessions replayed: one replica's share of the fleet's traffic",
             note="null: not recorded",
         ),
+        Column(
+            "price_book",
+            pa.string(),
+            "",
+            "price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint "
+            "set usd_per_gpu_hour itself",
+            note="null: recorded before price books",
+        ),
+        Column(
+            "capacity_rps_at_slo",
+            pa.float64(),
+            "requests/s",
+            "highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a "
+            "load sweep in virtual time on the twin (endpoints/sim/slo_capacity.py)",
+            note="null: not measured, or not sustained at any rate swept",
+        ),
+        Column(
+            "capacity_source",
+            pa.string(),
+            "",
+            "how capacity_rps_at_slo was found: twin_sweep",
+            note="null: no sweep ran",
+        ),
     )
 )
 
@@ -151,6 +174,8 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "min_valid_rate",
             "role",
             "traffic_share",
+            "capacity_rps_at_slo",
+            "capacity_source",
         )
     )
 )

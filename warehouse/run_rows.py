@@ -19,6 +19,7 @@ from endpoints.spec import EndpointMode, EndpointSpec
 from replay.records import RunInfo
 from replay.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
 from warehouse.lake import validate_scenario_name, validate_week_start
+from warehouse.price_table import resolve_gpu_price
 from warehouse.run_columns import RUNS_COLUMNS
 from workloads.scenarios import Scenario
 
@@ -40,6 +41,8 @@ class RunContext:
     min_valid_rate: float | None = None  # the scenario's structured_output.min_valid_rate
     role: str | None = None  # the scenario's role: live | canary
     traffic_share: float | None = None  # the scenario's session share of the trace
+    capacity_rps_at_slo: float | None = None  # endpoints/sim/slo_capacity.py's sweep of the run (capacity.json)
+    capacity_source: str | None = None  # twin_sweep when a sweep ran
 
     @staticmethod
     def of_scenario(scenario: Scenario, prefix_reuse_share: float | None = None) -> "RunContext":
@@ -70,6 +73,7 @@ def build_run_row(
     validate_scenario_name(scenario)
     validate_week_start(week_start)
     version = run_info.server_info.get("version")
+    usd_per_gpu_hour, price_book = resolve_gpu_price(endpoint)
     fingerprint = config_fingerprint(run_info.server_info, endpoint.model)
     row = {
         "run_id": run_info.run_id,
@@ -81,7 +85,7 @@ def build_run_row(
         "model": endpoint.model,
         "gpu_type": endpoint.gpu_type,
         "gpu_count": endpoint.gpu_count,
-        "usd_per_gpu_hour": endpoint.usd_per_gpu_hour,
+        "usd_per_gpu_hour": usd_per_gpu_hour,
         "api_key_env": endpoint.api_key_env,
         "sglang_version": None if version is None else str(version),
         "server_args_json": json.dumps(redact_args(endpoint.server_args)),
@@ -123,6 +127,9 @@ def build_run_row(
         "min_valid_rate": context.min_valid_rate,
         "role": context.role,
         "traffic_share": context.traffic_share,
+        "price_book": price_book,
+        "capacity_rps_at_slo": context.capacity_rps_at_slo,
+        "capacity_source": context.capacity_source,
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

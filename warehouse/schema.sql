@@ -84,7 +84,10 @@ SELECT
     prefix_reuse_share,       -- share of input tokens an infinite prefix cache could reuse in this workload (ratio 0-1)
     min_valid_rate,           -- valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate) (ratio 0-1; null = none)
     role,                     -- the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference window every week, where the regression rule judges the runtime) (null: not recorded)
-    traffic_share             -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
+    traffic_share,            -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
+    price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
+    capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
+    capacity_source           -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
 FROM @runs_source@;
 
 CREATE OR REPLACE VIEW requests AS
@@ -164,6 +167,16 @@ SELECT
     sm_clock_mhz,             -- SM clock (MHz)
     note                      -- why the values are null (written once per run when no source exists)
 FROM @gpu_samples_source@;
+
+CREATE OR REPLACE TABLE price_books (
+    name VARCHAR NOT NULL,            -- the price book, named by an endpoint's price_book (runs.price_book)
+    gpu_type VARCHAR NOT NULL,        -- GPU model it prices
+    kind VARCHAR NOT NULL,            -- rent_on_demand | rent_reserved | own (amortised capex + power + hosting, every hour paid)
+    usd_per_gpu_hour DOUBLE NOT NULL, -- price of one GPU for one hour in this book (USD)
+    as_of DATE NOT NULL,              -- when the figure was read or set
+    source VARCHAR NOT NULL,          -- where it comes from, or what it assumes
+    assumption BOOLEAN NOT NULL       -- true: not read off a public page
+);
 
 CREATE OR REPLACE TABLE gpu_prices (
     gpu_type VARCHAR NOT NULL,        -- GPU model, matched to runs.gpu_type
@@ -249,7 +262,7 @@ CREATE OR REPLACE TABLE run_summary (
     goodput_rps DOUBLE,               -- good_requests / window_s (requests/s)
     sustained_output_tokens_per_s DOUBLE,  -- output_tokens / window_s (tokens/s)
     target_rps DOUBLE,                -- runs.target_rps (requests/s)
-    replicas_for_target DOUBLE,       -- ceil(target_rps / goodput_rps): replicas of this endpoint to carry the target inside the SLO, at this run's per-replica goodput (count; conservative when the replica was not saturated)
+    replicas_for_target DOUBLE,       -- ceil(target_rps / capacity_rps_at_slo): replicas of this endpoint to carry the target inside the SLO; without a measured capacity, ceil(target_rps / goodput_rps), conservative when the replica was not saturated (count)
     fleet_usd_per_hour DOUBLE,        -- replicas_for_target x gpu_count x usd_per_gpu_hour (USD per hour)
     budget_usd_per_request DOUBLE,    -- runs.budget_usd_per_request (USD)
     prefix_reuse_share DOUBLE,        -- runs.prefix_reuse_share (ratio 0-1)
@@ -264,6 +277,11 @@ CREATE OR REPLACE TABLE run_summary (
     min_valid_rate DOUBLE,            -- runs.min_valid_rate (ratio 0-1)
     role VARCHAR,                     -- runs.role: live | canary (null: not recorded)
     traffic_share DOUBLE,             -- runs.traffic_share (ratio 0-1)
+    price_book VARCHAR,               -- runs.price_book: where usd_per_gpu_hour came from ('endpoint': the endpoint's own figure)
+    capacity_rps_at_slo DOUBLE,       -- runs.capacity_rps_at_slo: highest rate sustained inside the SLO on this workload (requests/s; null: not measured)
+    cost_per_request_at_slo_usd DOUBLE,  -- gpu_count x usd_per_gpu_hour / 3600 / capacity_rps_at_slo: what a request costs when the endpoint carries as much of this traffic as its SLO allows (USD)
+    idle_capacity_usd_per_request DOUBLE,  -- cost_per_request_usd - cost_per_request_at_slo_usd: the price of idle capacity in each request (USD; negative: the run was loaded past its SLO capacity)
+    break_even_rps DOUBLE,            -- gpu_count x usd_per_gpu_hour / 3600 / api_cost_per_request_usd: requests/s above which one replica costs less per request than the API; reachable inside the SLO only up to capacity_rps_at_slo (requests/s)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
     client_degraded BOOLEAN NOT NULL, -- the client fell behind its schedule: latency from send understates
     partial BOOLEAN NOT NULL          -- the run did not finish

@@ -105,11 +105,13 @@ def sql_path_literal(path: Path | str, glob: str = "") -> str:
 
 
 def load_prices(con: duckdb.DuckDBPyConnection, prices: PriceTable) -> None:
-    """The price table into gpu_prices and api_prices (both backends)."""
+    """The price table into gpu_prices, api_prices and price_books (both backends)."""
     if prices.gpu_rows:
         con.executemany("INSERT INTO gpu_prices VALUES (?, ?, ?, ?)", list(prices.gpu_rows))
     if prices.api_rows:
         con.executemany("INSERT INTO api_prices VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.api_rows))
+    if prices.book_rows:
+        con.executemany("INSERT INTO price_books VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.book_rows))
 
 
 class Warehouse:

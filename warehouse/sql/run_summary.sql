@@ -325,8 +325,10 @@ SELECT
         THEN coalesce(good_requests, 0) / nullif(measured_window_s, 0) END AS goodput_rps,
     output_tokens / nullif(measured_window_s, 0) AS sustained_output_tokens_per_s,
     target_rps,
-    ceil(target_rps / nullif(good_requests / nullif(measured_window_s, 0), 0)) AS replicas_for_target,
-    ceil(target_rps / nullif(good_requests / nullif(measured_window_s, 0), 0)) * gpu_count * usd_per_gpu_hour AS fleet_usd_per_hour,
+    -- Sized on the SLO capacity when the sweep measured it; else on the goodput this run happened to see.
+    ceil(target_rps / coalesce(capacity_rps_at_slo, nullif(good_requests / nullif(measured_window_s, 0), 0))) AS replicas_for_target,
+    ceil(target_rps / coalesce(capacity_rps_at_slo, nullif(good_requests / nullif(measured_window_s, 0), 0)))
+        * gpu_count * usd_per_gpu_hour AS fleet_usd_per_hour,
     budget_usd_per_request,
     prefix_reuse_share,
     structured_requests,
@@ -342,6 +344,12 @@ SELECT
     min_valid_rate,
     role,
     traffic_share,
+    price_book,
+    capacity_rps_at_slo,
+    gpu_count * usd_per_gpu_hour / 3600.0 / capacity_rps_at_slo AS cost_per_request_at_slo_usd,
+    run_cost_usd / nullif(completed_requests, 0) - gpu_count * usd_per_gpu_hour / 3600.0 / capacity_rps_at_slo
+        AS idle_capacity_usd_per_request,
+    gpu_count * usd_per_gpu_hour / 3600.0 / nullif(api_cost_usd / nullif(completed_requests, 0), 0) AS break_even_rps,
     schedule_lag_p99_ms,
     client_degraded,
     partial
