@@ -203,3 +203,12 @@ def test_a_canonical_file_with_a_bad_format_fails_naming_its_row(tmp_path):
     with pytest.raises(TraceFormatError) as error:
         read_canonical(tmp_path / "w.parquet")
     assert error.value.reason.startswith("row 3: regex '[a-' does not compile")
+
+
+def test_the_documented_example_is_a_valid_structured_output(tmp_path):
+    page = (Path(__file__).resolve().parents[1] / "docs/workloads.md").read_text()
+    example = page.split("```yaml\nstructured_output:\n", 1)[1].split("```", 1)[0]
+    structured = yaml.safe_load("structured_output:\n" + example)["structured_output"]
+    loaded = load_scenarios(_scenarios_file(tmp_path, structured), tmp_path)["tickets"].structured_output
+    assert loaded is not None and (loaded.share, loaded.constrain, loaded.min_valid_rate) == (0.3, True, 0.99)
+    assert loaded.response_format.kind is FormatKind.JSON_SCHEMA
