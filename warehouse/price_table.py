@@ -19,7 +19,6 @@ from typing import Literal
 from pydantic import Field
 
 from endpoints.spec import EndpointSpec
-
 from workloads.config_file import (
     ConfigFileError,
     ConfigModel,
@@ -197,8 +196,9 @@ def _books(entries: list[_PriceBook], path: Path) -> tuple[PriceBook, ...]:
         where = ("price_books", index)
         if entry.name in seen:
             raise config_error(
-                PriceTableError, path, (*where, "name"), f"{entry.name!r} is listed twice (first at price_books[{seen[entry.name]}])"
-            )
+                PriceTableError, path, (*where, "name"),
+                f"{entry.name!r} is listed twice (first at price_books[{seen[entry.name]}])",
+            )  # fmt: skip
         seen[entry.name] = index
         if entry.kind == "own":
             if entry.own is None or entry.usd_per_gpu_hour is not None:
