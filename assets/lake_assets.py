@@ -1,6 +1,7 @@
 """Stage 3: the replay's records into the Parquet lake, one (week, scenario) partition per table.
 Re-materializing a partition replaces it."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -12,6 +13,7 @@ from assets.partitions import WeekScenario
 from assets.replay_asset import ReplayOutput
 from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.probe_records import GPU_SAMPLE_SCHEMA, GPU_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA, SERVER_SAMPLES_FILE
+from endpoints.sim.slo_capacity import read_capacity_json
 from replay.requests_reader import read_requests
 from replay.run_json import read_run_json
 from warehouse.run_rows import RunContext, build_run_row
@@ -94,6 +96,11 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
         window = workload.window(traffic.start_s, traffic.duration_s)
         run_context = RunContext.of_scenario(scenario, trace_stats(window).prefix_reuse_share)
+        capacity = read_capacity_json(Path(replay_run.run_dir))
+        if capacity is not None:
+            run_context = replace(
+                run_context, capacity_rps_at_slo=capacity.capacity_rps_at_slo, capacity_source="twin_sweep"
+            )
         row = build_run_row(read_run_json(Path(replay_run.run_dir)), spec, part.scenario, part.week_start, run_context)
         _write(context, warehouse, "runs", row)
 

@@ -4,7 +4,8 @@ One graph-backed asset, so a GPU endpoint lives no longer than its replay: `star
 attaches to) the endpoint as the partition's week had it configured and fans out one task per shard;
 `replay_shard` steps run in parallel under the multiprocess (or Kubernetes) executor and fix one
 shared t0 only once every shard has its prompts ready (replay/rendezvous.py); `finish_replay` stops
-the endpoint and merges the shards into one run. Any failing step stops the endpoint too (a failure
+the endpoint and merges the shards into one run; `measure_capacity` then finds, in virtual time on the
+twin, the load the endpoint sustains inside the SLO (capacity.json). Any failing step stops the endpoint too (a failure
 hook reading the run's lease file), and the lease sensor stops it when the run ends any other way
 (terminated, run worker killed). One replay per endpoint at a time is enforced on runs, by their
 endpoint tag (pipelines/schedules.py, dagster.yaml).
@@ -26,6 +27,7 @@ from endpoints.cache_prep import prepare_cache
 from endpoints.lease_file import LeaseRecord, end_lease, write_lease
 from endpoints.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
+from endpoints.sim.slo_capacity import measure_slo_capacity, write_capacity_json
 from replay.run_json import write_run_json
 from replay.runner import ReplayConfig, run_replay
 from replay.shard_merge import merge_shard_runs
@@ -167,6 +169,34 @@ def finish_replay(context: dg.OpExecutionContext, shard_dirs: list[str], warehou
     return ReplayOutput(run_dir=str(run_dir), run_id=info.run_id, endpoint=facts["endpoint"])
 
 
+@dg.op(tags={"kind": "python"})
+def measure_capacity(
+    context: dg.OpExecutionContext,
+    workload: Workload,
+    replay: ReplayOutput,
+    catalog: ScenarioCatalog,
+    warehouse: WarehouseResource,
+) -> ReplayOutput:
+    """After the replay (the endpoint already stopped): the load sweep in virtual time that finds the rate
+    the endpoint sustains inside the SLO on this week's window (endpoints/sim/slo_capacity.py), written as
+    capacity.json beside run.json for the runs row."""
+    part = WeekScenario.of(context)
+    scenario = catalog.scenario(part.scenario)
+    spec = catalog.endpoint(replay.endpoint).as_of(part.week_start)
+    traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
+    window = workload.window(traffic.start_s, traffic.duration_s)
+    capacity = measure_slo_capacity(spec, window, scenario.slo_ttft_ms, scenario.slo_tpot_ms)
+    if capacity is None:
+        context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
+        return replay
+    write_capacity_json(Path(replay.run_dir), capacity)
+    context.log.info(
+        f"capacity at SLO {capacity.capacity_rps_at_slo} requests/s (this window at speedup 1: "
+        f"{capacity.offered_rps:.3g}); {len(capacity.probes)} probes, {capacity.cpu_s:.1f} s CPU"
+    )
+    return replay
+
+
 def build_replay_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     @dg.graph_asset(
         partitions_def=partitions,
@@ -178,6 +208,7 @@ def build_replay_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefiniti
     def replay_run(workload: Workload) -> ReplayOutput:
         tasks = start_endpoint.with_hooks({stop_endpoint_on_failure})(workload_ready=workload)
         shard_dirs = tasks.map(lambda task: replay_shard.with_hooks({stop_endpoint_on_failure})(workload, task))
-        return finish_replay.with_hooks({stop_endpoint_on_failure})(shard_dirs.collect())
+        replayed = finish_replay.with_hooks({stop_endpoint_on_failure})(shard_dirs.collect())
+        return measure_capacity(workload, replayed)
 
     return replay_run

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from endpoints.sim.virtual_bench import BenchRequest, BenchResult, run_bench
+from endpoints.spec import EndpointMode, EndpointSpec
 from replay.atomic_file import write_bytes_atomically
 from workloads.prompt_materializer import materialize_input_ids
 from workloads.workload import Workload
@@ -174,3 +175,17 @@ def read_capacity_json(run_dir: Path) -> SloCapacity | None:
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a costbench capacity.json ({exc})") from None
+
+
+def measure_slo_capacity(
+    endpoint: EndpointSpec, workload: Workload, slo_ttft_ms: float, slo_tpot_ms: float
+) -> SloCapacity | None:
+    """The sweep for a run of `workload` on `endpoint`, on a twin with the endpoint's flags; None where it
+    does not apply: a real endpoint (the twin would be a model of it, not a measurement), or a window with
+    fewer than two distinct arrivals."""
+    if endpoint.mode is not EndpointMode.SIM:
+        return None
+    requests = workload_bench_requests(workload)
+    if len(requests) < 2 or arrival_span_s(requests[:MAX_SWEEP_REQUESTS]) <= 0:
+        return None
+    return sweep_slo_capacity(list(endpoint.server_args), requests, slo_ttft_ms, slo_tpot_ms)
