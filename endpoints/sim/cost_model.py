@@ -36,6 +36,36 @@ class CostModel(Protocol):
     def step_time_s(self, batch: StepBatch) -> float: ...
 
 
+# Constrained decoding (grammar_backend.py). ASSUMPTIONS from published figures, not fitted to DeepSeek on
+# H200: the medians of MaskBench (guidance-ai/jsonschemabench, maskbench/README.md, ~10k real JSON Schemas,
+# Llama-3 tokenizer of 128k tokens (DeepSeek's has 129k), one CPU thread of an AMD EPYC 7V13; xgrammar 0.1.10,
+# llguidance 0.6.7, outlines 0.1.13): time between masks (TBM) p50 and time to first mask (TTFM, the
+# compile) p50. Their means are far higher (xgrammar: TBM 292 µs, TTFM 4.1 s) because of a slow tail.
+@dataclass(frozen=True, slots=True)
+class GrammarCosts:
+    mask_s_per_token: float  # CPU time to fill one token's vocabulary mask; SGLang fills them one by one per step
+    compile_s: float  # one-off compile of a new constraint, before the request's first token
+
+
+GRAMMAR_COSTS: dict[str, GrammarCosts] = {
+    "xgrammar": GrammarCosts(mask_s_per_token=8e-6, compile_s=0.535),
+    "llguidance": GrammarCosts(mask_s_per_token=36e-6, compile_s=0.001),
+    "outlines": GrammarCosts(mask_s_per_token=118e-6, compile_s=6.99),
+}
+
+
+class GrammarCostModel:
+    """Wraps a cost model: a decode step pays each grammar-masked token's mask time on top (SGLang fills the
+    masks on the CPU before sampling, one request after another, so they add to the step)."""
+
+    def __init__(self, inner: CostModel, costs: GrammarCosts) -> None:
+        self._inner = inner
+        self._mask_s = costs.mask_s_per_token
+
+    def step_time_s(self, batch: StepBatch) -> float:
+        return self._inner.step_time_s(batch) + self._mask_s * batch.masked_tokens
+
+
 @dataclass(frozen=True, slots=True)
 class ParallelConfig:
     tp_size: int = 1

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from endpoints.sim.clock import Clock
+from endpoints.sim.grammar_backend import GrammarBackend
 from endpoints.sim.profiles import ModelProfile
 from endpoints.sim.scheduler import Scheduler
 from endpoints.sim.sim_request import GenerateInput, SimRequest, TokenUpdate, planned_output
@@ -41,8 +42,10 @@ class SimEngine:
         model: ModelProfile,
         context_length_tokens: int,
         stream_interval: int = 1,
+        grammar: GrammarBackend | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.grammar = grammar or GrammarBackend("xgrammar")
         self.clock = clock
         self.model = model
         self.context_length_tokens = context_length_tokens
@@ -58,6 +61,8 @@ class SimEngine:
         self._busy = False
         self._inbox: list[SimRequest] = []
         self._staged: list[SimRequest] = []
+        # Requests waiting for their grammar to compile (SGLang's grammar queue): (ready time, request).
+        self._compiling: list[tuple[float, SimRequest]] = []
         self.last_step_end_s: float | None = None
         self.steps = 0
         self.loop_cpu_s = 0.0  # Python time spent planning, completing and delivering (the twin's own overhead)
@@ -99,10 +104,14 @@ class SimEngine:
         model = self.model
         plan = planned_output(
             spec.input_ids, max_new, spec.ignore_eos, model.vocab_size, model.eos_token_id,
-            model.think_end_token_id, model.reasoning_share, spec.reasoning_tokens,
+            model.think_end_token_id, model.reasoning_share, spec.reasoning_tokens, spec.answer,
         )  # fmt: skip
-        request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=self.clock.now_s())
-        if self._busy:
+        now_s = self.clock.now_s()
+        request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=now_s)
+        wait_s = self.grammar.wait_s(spec.grammar_key, now_s) if spec.grammar_key is not None else 0.0
+        if wait_s > 0:
+            self._compiling.append((now_s + wait_s, request))  # scheduled once its grammar is compiled
+        elif self._busy:
             self._inbox.append(request)  # joins the scheduler's queue at the next step boundary (see _run)
         else:
             self.scheduler.add(request)
@@ -155,6 +164,8 @@ class SimEngine:
                     if not r.aborted:
                         scheduler.add(r)
             self._staged, self._inbox = [r for r in self._inbox if not r.aborted], []
+            if self._compiling:
+                self._admit_compiled(clock.now_s())
             plan = scheduler.plan_step(clock.now_s())
             if scheduler.dropped:
                 for r in scheduler.dropped:
@@ -167,6 +178,13 @@ class SimEngine:
                 busy_until_s = None
                 self._busy = False
                 self._wake.clear()
+                if self._compiling:  # idle until a grammar compile ends (or a request arrives)
+                    next_ready_s = min(t for t, _ in self._compiling)
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), max(next_ready_s - clock.now_s(), 0.0))
+                    except TimeoutError:
+                        pass
+                    continue
                 await self._wake.wait()
                 continue
             self._busy = True
@@ -193,6 +211,20 @@ class SimEngine:
             self._deliver(progressed, now_s)
             self.loop_cpu_s += time.perf_counter() - cpu_start
 
+    def _admit_compiled(self, now_s: float) -> None:
+        """Requests whose grammar is ready join the scheduler's queue (aborted ones are dropped)."""
+        ready = [r for t, r in self._compiling if t <= now_s]
+        if not ready:
+            return
+        self._compiling = [(t, r) for t, r in self._compiling if t > now_s]
+        for r in ready:
+            if not r.aborted:
+                self.scheduler.add(r)
+
+    def compiling_requests(self) -> int:
+        """Requests waiting for their grammar (SGLang's num_grammar_queue_reqs gauge)."""
+        return sum(1 for _, r in self._compiling if not r.aborted)
+
     def _deliver(self, progressed: list[SimRequest], now_s: float) -> None:
         interval = self._stream_interval
         observer = self.observer
@@ -206,7 +238,7 @@ class SimEngine:
                 r.updates.put_nowait(update)
 
     def has_work(self) -> bool:
-        return bool(self._inbox or self._staged) or self.scheduler.has_work()
+        return bool(self._inbox or self._staged or self.compiling_requests()) or self.scheduler.has_work()
 
     def flush_cache(self) -> bool:
         """SGLang's /flush_cache: refused (False) while any request runs or waits."""

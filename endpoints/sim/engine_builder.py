@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from endpoints.sim.clock import Clock
 from endpoints.sim.cold_start import ColdStartCostModel
-from endpoints.sim.cost_model import CostModel, ParallelConfig, RooflineCostModel
+from endpoints.sim.cost_model import CostModel, GrammarCostModel, ParallelConfig, RooflineCostModel
 from endpoints.sim.engine import SimEngine
+from endpoints.sim.grammar_backend import GrammarBackend
 from endpoints.sim.kv_pool import KvPool, kv_capacity_tokens
 from endpoints.sim.profiles import CostConstants, cost_constants_for, hardware_profile_for, model_profile_for
 from endpoints.sim.radix_cache import RadixCache
@@ -30,6 +31,9 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
         cost_model = SpeculativeCostModel(spec, cost_model, draft)
     if args.sim_cold_start:
         cost_model = ColdStartCostModel(cost_model, constants.cold_prefill_s)
+    grammar = GrammarBackend(args.grammar_backend)
+    if grammar.costs is not None:
+        cost_model = GrammarCostModel(cost_model, grammar.costs)
     scheduler = Scheduler(
         SchedulerConfig(
             policy=args.schedule_policy,
@@ -50,4 +54,5 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
         model,
         context_length_tokens=args.context_length or model.max_context_tokens,
         stream_interval=args.stream_interval,
+        grammar=grammar,
     )

@@ -141,7 +141,7 @@ class Scheduler:
             return None if not retracted else StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
         spec = self.speculative
         verify = spec.verify_tokens if spec is not None and mode is ForwardMode.DECODE else None
-        batch = StepBatch(mode, tuple(BatchItem(verify or n, self._context_tokens(r)) for r, n in work))
+        batch = StepBatch(mode, tuple(BatchItem(verify or n, self._context_tokens(r), r.masked) for r, n in work))
         return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
 
     @staticmethod

@@ -23,14 +23,17 @@ from endpoints.sim.engine import RequestRejected, SimEngine
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.faults import CRASH_EXIT_STATUS, FaultInjector
 from endpoints.sim.generate_request import BadRequest, parse_generate
+from endpoints.sim.grammar_backend import GrammarError
 from endpoints.sim.native_view import NativeView, json_response
 from endpoints.sim.openai_request import parse_chat, parse_completion
 from endpoints.sim.openai_view import OpenAIView, Route, error_body
+from endpoints.sim.output_constraint import from_openai_body, from_sampling_params
 from endpoints.sim.profiles import cost_constants_for, hardware_profile_for
-from endpoints.sim.response_stream import answer, engine_spec
+from endpoints.sim.response_stream import DONE, SSE_HEADERS, answer, engine_spec
 from endpoints.sim.server_args import SimServerArgs
 from endpoints.sim.sim_metrics import CONTENT_TYPE, SimMetrics
 from endpoints.sim.sim_request import GenerateInput
+from endpoints.sim.structured_request import native_abort_chunk, prompt_text, with_answer
 from endpoints.sim.toy_tokenizer import OutputText
 
 SIM_VERSION = "0.5.6-costbench-sim"  # the SGLang API generation it speaks; "-sim" marks the twin
@@ -88,9 +91,21 @@ class SimTwin:
             http.transport.abort()
         raise asyncio.CancelledError  # aiohttp drops a cancelled handler quietly
 
+    def structured(
+        self, spec: GenerateInput, constraint, text: str | None, after_reasoning: bool, client_rid: object
+    ) -> GenerateInput:
+        """`spec` with its response format (structured_request.py); raises GrammarError (SGLang's abort)."""
+        return with_answer(
+            spec, constraint, text, after_reasoning, self.engine.grammar, self.args.sim_unconstrained_failure_rate,
+            client_rid,
+        )  # fmt: skip
+
     def text(self, request) -> OutputText:
         model = self.engine.model
-        return OutputText(request.output_ids, model.eos_token_id, model.think_end_token_id)
+        return OutputText(
+            request.output_ids, model.eos_token_id, model.think_end_token_id, request.answer_pieces,
+            request.reasoning_target,
+        )  # fmt: skip
 
     # -- facts ------------------------------------------------------------------------------------
 
@@ -214,15 +229,32 @@ async def _body(request: web.Request):
         raise BadRequest(f"the request body is not valid JSON: {exc}") from None
 
 
+async def _stream_abort(http: web.Request, event: bytes) -> web.StreamResponse:
+    """A stream whose request SGLang's scheduler aborted before its first token: 200, the event, [DONE]."""
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    await response.prepare(http)
+    await response.write(event + DONE)
+    await response.write_eof()
+    return response
+
+
 async def _generate(request: web.Request) -> web.StreamResponse:
     twin: SimTwin = request.app[TWIN_KEY]
     engine = twin.engine
     try:
-        ask = parse_generate(await _body(request), engine.model.vocab_size)
+        body = await _body(request)
+        ask = parse_generate(body, engine.model.vocab_size)
+        constraint = from_sampling_params(body.get("sampling_params") or {})
+        after_reasoning = twin.reasoning and ask.require_reasoning  # SGLang defers the grammar only then
+        spec = twin.structured(ask.spec, constraint, prompt_text(body, chat=False), after_reasoning, body.get("rid"))
         faults = twin.faults.draw()
-        sim_request = engine.submit(engine_spec(ask.spec, faults))
+        sim_request = engine.submit(engine_spec(spec, faults))
     except (BadRequest, RequestRejected) as exc:
         return NativeView.error_response(str(exc), 400)
+    except GrammarError as exc:
+        if not ask.spec.stream:
+            return NativeView.error_response(str(exc), 400)
+        return await _stream_abort(request, native_abort_chunk(ask.spec.rid, len(ask.spec.input_ids), str(exc)))
     report_reasoning = ask.require_reasoning and twin.reasoning
     epoch_offset_s = time.time() - twin.clock.now_s() if twin.args.enable_metrics else None
     view = NativeView(
@@ -242,10 +274,18 @@ async def _openai(request: web.Request, route: Route) -> web.StreamResponse:
             ask = parse_chat(body, vocab, unlimited, twin.reasoning, args.stream_response_default_include_usage)
         else:
             ask = parse_completion(body, vocab, args.stream_response_default_include_usage)
+        chat = route is Route.CHAT
+        constraint = from_openai_body(body, completions=not chat)
+        after_reasoning = chat and twin.reasoning  # chat's thinking mode: the grammar starts after `</think>`
+        spec = twin.structured(ask.spec, constraint, prompt_text(body, chat), after_reasoning, body.get("rid"))
         faults = twin.faults.draw()
-        sim_request = engine.submit(engine_spec(ask.spec, faults))
+        sim_request = engine.submit(engine_spec(spec, faults))
     except (BadRequest, RequestRejected) as exc:
         return OpenAIView.error_response(str(exc), 400)
+    except GrammarError as exc:
+        if not ask.spec.stream:
+            return OpenAIView.error_response(str(exc), 400)
+        return await _stream_abort(request, OpenAIView.error_event(str(exc), 400))
     view = OpenAIView(route, sim_request, ask, twin.text(sim_request), twin.reasoning, args.enable_cache_report)
     return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
 

@@ -89,6 +89,9 @@ class ServerArgsError(ValueError):
     pass
 
 
+GRAMMAR_BACKENDS = ("xgrammar", "outlines", "llguidance", "none")  # SGLang's choices
+DEFAULT_GRAMMAR_BACKEND = "xgrammar"  # what SGLang resolves an unset --grammar-backend to
+DEFAULT_UNCONSTRAINED_FAILURE_RATE = 0.1
 REASONING_PARSERS = ("deepseek-r1", "deepseek-v3")  # SGLang's names for DeepSeek's; only R1's has an effect
 _SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 _IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
@@ -139,6 +142,8 @@ class SimServerArgs:
     sim_hardware: HardwareName
     sim_warmup_s: float
     sim_cold_start: bool  # the first batched prefill pays the fitted cold-start stall (cold_start.py)
+    grammar_backend: str  # constrained decoding's backend, as SGLang resolves it ("none": constraints refused)
+    sim_unconstrained_failure_rate: float  # prompt-only schemas: share of answers that do not parse (grammar.py)
     faults: FaultConfig
     speculative: SpecConfig | None  # --speculative-algorithm EAGLE/NEXTN; None: off
     ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
@@ -199,11 +204,17 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), default="auto")
     p.add_argument("--api-key", default=None)
     p.add_argument("--skip-server-warmup", action="store_true")
+    # Unset by default, as in SGLang's parser; resolved to xgrammar after parsing, as SGLang does.
+    p.add_argument("--grammar-backend", choices=GRAMMAR_BACKENDS, default=None)
     p.add_argument("--sim-hardware", choices=[h.value for h in HardwareName], default=HardwareName.H200.value)
     p.add_argument("--sim-warmup-s", type=float, default=0.0, help="seconds /health answers 503 after start")
     p.add_argument(
         "--sim-cold-start", action="store_true", help="the first batched prefill pays a cold server's one-off stall"
     )
+    p.add_argument(
+        "--sim-unconstrained-failure-rate", type=float, default=DEFAULT_UNCONSTRAINED_FAILURE_RATE,
+        help="share of answers to a schema given only in the prompt that do not parse (wrapped in prose or truncated)",
+    )  # fmt: skip
     FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
     SpecConfig.add_arguments(p)
     ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
@@ -268,6 +279,10 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         raise ServerArgsError(f"--mem-fraction-static must be in (0, 1], got {mem}")
     if ns.sim_warmup_s < 0:
         raise ServerArgsError(f"--sim-warmup-s must be >= 0, got {ns.sim_warmup_s}")
+    if not 0 <= ns.sim_unconstrained_failure_rate <= 1:
+        raise ServerArgsError(
+            f"--sim-unconstrained-failure-rate must be in [0, 1], got {ns.sim_unconstrained_failure_rate}"
+        )
     if ns.schedule_conservativeness <= 0:
         raise ServerArgsError(f"--schedule-conservativeness must be positive, got {ns.schedule_conservativeness}")
     if not 0 <= ns.port <= 65535:
@@ -317,6 +332,8 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         sim_hardware=HardwareName(ns.sim_hardware),
         sim_warmup_s=ns.sim_warmup_s,
         sim_cold_start=ns.sim_cold_start,
+        grammar_backend=ns.grammar_backend or DEFAULT_GRAMMAR_BACKEND,
+        sim_unconstrained_failure_rate=ns.sim_unconstrained_failure_rate,
         faults=faults,
         speculative=speculative,
         ignored=tuple((dest, getattr(ns, dest)) for dest in _IGNORED_DESTS),

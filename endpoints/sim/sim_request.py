@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from endpoints.sim.radix_cache import RadixNode
 from endpoints.sim.speculative import SpecCounters
+from endpoints.sim.structured_answer import AnswerAsk, answer, answer_tokens_needed
 from endpoints.sim.update_channel import UpdateChannel
 
 _FIRST_ORDINARY_ID = 3  # 0-2 are BOS/EOS/PAD in DeepSeek's vocabulary
@@ -28,6 +29,8 @@ class GenerateInput:
     ignore_eos: bool = False
     stream: bool = False
     reasoning_tokens: int | None = None  # twin-only: how many reasoning tokens to emit (R1); None: profile's draw
+    answer: AnswerAsk | None = None  # a response format (constrained or prompt-only); None: free-form
+    grammar_key: tuple[str, str] | None = None  # the constraint's grammar-cache key when one is enforced
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,8 @@ class OutputPlan:
     output_ids: list[int]
     finish_reason: dict  # SGLang's shape: {"type": "length", "length": N} or {"type": "stop", "matched": id}
     reasoning_tokens: int  # leading output tokens up to and including `</think>` (0: no reasoning)
+    answer_pieces: tuple[str, ...] | None = None  # text of each answer token (from reasoning_tokens on)
+    mask_from: int | None = None  # output index from which a grammar masks each token; None: no grammar
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,29 +76,59 @@ def planned_output(
     think_end_id: int | None = None,
     reasoning_share: tuple[float, float] | None = None,
     reasoning_tokens: int | None = None,
+    ask: AnswerAsk | None = None,
 ) -> OutputPlan:
     """The output this request will produce. `think_end_id`/`reasoning_share` come from a reasoning
-    profile; `reasoning_tokens` (the request's own ask) overrides the profile's share."""
+    profile; `reasoning_tokens` (the request's own ask) overrides the profile's share. `ask`: the answer
+    after the reasoning follows a response format (structured_answer.py)."""
     seed = prompt_seed(input_ids)
     length = max_new_tokens
     if not ignore_eos and max_new_tokens > 1:
         # Stop somewhere in the upper half of the budget, fixed by the prompt.
         length = max_new_tokens - seed % (max_new_tokens // 2 + 1)
-    span = vocab_size - _FIRST_ORDINARY_ID
-    ids = [(seed + i * _ID_STRIDE) % span + _FIRST_ORDINARY_ID for i in range(length)]
     thinking = 0
-    if think_end_id is not None and reasoning_share is not None:
+    grammar_from_start = ask is not None and ask.enforced and not ask.after_reasoning  # no reasoning at all
+    if think_end_id is not None and reasoning_share is not None and not grammar_from_start:
         if reasoning_tokens is None:
             low, high = reasoning_share
             draw = zlib.crc32(b"reasoning", seed) / 0xFFFFFFFF  # fixed per prompt, independent of the ids
             reasoning_tokens = round((low + (high - low) * draw) * length)
         thinking = min(reasoning_tokens, length)
-        if 0 < thinking < length:
-            ids[thinking - 1] = think_end_id  # the answer starts after `</think>`
-    if length < max_new_tokens:
+    pieces: tuple[str, ...] | None = None
+    eos = length < max_new_tokens
+    if ask is not None and thinking < length:
+        length, eos, pieces = _answer_length(ask, thinking, length, max_new_tokens, eos)
+    span = vocab_size - _FIRST_ORDINARY_ID
+    ids = [(seed + i * _ID_STRIDE) % span + _FIRST_ORDINARY_ID for i in range(length)]
+    if 0 < thinking < length and think_end_id is not None:
+        ids[thinking - 1] = think_end_id  # the answer starts after `</think>`
+    mask_from: int | None = None
+    if ask is not None and ask.enforced:
+        mask_from = thinking if ask.after_reasoning else 0
+    if eos:
         ids[-1] = eos_id
-        return OutputPlan(ids, {"type": "stop", "matched": eos_id}, thinking)
-    return OutputPlan(ids, {"type": "length", "length": length}, thinking)
+        return OutputPlan(ids, {"type": "stop", "matched": eos_id}, thinking, pieces, mask_from)
+    return OutputPlan(ids, {"type": "length", "length": length}, thinking, pieces, mask_from)
+
+
+def _answer_length(
+    ask: AnswerAsk, thinking: int, length: int, max_new_tokens: int, eos: bool
+) -> tuple[int, bool, tuple[str, ...]]:
+    """(output length, ends with EOS, answer pieces) for an answer after `thinking` reasoning tokens. Without
+    ignore_eos the answer runs at least to its smallest complete form (the budget allowing); a constrained
+    answer that cannot fill its tokens ends with EOS when complete (its grammar terminated)."""
+    room = max_new_tokens - thinking
+    if eos:
+        tokens = max(length - thinking - 1, answer_tokens_needed(ask))
+        if tokens + 1 > room:
+            tokens, eos = room, False  # the budget ends the answer first: cut, finish_reason length
+    else:
+        tokens = room
+    written = answer(ask, tokens)
+    if len(written.pieces) < tokens:
+        eos = True  # the grammar terminated: SGLang finishes the request (ignore_eos or not)
+        tokens = len(written.pieces)
+    return thinking + tokens + (1 if eos else 0), eos, written.pieces
 
 
 class SimRequest:
@@ -103,7 +138,7 @@ class SimRequest:
         "rid", "input_ids", "max_new_tokens", "stream", "output_ids", "final_reason", "reasoning_target",
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
         "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
-        "finished", "aborted", "abort_reason", "updates", "spec",
+        "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from", "grammar_key",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
@@ -114,6 +149,9 @@ class SimRequest:
         self.output_ids = plan.output_ids
         self.final_reason = plan.finish_reason
         self.reasoning_target = plan.reasoning_tokens
+        self.answer_pieces = plan.answer_pieces  # the text of the answer tokens under a response format
+        self.mask_from = plan.mask_from  # a grammar masks output tokens from this index on (None: none)
+        self.grammar_key = spec.grammar_key
         self.arrival_s = arrival_s
         self.admitted_s: float | None = None
         self.cached_tokens = 0  # prompt tokens found in the radix tree at first admission (what is reported)
@@ -155,6 +193,11 @@ class SimRequest:
     @property
     def prefill_remaining(self) -> int:
         return 0 if self.decoding else self.prefill_target - self.prefilled_tokens
+
+    @property
+    def masked(self) -> bool:
+        """The next token is sampled under a grammar mask (constrained, past the reasoning)."""
+        return self.mask_from is not None and self.output_tokens >= self.mask_from
 
     @property
     def reasoning_tokens(self) -> int:

@@ -18,6 +18,7 @@ class ForwardMode(str, Enum):
 class BatchItem:
     new_tokens: int  # tokens this step computes for the request (1 in decode)
     context_tokens: int  # tokens already in its KV before this step (cached prefix included)
+    masked: bool = False  # its tokens are sampled under a grammar mask (constrained decoding, past the reasoning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,3 +29,8 @@ class StepBatch:
     @property
     def new_tokens(self) -> int:
         return sum(item.new_tokens for item in self.items)
+
+    @property
+    def masked_tokens(self) -> int:
+        """Tokens this step samples under a grammar mask (a decode's new tokens of constrained requests)."""
+        return sum(item.new_tokens for item in self.items if item.masked) if self.mode is ForwardMode.DECODE else 0

@@ -42,14 +42,24 @@ def render_chat(messages: list[tuple[str, str]], thinking: bool) -> str:
 
 class OutputText:
     """The text of a request's output ids, sliceable by token count in O(1). EOS renders as nothing,
-    the reasoning end as `</think>`."""
+    the reasoning end as `</think>`; an answer under a response format renders as its own pieces, one per
+    token from `answer_start` on (structured_answer.py)."""
 
     __slots__ = ("_text", "_ends")
 
-    def __init__(self, output_ids: list[int], eos_id: int, think_end_id: int | None = None) -> None:
+    def __init__(
+        self,
+        output_ids: list[int],
+        eos_id: int,
+        think_end_id: int | None = None,
+        answer_pieces: tuple[str, ...] | None = None,
+        answer_start: int = 0,
+    ) -> None:
         words = [
             "" if t == eos_id else THINK_END_TEXT if t == think_end_id else _WORDS[t % len(_WORDS)] for t in output_ids
         ]
+        if answer_pieces:
+            words[answer_start : answer_start + len(answer_pieces)] = answer_pieces
         self._text = "".join(words)
         self._ends = [0, *accumulate(len(w) for w in words)]
 
