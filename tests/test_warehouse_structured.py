@@ -214,3 +214,66 @@ def test_a_scenarios_threshold_reaches_its_runs_and_the_bundled_schema_is_valid(
     scenarios = load_scenarios(path, REPO_ROOT)
     assert RunContext.of_scenario(scenarios["tickets"]).min_valid_rate == 0.99
     assert RunContext.of_scenario(scenarios["plain"]).min_valid_rate is None
+
+
+@pytest.mark.timeout(120)
+def test_replayed_against_the_twin_the_warehouse_counts_what_the_replay_validated(tmp_path):
+    """The R1 twin over HTTP, the ticket schema constrained on half the requests, and the same traffic with
+    the schema only in the prompt: run_summary's numbers checked by hand from requests.parquet."""
+    import json
+    import statistics
+
+    from endpoints.spec import EndpointMode, EndpointSpec
+    from replay.requests_reader import read_requests
+    from replay.run_json import read_run_json
+    from replay.runner import ReplayConfig, run_replay
+    from replay_sglang_peer import make_workload
+    from test_replay_against_sim import running_sim
+    from workloads.response_format import StructuredOutput, json_schema_format, with_structured_output
+
+    schema = json.loads((REPO_ROOT / "workloads" / "schemas" / "support_ticket.json").read_text())
+    ticket = json_schema_format("support_ticket", schema)
+    # 16 requests: 30 reasoning tokens, then a 50-token answer (the smallest ticket takes 18).
+    traffic = make_workload(
+        [i * 0.05 for i in range(16)], input_tokens=48, output_tokens=80, reasoning_tokens=[30] * 16
+    )
+    r1 = ("--model-path", "deepseek-ai/DeepSeek-R1", "--reasoning-parser", "deepseek-r1")
+    spec = EndpointSpec("r1-twin", EndpointMode.SIM, "deepseek-ai/DeepSeek-R1", r1, "H200", 8, 3.5)
+    store = Warehouse(tmp_path / "wh")
+    parquet = {}
+    with running_sim(*r1, "--sim-unconstrained-failure-rate", "0.5") as (url, _):
+        for scenario, constrain in (("tickets", True), ("tickets-prompt", False)):
+            workload = with_structured_output(traffic, StructuredOutput(0.5, ticket, constrain=constrain))
+            out = tmp_path / scenario
+            config = ReplayConfig(url=url, run_id=scenario, require_reasoning=True, request_timeout_s=30)
+            run_replay(workload, config, out)
+            context = RunContext(min_valid_rate=0.99)
+            row = build_run_row(read_run_json(out), spec, scenario, WEEK_1, context)
+            write_partition(store.lake_root, "runs", WEEK_1, scenario, row)
+            write_partition(store.lake_root, "requests", WEEK_1, scenario, read_requests(out))
+            parquet[scenario] = read_requests(out).to_pylist()
+    store.refresh()
+    runs = {row["run_id"]: row for row in store.run_summary()}
+    for scenario, constrain in (("tickets", True), ("tickets-prompt", False)):
+        rows, summary = parquet[scenario], runs[scenario]
+        ok = [r for r in rows if r["status"] == "ok" and not r["is_warmup"]]
+        structured = [r for r in ok if r["answer_valid"] is not None]
+        valid = [r for r in structured if r["answer_valid"]]
+        assert len(ok) == 16 and 0 < len(structured) < 16
+        assert (summary["structured_requests"], summary["valid_answers"]) == (len(structured), len(valid))
+        assert summary["constrained_requests"] == (len(structured) if constrain else 0)
+        rate = len(valid) / len(structured)
+        assert summary["valid_answer_rate"] == pytest.approx(rate)
+        assert summary["usd_per_valid_request"] == pytest.approx(summary["cost_per_request_usd"] / rate)
+        tpots = [(r["finish_mono_s"] - r["first_token_mono_s"]) * 1000 / (r["completion_tokens"] - 1) for r in ok]
+        grammar = [t for t, r in zip(tpots, ok) if r["constrained"]]
+        other = [t for t, r in zip(tpots, ok) if not r["constrained"]]
+        assert summary["tpot_unconstrained_ms"] == pytest.approx(statistics.median(other))
+        if constrain:
+            assert summary["tpot_constrained_ms"] == pytest.approx(statistics.median(grammar))
+    # The constraint holds every answer to the schema; the prompt alone does not (the twin's 50% failures).
+    assert runs["tickets"]["valid_answer_rate"] == 1.0 and runs["tickets"]["retries"] == 0.0
+    assert runs["tickets-prompt"]["valid_answer_rate"] < 1.0 and runs["tickets-prompt"]["retries"] > 0
+    trends = pd.DataFrame(store.weekly_trends())
+    assert check_structured_output(trends[trends["scenario"] == "tickets"]).success
+    assert check_structured_output(trends[trends["scenario"] == "tickets-prompt"]).success  # prompt-only: not judged
