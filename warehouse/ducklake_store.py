@@ -239,6 +239,7 @@ class DuckLakeWarehouse:
             rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
             con.execute(read_sql("sql/weekly_trends.sql"))
             con.execute(read_sql("sql/diagnoses.sql"))
+            con.execute(read_sql("sql/cost_attribution.sql"))
             return sum(self._data_files(con, table) for table in LAKE_TABLES)
 
         files = self._transaction(build, "refresh")

@@ -359,6 +359,53 @@ CREATE OR REPLACE TABLE weekly_trends (
     hit_rate_threshold_pts DOUBLE     -- the regression rule's threshold on hit_rate_change_pts (percentage points; negative: a fall)
 );
 
+-- Cost attribution (warehouse/sql/cost_attribution.sql; docs/warehouse.md "Cost attribution"). Why cost per
+-- request moved against weekly_trends' baseline, in parts that add up to the change exactly:
+--   change_usd = price_usd + traffic_usd + runtime_usd + unattributed_usd
+--   traffic_usd = traffic_volume_usd + traffic_token_mix_usd + traffic_prefix_reuse_usd
+--   runtime_usd = runtime_cache_usd + runtime_latency_usd + runtime_occupancy_usd
+-- Method: cost per request is a product of seven pooled ratios, price (USD per GPU-hour) x tokens per request
+-- x offered work / tokens x realised work / offered work x capacity GPU-hours / realised work x offered
+-- seconds per request x (offered rps x paid GPU-hours / capacity GPU-hours), which telescopes to cost per
+-- request exactly; work = input tokens not served from a prefix cache + output tokens (offered: at the
+-- reuse the trace offers; realised: at the cached_tokens reported); capacity GPU-hours = what the completed
+-- requests need at capacity_rps_at_slo. Each factor's part is its log-mean (LMDI) share of the change,
+-- (c - c0) / (ln c - ln c0) x ln(f / f0): no residual, no order. Against a median of an even number of weeks,
+-- the mean of the decompositions against the middle two. unattributed_usd holds the parts whose factor is
+-- unknown on either side (0 when every factor is known).
+CREATE OR REPLACE TABLE cost_attribution (
+    week_start DATE NOT NULL,         -- Monday that starts the week
+    scenario VARCHAR NOT NULL,        -- scenario name
+    endpoint VARCHAR NOT NULL,        -- endpoint name
+    backend VARCHAR NOT NULL,         -- 'sim' or 'sglang'
+    config_fingerprint VARCHAR,       -- configuration of the pooled runs (weekly_trends.config_fingerprint)
+    role VARCHAR,                     -- live | canary (weekly_trends.role)
+    baseline_source VARCHAR,          -- weekly_trends.baseline_source: which earlier weeks the baseline is the median of (null: none)
+    baseline_weeks BIGINT NOT NULL,   -- weekly_trends.baseline_weeks (count)
+    baseline_median_weeks VARCHAR,    -- the baseline week(s) the median is made of, comma-separated: the parts are decomposed against them
+    cost_per_request_usd DOUBLE,      -- weekly_trends.cost_per_request_usd (USD)
+    baseline_cost_per_request_usd DOUBLE,  -- the baseline median: equals weekly_trends.baseline_cost_per_request_usd (USD; null without a baseline)
+    change_usd DOUBLE,                -- cost_per_request_usd - baseline_cost_per_request_usd: what the parts add up to (USD per request)
+    price_usd DOUBLE,                 -- part of the change from the price per GPU-hour (the price book) (USD per request)
+    traffic_volume_usd DOUBLE,        -- part from the offered request rate: fewer requests on the same GPUs cost more each (USD per request)
+    traffic_token_mix_usd DOUBLE,     -- part from input + output (reasoning included) tokens per request (USD per request)
+    traffic_prefix_reuse_usd DOUBLE,  -- part from the share of tokens left to compute after the prefix reuse the traffic offers (USD per request)
+    runtime_cache_usd DOUBLE,         -- part from realised vs offered prefix reuse: work the cache failed to save (USD per request)
+    runtime_latency_usd DOUBLE,       -- part from GPU-hours per unit of work at the SLO capacity: the runtime's speed under load (USD per request; null without a capacity on both sides)
+    runtime_occupancy_usd DOUBLE,     -- part from paid GPU-hours over those needed at the SLO capacity, per offered rate: idle capacity and the window's drain; latency included when runtime_latency_usd is null (USD per request)
+    unattributed_usd DOUBLE,          -- change_usd minus the known parts: the parts of factors unknown on either side (USD per request; 0 when all are known)
+    traffic_usd DOUBLE,               -- traffic_volume_usd + traffic_token_mix_usd + traffic_prefix_reuse_usd (USD per request)
+    runtime_usd DOUBLE,               -- runtime_cache_usd + runtime_latency_usd + runtime_occupancy_usd (USD per request)
+    capacity_known BOOLEAN,           -- both sides had capacity_rps_at_slo, so latency and occupancy are split
+    usd_per_gpu_hour DOUBLE,          -- this week's pooled price: cost / paid GPU-hours (USD)
+    offered_rps DOUBLE,               -- requests scheduled in the measured window / their schedule's span, pooled (requests/s)
+    input_tokens_per_request DOUBLE,  -- prompt tokens per completed request (tokens)
+    output_tokens_per_request DOUBLE, -- completion tokens, reasoning included, per completed request (tokens)
+    reasoning_tokens_per_request DOUBLE,  -- reasoning tokens per completed request (tokens; null when not reported)
+    offered_work_share DOUBLE,        -- offered work / tokens: what is left to compute after the reuse the trace offers (ratio 0-1)
+    realised_work_share DOUBLE        -- realised work / tokens: what was left after the cached_tokens reported (ratio 0-1)
+);
+
 CREATE OR REPLACE TABLE diagnoses (
     run_id VARCHAR NOT NULL,          -- the replay (run_summary.run_id)
     week_start DATE NOT NULL,         -- Monday that starts the week

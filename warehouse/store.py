@@ -261,6 +261,7 @@ class Warehouse:
                 con.execute(read_sql("sql/run_summary.sql"))
                 rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
                 con.execute(read_sql("sql/weekly_trends.sql"))
+                con.execute(read_sql("sql/cost_attribution.sql"))
                 con.execute(read_sql("sql/diagnoses.sql"))
                 con.execute("COMMIT")
                 crash_point("refresh-building")
