@@ -5,7 +5,9 @@ costbench.time_unit, costbench.block_size, costbench.excluded_rows, costbench.ex
 costbench.token_counter, costbench.arrival_process, costbench.schema_version.
 A Parquet file written by another tool reads too, if it has the columns (by name, any order, castable
 types); without metadata its time unit is "s" and, when it carries prefix_blocks, it must say its
-block size.
+block size. The LATER_COLUMNS (response_format, constrained) may be missing: a file written before
+them reads with them null. Every stored response_format is checked as a format (a valid JSON Schema, a
+regex that compiles) before a row is yielded.
 
 `scan_canonical` streams the file one row group at a time and decodes every column of every row it
 yields (page checksums verified where the writer stored them, as write_canonical does), so a corrupt
