@@ -185,12 +185,13 @@ class PostgresCluster:
     def database(self, dbname: str) -> PostgresDatabase:
         return PostgresDatabase(self.host, self.port, self.user, self.password, dbname)
 
-    def create_database(self, hint: str = "test") -> PostgresDatabase:
-        """A new, empty database owned by the superuser, named after `hint` and unique in this cluster."""
+    def create_database(self, hint: str = "test", exact: bool = False) -> PostgresDatabase:
+        """A new, empty database owned by the superuser, named after `hint` and unique in this cluster
+        (named `hint` itself with `exact=True`, for a configuration that names its database)."""
         import psycopg2  # dagster-postgres' driver, in the dev extra
 
         self._count += 1
-        name = "%s_%d" % (re.sub(r"[^a-z0-9_]", "_", hint.lower())[:40], self._count)
+        name = hint if exact else "%s_%d" % (re.sub(r"[^a-z0-9_]", "_", hint.lower())[:40], self._count)
         conn = psycopg2.connect(self.database("postgres").url)
         try:
             conn.autocommit = True  # CREATE DATABASE refuses to run in a transaction
