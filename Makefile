@@ -12,7 +12,7 @@ LOCK := requirements.lock
 LOCK_VENV := build/lock-venv
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint lock conformance dagster bench validate clean
+.PHONY: demo test lint lock conformance dagster sql bench validate clean
 
 # The package and what it runs with (all `make demo` needs).
 $(STAMP): pyproject.toml $(LOCK)
@@ -81,6 +81,13 @@ lock:
 dagster: $(STAMP)
 	@mkdir -p $(DAGSTER_HOME) && cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml 2>/dev/null || true
 	$(BIN)/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+# The DuckDB CLI (duckdb-cli, the pinned DuckDB's own) on the warehouse, read-only: COSTBENCH_WAREHOUSE, a
+# folder (default warehouse/) or a ducklake:postgresql://... URL (its password from PGPASSWORD or ~/.pgpass);
+# `python -m warehouse attach-sql` prints the lines that attach it (docs/warehouse.md). Queries can come on
+# stdin: `make -s sql < warehouse/sql/example_cost_trend.sql`.
+sql: $(STAMP)
+	@lines="$$($(BIN)/python -m warehouse attach-sql)" && exec $(BIN)/duckdb -cmd "$$lines"
 
 validate: $(STAMP)
 	$(BIN)/dagster definitions validate -w workspace.yaml
