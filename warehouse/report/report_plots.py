@@ -1,10 +1,9 @@
-"""The report's pictures, drawn with matplotlib into SVG text (inline in the HTML) or PNG files.
+"""The report's static picture: the cost trend drawn with matplotlib into a PNG file beside the page (for
+mail, chat and anything that does not run the page's scripts; the page's own plots are interactive_plots).
 
-Each function takes the report's data frames and returns one figure; none computes a metric."""
+Takes the report's data frames; computes no metric."""
 
 from __future__ import annotations
-
-import io
 
 import matplotlib
 
@@ -68,52 +67,6 @@ def cost_trend(trends: pd.DataFrame) -> Figure:
         "Cost per request (band: 95% bootstrap interval; dashed: baseline; red ring: regression)",
         "USD per request",
     )
-
-
-def latency_percentiles(trends: pd.DataFrame) -> Figure:
-    fig, ax = plt.subplots(figsize=_SIZE)
-    for label, rows in _series(trends):
-        weeks = pd.to_datetime(rows["week_start"])
-        line = ax.plot(weeks, rows["p95_ttft_ms"], marker="o", label=f"{label} p95 TTFT")[0]
-        ax.plot(
-            weeks, rows["p50_ttft_ms"], marker=".", linestyle=":", color=line.get_color(), label=f"{label} p50 TTFT"
-        )
-    return _finish(fig, ax, "Time to first token, p50 and p95", "ms")
-
-
-def hit_rate_vs_cost(runs: pd.DataFrame) -> Figure:
-    fig, ax = plt.subplots(figsize=_SIZE)
-    for label, rows in _series(runs):
-        ax.scatter(
-            rows["prefix_cache_hit_rate"].astype(float) * 100, rows["cost_per_request_usd"], label=label, alpha=0.8
-        )
-    ax.set_xlabel("prefix-cache hit rate (%)")
-    return _finish(fig, ax, "Prefix-cache hit rate against cost, one point per replay", "USD per request")
-
-
-def _weekly_share(runs: pd.DataFrame, column: str, title: str) -> Figure:
-    """A run_summary ratio, averaged per week and scenario, as a percentage over time."""
-    fig, ax = plt.subplots(figsize=_SIZE)
-    weekly = runs.groupby(["week_start", "scenario", "endpoint"], as_index=False)[column].mean()
-    for label, rows in _series(weekly):
-        ax.plot(pd.to_datetime(rows["week_start"]), rows[column].astype(float) * 100, marker="o", label=label)
-    return _finish(fig, ax, title, "%")
-
-
-def occupancy(runs: pd.DataFrame) -> Figure:
-    return _weekly_share(runs, "batch_occupancy", "Batch occupancy (running requests / max running requests)")
-
-
-def reasoning_share(runs: pd.DataFrame) -> Figure:
-    return _weekly_share(runs, "reasoning_token_share", "Reasoning tokens as a share of output tokens")
-
-
-def to_svg(fig: Figure) -> str:
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg")
-    plt.close(fig)
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]  # drop the XML prolog and doctype: the SVG sits inside HTML
 
 
 def to_png(fig: Figure, path) -> None:

@@ -1,5 +1,7 @@
-"""The weekly report: one HTML page per week (warehouse/reports/week=YYYY-MM-DD.html) with the plots
-and verdicts, plus a PNG of the cost trend beside it. Consumes the marts only."""
+"""The weekly report: one HTML page per week (warehouse/reports/week=YYYY-MM-DD.html) with the verdicts, why
+cost moved (the attribution waterfall), fleet sizing, and interactive plots (plotly: hover for values, click a
+legend entry to hide or show a series), plotly.js inline so the page opens offline; plus a PNG of the cost
+trend beside it. Consumes the marts only."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from pathlib import Path
 import orjson
 import pandas as pd
 
+from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
 from warehouse.report.report_data import ReportData, load_report_data
+from warehouse.report.structured_output import structured_output_section
 from warehouse.store import Warehouse
 
 
@@ -105,6 +109,72 @@ def _fleet_table(data: ReportData) -> str:
     return f"<table class='fleet'>{head}{''.join(rows)}</table>"
 
 
+def _capacity_table(data: ReportData) -> str:
+    """Realised cost beside the cost at the SLO capacity (the gap: idle capacity), the fleet it sizes and the
+    break-even rate against the API, with the price book each run was costed with."""
+    week = data.runs[data.runs["week_start"] == data.week_start] if not data.runs.empty else data.runs
+    if week.empty:
+        return ""
+    rows = [
+        f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td>"
+        f"<td>{html.escape(_text(r.get('price_book')))}</td><td>{_usd(r['usd_per_gpu_hour'], '.2f')}</td>"
+        f"<td>{_fmt(r.get('capacity_rps_at_slo'), ',.3g', ' req/s')}</td>"
+        f"<td>{_usd(r['cost_per_request_usd'], '.5f')}</td><td>{_usd(r.get('cost_per_request_at_slo_usd'), '.5f')}</td>"
+        f"<td>{_usd(r.get('idle_capacity_usd_per_request'), '.5f')}</td>"
+        f"<td>{_fmt(r['replicas_for_target'], ',.0f')}</td>"
+        f"<td>{_usd(r.get('api_cost_per_request_usd'), '.5f')}</td>"
+        f"<td>{_fmt(r.get('break_even_rps'), ',.3g', ' req/s')}</td></tr>"
+        for _, r in week.sort_values(["scenario", "run_id"]).iterrows()
+    ]
+    head = (
+        "<tr><th>scenario</th><th>endpoint</th><th>price book</th><th>$/GPU-hour</th><th>capacity at SLO</th>"
+        "<th>cost/request (realised)</th><th>cost/request at SLO capacity</th><th>idle capacity/request</th>"
+        "<th>replicas for target</th><th>API cost/request</th><th>break-even vs API</th></tr>"
+    )
+    return (
+        f"<table class='capacity'>{head}{''.join(rows)}</table><p class='note'>Capacity at SLO: the highest request "
+        "rate the endpoint sustains inside the scenario's SLO on the week's traffic (a load sweep in virtual time on "
+        "the twin). Break-even: above this rate one replica costs less per request than the API.</p>"
+    )
+
+
+def _attribution_section(data: ReportData) -> tuple[str, int]:
+    """The week's waterfalls (one per scenario and configuration with a baseline) and their parts; and how many."""
+    week = data.attribution
+    if not week.empty:
+        week = week[(week["week_start"] == data.week_start) & week["baseline_cost_per_request_usd"].notna()]
+    if week.empty:
+        return "<p>No baseline yet for any scenario this week: nothing to attribute.</p>", 0
+    figures, rows = [], []
+    for index, (_, r) in enumerate(week.sort_values(["scenario", "endpoint"]).iterrows()):
+        row = r.to_dict()
+        div = plots_js.figure_html(plots_js.attribution_waterfall(row), f"waterfall-{index}")
+        figures.append(f"<figure class='plot waterfall'>{div}</figure>")
+        parts = "".join(f"<td>{_usd(row.get(part), '+.6f')}</td>" for part, _ in plots_js.ATTRIBUTION_PARTS)
+        rows.append(
+            f"<tr><td>{html.escape(row['scenario'])}</td><td>{html.escape(row['endpoint'])}</td>"
+            f"<td>{_usd(row['baseline_cost_per_request_usd'], '.6f')}</td>"
+            f"<td>{_usd(row['cost_per_request_usd'], '.6f')}</td>"
+            f"<td>{_usd(row['change_usd'], '+.6f')}</td>{parts}</tr>"
+        )
+    head = (
+        "<tr><th>scenario</th><th>endpoint</th><th>baseline</th><th>this week</th><th>change</th>"
+        + "".join(f"<th>{html.escape(label)}</th>" for _, label in plots_js.ATTRIBUTION_PARTS)
+        + "</tr>"
+    )
+    note = (
+        "<p class='note'>The parts add up to the change exactly (docs/warehouse.md, \"Cost attribution\"): price is "
+        "the price book's; traffic is what the week's requests asked for (how many, how long, how much prefix they "
+        "share); runtime is what the serving made of them (cache hits against what the traffic offered, speed at the "
+        "SLO capacity, idle capacity).</p>"
+    )
+    return f"{''.join(figures)}<table class='attribution'>{head}{''.join(rows)}</table>{note}", len(figures)
+
+
+def _text(value) -> str:
+    return "—" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+
+
 def _usd(value, spec: str) -> str:
     text = _fmt(value, spec)
     return text if text == "—" else f"${text}"
@@ -115,17 +185,19 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 tr.verdict-regression{background:#fde2e2}tr.verdict-drift{background:#fff4d6}tr.verdict-ok{background:#e8f6e8}
-figure{margin:1.5em 0}figure svg{max-width:100%;height:auto}.note{color:#666;font-size:12px}
+figure{margin:1.5em 0}.note{color:#666;font-size:12px}
 """
 
-# Marks the page once the browser has laid out every plot with a real size (checked by the tests).
+# Marks the page once the browser has drawn every plot with a real size and real marks (checked by the tests).
 _RENDER_CHECK = """
 <script>
 window.addEventListener('load', function () {
-  var plots = document.querySelectorAll('figure.plot svg');
-  var drawn = Array.prototype.filter.call(plots, function (svg) {
+  var plots = document.querySelectorAll('figure.plot .js-plotly-plot');
+  var drawn = Array.prototype.filter.call(plots, function (gd) {
+    var svg = gd.querySelector('svg.main-svg');
+    if (!svg) { return false; }
     var box = svg.getBoundingClientRect();
-    return box.width > 100 && box.height > 50 && svg.querySelectorAll('path, line, use').length > 5;
+    return box.width > 100 && box.height > 50 && gd.querySelectorAll('.plot path, .plot .point').length > 0;
   }).length;
   document.body.setAttribute('data-plots-rendered', String(drawn));
 });
@@ -133,20 +205,44 @@ window.addEventListener('load', function () {
 """
 
 
+def trend_figures(data: ReportData) -> dict[str, str]:
+    """The trend plots, each a plotly <div> (plotly.js itself is inlined once by render_html)."""
+    figures = {
+        "Cost per request": plots_js.cost_trend(data.trends),
+        "Cost per request against p95 TTFT": plots_js.cost_vs_ttft(data.runs),
+        "Latency percentiles": plots_js.latency_percentiles(data.trends),
+        "Prefix-cache hit rate against cost": plots_js.hit_rate_vs_cost(data.runs),
+        "Batch occupancy": plots_js.weekly_share(
+            data.runs, "batch_occupancy", "Batch occupancy (running requests / max running requests)"
+        ),
+        "Reasoning share": plots_js.weekly_share(
+            data.runs, "reasoning_token_share", "Reasoning tokens as a share of output tokens"
+        ),
+    }
+    return {title: plots_js.figure_html(fig, f"trend-{i}") for i, (title, fig) in enumerate(figures.items())}
+
+
 def render_html(data: ReportData, plots: dict[str, str]) -> str:
+    """The page; `plots` maps a title to a plotly <div> (trend_figures)."""
     sim_note = ""
     if not data.trends.empty and (data.trends["backend"] == "sim").any():
         sim_note = "<p class='note'>Rows with backend 'sim' come from the SGLang twin: modelled, not measured cost.</p>"
     figures = "".join(
-        f"<figure class='plot'><figcaption>{html.escape(title)}</figcaption>{svg}</figure>"
-        for title, svg in plots.items()
+        f"<figure class='plot'><figcaption>{html.escape(title)}</figcaption>{div}</figure>"
+        for title, div in plots.items()
     )
+    attribution, waterfalls = _attribution_section(data)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>costbench week {data.week_start}</title>"
-        f"<style>{_STYLE}</style></head><body data-plots='{len(plots)}'>"
+        f"<style>{_STYLE}</style><script>{plots_js.plotly_js()}</script></head>"
+        f"<body data-plots='{len(plots) + waterfalls}'>"
         f"<h1>costbench: week of {data.week_start}</h1>{sim_note}"
-        f"<h2>Verdicts</h2>{_verdict_table(data)}<h2>Diagnoses (the four numbers)</h2>{_diagnosis_table(data)}"
+        f"<h2>Verdicts</h2>{_verdict_table(data)}"
+        f"<h2>Why cost per request moved</h2>{attribution}"
+        f"<h2>Diagnoses (the four numbers)</h2>{_diagnosis_table(data)}"
+        f"<h2>Cost at the SLO capacity, idle capacity and the API break-even</h2>{_capacity_table(data)}"
         f"<h2>Fleet sizing and budget</h2>{_fleet_table(data)}"
+        f"{structured_output_section(data.trends, data.week_start)}"
         f"<h2>Trends</h2>{figures}{_RENDER_CHECK}</body></html>"
     )
 
@@ -158,20 +254,15 @@ def write_weekly_report(store: Warehouse, week_start: date, reports_dir: Path | 
     data = load_report_data(store, week_start)
     if data.this_week.empty:
         raise ValueError(f"{store.db_path}: weekly_trends has no rows for the week of {week_start}")
-    plots = {
-        "Cost per request": report_plots.to_svg(report_plots.cost_trend(data.trends)),
-        "Latency percentiles": report_plots.to_svg(report_plots.latency_percentiles(data.trends)),
-        "Prefix-cache hit rate against cost": report_plots.to_svg(report_plots.hit_rate_vs_cost(data.runs)),
-        "Batch occupancy": report_plots.to_svg(report_plots.occupancy(data.runs)),
-        "Reasoning share": report_plots.to_svg(report_plots.reasoning_share(data.runs)),
-    }
+    plots = trend_figures(data)
     html_path = reports_dir / f"week={week_start.isoformat()}.html"
     png_path = reports_dir / f"cost_trend_week={week_start.isoformat()}.png"
     tmp_html, tmp_png = html_path.with_suffix(".html.tmp"), png_path.with_suffix(".png.tmp")
-    tmp_html.write_text(render_html(data, plots))
+    page = render_html(data, plots)
+    tmp_html.write_text(page)
     with open(tmp_png, "wb") as out:
         report_plots.to_png(report_plots.cost_trend(data.trends), out)
     os.replace(tmp_html, html_path)
     os.replace(tmp_png, png_path)
     regressions = int((data.this_week["regression_verdict"] == "regression").sum())
-    return WeeklyReport(html_path, png_path, len(plots), regressions)
+    return WeeklyReport(html_path, png_path, page.count("<figure class='plot"), regressions)

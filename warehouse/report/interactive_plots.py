@@ -1,0 +1,236 @@
+"""The weekly page's interactive plots, drawn with plotly: hover shows each point's values, a click on a
+legend entry hides or shows that series. The page embeds plotly.js once, inline (plotly_js()), so it opens
+offline; each figure is a <div> and a call that draws it (figure_html).
+
+Each function takes the report's data frames and returns one figure; none computes a metric (every value is a
+column of weekly_trends, run_summary or cost_attribution, defined in warehouse/schema.sql)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+_HEIGHT_PX = 380
+_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
+# The parts of cost_attribution, in the waterfall's order, with the label a reader sees.
+ATTRIBUTION_PARTS = (
+    ("price_usd", "price (price book)"),
+    ("traffic_volume_usd", "traffic: volume"),
+    ("traffic_token_mix_usd", "traffic: token mix"),
+    ("traffic_prefix_reuse_usd", "traffic: offered prefix reuse"),
+    ("runtime_cache_usd", "runtime: cache hit vs offered"),
+    ("runtime_latency_usd", "runtime: latency at SLO capacity"),
+    ("runtime_occupancy_usd", "runtime: occupancy"),
+    ("unattributed_usd", "unattributed"),
+)
+
+
+def plotly_js() -> str:
+    """plotly.js itself, for one inline <script> in the page (no CDN: the page opens offline)."""
+    return get_plotlyjs()
+
+
+def figure_html(fig: go.Figure, div_id: str) -> str:
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=_CONFIG)
+
+
+def _series(frame: pd.DataFrame, keys: tuple[str, ...] = ("scenario", "endpoint")):
+    if frame.empty:
+        return
+    for key, rows in frame.sort_values("week_start").groupby(list(keys), dropna=False):
+        yield f"{key[0]} ({key[1]})" + "".join(f" {k}" for k in key[2:]), rows
+
+
+def _layout(fig: go.Figure, title: str, yaxis: str, xaxis: str = "week") -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=_HEIGHT_PX,
+        margin={"l": 70, "r": 20, "t": 50, "b": 50},
+        hovermode="closest",
+        legend={"font": {"size": 10}},
+        xaxis_title=xaxis,
+        yaxis_title=yaxis,
+        template="plotly_white",
+    )
+    return fig
+
+
+def _floats(series: pd.Series) -> list[float | None]:
+    return [None if pd.isna(v) else float(v) for v in series]
+
+
+def cost_trend(trends: pd.DataFrame) -> go.Figure:
+    """Cost per request per scenario, with this week's bootstrap interval (error bars), the baseline (dashed)
+    and regressions (red rings)."""
+    fig = go.Figure()
+    for label, rows in _series(trends):
+        weeks = pd.to_datetime(rows["week_start"])
+        cost = _floats(rows["cost_per_request_usd"])
+        low = _floats(rows["cost_per_request_low_usd"])
+        high = _floats(rows["cost_per_request_high_usd"])
+        fig.add_trace(
+            go.Scatter(
+                x=weeks,
+                y=cost,
+                mode="lines+markers",
+                name=label,
+                legendgroup=label,
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [None if h is None or c is None else h - c for c, h in zip(cost, high)],
+                    "arrayminus": [None if lo is None or c is None else c - lo for c, lo in zip(cost, low)],
+                    "thickness": 1,
+                },
+                customdata=list(zip(rows["regression_verdict"], _floats(rows["cost_change_pct"]))),
+                hovertemplate="%{x|%Y-%m-%d}: $%{y:.6f} per request<br>vs baseline %{customdata[1]:+.1f}%"
+                "<br>verdict %{customdata[0]}<extra>%{fullData.name}</extra>",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=weeks,
+                y=_floats(rows["baseline_cost_per_request_usd"]),
+                mode="lines",
+                line={"dash": "dash", "width": 1},
+                name=f"{label} baseline",
+                legendgroup=label,
+                hovertemplate="baseline $%{y:.6f}<extra>%{fullData.name}</extra>",
+            )
+        )
+        regressed = rows[rows["regression_verdict"] == "regression"]
+        if not regressed.empty:
+            fig.add_trace(
+                go.Scatter(
+                    x=pd.to_datetime(regressed["week_start"]),
+                    y=_floats(regressed["cost_per_request_usd"]),
+                    mode="markers",
+                    marker={"size": 16, "color": "rgba(0,0,0,0)", "line": {"color": "red", "width": 2}},
+                    name=f"{label} regression",
+                    legendgroup=label,
+                    hovertemplate="regression<extra>%{fullData.name}</extra>",
+                )
+            )
+    return _layout(fig, "Cost per request (bars: 95% bootstrap interval; dashed: baseline)", "USD per request")
+
+
+def latency_percentiles(trends: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    for label, rows in _series(trends):
+        weeks = pd.to_datetime(rows["week_start"])
+        for column, name, dash in (("p95_ttft_ms", "p95", "solid"), ("p50_ttft_ms", "p50", "dot")):
+            fig.add_trace(
+                go.Scatter(
+                    x=weeks,
+                    y=_floats(rows[column]),
+                    mode="lines+markers",
+                    line={"dash": dash},
+                    name=f"{label} {name} TTFT",
+                    legendgroup=label,
+                    hovertemplate="%{x|%Y-%m-%d}: %{y:,.0f} ms<extra>%{fullData.name}</extra>",
+                )
+            )
+    return _layout(fig, "Time to first token, p50 and p95", "ms")
+
+
+def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
+    """Cost per request against p95 TTFT, one point per replay, one series per configuration (endpoint and
+    fingerprint); hollow points: the same replay's cost at the SLO capacity (the gap is idle capacity)."""
+    fig = go.Figure()
+    for label, rows in _series(runs, ("scenario", "endpoint", "config_fingerprint")):
+        hover = list(zip(pd.to_datetime(rows["week_start"]).dt.strftime("%Y-%m-%d"), rows["run_id"]))
+        fig.add_trace(
+            go.Scatter(
+                x=_floats(rows["p95_ttft_ms"]),
+                y=_floats(rows["cost_per_request_usd"]),
+                mode="markers",
+                marker={"size": 10},
+                name=label,
+                legendgroup=label,
+                customdata=hover,
+                hovertemplate="week %{customdata[0]} (%{customdata[1]})<br>p95 TTFT %{x:,.0f} ms"
+                "<br>realised $%{y:.6f} per request<extra>%{fullData.name}</extra>",
+            )
+        )
+        if "cost_per_request_at_slo_usd" in rows and rows["cost_per_request_at_slo_usd"].notna().any():
+            fig.add_trace(
+                go.Scatter(
+                    x=_floats(rows["p95_ttft_ms"]),
+                    y=_floats(rows["cost_per_request_at_slo_usd"]),
+                    mode="markers",
+                    marker={"size": 10, "symbol": "circle-open"},
+                    name=f"{label} at SLO capacity",
+                    legendgroup=label,
+                    customdata=hover,
+                    hovertemplate="week %{customdata[0]} (%{customdata[1]})<br>at SLO capacity "
+                    "$%{y:.6f} per request<extra>%{fullData.name}</extra>",
+                )
+            )
+    fig = _layout(fig, "Cost per request against p95 TTFT, per configuration", "USD per request", "p95 TTFT (ms)")
+    fig.update_yaxes(type="log")
+    return fig
+
+
+def hit_rate_vs_cost(runs: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    for label, rows in _series(runs):
+        fig.add_trace(
+            go.Scatter(
+                x=[None if v is None else v * 100 for v in _floats(rows["prefix_cache_hit_rate"])],
+                y=_floats(rows["cost_per_request_usd"]),
+                mode="markers",
+                name=label,
+                customdata=pd.to_datetime(rows["week_start"]).dt.strftime("%Y-%m-%d"),
+                hovertemplate="week %{customdata}: hit rate %{x:.1f}%, $%{y:.6f} per request"
+                "<extra>%{fullData.name}</extra>",
+            )
+        )
+    return _layout(fig, "Prefix-cache hit rate against cost, one point per replay", "USD per request", "hit rate (%)")
+
+
+def weekly_share(runs: pd.DataFrame, column: str, title: str) -> go.Figure:
+    """A run_summary ratio, averaged per week and scenario, as a percentage over time."""
+    fig = go.Figure()
+    if not runs.empty:
+        weekly = runs.groupby(["week_start", "scenario", "endpoint"], as_index=False)[column].mean()
+        for label, rows in _series(weekly):
+            fig.add_trace(
+                go.Scatter(
+                    x=pd.to_datetime(rows["week_start"]),
+                    y=[None if v is None else v * 100 for v in _floats(rows[column])],
+                    mode="lines+markers",
+                    name=label,
+                    hovertemplate="%{x|%Y-%m-%d}: %{y:.1f}%<extra>%{fullData.name}</extra>",
+                )
+            )
+    return _layout(fig, title, "%")
+
+
+def attribution_waterfall(row: dict) -> go.Figure:
+    """One cost_attribution row as a waterfall: the baseline, each part, this week's cost per request."""
+    labels = ["baseline"] + [label for _, label in ATTRIBUTION_PARTS] + ["this week"]
+    values = [row["baseline_cost_per_request_usd"]]
+    values += [0.0 if row.get(part) is None or pd.isna(row.get(part)) else row[part] for part, _ in ATTRIBUTION_PARTS]
+    values.append(row["cost_per_request_usd"])
+    fig = go.Figure(
+        go.Waterfall(
+            x=labels,
+            y=values,
+            measure=["absolute"] + ["relative"] * len(ATTRIBUTION_PARTS) + ["total"],
+            name=f"{row['scenario']} ({row['endpoint']})",
+            hovertemplate="%{x}: $%{y:+.6f} per request<extra></extra>",
+            increasing={"marker": {"color": "#c0392b"}},
+            decreasing={"marker": {"color": "#27ae60"}},
+            totals={"marker": {"color": "#34495e"}},
+        )
+    )
+    fig = _layout(
+        fig,
+        f"Why cost per request moved: {row['scenario']} ({row['endpoint']}), against the baseline of "
+        f"{row['baseline_median_weeks']}",
+        "USD per request",
+        "",
+    )
+    fig.update_layout(showlegend=False)
+    return fig
