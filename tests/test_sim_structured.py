@@ -291,15 +291,19 @@ def test_a_new_schema_pays_its_compile_once_then_hits_the_cache():
 
     async def scenario(client):
         ttft = []
-        for schema in (TICKET, TICKET, other, None):
+        for schema in (TICKET, TICKET, other, None, "flush", TICKET):
+            if schema == "flush":
+                assert (await client.post("/flush_cache")).status == 200
+                continue
             sent, first, _ = await first_and_last_token_s(client, native(schema, text=f"Incident {len(ttft)}."))
             ttft.append(first - sent)
         return ttft
 
-    cold, warm, other_cold, plain = serve(R1_PARSED, scenario)
+    cold, warm, other_cold, plain, flushed = serve(R1_PARSED, scenario)
     compile_s = GRAMMAR_COSTS["xgrammar"].compile_s
     assert cold >= compile_s and other_cold >= compile_s  # each new schema compiles once
     assert warm < compile_s / 5 and abs(warm - plain) < 0.01  # the cached grammar costs no time to first token
+    assert flushed >= compile_s  # /flush_cache empties the grammar cache, as SGLang's does
 
 
 def test_constrained_decode_steps_cost_more_than_unconstrained_ones():
@@ -316,3 +320,14 @@ def test_constrained_decode_steps_cost_more_than_unconstrained_ones():
     constrained, unconstrained = serve(R1_PARSED, scenario)
     mask_s = GRAMMAR_COSTS["xgrammar"].mask_s_per_token
     assert constrained > unconstrained and constrained - unconstrained < 16 * mask_s * 1.5  # 16 masks a step, at most
+
+
+def test_metrics_count_structured_requests_under_sglangs_names():
+    async def scenario(client):
+        await post(client, "/v1/chat/completions", chat(TICKET, max_tokens=30))
+        await post(client, "/v1/chat/completions", chat(TICKET, max_tokens=30, response_format=None))
+        return await (await client.get("/metrics")).text()
+
+    text = serve([*R1_PARSED, "--enable-metrics"], scenario)
+    assert 'sglang:num_so_requests_total{engine_type="unified",model_name="deepseek-ai/DeepSeek-R1"} 1.0' in text
+    assert "sglang:num_grammar_queue_reqs{" in text

@@ -241,8 +241,12 @@ class SimEngine:
         return bool(self._inbox or self._staged or self.compiling_requests()) or self.scheduler.has_work()
 
     def flush_cache(self) -> bool:
-        """SGLang's /flush_cache: refused (False) while any request runs or waits."""
-        return not self.has_work() and self.scheduler.flush_cache()
+        """SGLang's /flush_cache: refused (False) while any request runs or waits; it empties the grammar
+        cache too (the next request with any constraint compiles it again)."""
+        if self.has_work() or not self.scheduler.flush_cache():
+            return False
+        self.grammar.reset()
+        return True
 
     # -- gauges -----------------------------------------------------------------------------------
 

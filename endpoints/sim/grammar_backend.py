@@ -172,6 +172,10 @@ class GrammarBackend:
         found = self._lookup(constraint)
         return None if isinstance(found, GrammarError) else found
 
+    def reset(self) -> None:
+        """/flush_cache: every constraint compiles again (the twin keeps its own answer skeletons)."""
+        self._ready_s.clear()
+
     def wait_s(self, key: tuple[str, str], now_s: float) -> float:
         """How long a request with this (valid) constraint waits for its grammar, from `now_s`."""
         assert self.costs is not None

@@ -82,6 +82,7 @@ class SimMetrics:
         self._itl = _Histogram(ITL_BUCKETS_S)
         self._queue = _Histogram(QUEUE_BUCKETS_S)
         self.spec_verify_calls = 0  # finished requests' spec_verify_ct, summed (speculative decoding only)
+        self.structured_requests = 0  # finished requests that carried a constraint (num_so_requests_total)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -110,6 +111,8 @@ class SimMetrics:
                 self.aborted_requests += 1
             if update.spec_meta_info:
                 self.spec_verify_calls += update.spec_meta_info["spec_verify_ct"]
+            if request.grammar_key is not None:  # a constraint was sent (SGLang's _request_has_grammar)
+                self.structured_requests += 1
             self._e2e.setdefault(mode, _Histogram(E2E_BUCKETS_S)).observe(now_s - update.arrival_s)
 
     # -- exposition -------------------------------------------------------------------------------
@@ -131,6 +134,8 @@ class SimMetrics:
             cached.add_metric([*tok, CACHE_SOURCE], self.cached_tokens)
         yield cached
         tokenizer_counters = {"num_aborted_requests": self.aborted_requests}
+        if self.structured_requests:  # a child appears once the first one finished, as in SGLang
+            tokenizer_counters["num_so_requests"] = self.structured_requests
         spec = scheduler.speculative
         if spec is not None:
             tokenizer_counters["spec_verify_calls"] = self.spec_verify_calls
@@ -158,6 +163,10 @@ class SimMetrics:
             "num_retracted_reqs": ("Requests retracted over the last log interval.", engine.recent_retractions()),
             "new_token_ratio": ("The new token ratio of the admission estimate.", scheduler.new_token_ratio),
             "max_total_num_tokens": ("Maximum total tokens in the KV pool.", scheduler.pool.capacity_tokens),
+            "num_grammar_queue_reqs": (
+                "The number of requests in the grammar waiting queue.",
+                engine.compiling_requests(),
+            ),
         }
         for name, (doc, level) in gauges.items():
             gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
