@@ -196,9 +196,10 @@ def test_bad_constraints_get_sglangs_errors_whole_and_streamed():
             await post(client, "/generate", {**native, "stream": True}),
             await post(client, "/v1/chat/completions", chat(TICKET, regex="[a-z]+")),
             await post(client, "/generate", {**native, "sampling_params": {"json_schema": {"type": "object"}}}),
+            await post(client, "/generate", {**native, "sampling_params": {"ebnf": 'root ::= "yes" | "no"'}}),
         )
 
-    chat_whole, chat_stream, gen_whole, gen_stream, two, not_string = serve(R1_PARSED, scenario)
+    chat_whole, chat_stream, gen_whole, gen_stream, two, not_string, ebnf = serve(R1_PARSED, scenario)
     keyword = "Failed to compile json grammar: JSON Schema at #/properties/n is not supported by xgrammar: "
     assert chat_whole[0] == 400
     assert orjson.loads(chat_whole[1]) == {"object": "error", "message": keyword + "keyword(s) multipleOf would be "
@@ -214,6 +215,10 @@ def test_bad_constraints_get_sglangs_errors_whole_and_streamed():
     assert chunk["meta_info"]["finish_reason"]["message"].startswith(decode_error)
     assert two[0] == 400 and "Only one of json_schema, regex, ebnf, or structural_tag" in two[1]
     assert not_string[0] == 400 and "expected a string" in not_string[1]
+    # What the twin cannot answer correctly it refuses, saying so, rather than send a wrong answer.
+    assert ebnf[0] == 400 and orjson.loads(ebnf[1])["error"]["message"].startswith(
+        "The twin cannot write an answer for this ebnf"
+    )
 
 
 def test_grammar_backend_none_refuses_constrained_requests_and_the_flag_takes_sglangs_choices():
@@ -230,6 +235,8 @@ def test_grammar_backend_none_refuses_constrained_requests_and_the_flag_takes_sg
     assert parse_server_args([]).grammar_backend == "xgrammar"  # SGLang resolves the unset flag to xgrammar
     with pytest.raises(ServerArgsError):
         parse_server_args(["--grammar-backend", "guidance"])
+    with pytest.raises(ServerArgsError, match="--sim-unconstrained-failure-rate"):
+        parse_server_args(["--sim-unconstrained-failure-rate", "1.5"])
 
 
 def test_prompt_only_schemas_fail_at_the_configured_rate_deterministically():

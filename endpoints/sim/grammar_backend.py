@@ -123,7 +123,7 @@ def skeleton_for(constraint: OutputConstraint, backend: str = "xgrammar") -> Ske
         raise GrammarError(failed + str(exc)) from None
     except Unsupported as exc:
         kind = constraint.kind.value
-        raise GrammarError(f"The twin cannot write a {kind} answer for this constraint: {exc}") from None
+        raise GrammarError(f"The twin cannot write an answer for this {kind} constraint: {exc}") from None
 
 
 class GrammarBackend:
