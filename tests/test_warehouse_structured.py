@@ -16,6 +16,7 @@ from pipelines.trend_console import print_weekly_trends
 from warehouse.lake import write_partition
 from warehouse.quality import check_structured_output
 from warehouse.report.structured_output import structured_output_section, structured_rows
+from warehouse.report.weekly_report import write_weekly_report
 from warehouse.run_rows import RunContext, build_run_row
 from warehouse.store import Warehouse
 from warehouse_builders import endpoint, failed_request, request, requests_table, run_info, write_run
@@ -152,7 +153,7 @@ def test_the_check_passes_prompt_only_variants_scenarios_without_a_threshold_and
         check_structured_output(pd.DataFrame([{"constrained_requests": 1, "valid_answer_rate": 0.5}]))
 
 
-def test_the_report_section_compares_the_constraint_with_the_prompt_only_variant(store):
+def test_the_report_section_compares_the_constraint_with_the_prompt_only_variant(store, tmp_path):
     trends = pd.DataFrame(store.weekly_trends())
     assert [r.scenario for r in structured_rows(trends, WEEK_1)] == ["tickets", "tickets-prompt"]
     section = structured_output_section(trends, WEEK_1)
@@ -169,6 +170,8 @@ def test_the_report_section_compares_the_constraint_with_the_prompt_only_variant
         "costs +50.0% TPOT and +0.0% cost per request, and saves 250.0 retries per 1,000 structured requests: "
         "cost per valid request -20.0%." in section
     )
+    page = write_weekly_report(store, WEEK_1, tmp_path).html_path.read_text()
+    assert section in page  # the weekly page shows the section as it is
     below = structured_output_section(trends, WEEK_2)
     assert "<b>90.0% below threshold</b>" in below
     assert "No scenario this week" in structured_output_section(trends, date(2026, 11, 30))
