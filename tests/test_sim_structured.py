@@ -197,9 +197,14 @@ def test_bad_constraints_get_sglangs_errors_whole_and_streamed():
             await post(client, "/v1/chat/completions", chat(TICKET, regex="[a-z]+")),
             await post(client, "/generate", {**native, "sampling_params": {"json_schema": {"type": "object"}}}),
             await post(client, "/generate", {**native, "sampling_params": {"ebnf": 'root ::= "yes" | "no"'}}),
+            await post(
+                client,
+                "/v1/chat/completions",
+                chat({}, response_format={"type": "json_schema", "json_schema": {"schema": TICKET}}),
+            ),  # fmt: skip
         )
 
-    chat_whole, chat_stream, gen_whole, gen_stream, two, not_string, ebnf = serve(R1_PARSED, scenario)
+    chat_whole, chat_stream, gen_whole, gen_stream, two, not_string, ebnf, nameless = serve(R1_PARSED, scenario)
     keyword = "Failed to compile json grammar: JSON Schema at #/properties/n is not supported by xgrammar: "
     assert chat_whole[0] == 400
     assert orjson.loads(chat_whole[1]) == {"object": "error", "message": keyword + "keyword(s) multipleOf would be "
@@ -215,6 +220,7 @@ def test_bad_constraints_get_sglangs_errors_whole_and_streamed():
     assert chunk["meta_info"]["finish_reason"]["message"].startswith(decode_error)
     assert two[0] == 400 and "Only one of json_schema, regex, ebnf, or structural_tag" in two[1]
     assert not_string[0] == 400 and "expected a string" in not_string[1]
+    assert nameless[0] == 400 and "json_schema.name is required" in nameless[1]  # SGLang's model requires it
     # What the twin cannot answer correctly it refuses, saying so, rather than send a wrong answer.
     assert ebnf[0] == 400 and orjson.loads(ebnf[1])["error"]["message"].startswith(
         "The twin cannot write an answer for this ebnf"

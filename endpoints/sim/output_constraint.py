@@ -112,13 +112,17 @@ def _response_format_schema(body: dict) -> str | None:
         spec = {"schema": response_format["schema"]}  # SGLang's chat validator accepts a bare `schema` too
     if not isinstance(spec, dict):
         raise BadRequest("response_format.json_schema must be an object with a `schema`")
+    if "name" not in spec and isinstance(response_format.get("schema"), dict):
+        spec = {**spec, "name": "Schema"}  # SGLang names a bare schema after its title, or "Schema"
+    if not isinstance(spec.get("name"), str):
+        raise BadRequest("response_format.json_schema.name is required and must be a string")
+    if spec.get("strict") is not None and not isinstance(spec["strict"], bool):
+        raise BadRequest("response_format.json_schema.strict must be true or false")  # SGLang's StrictBool
     schema = spec.get("schema")
     if schema is None:
         raise BadRequest("schema_ is required for json_schema response format request.")
-    if isinstance(schema, str):
-        return schema
     if not isinstance(schema, dict):
-        raise BadRequest("response_format.json_schema.schema must be a JSON object")
+        raise BadRequest("response_format.json_schema.schema must be a JSON object")  # pydantic's Dict
     # SGLang serializes the schema with json.dumps's defaults (", " and ": "): the grammar cache's key.
     return json.dumps(schema)
 
