@@ -5,8 +5,11 @@ from __future__ import annotations
 import sys
 
 import orjson
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
+
+from warehouse.report.structured_output import comparison_sentence, comparisons, structured_rows
 
 
 def _console() -> Console:
@@ -86,6 +89,9 @@ def print_structured_output(rows: list[dict], console: Console | None = None) ->
             _fmt(row.get("tpot_unconstrained_ms"), ",.1f") + " ms",
         )
     console.print(table)
+    latest = max(row["week_start"] for row in structured)
+    for pair in comparisons(structured_rows(pd.DataFrame(structured), latest)):
+        console.print(f"Week of {latest}: {comparison_sentence(pair)}", highlight=False)
 
 
 def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], console: Console | None = None) -> None:

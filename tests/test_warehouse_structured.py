@@ -184,6 +184,14 @@ def test_the_trend_console_prints_the_structured_output_table(store):
     table = text[text.index("Structured output") :]
     assert "tickets-prompt" in table and "prompt only" in table and "80.0%" in table and "$0.01667" in table
     assert "chat " not in table  # no structured requests: not in this table
+    assert "Week of" not in table  # the latest week has no prompt-only variant to compare with
+    console = Console(record=True, width=300)
+    print_weekly_trends([r for r in store.weekly_trends() if r["week_start"] == WEEK_1], console)
+    assert (
+        "Week of 2026-11-16: On v3-8xh200, the constraint (tickets against the prompt-only tickets-prompt) costs "
+        "+50.0% TPOT and +0.0% cost per request, and saves 250.0 retries per 1,000 structured requests: cost per "
+        "valid request -20.0%." in console.export_text()
+    )
 
 
 def test_the_check_runs_on_every_weekly_trends_partition_without_blocking_the_report():

@@ -129,7 +129,7 @@ def structured_output_section(trends: pd.DataFrame, week_start: date) -> str:
     )  # fmt: skip
     head = "<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"
     body = "".join(_row_html(row) for row in rows)
-    sentences = "".join(f"<p>{_comparison_text(c)}</p>" for c in comparisons(rows))
+    sentences = "".join(f"<p>{html.escape(comparison_sentence(c))}</p>" for c in comparisons(rows))
     note = (
         "<p class='note'>Cost per valid request = cost per request / valid-answer rate: every answer that does not "
         "parse is sent again. Retries: the extra requests that takes. TPOT constrained vs other: the same runs' "
@@ -161,10 +161,11 @@ def _row_html(row: StructuredRow) -> str:
     return f"<tr{css}>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
 
 
-def _comparison_text(c: ConstraintComparison) -> str:
+def comparison_sentence(c: ConstraintComparison) -> str:
+    """What the constraint costs and saves on one endpoint, in one plain-text sentence (the page and the console)."""
     return (
-        f"On {html.escape(c.endpoint)}, the constraint ({html.escape(c.constrained.scenario)} against the prompt-only "
-        f"{html.escape(c.prompt_only.scenario)}) costs {_fmt(c.tpot_change_pct, '+.1f', '%')} TPOT and "
+        f"On {c.endpoint}, the constraint ({c.constrained.scenario} against the prompt-only "
+        f"{c.prompt_only.scenario}) costs {_fmt(c.tpot_change_pct, '+.1f', '%')} TPOT and "
         f"{_fmt(c.cost_per_request_change_pct, '+.1f', '%')} cost per request, and saves "
         f"{_fmt(c.retries_avoided_per_1000, ',.1f')} retries per {PER_STRUCTURED:,} structured requests: "
         f"cost per valid request {_fmt(c.usd_per_valid_request_change_pct, '+.1f', '%')}."
