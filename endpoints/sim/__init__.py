@@ -5,6 +5,9 @@ radix_cache and kv_pool (prefix cache in a fixed KV pool), scheduler (continuous
 optimistic admission and retraction), engine (the step loop on the clock), server (aiohttp routes),
 native_view / openai_view (answer shapes), response_stream (when bytes go out, faults),
 server_args and faults (SGLang's flags plus the twin's), virtual_bench (bench_serving in virtual time).
+Structured output: output_constraint (the request's constraint), grammar_backend (compile, SGLang's errors,
+cache), answer_skeleton (the smallest conforming answer), structured_answer (its tokens), structured_request
+(the server's glue).
 """
 
 
