@@ -31,6 +31,7 @@ from endpoints.sim.slo_capacity import measure_slo_capacity, write_capacity_json
 from replay.run_json import write_run_json
 from replay.runner import ReplayConfig, run_replay
 from replay.shard_merge import merge_shard_runs
+from warehouse.price_table import resolve_gpu_price
 from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
@@ -80,6 +81,7 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     part = WeekScenario.of(context)
     scenario = catalog.scenario(part.scenario)
     spec = catalog.endpoint(scenario.endpoint).as_of(part.week_start)
+    resolve_gpu_price(spec)  # a price book that does not exist fails here, before a GPU is paid for
     run_id = f"{part.week_start:%Y%m%d}-{part.scenario}-{uuid.uuid4().hex[:8]}"
     run_dir = warehouse.run_dir(part.week_start.isoformat(), part.scenario, run_id)
     steps_share_host = context.job_def.executor_def.name not in STEP_PER_POD_EXECUTORS
