@@ -47,6 +47,35 @@ SCHEMAS = {
     "list": {"type": "array", "items": {"type": "integer", "minimum": -3, "maximum": -1}, "minItems": 3},
     "string": {"type": "string", "minLength": 5},
     "open object": {"type": "object"},
+    "tuple and formats": {
+        "type": "object",
+        "properties": {
+            "point": {
+                "type": "array",
+                "prefixItems": [{"type": "integer", "exclusiveMinimum": 3}, {"type": "boolean"}],
+                "minItems": 2,
+            },
+            "at": {"type": "string", "format": "date-time"},
+            "id": {"type": "string", "format": "uuid"},
+            "note": {"type": ["null", "string"]},
+        },
+        "required": ["point", "at", "id", "note"],
+    },  # fmt: skip
+    "nested list of objects": {
+        "type": "array",
+        "minItems": 2,
+        "maxItems": 2,
+        "items": {
+            "type": "object",
+            "required": ["k", "v"],
+            "additionalProperties": {"type": "number", "maximum": -2.5},
+        },
+    },
+    "min properties": {
+        "type": "object",
+        "properties": {"a": {"const": 1}, "b": {"type": "string"}},
+        "minProperties": 2,
+    },
 }
 
 
