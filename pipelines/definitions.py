@@ -18,20 +18,13 @@ from pipelines.failure_notice import failure_notice_sensor
 from pipelines.lease_sensor import endpoint_lease_sensor
 from pipelines.regression_notice import regression_notice_sensor
 from pipelines.schedules import build_weekly_schedule, partition_run_tags
+from pipelines.weekly_executor import MULTIPROCESS_CONFIG, weekly_executor
 from workloads.scenarios import load_scenarios
 
 WEEKLY_JOB = "weekly_benchmark"
-# The job's own executor, for every run however launched: each step in its own process (shards in
-# parallel), forked from a server that has already imported the pipeline (and with it pandas) and
-# Great Expectations, so a step starts in a fraction of a second instead of importing it all (spawn).
-# Up to 4 steps at once: after the replay the lake steps are short and mostly wait on disk.
-WEEKLY_EXECUTOR = dg.multiprocess_executor.configured(
-    {
-        "max_concurrent": 4,
-        "start_method": {"forkserver": {"preload_modules": ["pipelines.definitions", "great_expectations"]}},
-    },
-    name="weekly_multiprocess",
-)
+# The asset graph's own Materialize runs (not the weekly job's): each step in its own process, forked from
+# a server that has already imported the pipeline; shards in parallel.
+WEEKLY_EXECUTOR = dg.multiprocess_executor.configured(MULTIPROCESS_CONFIG, name="weekly_multiprocess")
 
 
 # Partitioned asset checks are a Dagster preview feature; we rely on them knowingly.
@@ -56,7 +49,9 @@ def build_definitions(
         WEEKLY_JOB,
         selection=dg.AssetSelection.all(),
         partitions_def=partitions,
-        executor_def=WEEKLY_EXECUTOR,
+        # The job's own executor, for every run however launched: a one-shard scenario's steps in its run
+        # worker, a sharded one's each in its own process (pipelines/weekly_executor.py).
+        executor_def=weekly_executor(lambda name: scenarios[name].shards if name in scenarios else 1),
         # Every run of a partition (schedule, backfill, the launchpad) carries its endpoint's tag, which
         # the run queue limits to one at a time (dagster.yaml).
         config=dg.PartitionedConfig(

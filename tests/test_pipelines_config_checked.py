@@ -23,7 +23,7 @@ def test_a_bad_scenarios_file_stops_the_definitions_from_loading(tmp_path):
     with pytest.raises(ScenarioError) as error:
         build_definitions(scenarios_path=path, warehouse_root=tmp_path / "wh")
     assert str(error.value).splitlines() == [
-        f"{path}: scenarios[1].slo.ttft_ms: must be a number, got 'fast' (scenario 'azure-chat-v3-h200')",
+        f"{path}: scenarios[1].slo.ttft_ms: must be a number, got 'fast' (scenario 'chat-v3-h200-canary')",
         f"{path}: scenarios[2].shard: unknown key (did you mean 'shards'?) (scenario 'reasoning-r1-h200')",
     ]
 
@@ -36,7 +36,7 @@ def test_a_bad_endpoints_file_fails_the_first_step_before_any_endpoint_starts(tm
     path.write_text(yaml.safe_dump(raw))
     root = tmp_path / "wh"
     context = dg.build_op_context(
-        partition_key=dg.MultiPartitionKey({"week": "2026-11-16", "scenario": "azure-chat-v3-h200"}),
+        partition_key=dg.MultiPartitionKey({"week": "2026-11-16", "scenario": "chat-v3-h200-canary"}),
         resources={
             "catalog": ScenarioCatalog(endpoints_path=str(path)),
             "warehouse": WarehouseResource(root=str(root)),

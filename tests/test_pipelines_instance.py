@@ -1,6 +1,6 @@
 """The weekly job as users' runs really run: submitted to a fresh instance under the shipped dagster.yaml,
 dequeued by `dagster-daemon`'s queued run coordinator, started by the run launcher and executed by the
-job's own executor (a process per step), never in-process.
+job's own executor (pipelines/weekly_executor.py), never by execute_in_process.
 
 - a schedule tick: every run request it yields succeeds;
 - a two-week backfill of one scenario: both weeks land, one replay at a time on the endpoint;
@@ -48,7 +48,9 @@ REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 420.0
 STOP_BOUND_S = 60.0  # the lease sensor ticks every 10 s; the daemon may take a few more to evaluate it
 KEY_ENV = "COSTBENCH_TEST_ATTACH_KEY"
-ATTACHED = "v3-8xh200"  # the endpoint of chat-v3-h200, attached to the SGLang-like server in these tests
+ATTACHED = "v3-8xh200-chat"  # the endpoint of chat-v3-h200 (and its canary), attached to the SGLang-like server
+TWIN_SCENARIO = "reasoning-r1-h200-canary"  # on the twin: r1-8xh200, behind a 2,048-token system prompt
+TWIN_ENDPOINT = "r1-8xh200"
 SECRET = f"sk-{secrets.token_hex(16)}"
 ADMIN_SECRET = f"adm-{secrets.token_hex(16)}"
 
@@ -144,28 +146,37 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         if r.status is not dg.DagsterRunStatus.SUCCESS
     }
     assert not failed, f"runs that did not succeed: {failed}; see {instance_paths.dagster_home / 'daemon.log'}"
-    # Carried out by the run launcher in its own process, steps by the job's executor in theirs.
+    # Carried out by the run launcher in a run worker of its own, steps by the job's executor: a one-shard
+    # scenario's in that run worker (pipelines/weekly_executor.py; shards: tests/test_pipelines_shards.py).
     for run in runs:
+        [worker] = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_START)}
         step_pids = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}
-        assert os.getpid() not in step_pids and len(step_pids) > 3
+        assert step_pids == {worker} and worker != os.getpid()
     for run in runs:  # every check ran, and the blocking ones passed
         checks = {e.check_name: e for e in check_evaluations(instance, run)}
-        assert set(checks) == {"requests_quality", "runs_quality", "lake_intact", "cost_regression"}
+        assert set(checks) == {
+            "requests_quality",
+            "runs_quality",
+            "lake_intact",
+            "cost_regression",
+            "structured_output",
+        }
         assert checks["requests_quality"].passed and checks["runs_quality"].passed and checks["lake_intact"].passed
     warehouse = _warehouse(instance_paths)
     with Warehouse(warehouse).connect() as con:  # read-only, with the lake's search path
         weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()
         cost, hit_rate, completed = con.execute(
             "SELECT cost_per_request_usd, prefix_cache_hit_rate, completed_requests FROM weekly_trends "
-            "WHERE scenario = 'azure-chat-v3-h200' AND week_start = DATE '2026-11-16'"
+            "WHERE scenario = ? AND week_start = DATE '2026-11-16'",
+            [TWIN_SCENARIO],
         ).fetchone()
-        [window_s] = con.execute("SELECT window_s FROM runs WHERE scenario = 'azure-chat-v3-h200'").fetchone()
+        [window_s] = con.execute("SELECT window_s FROM runs WHERE scenario = ?", [TWIN_SCENARIO]).fetchone()
     assert {(s, str(w)) for s, w, _ in weeks} >= {(s, "2026-11-16") for s in scenarios}
     assert all(n > 0 for _, _, n in weeks)
     # The twin's scenario by hand from the lake: every request ok with the server's own usage, and
     # docs/warehouse.md's cost: gpu_count x usd_per_gpu_hour x window_s / 3600 / completed.
     lake = pq.read_table(
-        warehouse / "lake/requests/week=2026-11-16/scenario=azure-chat-v3-h200/part-0.parquet"
+        warehouse / f"lake/requests/week=2026-11-16/scenario={TWIN_SCENARIO}/part-0.parquet"
     ).to_pandas()
     assert (lake["status"] == "ok").all() and (lake["completion_tokens"] == lake["output_tokens"]).all()
     assert completed == int((~lake["is_warmup"]).sum())
@@ -191,9 +202,9 @@ def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(in
 
 
 def _start_and_wait_for_replay(instance_paths, instance, week: str):
-    key = dg.MultiPartitionKey({"week": week, "scenario": "azure-chat-v3-h200"})
+    key = dg.MultiPartitionKey({"week": week, "scenario": TWIN_SCENARIO})
     run_id = submit_run(
-        instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: "v3-8xh200-chat", **_partition_tags(key)}, str(uuid.uuid4())
+        instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: TWIN_ENDPOINT, **_partition_tags(key)}, str(uuid.uuid4())
     )
     leases = _warehouse(instance_paths) / "runs" / "leases"
     _wait_for(lambda: any(lease.owner_run_id == run_id for lease in read_leases(leases)), RUN_TIMEOUT_S, "the lease")

@@ -42,14 +42,20 @@ def test_bundled_scenarios_load_and_resolve_to_real_traces_and_endpoints() -> No
     assert default_scenarios_path() == REPO_ROOT / "workloads" / "scenarios.yaml"
     endpoints = load_endpoint_specs(default_endpoints_path())
     scenarios = load_scenarios(default_scenarios_path(), REPO_ROOT, endpoint_names=endpoints)
-    assert list(scenarios) == ["chat-v3-h200", "azure-chat-v3-h200", "reasoning-r1-h200"]
-    assert scenarios["azure-chat-v3-h200"].shared_prefix_tokens == 2048
+    assert list(scenarios) == [
+        "chat-v3-h200",
+        "chat-v3-h200-canary",
+        "reasoning-r1-h200",
+        "reasoning-r1-h200-prompt-json",
+        "reasoning-r1-h200-canary",
+    ]
+    assert scenarios["chat-v3-h200-canary"].shared_prefix_tokens == 2048
     assert scenarios["reasoning-r1-h200"].require_reasoning
     for scenario in scenarios.values():
         assert scenario.trace.is_file()
         assert scenario.endpoint in endpoints
     first = scenarios["chat-v3-h200"]
-    assert first.trace_format is TraceFormat.MOONCAKE
+    assert first.trace_format is TraceFormat.AZURE
     assert first.duration_s > 0 and first.speedup > 0 and first.slo_ttft_ms > 0
     assert first.target_rps == 40.0 and first.budget_usd_per_request is None
 
