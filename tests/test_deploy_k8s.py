@@ -460,3 +460,11 @@ def test_a_misspelled_key_in_the_endpoint_manifests_fails(doc, path, typo):
     docs[doc] = _rename(docs[doc], path, typo)
     with pytest.raises(Exception, match=_quoted(typo)):
         check_manifests(docs)
+
+
+def test_helm_chart_and_dagster_yaml_name_the_same_postgres_driver():
+    # Under SQLAlchemy 2.1 a bare postgresql:// loads psycopg 3, which is not installed: both the instance the
+    # chart renders and dagster.yaml's must name psycopg2, or the instance fails to open its storage.
+    shipped = _load("dagster.yaml")["storage"]["postgres"]["postgres_db"]["scheme"]
+    assert shipped == "postgresql+psycopg2"
+    assert _load("values.yaml")["postgresql"]["postgresqlScheme"] == shipped
