@@ -42,7 +42,7 @@ from warehouse.store import Warehouse
 REPO = Path(__file__).resolve().parent.parent
 K8S_INSTANCE = REPO / "deploy" / "k8s" / "dagster.yaml"
 RUN_TIMEOUT_S = 300.0
-# One scenario per (name, endpoint): two share pg-a, so the queue must run them one after the other.
+# Scenario -> endpoint: two scenarios share pg-a, so only the per-endpoint limit keeps their runs apart.
 SCENARIOS = {"pg-a-one": "pg-a", "pg-a-two": "pg-a", "pg-b-one": "pg-b"}
 TICK = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # a Monday 06:00: replays the week of 11-16
 BACKFILL_WEEK = "2026-11-09"
