@@ -60,6 +60,7 @@ DEFAULT_COMMIT_WAIT_S = 60.0
 _RETRY_FIRST_S = 0.02
 _RETRY_MAX_S = 1.0
 _MAX_ATTEMPTS = 100
+_CREATE_ATTEMPTS = 5
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -118,8 +119,9 @@ class DuckLakeWarehouse:
         try:
             con.execute(f"USE {ALIAS}")
             con.execute("BEGIN TRANSACTION")
-            if read_only:
-                schema_migrations.check_readable(schema_migrations.stored_version(con), self.location)
+            version = schema_migrations.stored_version(con)
+            if read_only and version is not None:  # None: only lake tables so far, nothing refreshed yet
+                schema_migrations.check_readable(version, self.location)
             yield con
             con.execute("ROLLBACK" if read_only else "COMMIT")
         finally:
@@ -238,8 +240,8 @@ class DuckLakeWarehouse:
             con.execute(read_sql("sql/run_summary.sql"))
             rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
             con.execute(read_sql("sql/weekly_trends.sql"))
-            con.execute(read_sql("sql/diagnoses.sql"))
             con.execute(read_sql("sql/cost_attribution.sql"))
+            con.execute(read_sql("sql/diagnoses.sql"))
             return sum(self._data_files(con, table) for table in LAKE_TABLES)
 
         files = self._transaction(build, "refresh")
@@ -261,10 +263,16 @@ class DuckLakeWarehouse:
             options = ""
             if self.catalog.data_path:
                 options = f" (DATA_PATH {_literal(self.catalog.data_path)})"
-            try:
-                db.execute(f"ATTACH {_literal(self.catalog.attach_target())} AS {ALIAS}{options}")
-            except duckdb.Error as exc:
-                raise self._attach_error(exc) from None
+            for attempt in range(1, _CREATE_ATTEMPTS + 1):
+                try:
+                    db.execute(f"ATTACH {_literal(self.catalog.attach_target(bounded=True))} AS {ALIAS}{options}")
+                    break
+                except duckdb.Error as exc:
+                    # Two processes creating one new catalog at once: the loser's CREATE TABLE collides with
+                    # the winner's; once the winner has committed, the catalog exists and attaching works.
+                    if "already exists" not in str(exc) or attempt == _CREATE_ATTEMPTS:
+                        raise self._attach_error(exc) from None
+                    time.sleep(_RETRY_FIRST_S * attempt * random.uniform(1, 3))
         except BaseException:
             db.close()
             raise
@@ -280,7 +288,7 @@ class DuckLakeWarehouse:
         attached = {row[0] for row in db.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
         if alias not in attached:
             try:
-                target = _literal(self.catalog.attach_target())
+                target = _literal(self.catalog.attach_target(bounded=True))
                 db.execute(f"ATTACH {target} AS {alias} (READ_ONLY, SNAPSHOT_VERSION {snapshot})")
             except duckdb.Error as exc:
                 raise CatalogError(f"{self.location}: no snapshot {snapshot}: {self._clean(exc)}") from None
@@ -412,7 +420,9 @@ class DuckLakeWarehouse:
 
     def _clean_text(self, text: str) -> str:
         """One line, with the libpq string shown without its password and the password itself removed."""
-        text = text.replace(self.catalog.libpq_dsn(), self.catalog.libpq_dsn(with_password=False))
+        for bounded in (True, False):
+            shown = self.catalog.libpq_dsn(with_password=False, bounded=bounded)
+            text = text.replace(self.catalog.libpq_dsn(bounded=bounded), shown)
         if self.catalog.password:
             text = text.replace(self.catalog.password, "***")
         text = re.sub(r"password=\S+", "password=***", text)

@@ -17,6 +17,8 @@ SCHEME = "ducklake"
 _CATALOG_SCHEMES = ("postgresql", "postgres")
 _QUERY_KEYS = ("data_path",)
 DEFAULT_PORT = 5432
+CONNECT_TIMEOUT_S = 10
+LOCK_TIMEOUT_S = 60
 _DB_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
 SPELLING = "ducklake:postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?data_path=/path/or/s3://bucket/prefix]"
 
@@ -39,18 +41,25 @@ class DuckLakeLocation:
         user = f"{self.user}@" if self.user else ""
         return f"{SCHEME}:postgresql://{user}{self.host}:{self.port}/{self.dbname}"
 
-    def libpq_dsn(self, with_password: bool = True) -> str:
-        """The catalog as a libpq keyword string, the form DuckDB's postgres extension takes."""
+    def libpq_dsn(self, with_password: bool = True, bounded: bool = False) -> str:
+        """The catalog as a libpq keyword string, the form DuckDB's postgres extension takes.
+
+        bounded: give up connecting after CONNECT_TIMEOUT_S and waiting for a PostgreSQL lock after
+        LOCK_TIMEOUT_S (a pipeline process must fail with a message, not hang on a lost network or a stuck
+        session); analysts' interactive lines leave both to libpq's defaults.
+        """
         pairs = [("host", self.host), ("port", str(self.port)), ("dbname", self.dbname)]
         if self.user:
             pairs.append(("user", self.user))
         if with_password and self.password:
             pairs.append(("password", self.password))
+        if bounded:
+            pairs += [("connect_timeout", str(CONNECT_TIMEOUT_S)), ("options", f"-c lock_timeout={LOCK_TIMEOUT_S}s")]
         return " ".join(f"{key}={_libpq_value(value)}" for key, value in pairs)
 
-    def attach_target(self, with_password: bool = True) -> str:
+    def attach_target(self, with_password: bool = True, bounded: bool = False) -> str:
         """What ATTACH takes (unquoted): `ducklake:postgres:<libpq string>`."""
-        return f"{SCHEME}:postgres:{self.libpq_dsn(with_password)}"
+        return f"{SCHEME}:postgres:{self.libpq_dsn(with_password, bounded)}"
 
 
 def is_ducklake_url(text: str) -> bool:
