@@ -187,7 +187,9 @@ def measure_capacity(
     spec = catalog.endpoint(replay.endpoint).as_of(part.week_start)
     traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
     window = workload.window(traffic.start_s, traffic.duration_s)
-    capacity = measure_slo_capacity(spec, window, scenario.slo_ttft_ms, scenario.slo_tpot_ms)
+    # Swept once per (requests, flags, SLO): a canary's fixed window only when its configuration changes.
+    cache_dir = warehouse.root_path() / "runs" / "capacity_cache"
+    capacity = measure_slo_capacity(spec, window, scenario.slo_ttft_ms, scenario.slo_tpot_ms, cache_dir)
     if capacity is None:
         context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
         return replay

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from datetime import date
 
+import pyarrow as pa
 import pytest
 
 from endpoints.sim.slo_capacity import (
+    MAX_SWEEP_REQUESTS,
     MIN_GOOD_SHARE,
     measure_slo_capacity,
     read_capacity_json,
     sweep_slo_capacity,
+    workload_bench_requests,
     write_capacity_json,
 )
 from endpoints.sim.virtual_bench import BenchRequest, random_ids
@@ -95,3 +99,33 @@ def test_run_summary_prices_the_slo_capacity_and_sizes_the_fleet_on_it(tmp_path)
     assert row["fleet_usd_per_hour"] == pytest.approx(3 * 8 * 2.0)
     assert row["break_even_rps"] == pytest.approx(per_second_usd / row["api_cost_per_request_usd"])
     assert row["price_book"] == "endpoint"
+
+
+def _workload(requests: int) -> Workload:
+    """`requests` requests 0.5 s apart, each two 512-token blocks: one shared by all, one its own."""
+    rows = [
+        {"request_id": f"r{i}", "arrival_s": i * 0.5, "input_tokens": 1024, "output_tokens": 32,
+         "prefix_blocks": [7, 100 + i]}
+        for i in range(requests)
+    ]  # fmt: skip
+    return Workload("w", "trace", TraceFormat.MOONCAKE, "ms", 512, pa.Table.from_pylist(rows, schema=WORKLOAD_SCHEMA))
+
+
+def test_a_short_window_is_repeated_with_fresh_ids_so_its_burst_cannot_hide_the_queue():
+    requests = workload_bench_requests(_workload(15))
+    assert len(requests) == 60 >= MAX_SWEEP_REQUESTS  # four copies of 15
+    assert [r.arrival_s for r in requests[14:16]] == pytest.approx([7.0, 7.5])  # the next copy one gap later
+    first, second = requests[:15], requests[15:30]
+    assert len({r.input_ids[:512] for r in first}) == 1  # the shared block is shared inside a copy...
+    assert first[0].input_ids[:512] != second[0].input_ids[:512]  # ...and never with an earlier copy
+
+
+def test_a_sweep_is_done_once_per_requests_flags_and_slo(tmp_path):
+    spec = endpoint(server_args=tuple(FLAGS))
+    first = measure_slo_capacity(spec, _workload(30), 1000.0, 100.0, tmp_path)
+    [cached] = tmp_path.glob("*.json")
+    assert first is not None and first.capacity_rps_at_slo is not None
+    write_capacity_json(tmp_path, replace(first, capacity_rps_at_slo=123.0), cached.name)
+    assert measure_slo_capacity(spec, _workload(30), 1000.0, 100.0, tmp_path).capacity_rps_at_slo == 123.0
+    other = measure_slo_capacity(spec, _workload(30), 500.0, 100.0, tmp_path)  # another SLO: swept again
+    assert other.capacity_rps_at_slo != 123.0 and len(list(tmp_path.glob("*.json"))) == 2

@@ -21,6 +21,7 @@ arrival time alone (no turn waits for the previous one), as a load test does.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -37,8 +38,10 @@ from workloads.workload import Workload
 MIN_GOOD_SHARE = 0.95  # "sustained": 95% of what the idle endpoint keeps inside the SLO (the p95 convention)
 IDLE_FACTOR = 1 / 64  # the idle reference: arrivals spread 64 times wider than the workload's
 MAX_FACTOR = 1024.0  # rate factors probed: the workload's own rate x [1/MAX_FACTOR, MAX_FACTOR]
-MAX_SWEEP_REQUESTS = 80  # the window's first requests the sweep replays (CPU grows with the count)
+MAX_SWEEP_REQUESTS = 50  # the window's first requests the sweep replays (CPU grows with the count)
 BISECTIONS = 3  # after bracketing: the capacity is known to within a factor 2^(1/8), about 9%
+# Everything that changes a sweep's answer besides its requests, flags and SLO (part of the cache key).
+_SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,19 +137,33 @@ def sweep_slo_capacity(
     )
 
 
-def workload_bench_requests(workload: Workload) -> list[BenchRequest]:
+def workload_bench_requests(workload: Workload, min_requests: int = MAX_SWEEP_REQUESTS) -> list[BenchRequest]:
     """The workload's requests as the replay sends them: the same materialized token ids (so shared
-    prefixes hit the twin's radix cache as they hit the server's), output lengths and arrivals."""
-    ids = materialize_input_ids(workload)
-    outputs = workload.table.column("output_tokens").to_pylist()
-    arrivals = workload.table.column("arrival_s").to_pylist()
-    return [BenchRequest(tuple(a.tolist()), int(o), float(t)) for a, o, t in zip(ids, outputs, arrivals)]
+    prefixes hit the twin's radix cache as they hit the server's), output lengths and arrivals.
+
+    A window of fewer than `min_requests` is repeated until it has that many, each copy after the last
+    (shifted by the window's span plus one mean gap) and materialized with another seed, so a copy shares
+    prefixes within itself as the trace does, never with an earlier copy: a short burst alone always
+    fits in the queue, and would make any rate look sustainable."""
+    outputs = [int(o) for o in workload.table.column("output_tokens").to_pylist()]
+    arrivals = [float(t) for t in workload.table.column("arrival_s").to_pylist()]
+    if not arrivals:
+        return []
+    span_s = max(arrivals) - min(arrivals)
+    shift_s = span_s + span_s / max(len(arrivals) - 1, 1)
+    requests: list[BenchRequest] = []
+    copy = 0
+    while copy == 0 or (len(requests) < min_requests and shift_s > 0):
+        ids = materialize_input_ids(workload, seed=copy)
+        requests += [BenchRequest(tuple(a.tolist()), o, t + copy * shift_s) for a, o, t in zip(ids, outputs, arrivals)]
+        copy += 1
+    return requests
 
 
 CAPACITY_FILE = "capacity.json"  # beside run.json in the run's folder
 
 
-def write_capacity_json(run_dir: Path, capacity: SloCapacity) -> Path:
+def write_capacity_json(run_dir: Path, capacity: SloCapacity, name: str = CAPACITY_FILE) -> Path:
     body = {
         "capacity_rps_at_slo": capacity.capacity_rps_at_slo,
         "offered_rps": capacity.offered_rps,
@@ -155,12 +172,12 @@ def write_capacity_json(run_dir: Path, capacity: SloCapacity) -> Path:
         "cpu_s": capacity.cpu_s,
         "probes": [asdict(p) for p in capacity.probes],
     }
-    return write_bytes_atomically(Path(run_dir) / CAPACITY_FILE, json.dumps(body, indent=2).encode() + b"\n")
+    return write_bytes_atomically(Path(run_dir) / name, json.dumps(body, indent=2).encode() + b"\n")
 
 
-def read_capacity_json(run_dir: Path) -> SloCapacity | None:
+def read_capacity_json(run_dir: Path, name: str = CAPACITY_FILE) -> SloCapacity | None:
     """The sweep's result for a run, or None when no sweep ran for it."""
-    path = Path(run_dir) / CAPACITY_FILE
+    path = Path(run_dir) / name
     if not path.exists():
         return None
     try:
@@ -178,14 +195,31 @@ def read_capacity_json(run_dir: Path) -> SloCapacity | None:
 
 
 def measure_slo_capacity(
-    endpoint: EndpointSpec, workload: Workload, slo_ttft_ms: float, slo_tpot_ms: float
+    endpoint: EndpointSpec,
+    workload: Workload,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    cache_dir: Path | None = None,
 ) -> SloCapacity | None:
     """The sweep for a run of `workload` on `endpoint`, on a twin with the endpoint's flags; None where it
     does not apply: a real endpoint (the twin would be a model of it, not a measurement), or a window with
-    fewer than two distinct arrivals."""
+    fewer than two distinct arrivals. With `cache_dir`, a sweep of the same requests, flags and SLO is
+    done once (the twin is deterministic): a canary's fixed window is swept again only when its
+    configuration changes."""
     if endpoint.mode is not EndpointMode.SIM:
         return None
+    flags = list(endpoint.server_args)
+    key = hashlib.sha256(
+        json.dumps([workload.content_hash, flags, slo_ttft_ms, slo_tpot_ms, _SWEEP_RULES]).encode()
+    ).hexdigest()[:24]
+    cached = None if cache_dir is None else Path(cache_dir) / f"{key}.json"
+    if cached is not None and cached.exists():
+        return read_capacity_json(cached.parent, cached.name)
     requests = workload_bench_requests(workload)
     if len(requests) < 2 or arrival_span_s(requests[:MAX_SWEEP_REQUESTS]) <= 0:
         return None
-    return sweep_slo_capacity(list(endpoint.server_args), requests, slo_ttft_ms, slo_tpot_ms)
+    capacity = sweep_slo_capacity(flags, requests, slo_ttft_ms, slo_tpot_ms)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_capacity_json(cached.parent, capacity, cached.name)
+    return capacity
