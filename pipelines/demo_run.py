@@ -19,12 +19,14 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import dagster as dg
+import orjson
 
 from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
 from pipelines.cli_errors import EXIT_FAILED
 from pipelines.cli_inputs import check_output_folder
 from pipelines.definitions import WEEKLY_JOB
 from pipelines.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints
+from pipelines.failure_notice import NOTICE_FILE_ENV
 from pipelines.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
@@ -42,12 +44,19 @@ from workloads.scenarios import load_scenarios
 SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
 ENDPOINTS_PATH = REPO_ROOT / "workloads" / "endpoints.yaml"
 RUNS_TIMEOUT_S = 1200.0
+NOTICE_WAIT_S = 30.0  # the sensor's ticks: every 5 s at most, as the daemon's sensor loop gets to it
 
 
 def last_complete_weeks(today: date, count: int) -> list[date]:
     """Mondays of the `count` most recent weeks that have ended, oldest first."""
     this_monday = today - timedelta(days=today.weekday())
     return [this_monday - timedelta(weeks=n) for n in range(count, 0, -1)]
+
+
+def _regression_notices(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return sum(1 for line in path.read_bytes().splitlines() if line and orjson.loads(line).get("kind") == "regression")
 
 
 def _prepare_home(home: Path) -> None:
@@ -67,11 +76,18 @@ def run_demo(args: argparse.Namespace) -> int:
     scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
     _prepare_home(home)
     endpoints = story_endpoints(ENDPOINTS_PATH, home / "demo-endpoints.yaml", weeks)
+    # Regression (and failure) notices go to the user's channel, else to a file in the instance folder.
+    notices = Path(os.environ.get(NOTICE_FILE_ENV) or home / "notices.jsonl")
+    notices_before = _regression_notices(notices)
     # The runs read the warehouse and the demo's dated endpoints from here (assets/resources.py).
-    paths = InstancePaths(home, env={WAREHOUSE_ENV: str(warehouse), ENDPOINTS_ENV: str(endpoints)})
+    env = {WAREHOUSE_ENV: str(warehouse), ENDPOINTS_ENV: str(endpoints), NOTICE_FILE_ENV: str(notices)}
+    paths = InstancePaths(home, env=env)
     # Oldest week first: the run queue is first in, first out, so each week's baseline exists before it.
     keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": s})) for w in weeks for s in sorted(scenarios)]
     print(f"weekly job: {len(scenarios)} scenarios x weeks {', '.join(map(str, weeks))} on the SGLang twin")
+    for endpoint in sorted({s.endpoint for s in scenarios.values()}):
+        roles = ", ".join(f"{s.name} ({s.role})" for s in scenarios.values() if s.endpoint == endpoint)
+        print(f"  endpoint {endpoint}: {roles}")
     if len(weeks) >= 2:
         print(
             f"story: in the week of {weeks[-2]} endpoint {STORY_ENDPOINT} ran with {STORY_NOTE}; "
@@ -103,9 +119,15 @@ def run_demo(args: argparse.Namespace) -> int:
             for run in runs
             for e in check_evaluations(instance, run)
         ]  # fmt: skip
+        store = Warehouse(warehouse)
+        rows = store.weekly_trends() if store.db_path.exists() else []
+        # The regression_notice sensor tells each regressed metric once its week's report is built: give the
+        # daemon's next sensor ticks the time to send what the trends hold.
+        expected = sum(len(orjson.loads(r["regressed_metrics"])) for r in rows if r.get("regressed_metrics"))
+        waited = time.monotonic()
+        while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
+            time.sleep(1)
 
-    store = Warehouse(warehouse)
-    rows = store.weekly_trends() if store.db_path.exists() else []
     print_weekly_trends(rows)
     print_check_verdicts(sorted(verdicts))
     print_regression_verdicts(rows)
@@ -116,6 +138,8 @@ def run_demo(args: argparse.Namespace) -> int:
         if page.exists():
             print(f"Weekly report:    {page}  (+ cost_trend_week={week.isoformat()}.png)")
     print(f"Parquet lake:     {store.lake_root}")
+    told = _regression_notices(notices) - notices_before
+    print(f"Notices:          {notices}   ({told} regression notice(s) from this demo; failures go there too)")
     print(f"Dagster instance: {home}   (open the UI with `make dagster`; the daemon's log is {home / 'daemon.log'})")
     print(f"demo finished in {time.monotonic() - started:.0f} s")
     failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
