@@ -1,7 +1,10 @@
-"""Warehouse at scale: ingest rate into the lake, time to rebuild the marts, and peak memory.
+"""Warehouse at scale, on both backends: ingest rate, time to rebuild the marts, peak memory, and (DuckLake)
+commits per second of two concurrent writers.
 
-    python bench/warehouse_scale.py            # 1M and 10M synthetic request rows
-    python bench/warehouse_scale.py --quick    # 200k rows, in well under 20 s
+    python bench/warehouse_scale.py                       # 1M and 10M synthetic request rows, both backends
+    python bench/warehouse_scale.py --rows 1000000        # one size
+    python bench/warehouse_scale.py --backend local       # the local folder only (no PostgreSQL needed)
+    python bench/warehouse_scale.py --quick               # 200k rows
 
 For each size it writes synthetic request rows (N_CHUNKS token chunks each) as 10 weeks x 2 scenarios
 partitions with one run each, plus a runs row and a minute of server samples per run, then refreshes
@@ -10,11 +13,19 @@ the warehouse in a child process (so its peak RSS is the refresh's own) and prin
 refresh (every lake file decoded and checksummed before the build), a second refresh of the same lake
 (unchanged files: footers only), the time to rebuild each mart on its own, and the peak RSS. Target (issue): 10M request
 rows summarized in <= 10 s on 2 cores, under 4 GB.
+
+DuckLake: the same partitions are written into a DuckLake (catalog in PostgreSQL: --catalog URL, else a
+throwaway cluster started here with initdb/pg_ctl on 127.0.0.1, as the tests do; data files in a temp
+folder), ingest timed the same way (one delete + insert commit per partition), then refreshed in a child
+process. Then two writer processes each re-materialize partitions of their own scenario (--commit-rows rows
+each) for --concurrency-s seconds: commits per second of the pair, and how many commits lost a race and
+were retried.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -32,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from endpoints.probe_records import SERVER_SAMPLE_SCHEMA  # noqa: E402
 from endpoints.spec import EndpointMode, EndpointSpec  # noqa: E402
 from replay.records import REQUEST_RECORD_SCHEMA, RunInfo  # noqa: E402
-from warehouse.lake import write_partition  # noqa: E402
+from warehouse.lake import list_partitions, read_partition, write_partition  # noqa: E402
 from warehouse.run_rows import RunContext, build_run_row  # noqa: E402
 
 WEEKS = 10
@@ -78,6 +89,8 @@ def synthetic_requests(run_id: str, rows: int, window_s: float, rng: np.random.G
         "held_s": pa.array(np.zeros(rows)),
         "held_by": pa.nulls(rows, pa.string()),
     }
+    for field in REQUEST_RECORD_SCHEMA:  # columns the schema gained since: null, as in an older replay
+        columns.setdefault(field.name, pa.nulls(rows, field.type))
     return pa.Table.from_pydict(columns, schema=REQUEST_RECORD_SCHEMA)
 
 
@@ -146,14 +159,23 @@ def build_lake(root: Path, total_rows: int) -> tuple[float, int]:
     return write_s, per_partition * WEEKS * len(SCENARIOS)
 
 
-def refresh_child(root: str, memory_limit: str) -> None:
+def open_store(root: str, memory_limit: str, catalog: str | None):
+    from warehouse.ducklake_store import DuckLakeWarehouse
+    from warehouse.store import Warehouse
+
+    if catalog:
+        return DuckLakeWarehouse.from_url(catalog, Path(root), memory_limit=memory_limit)
+    return Warehouse(Path(root), memory_limit=memory_limit)
+
+
+def refresh_child(root: str, memory_limit: str, catalog: str | None) -> None:
     """In a fresh process: refresh, then rebuild each mart alone; print JSON with times and peak RSS."""
     import resource
 
     from warehouse.bootstrap_interval import rebuild_intervals
-    from warehouse.store import Warehouse, read_sql
+    from warehouse.store import read_sql
 
-    store = Warehouse(Path(root), memory_limit=memory_limit)
+    store = open_store(root, memory_limit, catalog)
     started = time.perf_counter()
     store.refresh()
     refresh_s = time.perf_counter() - started
@@ -161,9 +183,12 @@ def refresh_child(root: str, memory_limit: str) -> None:
     store.refresh()
     again_s = time.perf_counter() - started
     timings = {}
-    with store.connect(read_only=False) as con:  # this warehouse is the bench's alone
-        for table in ("run_summary", "cost_intervals", "weekly_trends", "diagnoses"):
-            con.execute("BEGIN TRANSACTION")
+    for table in ("run_summary", "cost_intervals", "weekly_trends", "diagnoses"):
+        # Local: this warehouse is the bench's alone, so it may open the file for writing. DuckLake: a
+        # read-only connection's transaction is rolled back at the end, whatever ran in it.
+        with store.connect(read_only=catalog is not None) as con:
+            if catalog is None:
+                con.execute("BEGIN TRANSACTION")
             started = time.perf_counter()
             con.execute(f"DELETE FROM {table}")
             if table == "cost_intervals":
@@ -171,7 +196,8 @@ def refresh_child(root: str, memory_limit: str) -> None:
             else:
                 con.execute(read_sql(f"sql/{table}.sql"))
             timings[table] = time.perf_counter() - started
-            con.execute("ROLLBACK")
+            if catalog is None:
+                con.execute("ROLLBACK")
     peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(
         json.dumps(
@@ -185,42 +211,166 @@ def refresh_child(root: str, memory_limit: str) -> None:
     )
 
 
+def copy_into_ducklake(local_lake: Path, catalog: str, scratch: Path) -> float:
+    """Write every partition of the local lake into the DuckLake; returns the seconds spent writing requests."""
+    from warehouse.ducklake_store import DuckLakeWarehouse
+    from warehouse.store import LAKE_TABLES
+
+    store = DuckLakeWarehouse.from_url(catalog, scratch)
+    write_s = 0.0
+    try:
+        for table in LAKE_TABLES:
+            for p in list_partitions(local_lake, table):
+                data = read_partition(local_lake, table, p.week_start, p.scenario)
+                started = time.perf_counter()
+                store.write_partition(table, p.week_start, p.scenario, data)
+                if table == "requests":
+                    write_s += time.perf_counter() - started
+    finally:
+        store.close()
+    return write_s
+
+
+def writer_child(catalog: str, scenario: str, rows: int, seconds: float, start_at: float) -> None:
+    """Re-materialize this scenario's partitions in turn until `seconds` have passed; print JSON figures."""
+    from warehouse.ducklake_store import DuckLakeWarehouse
+
+    store = DuckLakeWarehouse.from_url(catalog, Path("."))
+    rng = np.random.default_rng(abs(hash(scenario)) % 2**32)
+    tables = [synthetic_requests(f"{scenario}-w{w}", rows, 600.0, rng) for w in range(WEEKS)]
+    store.write_partition("requests", date(2030, 1, 7), scenario, tables[0])  # attach and create before timing
+    time.sleep(max(0.0, start_at - time.time()))
+    commits = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        week = date(2030, 1, 7) + timedelta(days=7 * (commits % WEEKS))
+        store.write_partition("requests", week, scenario, tables[commits % WEEKS])
+        commits += 1
+    elapsed = time.perf_counter() - started
+    print(json.dumps({"commits": commits, "elapsed_s": elapsed, "retries": store.commit_retries}))
+    store.close()
+
+
+def concurrency(catalog: str, rows: int, seconds: float) -> dict:
+    """Two writer processes on different partitions of one table, started together."""
+    start_at = time.time() + 8.0  # both have loaded the extensions and attached by then
+    children = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--writer-child", catalog, scenario, str(rows), str(seconds), str(start_at)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for scenario in SCENARIOS
+    ]
+    results = []
+    for child in children:
+        out, err = child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError(f"writer failed:\n{err[-3000:]}")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    commits = sum(r["commits"] for r in results)
+    wall_s = max(r["elapsed_s"] for r in results)
+    return {
+        "commits": commits,
+        "commits_per_s": commits / wall_s,
+        "per_writer": [r["commits"] for r in results],
+        "retries": sum(r["retries"] for r in results),
+    }
+
+
+@contextlib.contextmanager
+def throwaway_catalog(catalog: str | None, data_path: Path):
+    """The DuckLake URL to use: the given one, or a fresh database in a throwaway PostgreSQL cluster."""
+    if catalog:
+        yield f"{catalog}{'&' if '?' in catalog else '?'}data_path={data_path}"
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from postgres_cluster import PostgresCluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        raise SystemExit("no PostgreSQL server binaries found: install postgresql, or pass --catalog URL")
+    cluster = PostgresCluster(bindir)
+    cluster.start()
+    try:
+        db = cluster.create_database("bench")
+        yield f"ducklake:postgresql://{db.user}:{db.password}@{db.host}:{db.port}/{db.dbname}?data_path={data_path}"
+    finally:
+        cluster.stop()
+
+
+def run_child(args: list[str]) -> dict:
+    child = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+    if child.returncode != 0:
+        raise RuntimeError(f"refresh failed:\n{child.stderr[-3000:]}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def print_row(backend: str, rows: int, write_s: float, figures: dict) -> None:
+    print(
+        f"{backend:>9} {rows:>11,} {rows / write_s:>14,.0f} {figures['refresh_s']:>10.2f} {figures['again_s']:>8.2f} "
+        f"{figures['run_summary_s']:>14.2f} "
+        f"{figures['cost_intervals_s']:>12.2f} {figures['weekly_trends_s']:>16.2f} "
+        f"{figures['diagnoses_s']:>12.2f} "
+        f"{figures['peak_rss_bytes'] / 1e9:>12.2f}",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="one small size (200k rows)")
-    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000], help="request rows per size")
+    parser.add_argument(
+        "--rows", "--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000], help="request rows per size"
+    )
+    parser.add_argument("--backend", choices=("local", "ducklake", "both"), default="both")
+    parser.add_argument("--catalog", help="ducklake:postgresql://... without data_path (default: a throwaway cluster)")
     parser.add_argument("--memory-limit", default="3GB", help="DuckDB memory_limit for the refresh")
+    parser.add_argument("--concurrency-s", type=float, default=20.0, help="how long the two writers write")
+    parser.add_argument("--commit-rows", type=int, default=10_000, help="request rows per concurrent commit")
     parser.add_argument("--refresh-child", help=argparse.SUPPRESS)
+    parser.add_argument("--refresh-catalog", help=argparse.SUPPRESS)
+    parser.add_argument("--writer-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.refresh_child:
-        refresh_child(args.refresh_child, args.memory_limit)
+        refresh_child(args.refresh_child, args.memory_limit, args.refresh_catalog)
         return 0
-    sizes = [200_000] if args.quick else args.sizes
+    if args.writer_child:
+        catalog, scenario, rows, seconds, start_at = args.writer_child
+        writer_child(catalog, scenario, int(rows), float(seconds), float(start_at))
+        return 0
+    sizes = [200_000] if args.quick else args.rows
+    backends = ("local", "ducklake") if args.backend == "both" else (args.backend,)
     print(f"cores: {os.cpu_count()}  DuckDB memory_limit: {args.memory_limit}  chunks per request: {N_CHUNKS}")
     print(
-        f"{'rows':>11} {'ingest rows/s':>14} {'refresh s':>10} {'again s':>8} {'run_summary s':>14} "
+        f"{'backend':>9} {'rows':>11} {'ingest rows/s':>14} {'refresh s':>10} {'again s':>8} {'run_summary s':>14} "
         f"{'intervals s':>12} {'weekly_trends s':>16} {'diagnoses s':>12} {'peak RSS GB':>12}"
     )
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="costbench-bench-") as tmp:
             write_s, rows = build_lake(Path(tmp), size)
-            child = subprocess.run(
-                [sys.executable, __file__, "--refresh-child", tmp, "--memory-limit", args.memory_limit],
-                capture_output=True,
-                text=True,
-            )
-            if child.returncode != 0:
-                print(f"{size:>11,} refresh failed:\n{child.stderr[-3000:]}")
+            child = ["--memory-limit", args.memory_limit]
+            try:
+                if "local" in backends:
+                    print_row("local", rows, write_s, run_child(["--refresh-child", tmp, *child]))
+                if "ducklake" in backends:
+                    with throwaway_catalog(args.catalog, Path(tmp) / "ducklake-data") as catalog:
+                        lake_write_s = copy_into_ducklake(Path(tmp) / "lake", catalog, Path(tmp))
+                        figures = run_child(["--refresh-child", tmp, "--refresh-catalog", catalog, *child])
+                        print_row("ducklake", rows, lake_write_s, figures)
+                        if size == sizes[-1]:
+                            c = concurrency(catalog, args.commit_rows, args.concurrency_s)
+                            print(
+                                f"ducklake, two writers on different partitions ({args.commit_rows:,} rows a commit, "
+                                f"{args.concurrency_s:g} s): {c['commits_per_s']:.2f} commits/s "
+                                f"({c['commits']} commits: {c['per_writer'][0]} + {c['per_writer'][1]}; "
+                                f"{c['retries']} retried after a conflict)",
+                                flush=True,
+                            )
+            except RuntimeError as exc:
+                print(f"{size:>11,}: {exc}")
                 return 1
-            figures = json.loads(child.stdout.strip().splitlines()[-1])
-            print(
-                f"{rows:>11,} {rows / write_s:>14,.0f} {figures['refresh_s']:>10.2f} {figures['again_s']:>8.2f} "
-                f"{figures['run_summary_s']:>14.2f} "
-                f"{figures['cost_intervals_s']:>12.2f} {figures['weekly_trends_s']:>16.2f} "
-                f"{figures['diagnoses_s']:>12.2f} "
-                f"{figures['peak_rss_bytes'] / 1e9:>12.2f}",
-                flush=True,
-            )
     return 0
 
 

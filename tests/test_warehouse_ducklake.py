@@ -172,7 +172,7 @@ def test_two_writer_processes_on_different_partitions_both_commit_while_a_reader
     reader = open_warehouse(url, tmp_path)
     assert isinstance(reader, DuckLakeWarehouse)
     week = WEEKS[0]
-    times = 6
+    times = 4
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, url, week.isoformat(), scenario, str(times), str(REPO / "tests")],
