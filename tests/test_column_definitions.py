@@ -161,5 +161,5 @@ def _computed_view_columns(table: str) -> set[str]:
     """Names the view's SELECT defines with `<expression> AS name` (not plain renames of stored columns)."""
     sql = read_sql("schema.sql")
     body = sql[sql.index(f"CREATE OR REPLACE VIEW {table} AS") :]
-    body = body[: body.index("FROM read_parquet")]
+    body = body[: body.index(f"FROM @{table}_source@")]
     return set(re.findall(r"\bAS\s+(\w+)", body)) - {table}
