@@ -1,8 +1,8 @@
 """The Kubernetes instance's storage for real: deploy/k8s/dagster.yaml's dagster-postgres block against a
 throwaway PostgreSQL, with that file's queued run coordinator and run concurrency, carrying out the weekly
 job as users' runs run (dagster-daemon dequeues, the default run launcher starts a run worker per run,
-the job's own executor runs the steps; pipelines/instance_runs.py). Only the run launcher differs: runs
-are local processes instead of Kubernetes Jobs.
+the job's own executor runs the steps; pipelines/instance_runs.py), the code served by a gRPC code server
+as on Kubernetes. Only the run launcher differs: runs are local processes instead of Kubernetes Jobs.
 
 - a schedule tick: every run it asks for succeeds, and its records are in PostgreSQL;
 - a backfill (of another week): it lands, beside the tick's weeks;
