@@ -38,8 +38,8 @@ from workloads.workload import Workload
 MIN_GOOD_SHARE = 0.95  # "sustained": 95% of what the idle endpoint keeps inside the SLO (the p95 convention)
 IDLE_FACTOR = 1 / 64  # the idle reference: arrivals spread 64 times wider than the workload's
 MAX_FACTOR = 1024.0  # rate factors probed: the workload's own rate x [1/MAX_FACTOR, MAX_FACTOR]
-MAX_SWEEP_REQUESTS = 50  # the window's first requests the sweep replays (CPU grows with the count)
-BISECTIONS = 3  # after bracketing: the capacity is known to within a factor 2^(1/8), about 9%
+MAX_SWEEP_REQUESTS = 60  # the window's first requests the sweep replays (CPU grows with the count)
+BISECTIONS = 2  # after bracketing: the capacity is known to within a factor 2^(1/4), about 19%
 # Everything that changes a sweep's answer besides its requests, flags and SLO (part of the cache key).
 _SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 1)
 
