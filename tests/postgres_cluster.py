@@ -115,7 +115,10 @@ class PostgresCluster:
     def start(self) -> None:
         if os.geteuid() == 0:
             # initdb and postgres refuse root; the server runs as the system user and owns its directory.
-            pw = pwd.getpwnam("postgres")
+            try:
+                pw = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError("running as root, the test cluster needs the system user 'postgres'") from None
             os.chown(self.root, pw.pw_uid, pw.pw_gid)
             self._run_as = ["setpriv", "--reuid", str(pw.pw_uid), "--regid", str(pw.pw_gid), "--init-groups", "--"]
         pwfile = self.root / "pwfile"
