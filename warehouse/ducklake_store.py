@@ -50,7 +50,6 @@ from warehouse.lake import (
 )
 from warehouse.lake_columns import PATH_COLUMNS, duckdb_type
 from warehouse.price_table import load_price_table
-from warehouse.schema_migrations import StoredHistory
 from warehouse.store import LAKE_TABLES, RefreshResult, WarehouseError, load_prices, read_sql, render_sql
 
 ALIAS = "costbench"  # the name the warehouse is attached under, here and in the analysts' lines
@@ -231,9 +230,7 @@ class DuckLakeWarehouse:
         notes: list[str] = []
 
         def build(con: duckdb.DuckDBPyConnection) -> int:
-            history = schema_migrations.read_history(con, self.location)
-            if history.version is None and schema_migrations.has_table(con, "schema_version"):
-                history = StoredHistory(None, ())
+            history = schema_migrations.read_history(con, self.location)  # refuses a newer warehouse
             notes[:] = schema_migrations.upgrade_notes(history.version)
             con.execute(schema_sql)
             con.execute("DELETE FROM schema_version")  # rewritten whole from the history read above
