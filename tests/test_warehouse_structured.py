@@ -15,7 +15,7 @@ from rich.console import Console
 from pipelines.trend_console import print_weekly_trends
 from warehouse.lake import write_partition
 from warehouse.quality import check_structured_output
-from warehouse.report.structured_output import structured_output_section, structured_rows
+from warehouse.report.structured_output import StructuredRow, comparisons, structured_output_section, structured_rows
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse.run_rows import RunContext, build_run_row
 from warehouse.store import Warehouse
@@ -167,14 +167,35 @@ def test_the_report_section_compares_the_constraint_with_the_prompt_only_variant
         "<td>250.0</td><td>$0.01333</td><td>$0.01667</td><td>—</td><td>20.00 ms</td>" in section
     )
     assert (
-        "costs +50.0% TPOT and +0.0% cost per request, and saves 250.0 retries per 1,000 structured requests: "
-        "cost per valid request -20.0%." in section
+        "The constraint (tickets on v3-8xh200 against the prompt-only tickets-prompt on v3-8xh200) costs +50.0% "
+        "TPOT and +0.0% cost per request, and saves 250.0 retries per 1,000 structured requests: cost per valid "
+        "request -20.0%." in section
     )
     page = write_weekly_report(store, WEEK_1, tmp_path).html_path.read_text()
     assert section in page  # the weekly page shows the section as it is
     below = structured_output_section(trends, WEEK_2)
     assert "<b>90.0% below threshold</b>" in below
     assert "No scenario this week" in structured_output_section(trends, date(2026, 11, 30))
+
+
+def _row(scenario: str, endpoint: str, constrained: bool, role: str | None, structured: int = 30) -> StructuredRow:
+    return StructuredRow(
+        scenario, endpoint, "sim", "abc123", role, constrained, structured, 1.0, None, None, None, None, None, None
+    )
+
+
+def test_a_prompt_only_variant_is_paired_with_the_constrained_scenario_of_the_same_traffic():
+    live = _row("r1", "r1-8xh200", True, "live", structured=41)
+    canary = _row("r1-canary", "r1-8xh200", True, "canary")
+    prompt_only = _row("r1-prompt-json", "r1-8xh200-b", False, "canary")  # another replica, the same flags
+    [pair] = comparisons([live, canary, prompt_only])
+    assert (pair.constrained, pair.prompt_only) == (canary, prompt_only)
+    # Without roles, the same number of structured requests (the same window and share) decides.
+    [pair] = comparisons([live, _row("r1-canary", "r1-8xh200", True, None), _row("p", "r1-8xh200-b", False, None)])
+    assert pair.constrained.scenario == "r1-canary"
+    other_config = StructuredRow("v3", "v3", "sim", "def456", "canary", True, 30, *[None] * 7)
+    assert comparisons([other_config, prompt_only]) == []  # another configuration is not the same serving
+    assert comparisons([canary, _row("c2", "r1-8xh200-b", True, "canary"), prompt_only]) == []  # ambiguous
 
 
 def test_the_trend_console_prints_the_structured_output_table(store):
@@ -188,9 +209,8 @@ def test_the_trend_console_prints_the_structured_output_table(store):
     console = Console(record=True, width=300)
     print_weekly_trends([r for r in store.weekly_trends() if r["week_start"] == WEEK_1], console)
     assert (
-        "Week of 2026-11-16: On v3-8xh200, the constraint (tickets against the prompt-only tickets-prompt) costs "
-        "+50.0% TPOT and +0.0% cost per request, and saves 250.0 retries per 1,000 structured requests: cost per "
-        "valid request -20.0%." in console.export_text()
+        "Week of 2026-11-16: The constraint (tickets on v3-8xh200 against the prompt-only tickets-prompt on "
+        "v3-8xh200) costs +50.0% TPOT" in console.export_text()
     )
 
 

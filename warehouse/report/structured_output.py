@@ -23,6 +23,9 @@ class StructuredRow:
 
     scenario: str
     endpoint: str
+    backend: str
+    config_fingerprint: str | None
+    role: str | None  # live | canary (null: not recorded)
     constrained: bool  # the format was sent to the server (else it was only in the prompt)
     structured_requests: int
     valid_answer_rate: float | None
@@ -52,9 +55,9 @@ class StructuredRow:
 
 @dataclass(frozen=True, slots=True)
 class ConstraintComparison:
-    """A constrained scenario against a prompt-only one on the same endpoint in the same week."""
+    """A constrained scenario against a prompt-only one of the same week and server configuration (the same
+    endpoint, or another replica of the same fleet: comparisons() says how they are paired)."""
 
-    endpoint: str
     constrained: StructuredRow
     prompt_only: StructuredRow
 
@@ -88,6 +91,9 @@ def structured_rows(trends: pd.DataFrame, week_start: date) -> list[StructuredRo
         StructuredRow(
             scenario=str(r["scenario"]),
             endpoint=str(r["endpoint"]),
+            backend=str(r["backend"]),
+            config_fingerprint=_text(r["config_fingerprint"]),
+            role=_text(r["role"]),
             constrained=bool(r["constrained_requests"] > 0),
             structured_requests=int(r["structured_requests"]),
             valid_answer_rate=_number(r["valid_answer_rate"]),
@@ -104,18 +110,29 @@ def structured_rows(trends: pd.DataFrame, week_start: date) -> list[StructuredRo
 
 
 def comparisons(rows: list[StructuredRow]) -> list[ConstraintComparison]:
-    """Each endpoint with exactly one constrained and one prompt-only scenario this week, paired."""
+    """Each prompt-only row of the week paired with the constrained row that replayed the same traffic on the same
+    server configuration: the constrained rows of its backend and config_fingerprint (its endpoint, or another
+    replica with the same flags), narrowed to its role (a canary with a canary: the same fixed window) and then
+    to its number of structured requests when several remain. No pair when none or several are left."""
     found = []
-    for endpoint in sorted({row.endpoint for row in rows}):
-        constrained = [r for r in rows if r.endpoint == endpoint and r.constrained]
-        prompt_only = [r for r in rows if r.endpoint == endpoint and not r.constrained]
-        if len(constrained) == 1 and len(prompt_only) == 1:
-            found.append(ConstraintComparison(endpoint, constrained[0], prompt_only[0]))
+    for prompt_only in (r for r in rows if not r.constrained):
+        candidates = [
+            r
+            for r in rows
+            if r.constrained
+            and (r.backend, r.config_fingerprint) == (prompt_only.backend, prompt_only.config_fingerprint)
+        ]
+        for narrowed_by in ("role", "structured_requests"):
+            if len(candidates) > 1:
+                wanted = getattr(prompt_only, narrowed_by)
+                candidates = [r for r in candidates if getattr(r, narrowed_by) == wanted]
+        if len(candidates) == 1:
+            found.append(ConstraintComparison(candidates[0], prompt_only))
     return found
 
 
 def structured_output_section(trends: pd.DataFrame, week_start: date) -> str:
-    """The section as HTML (its heading included): the table, then one sentence per compared endpoint."""
+    """The section as HTML (its heading included): the table, then one sentence per compared pair."""
     rows = structured_rows(trends, week_start)
     heading = "<h2>Structured output</h2>"
     if not rows:
@@ -162,10 +179,10 @@ def _row_html(row: StructuredRow) -> str:
 
 
 def comparison_sentence(c: ConstraintComparison) -> str:
-    """What the constraint costs and saves on one endpoint, in one plain-text sentence (the page and the console)."""
+    """What the constraint costs and saves, in one plain-text sentence (the page and the console)."""
     return (
-        f"On {c.endpoint}, the constraint ({c.constrained.scenario} against the prompt-only "
-        f"{c.prompt_only.scenario}) costs {_fmt(c.tpot_change_pct, '+.1f', '%')} TPOT and "
+        f"The constraint ({c.constrained.scenario} on {c.constrained.endpoint} against the prompt-only "
+        f"{c.prompt_only.scenario} on {c.prompt_only.endpoint}) costs {_fmt(c.tpot_change_pct, '+.1f', '%')} TPOT and "
         f"{_fmt(c.cost_per_request_change_pct, '+.1f', '%')} cost per request, and saves "
         f"{_fmt(c.retries_avoided_per_1000, ',.1f')} retries per {PER_STRUCTURED:,} structured requests: "
         f"cost per valid request {_fmt(c.usd_per_valid_request_change_pct, '+.1f', '%')}."
@@ -176,6 +193,10 @@ def _change_pct(value: float | None, reference: float | None) -> float | None:
     if value is None or not reference:
         return None
     return 100.0 * (value - reference) / reference
+
+
+def _text(value) -> str | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def _number(value) -> float | None:
