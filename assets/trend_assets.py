@@ -40,6 +40,20 @@ def partition_quarantine_rows(store: Warehouse, part: WeekScenario) -> list[dict
     return _of_partition(rows, part)
 
 
+def partition_attribution(store: Warehouse, part: WeekScenario) -> dict[str, float]:
+    """The partition's cost_attribution totals (USD per request): the change against the baseline and its
+    price, traffic and runtime parts; empty without a baseline (one configuration per partition is usual:
+    with several, the last one's)."""
+    with store.connect() as con:
+        rows = con.execute(
+            "SELECT change_usd, price_usd, traffic_usd, runtime_usd FROM cost_attribution "
+            "WHERE week_start = ? AND scenario = ? AND change_usd IS NOT NULL ORDER BY endpoint, config_fingerprint",
+            [part.week_start, part.scenario],
+        ).fetchall()
+    names = ("cost_change_usd", "cost_change_price_usd", "cost_change_traffic_usd", "cost_change_runtime_usd")
+    return {name: value for row in rows for name, value in zip(names, row) if value is not None}
+
+
 def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=partitions,
@@ -49,7 +63,8 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         deps=["requests_lake", "runs_lake", "server_samples_lake", "gpu_samples_lake"],
         pool="warehouse_writer",  # DuckDB takes one writing process
         description="Weekly cost per request, latency, prefix-cache hit rate, baseline and regression verdict "
-        "per scenario and endpoint configuration (warehouse/schema.sql: run_summary, weekly_trends, diagnoses).",
+        "per scenario and endpoint configuration, and why cost moved (warehouse/schema.sql: run_summary, "
+        "weekly_trends, cost_attribution, diagnoses).",
     )
     def weekly_trends(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> None:
         store = warehouse.warehouse()
@@ -63,7 +78,11 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         for row in partition_trend_rows(store, part):
             metadata.update({key: row[key] for key in _TREND_METADATA if row.get(key) is not None})
             metadata["regression_verdict"] = row["regression_verdict"]
+        metadata.update(partition_attribution(store, part))
         runs = partition_run_rows(store, part)
+        capacity = [r["capacity_rps_at_slo"] for r in runs if r.get("capacity_rps_at_slo") is not None]
+        if capacity:
+            metadata["capacity_rps_at_slo"] = min(capacity)
         occupancy = [r["batch_occupancy"] for r in runs if r.get("batch_occupancy") is not None]
         if occupancy:
             metadata["batch_occupancy"] = sum(occupancy) / len(occupancy)
