@@ -1,7 +1,8 @@
 """The DuckDB CLI analysts are told to run comes with the install (duckdb-cli, the pinned DuckDB's own) and
 answers the documented example queries on a warehouse built by a real refresh: through `make sql` (which
-attaches whatever COSTBENCH_WAREHOUSE names, read-only) and the way docs/warehouse.md opens a local
-warehouse, `cd warehouse && duckdb -readonly costbench.duckdb` (the views read the lake relative to it)."""
+attaches whatever COSTBENCH_WAREHOUSE names, read-only: a local folder, or a DuckLake whose catalog is in a
+real PostgreSQL) and the way docs/warehouse.md opens a local warehouse, `cd warehouse && duckdb -readonly
+costbench.duckdb` (the views read the lake relative to it)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.store import Warehouse
+from warehouse.backend import WAREHOUSE_ENV, open_warehouse
+from warehouse.lake import list_partitions
+from warehouse.store import LAKE_TABLES, Warehouse
 from warehouse_builders import endpoint, request, run_info, write_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,12 +51,12 @@ def _in_python(store: Warehouse, sql: str) -> list[dict]:
         ]
 
 
-def _make_sql(store: Warehouse, stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _make_sql(location: str, stdin: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     # -o: the environment is the one running these tests; make must not try to rebuild it.
     return subprocess.run(
         ["make", "-s", "-C", str(REPO), "-o", ".venv/.installed-stamp", f"BIN={BIN}", "sql"],
         input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd,
-        env={**os.environ, "COSTBENCH_WAREHOUSE": str(store.root)},
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("PG")}, **env, WAREHOUSE_ENV: location},
     )  # fmt: skip
 
 
@@ -66,12 +69,14 @@ def test_the_duckdb_command_is_the_pinned_duckdb():
 
 def test_make_sql_answers_an_example_query_read_only(store, tmp_path):
     sql = _example("example_cost_trend.sql")
-    done = _make_sql(store, ".mode json\n" + sql, cwd=tmp_path)  # from anywhere: the lines say where the lake is
+    done = _make_sql(
+        str(store.root), ".mode json\n" + sql, cwd=tmp_path
+    )  # from anywhere: the lines say where the lake is
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert rows == _in_python(store, sql)
     assert [r["regression_verdict"] for r in rows] == ["no_baseline", "ok", "regression"]
-    refused = _make_sql(store, "CREATE TABLE scribble AS SELECT 1;\n", cwd=tmp_path)
+    refused = _make_sql(str(store.root), "CREATE TABLE scribble AS SELECT 1;\n", cwd=tmp_path)
     assert refused.returncode != 0 and "read-only" in (refused.stdout + refused.stderr)
 
 
@@ -83,3 +88,27 @@ def test_the_documented_cli_line_reads_the_lake_views(store):
     )  # fmt: skip
     assert opened.returncode == 0, opened.stderr
     assert json.loads(opened.stdout) == [{"week_start": w.isoformat(), "requests": 20} for w in WEEKS]
+
+
+def test_make_sql_attaches_a_ducklake_warehouse_read_only_with_only_its_url(store, postgres_database, tmp_path):
+    db = postgres_database()
+    lake = open_warehouse(
+        f"ducklake:postgresql://{db.user}:{db.password}@{db.host}:{db.port}/{db.dbname}?data_path={tmp_path / 'data'}",
+        tmp_path / "scratch",
+    )
+    try:  # the same lake as the local warehouse, written as DuckLake transactions, then refreshed
+        for table in LAKE_TABLES:
+            for p in list_partitions(store.lake_root, table):
+                lake.write_partition(
+                    table, p.week_start, p.scenario, store.read_partition(table, p.week_start, p.scenario)
+                )
+        lake.refresh()
+    finally:
+        lake.close()
+    sql = _example("example_cost_trend.sql")
+    url = f"ducklake:postgresql://{db.user}@{db.host}:{db.port}/{db.dbname}"  # the password from libpq's PGPASSWORD
+    done = _make_sql(url, ".mode json\n" + sql, cwd=tmp_path, PGPASSWORD=db.password)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == _in_python(store, sql)
+    refused = _make_sql(url, "CREATE TABLE scribble AS SELECT 1;\n", cwd=tmp_path, PGPASSWORD=db.password)
+    assert refused.returncode != 0 and "read-only" in (refused.stdout + refused.stderr).lower()
