@@ -16,8 +16,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent  # as assets/resources.py res
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="run the weekly job on the twin and the bundled traces")
-    # Three weeks tell the story (a baseline, the cache-off week, the week it is back) in under 5 minutes
-    # from a fresh clone on 2 cores; each extra week adds about a minute.
+    # Three weeks tell the story (a baseline, the cache-off week, the week it is back); each week is one run per
+    # scenario (five), the three endpoints side by side.
     parser.add_argument("--weeks", type=positive_int, default=3, help="how many past weeks to materialize (default 3)")
     parser.add_argument("--warehouse", type=Path, default=REPO_ROOT / "warehouse", help="warehouse root")
     parser.add_argument(
