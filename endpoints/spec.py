@@ -217,7 +217,6 @@ class _EndpointEntry(ConfigModel):
     port: Annotated[int, AfterValidator(_tcp_port)] | None = None
     advertise_url: HttpUrl | None = None
 
-
     @model_validator(mode="before")
     @classmethod
     def _price_from_book(cls, data: object) -> object:
