@@ -228,7 +228,7 @@ def attribution_waterfall(row: dict) -> go.Figure:
     fig = _layout(
         fig,
         f"Why cost per request moved: {row['scenario']} ({row['endpoint']}), against the baseline of "
-        f"{row['baseline_median_weeks']}",
+        f"{' and '.join(str(row['baseline_median_weeks']).split(','))}",
         "USD per request",
         "",
     )

@@ -168,7 +168,8 @@ def _attribution_section(data: ReportData) -> tuple[str, int]:
         "share); runtime is what the serving made of them (cache hits against what the traffic offered, speed at the "
         "SLO capacity, idle capacity).</p>"
     )
-    return f"{''.join(figures)}<table class='attribution'>{head}{''.join(rows)}</table>{note}", len(figures)
+    table = f"<div class='wide'><table class='attribution'>{head}{''.join(rows)}</table></div>"
+    return f"{''.join(figures)}{table}{note}", len(figures)
 
 
 def _text(value) -> str:
@@ -185,7 +186,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 tr.verdict-regression{background:#fde2e2}tr.verdict-drift{background:#fff4d6}tr.verdict-ok{background:#e8f6e8}
-figure{margin:1.5em 0}.note{color:#666;font-size:12px}
+figure{margin:1.5em 0}.note{color:#666;font-size:12px}.wide{overflow-x:auto}
 """
 
 # Marks the page once the browser has drawn every plot with a real size and real marks (checked by the tests).
