@@ -21,6 +21,10 @@ def _fmt(value, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _ms(value) -> str:
+    return "—" if value is None else f"{value:,.1f} ms"
+
+
 def print_weekly_trends(rows: list[dict], console: Console | None = None) -> None:
     console = console or _console()
     table = Table(title="Weekly trends (warehouse table weekly_trends)")
@@ -64,7 +68,7 @@ def print_structured_output(rows: list[dict], console: Console | None = None) ->
     columns = (
         "week",
         "scenario",
-        "format sent as",
+        "sent as",
         "valid",
         "retries",
         "cost/request",
@@ -73,20 +77,20 @@ def print_structured_output(rows: list[dict], console: Console | None = None) ->
         "TPOT other",
     )
     for column in columns:
-        table.add_column(column, justify="left" if column in ("week", "scenario", "format sent as") else "right")
+        table.add_column(column, justify="left" if column in ("week", "scenario", "sent as") else "right", no_wrap=True)
     for row in structured:
         rate = row.get("valid_answer_rate")
         below = rate is not None and row.get("min_valid_rate") is not None and rate < row["min_valid_rate"]
         table.add_row(
             str(row["week_start"]),
             row["scenario"],
-            "server constraint" if row.get("constrained_requests") else "prompt only",
+            "constraint" if row.get("constrained_requests") else "prompt only",
             ("[red]" if below and row.get("constrained_requests") else "") + _fmt(rate, ".1%"),
             _fmt(row.get("retries"), ",.1f"),
             "$" + _fmt(row.get("cost_per_request_usd"), ".5f"),
             "$" + _fmt(row.get("usd_per_valid_request"), ".5f"),
-            _fmt(row.get("tpot_constrained_ms"), ",.1f") + " ms",
-            _fmt(row.get("tpot_unconstrained_ms"), ",.1f") + " ms",
+            _ms(row.get("tpot_constrained_ms")),
+            _ms(row.get("tpot_unconstrained_ms")),
         )
     console.print(table)
     latest = max(row["week_start"] for row in structured)
