@@ -86,7 +86,8 @@ def structured_rows(trends: pd.DataFrame, week_start: date) -> list[StructuredRo
     """This week's weekly_trends rows that had structured requests, by scenario and endpoint."""
     if trends.empty or "structured_requests" not in trends.columns:
         return []
-    week = trends[(trends["week_start"] == week_start) & (trends["structured_requests"] > 0)]
+    structured = pd.to_numeric(trends["structured_requests"]).fillna(0) > 0
+    week = trends[(trends["week_start"] == week_start) & structured]
     rows = [
         StructuredRow(
             scenario=str(r["scenario"]),
