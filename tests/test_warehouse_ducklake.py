@@ -395,3 +395,20 @@ def test_the_analyst_lines_need_only_the_url():
     )
     assert lines[2] == "USE costbench;"
     assert lines[0].count("LOAD '") == 2 and "ducklake.duckdb_extension" in lines[0]
+
+
+def test_one_setting_chooses_the_backend_for_the_pipeline_and_the_tools(monkeypatch, tmp_path):
+    from assets.resources import REPO_ROOT, WarehouseResource
+
+    url = "ducklake:postgresql://costbench@127.0.0.1:5432/costbench?data_path=/srv/costbench"
+    monkeypatch.setenv("COSTBENCH_WAREHOUSE", url)
+    chosen = open_warehouse(None, tmp_path)  # nothing is attached until first use
+    assert isinstance(chosen, DuckLakeWarehouse) and chosen.catalog.data_path == "/srv/costbench"
+    assert isinstance(WarehouseResource().warehouse(), DuckLakeWarehouse)
+    assert WarehouseResource().root_path() == REPO_ROOT / "warehouse"  # run folders stay local
+    monkeypatch.setenv("COSTBENCH_WAREHOUSE", str(tmp_path / "wh"))
+    assert isinstance(WarehouseResource().warehouse(), Warehouse)
+    assert WarehouseResource().root_path() == tmp_path / "wh"
+    # The resource's own config wins over the environment, as before.
+    resource = WarehouseResource(root=url)
+    assert isinstance(resource.warehouse(), DuckLakeWarehouse)
