@@ -10,7 +10,6 @@ import pandas as pd
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
 from assets.trend_assets import partition_quarantine_rows, partition_run_rows, partition_trend_rows
-from warehouse.lake import read_partition
 from warehouse.quality import (
     QualityResult,
     check_lake_quarantine,
@@ -42,7 +41,7 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
     )
     def requests_quality(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
         part = WeekScenario.of(context)
-        table = read_partition(warehouse.warehouse().lake_root, "requests", part.week_start, part.scenario)
+        table = warehouse.warehouse().read_partition("requests", part.week_start, part.scenario)
         return _result(check_requests(table.to_pandas()), dg.AssetCheckSeverity.ERROR)
 
     @dg.asset_check(

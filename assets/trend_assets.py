@@ -72,7 +72,10 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         for quarantined in refreshed.quarantined:  # the lake_intact check fails the affected weeks
             context.log.error(quarantined.message)
         part = WeekScenario.of(context)
-        metadata: dict = {"duckdb": dg.MetadataValue.path(str(store.db_path)), "lake_files": refreshed.lake_files}
+        # A local warehouse is a DuckDB file; a DuckLake one a catalog URL (printed without its password).
+        db_path = refreshed.db_path
+        where = dg.MetadataValue.path(str(db_path)) if db_path else dg.MetadataValue.text(store.location)
+        metadata: dict = {"duckdb": where, "lake_files": refreshed.lake_files}
         if refreshed.quarantined:
             metadata["quarantined"] = dg.MetadataValue.json([q.message for q in refreshed.quarantined])
         for row in partition_trend_rows(store, part):
