@@ -120,7 +120,8 @@ def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], consol
 def print_regression_verdicts(rows: list[dict], console: Console | None = None) -> None:
     """Every week that was not plainly ok, with the reasons weekly_trends gives."""
     console = console or _console()
-    flagged = [r for r in rows if r.get("regression_verdict") not in ("ok", "no_baseline", None)]
+    # Live rows are not judged (their traffic moved too): only canary verdicts are flagged.
+    flagged = [r for r in rows if r.get("regression_verdict") not in ("ok", "no_baseline", "not_judged", None)]
     if not flagged:
         console.print("Regression verdicts: every week ok against its baseline.")
         return
