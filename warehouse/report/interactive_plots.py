@@ -232,5 +232,11 @@ def attribution_waterfall(row: dict) -> go.Figure:
         "USD per request",
         "",
     )
-    fig.update_layout(showlegend=False)
+    # Zoomed on the steps (the axis does not start at 0), so a change of a few percent is visible.
+    levels = [values[0]]
+    for step in values[1:-1]:
+        levels.append(levels[-1] + step)
+    low, high = min(levels + [values[-1]]), max(levels + [values[-1]])
+    pad = max((high - low) * 0.15, abs(high) * 0.002, 1e-12)
+    fig.update_layout(showlegend=False, yaxis_range=[max(low - pad, 0.0) if low >= 0 else low - pad, high + pad])
     return fig
