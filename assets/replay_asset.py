@@ -37,6 +37,7 @@ from workloads.workload import Workload
 
 # How long the first ready shard waits for the others (a pod may have to be scheduled first).
 SHARD_RENDEZVOUS_TIMEOUT_S = 600.0
+POST_REPLAY_NICE = 10  # added to the process's nice value once its replay is over
 # Executors that give each step its own pod or container: a server start_endpoint started would end
 # with that step's pod, so only attach endpoints work under them (endpoints/provision.py).
 STEP_PER_POD_EXECUTORS = frozenset({"k8s", "celery-k8s", "docker", "ecs"})
@@ -59,14 +60,35 @@ class ShardTask:
     endpoint: RunningEndpoint
 
 
-def _run_worker_pid() -> int:
-    # Under the multiprocess executor a step is a child of the run worker; in-process, it is the worker.
-    parent = multiprocessing.parent_process()
-    return parent.pid if parent is not None and parent.pid is not None else os.getpid()
+def _run_worker_pid(context: dg.OpExecutionContext) -> int:
+    # The process that started the run (its RUN_START event): a launched run's worker, which the run
+    # launcher starts as a child of the code server, and whose steps run either in it or in processes of
+    # their own (pipelines/weekly_executor.py), so neither this process nor its parent is it in general.
+    records = context.instance.get_records_for_run(
+        context.run_id, of_type=dg.DagsterEventType.RUN_START, limit=1
+    ).records
+    event = records[0].event_log_entry.dagster_event if records else None
+    return event.pid if event is not None and event.pid is not None else os.getpid()
 
 
 def _stop_leased(warehouse: WarehouseResource, dagster_run_id: str) -> None:
     end_lease(warehouse.leases_dir(), dagster_run_id)
+
+
+def _yield_cpu_to_replays() -> None:
+    # What this process does after its replay (merging, the capacity sweep, the lake, checks, marts, the
+    # report) is CPU work with no clock to keep; another run's replay on the same host keeps one (its client
+    # and twin send and stream on schedule). A lower priority from here on lets that replay go first (a
+    # one-shard run's later steps run in this run worker: pipelines/weekly_executor.py).
+    # Only in a process started for the run (the run launcher's run worker and the executor's step processes
+    # are both started by multiprocessing): never in the caller of execute_in_process, whose later work is
+    # not this run's.
+    if multiprocessing.parent_process() is None:
+        return
+    try:
+        os.nice(POST_REPLAY_NICE)
+    except OSError:
+        pass
 
 
 @dg.failure_hook(required_resource_keys={"warehouse"})
@@ -85,11 +107,12 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     run_id = f"{part.week_start:%Y%m%d}-{part.scenario}-{uuid.uuid4().hex[:8]}"
     run_dir = warehouse.run_dir(part.week_start.isoformat(), part.scenario, run_id)
     steps_share_host = context.job_def.executor_def.name not in STEP_PER_POD_EXECUTORS
+    worker_pid = _run_worker_pid(context)
 
     def lease_it(process_group: int | None) -> None:
         # Written the moment the server exists, so the lease sensor can stop it even if this step dies
         # during the health wait (minutes for a real server).
-        record = LeaseRecord(context.run_id, spec.name, process_group, socket.gethostname(), _run_worker_pid())
+        record = LeaseRecord(context.run_id, spec.name, process_group, socket.gethostname(), worker_pid)
         write_lease(warehouse.leases_dir(), record)
 
     lease = start_detached(spec, run_dir, steps_share_host=steps_share_host, on_spawned=lease_it)
@@ -152,6 +175,7 @@ def replay_shard(
 @dg.op(tags={"kind": "sglang"})
 def finish_replay(context: dg.OpExecutionContext, shard_dirs: list[str], warehouse: WarehouseResource) -> ReplayOutput:
     _stop_leased(warehouse, context.run_id)
+    _yield_cpu_to_replays()
     run_dir = Path(shard_dirs[0]).parent
     facts = orjson.loads((run_dir / "server_facts.json").read_bytes())
     info = merge_shard_runs([Path(d) for d in sorted(shard_dirs)], run_dir)

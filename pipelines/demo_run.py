@@ -59,6 +59,16 @@ def _regression_notices(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line and orjson.loads(line).get("kind") == "regression")
 
 
+def _create_storage() -> None:
+    # A fresh instance's SQLite tables, made once here: left to the daemon's threads and the first
+    # `dagster job backfill` at the same moment, two of them can stamp the schema and the next to open it
+    # fails ("alembic_version has more than one head").
+    with dg.DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        instance.fetch_materializations(dg.AssetKey("weekly_report"), limit=1)
+        instance.all_instigator_state()
+
+
 def _prepare_home(home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
@@ -95,6 +105,7 @@ def run_demo(args: argparse.Namespace) -> int:
         )
 
     os.environ["DAGSTER_HOME"] = str(home)
+    _create_storage()
     with running_daemon(paths), dg.DagsterInstance.get() as instance:
         backfill = submit_backfill(paths, WEEKLY_JOB, keys)
         print(f"backfill {backfill}: {len(keys)} runs submitted to {home}; dagster-daemon carries them out "

@@ -89,6 +89,10 @@ def instance_paths(tmp_path_factory):
         endpoints = _endpoints_with_attached(root / "endpoints.yaml", peer.url)
         env = {WAREHOUSE_ENV: str(root / "warehouse"), ENDPOINTS_ENV: str(endpoints), KEY_ENV: SECRET}
         paths = InstancePaths(home, env=env)
+        with dg.DagsterInstance.get() as fresh:  # its tables made before the daemon's threads race to
+            fresh.get_runs(limit=1)
+            fresh.fetch_materializations(dg.AssetKey("weekly_report"), limit=1)
+            fresh.all_instigator_state()
         with running_daemon(paths):
             yield paths
     if previous is None:
