@@ -23,8 +23,8 @@ SERVER_INFO = {"version": "0.5.4", "backend": "sim", "tp_size": 8}
 def _week(store, week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bunched=False, server_info=SERVER_INFO):
     """N completed requests in a window that makes the week cost `cost_per_request` each.
 
-    Spread evenly over the window (every time block alike: a tight interval), or bunched into the
-    first tenth of it (most blocks empty: a wide interval)."""
+    Arriving evenly over the window (every arrival block alike: a tight interval), or bunched into the
+    first tenth of it (most blocks without arrivals: a wide interval)."""
     window_s = cost_per_request * N * 225
     span = window_s / 10 if bunched else window_s
     run_id = f"{scenario}-{week.isoformat()}"
@@ -32,7 +32,11 @@ def _week(store, week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bu
         request(run_id, f"q{i}", ttft_ms, ttft_ms + 100, cached_tokens=cached, sent_mono_s=(i + 0.5) * span / N - 0.2)
         for i in range(N)
     ]
-    info = run_info(run_id, window_s, requests_total=N, requests_recorded=N, requests_ok=N, server_info=server_info)
+    # The replayed window is the whole cost window (speedup 1): arrival blocks span it.
+    info = run_info(
+        run_id, window_s, duration_s=window_s, speedup=1.0, requests_total=N, requests_recorded=N, requests_ok=N,
+        server_info=server_info,
+    )  # fmt: skip
     write_run(store.lake_root, week, scenario, info, SPEC, records)
 
 

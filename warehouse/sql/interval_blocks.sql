@@ -1,25 +1,42 @@
--- Time blocks of each costed run, for the block bootstrap of warehouse/bootstrap_interval.py: the
--- measured window is cut into $blocks equal blocks, and a completed request belongs to the block its
--- finish falls in. One row per (run, block, TTFT bin) with what completed there: bin k holds TTFTs in
--- [1.01^k, 1.01^(k+1)) ms (null: no TTFT). Every block of every run gets a row (requests 0 when
--- empty): idle time costs. One pass over `requests`.
+-- Arrival blocks of each costed run, for the block bootstrap of warehouse/bootstrap_interval.py: the
+-- run's arrival span (from the end of the warm-up to the end of the replayed window, window_duration_s /
+-- speedup, or to the last measured arrival if later) is cut into $blocks equal blocks, each carrying an
+-- equal share of the run's cost, and a completed request belongs to the block its scheduled arrival falls
+-- in. By arrival, not by finish: the drain after the last arrival is the cost of serving those arrivals,
+-- not a stretch of traffic with no requests, and counting it as empty blocks widened a short window's
+-- interval about fivefold (docs/pipeline.md, "How long a window must be"). One row per (run, block, TTFT
+-- bin) with what completed there: bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms (null: no TTFT). Every
+-- block of every run gets a row (requests 0 when empty): an arrival gap costs. Two passes over `requests`.
 WITH costed_runs AS (
     SELECT s.week_start, s.scenario, s.run_id, s.endpoint, s.backend, s.config_fingerprint,
-           s.run_cost_usd, s.window_s, r.warmup_s
+           s.run_cost_usd, s.window_s, r.warmup_s, r.window_duration_s / r.speedup AS replayed_span_s
     FROM run_summary AS s
     JOIN runs AS r USING (week_start, scenario, run_id)
     WHERE s.run_cost_usd IS NOT NULL AND s.window_s > 0
 ),
+last_arrivals AS (
+    SELECT week_start, scenario, run_id, max(scheduled_mono_s) AS last_scheduled_s
+    FROM requests
+    WHERE is_completed
+    GROUP BY ALL
+),
+spans AS (
+    SELECT
+        c.*,
+        greatest(coalesce(c.replayed_span_s, 0), coalesce(a.last_scheduled_s, 0)) - c.warmup_s AS arrival_span_s
+    FROM costed_runs AS c
+    LEFT JOIN last_arrivals AS a USING (week_start, scenario, run_id)
+),
 filled AS (
     SELECT
         c.week_start, c.scenario, c.run_id,
-        least($blocks - 1, greatest(0, floor((q.finish_mono_s - c.warmup_s) / c.window_s * $blocks)))::INTEGER AS block,
+        least($blocks - 1, greatest(0, floor((q.scheduled_mono_s - c.warmup_s) / greatest(c.arrival_span_s, 1e-9) * $blocks)))::INTEGER AS block,
         CASE WHEN q.ttft_ms > 0 THEN floor(ln(q.ttft_ms) / ln(1.01))::INTEGER END AS bin,
         count(*) AS requests,
         sum(q.prompt_tokens) FILTER (WHERE q.cached_tokens IS NOT NULL) AS prompt_tokens,
         sum(q.cached_tokens) FILTER (WHERE q.prompt_tokens IS NOT NULL) AS cached_tokens
     FROM requests AS q
-    JOIN costed_runs AS c USING (week_start, scenario, run_id)
+    JOIN spans AS c USING (week_start, scenario, run_id)
     WHERE q.is_completed
     GROUP BY ALL
 )
