@@ -1,11 +1,11 @@
 """This week's noise: 95% block-bootstrap intervals for cost per request, hit rate and p95 TTFT (table cost_intervals).
 
 Each run's arrival span is cut into BLOCKS equal time blocks; a block carries an equal share of the run's
-cost and the completed requests that arrived in it (sql/interval_blocks.sql says why by arrival). A resample draws as many blocks as the week has,
-with replacement, and recomputes the pooled ratios (Σ cost / Σ requests, Σ cached / Σ prompt tokens)
-and the p95 of the pooled TTFT histogram. Whole blocks keep the time correlation of real traffic
-(a burst stays together), which resampling single requests would hide. Seeded per row: the same lake
-always gives the same interval.
+cost and the completed requests that arrived in it (sql/interval_blocks.sql says why by arrival). A
+resample draws as many blocks as the week has, with replacement, and recomputes the pooled ratios
+(Σ cost / Σ requests, Σ cached / Σ prompt tokens) and the p95 of the pooled TTFT histogram. Whole
+blocks keep the time correlation of real traffic (a burst stays together), which resampling single
+requests would hide. Seeded per row: the same lake always gives the same interval.
 """
 
 from __future__ import annotations
