@@ -49,6 +49,7 @@ from warehouse.lake import (
     validate_week_start,
 )
 from warehouse.lake_columns import PATH_COLUMNS, duckdb_type
+from warehouse.mart_readers import MartReaders
 from warehouse.price_table import load_price_table
 from warehouse.store import LAKE_TABLES, RefreshResult, WarehouseError, load_prices, read_sql, render_sql
 
@@ -70,7 +71,7 @@ class CatalogError(WarehouseError):
     """The catalog cannot be reached, does not hold a warehouse, or refused us."""
 
 
-class DuckLakeWarehouse:
+class DuckLakeWarehouse(MartReaders):
     def __init__(
         self,
         location: DuckLakeLocation,
@@ -166,27 +167,6 @@ class DuckLakeWarehouse:
             return int(row[0])
         finally:
             con.close()
-
-    def diagnoses(self) -> list[dict]:
-        return self._rows("diagnoses", "week_start, scenario, run_id")
-
-    def weekly_trends(self) -> list[dict]:
-        return self._rows("weekly_trends", "week_start, scenario, endpoint, backend, config_fingerprint")
-
-    def run_summary(self) -> list[dict]:
-        return self._rows("run_summary", "week_start, scenario, run_id")
-
-    def lake_quarantine(self) -> list[dict]:
-        """Always empty: DuckLake checks types as rows are inserted, so no unfit file ever lands."""
-        return self._rows("lake_quarantine", "quarantined_wall_s, quarantined_path")
-
-    def _rows(self, table: str, order_by: str) -> list[dict]:
-        with self.connect(read_only=True) as con:
-            if not schema_migrations.has_table(con, table):
-                raise WarehouseError(f"{self.location}: no {table} table yet: refresh the warehouse first")
-            cursor = con.execute(f"SELECT * FROM {table} ORDER BY {order_by}")
-            columns = [d[0] for d in cursor.description]
-            return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
     # --- writing -------------------------------------------------------------------------------
 

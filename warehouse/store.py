@@ -35,11 +35,13 @@ import pyarrow.parquet as pq
 from warehouse import schema_migrations
 from warehouse.bootstrap_interval import rebuild_intervals
 from warehouse.crash_point import crash_point
+from warehouse.errors import WarehouseError
 from warehouse.file_lock import flock_within
 from warehouse.lake import PART_FILE, fsync_path, read_partition, recover_lake, write_partition
 from warehouse.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
 from warehouse.lake_columns import LAKE_COLUMNS
 from warehouse.lake_quarantine import QuarantinedFile, list_quarantine
+from warehouse.mart_readers import MartReaders
 from warehouse.price_table import PriceTable, load_price_table
 from warehouse.schema_migrations import StoredHistory
 
@@ -56,10 +58,6 @@ _LOCK_POLL_S = 0.2
 # How the views read the hive-partitioned lake: the partition keys come from the folder names.
 _HIVE_OPTIONS = "hive_partitioning = true, union_by_name = true, hive_types = {'week': DATE, 'scenario': VARCHAR}"
 logger = logging.getLogger(__name__)
-
-
-class WarehouseError(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +112,7 @@ def load_prices(con: duckdb.DuckDBPyConnection, prices: PriceTable) -> None:
         con.executemany("INSERT INTO price_books VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.book_rows))
 
 
-class Warehouse:
+class Warehouse(MartReaders):
     def __init__(
         self,
         root: Path,
@@ -207,31 +205,6 @@ class Warehouse:
         return RefreshResult(
             self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location
         )
-
-    def diagnoses(self) -> list[dict]:
-        """Every diagnoses row (the four-numbers verdict per run), ordered by week, scenario, run."""
-        return self._rows("diagnoses", "week_start, scenario, run_id")
-
-    def weekly_trends(self) -> list[dict]:
-        """Every weekly_trends row (columns: warehouse/schema.sql), ordered by week, scenario, endpoint."""
-        return self._rows("weekly_trends", "week_start, scenario, endpoint, backend, config_fingerprint")
-
-    def run_summary(self) -> list[dict]:
-        """Every run_summary row, ordered by week, scenario, run."""
-        return self._rows("run_summary", "week_start, scenario, run_id")
-
-    def lake_quarantine(self) -> list[dict]:
-        """Every quarantined lake file, with its partition, reason and whether it was written again since."""
-        return self._rows("lake_quarantine", "quarantined_wall_s, quarantined_path")
-
-    def _rows(self, table: str, order_by: str) -> list[dict]:
-        with self.connect(read_only=True) as con:
-            try:
-                cursor = con.execute(f"SELECT * FROM {table} ORDER BY {order_by}")
-            except duckdb.CatalogException as exc:
-                raise WarehouseError(f"{self.db_path}: no {table} table yet: refresh the warehouse first") from exc
-            columns = [d[0] for d in cursor.description]
-            return [dict(zip(columns, row)) for row in cursor.fetchall()]
 
     # --- building ------------------------------------------------------------------------------
 
