@@ -15,7 +15,8 @@ import yaml
 
 from workloads.reader_registry import read_trace
 from workloads.scenarios import ScenarioError, default_endpoints_path, default_scenarios_path, load_scenarios
-from workloads.weekly_traffic import WeeklyWindow, WeekTraceMissing, session_share, week_traffic, week_window_start
+from workloads.weekly_traffic import WeekTraceMissing, session_share, week_traffic
+from workloads.weekly_window import WeeklyWindow, week_window_start
 from workloads.workload import TraceFormat
 
 REPO = Path(__file__).resolve().parents[1]

@@ -31,7 +31,7 @@ from workloads.config_file import (
 from workloads.reader_registry import parse_trace_format
 from workloads.response_format import StructuredOutput
 from workloads.structured_output_config import StructuredOutputEntry, structured_output
-from workloads.weekly_traffic import DEFAULT_ANCHOR_WEEK, WEEK_PLACEHOLDER, WeeklyWindow, week_window_start
+from workloads.weekly_window import DEFAULT_ANCHOR_WEEK, WEEK_PLACEHOLDER, WeeklyWindow, week_window_start
 from workloads.workload import TraceFormat
 
 # A partition key, a folder name and a Kubernetes label value: lower case, digits and dashes.

@@ -26,44 +26,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from workloads.weekly_window import WEEK_PLACEHOLDER
 from workloads.workload import Workload
 from workloads.workload_file import WorkloadFile, open_workload
 
 if TYPE_CHECKING:
     from workloads.scenarios import Scenario
 
-WEEK_PLACEHOLDER = "{week}"
-# Week 0 of every weekly window rule unless the scenario names another anchor (a Monday: the first week
-# the pipeline's partitions know, assets/partitions.py).
-DEFAULT_ANCHOR_WEEK = date(2026, 1, 5)
-
 
 class WeekTraceMissing(ValueError):
     """A scenario's capture for one week is not there; the message names the scenario, the week and the path."""
-
-
-@dataclass(frozen=True, slots=True)
-class WeeklyWindow:
-    start_s: float  # where week 0's window starts, seconds of the trace
-    step_s: float  # how far each later week's window moves on (seconds of trace)
-    anchor_week: date = DEFAULT_ANCHOR_WEEK  # the Monday of week 0
-
-
-def weeks_since(anchor_week: date, week_start: date) -> int:
-    """Whole weeks from the anchor's Monday to `week_start` (negative before it)."""
-    return (week_start - anchor_week).days // 7
-
-
-def week_window_start(rule: WeeklyWindow, duration_s: float, week_start: date, trace_end_s: float) -> float:
-    """The start (trace seconds) of the week's window under `rule`; deterministic in the week.
-
-    The window wraps: it starts within [rule.start_s, trace_end_s - duration_s], so it lies inside the trace.
-    A trace too short for one window past rule.start_s replays from rule.start_s every week.
-    """
-    room = trace_end_s - rule.start_s - duration_s
-    if room <= 0:
-        return rule.start_s
-    return rule.start_s + float((weeks_since(rule.anchor_week, week_start) * rule.step_s) % room)
 
 
 def week_trace_path(trace: Path, week_start: date, scenario: str) -> Path:
