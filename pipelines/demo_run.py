@@ -37,7 +37,12 @@ from pipelines.instance_runs import (
     submit_backfill,
     wait_for_runs,
 )
-from pipelines.trend_console import print_check_verdicts, print_regression_verdicts, print_weekly_trends
+from pipelines.trend_console import (
+    print_check_verdicts,
+    print_cost_attribution,
+    print_regression_verdicts,
+    print_weekly_trends,
+)
 from warehouse.store import Warehouse
 from workloads.scenarios import load_scenarios
 
@@ -132,6 +137,7 @@ def run_demo(args: argparse.Namespace) -> int:
         ]  # fmt: skip
         store = Warehouse(warehouse)
         rows = store.weekly_trends() if store.db_path.exists() else []
+        attribution = store.cost_attribution() if store.db_path.exists() else []
         # The regression_notice sensor tells each regressed metric once its week's report is built: give the
         # daemon's next sensor ticks the time to send what the trends hold.
         expected = sum(len(orjson.loads(r["regressed_metrics"])) for r in rows if r.get("regressed_metrics"))
@@ -140,6 +146,7 @@ def run_demo(args: argparse.Namespace) -> int:
             time.sleep(1)
 
     print_weekly_trends(rows)
+    print_cost_attribution(attribution)
     print_check_verdicts(sorted(verdicts))
     print_regression_verdicts(rows)
     reports = warehouse / "reports"

@@ -98,6 +98,29 @@ def print_structured_output(rows: list[dict], console: Console | None = None) ->
         console.print(f"Week of {latest}: {comparison_sentence(pair)}", highlight=False)
 
 
+def _usd_per_1k(value) -> str:
+    return "—" if value is None else f"{1000 * value:+.3f}"
+
+
+def print_cost_attribution(rows: list[dict], console: Console | None = None) -> None:
+    """Why cost per request moved against the baseline (warehouse table cost_attribution): its parts add up
+    to the change; shown per 1,000 requests so the digits are readable."""
+    rows = [r for r in rows if r.get("change_usd") is not None]
+    if not rows:
+        return
+    console = console or _console()
+    table = Table(title="Why cost moved, USD per 1,000 requests vs baseline (warehouse table cost_attribution)")
+    # The parts' sub-parts (token mix, latency, occupancy) are in the table and the report's waterfall.
+    keys = {"change": "change_usd", "price": "price_usd", "traffic": "traffic_usd",
+            "of it volume": "traffic_volume_usd", "runtime": "runtime_usd", "of it cache": "runtime_cache_usd",
+            "unattributed": "unattributed_usd"}  # fmt: skip
+    for column in ("week", "scenario", *keys):
+        table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
+    for row in rows:
+        table.add_row(str(row["week_start"]), row["scenario"], *(_usd_per_1k(row.get(key)) for key in keys.values()))
+    console.print(table)
+
+
 def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], console: Console | None = None) -> None:
     """One line of counts per check, then every failed evaluation (passing ones add nothing to read)."""
     console = console or _console()

@@ -169,3 +169,18 @@ def test_parts_add_up_to_the_change_against_weekly_trends_own_median(rows):
     for week in WEEKS[1:4]:  # every week with a baseline adds up, whatever its median weeks
         earlier = rows[("mixed", week)]
         assert sum(earlier[p] for p in PARTS) + earlier["unattributed_usd"] == pytest.approx(earlier["change_usd"])
+
+
+def test_the_console_prints_why_cost_moved_for_every_week_with_a_baseline(rows):
+    from rich.console import Console
+
+    from pipelines.trend_console import print_cost_attribution
+
+    console = Console(record=True, width=200)
+    print_cost_attribution(list(rows.values()), console)
+    text = console.export_text()
+    price = rows[("price", WEEKS[1])]
+    line = next(line for line in text.splitlines() if "price" in line and str(WEEKS[1]) in line)
+    # The doubled price week: its change, all of it price, per 1,000 requests.
+    assert f"{1000 * price['change_usd']:+.3f}" in line and line.count(f"{1000 * price['price_usd']:+.3f}") >= 2
+    assert str(WEEKS[0]) not in text  # a week without a baseline has nothing to split

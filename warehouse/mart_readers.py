@@ -33,6 +33,10 @@ class MartReaders:
         """Every run_summary row, ordered by week, scenario, run."""
         return self._rows("run_summary", "week_start, scenario, run_id")
 
+    def cost_attribution(self) -> list[dict]:
+        """Every cost_attribution row (why cost per request moved against the baseline), ordered like weekly_trends."""
+        return self._rows("cost_attribution", "week_start, scenario, endpoint, backend, config_fingerprint")
+
     def lake_quarantine(self) -> list[dict]:
         """Every quarantined lake file, with its partition, reason and whether it was written again since."""
         return self._rows("lake_quarantine", "quarantined_wall_s, quarantined_path")
