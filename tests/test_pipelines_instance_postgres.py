@@ -2,10 +2,11 @@
 throwaway PostgreSQL, with that file's queued run coordinator and run concurrency, carrying out the weekly
 job as users' runs run (dagster-daemon dequeues, the default run launcher starts a run worker per run,
 the job's own executor runs the steps; pipelines/instance_runs.py), the code served by a gRPC code server
-as on Kubernetes. Only the run launcher differs: runs are local processes instead of Kubernetes Jobs.
+as on Kubernetes, the warehouse a DuckLake whose catalog is another database of the same cluster. Only the
+run launcher differs: runs are local processes instead of Kubernetes Jobs.
 
 - a schedule tick: every run it asks for succeeds, and its records are in PostgreSQL;
-- a backfill (of another week): it lands, beside the tick's weeks;
+- a backfill (of another week): it lands in the DuckLake, beside the tick's weeks;
 - the per-endpoint limit across run workers: two runs of one endpoint never overlap in time (the run
   records' start and end, read back from PostgreSQL), while runs of different endpoints do.
 
@@ -42,7 +43,7 @@ from pipelines.instance_runs import (
     wait_for_runs,
 )
 from pipelines.schedules import ENDPOINT_TAG
-from warehouse.store import Warehouse
+from warehouse.backend import LOCAL_DIR_ENV, open_warehouse
 
 REPO = Path(__file__).resolve().parent.parent
 K8S_INSTANCE = REPO / "deploy" / "k8s" / "dagster.yaml"
@@ -124,9 +125,20 @@ def pg_instance(postgres_cluster, tmp_path_factory):
     (code / "endpoints.yaml").write_text(_endpoints_yaml())
     (code / "pg_defs.py").write_text(DEFS_MODULE)
     pg_env = {"DAGSTER_PG_HOST": db.host, "DAGSTER_PG_USER": db.user, "DAGSTER_PG_PASSWORD": db.password}
-    env = {**pg_env, WAREHOUSE_ENV: str(root / "warehouse"), ENDPOINTS_ENV: str(code / "endpoints.yaml")}
-    saved = {k: os.environ.get(k) for k in [*pg_env, "DAGSTER_HOME"]}
-    os.environ.update({**pg_env, "DAGSTER_HOME": str(home)})  # this process reads the instance too
+    # The warehouse is shared as on Kubernetes: a DuckLake whose catalog is another database of the same
+    # cluster (the password from libpq's PGPASSWORD, not the URL), run folders in a local folder of their own.
+    lake = postgres_cluster.create_database("costbench_lake")
+    lake_url = f"ducklake:postgresql://{lake.user}@{lake.host}:{lake.port}/{lake.dbname}?data_path={root / 'lake_data'}"
+    env = {
+        **pg_env,
+        WAREHOUSE_ENV: lake_url,
+        LOCAL_DIR_ENV: str(root / "local"),
+        "PGPASSWORD": lake.password,
+        ENDPOINTS_ENV: str(code / "endpoints.yaml"),
+    }
+    saved = {k: os.environ.get(k) for k in [*pg_env, "PGPASSWORD", "DAGSTER_HOME"]}
+    # This process reads the instance and the warehouse too.
+    os.environ.update({**pg_env, "PGPASSWORD": lake.password, "DAGSTER_HOME": str(home)})
     paths = InstancePaths(home, workspace=code / "workspace.yaml", env=env)
     try:
         with _code_server(paths), running_daemon(paths), dg.DagsterInstance.get() as instance:
@@ -228,7 +240,8 @@ def test_a_backfill_completes(pg_instance):
     assert not _failed(runs), f"see {paths.dagster_home / 'daemon.log'}"
     assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(submitted["backfill_keys"])
     assert {r.tags[ENDPOINT_TAG] for r in runs} == {"pg-b"}
-    with Warehouse(Path(paths.env[WAREHOUSE_ENV])).connect() as con:  # what the runs wrote, tick and backfill
+    # What the runs wrote, tick and backfill, each a DuckLake commit of its own partitions.
+    with open_warehouse(paths.env[WAREHOUSE_ENV], Path(paths.env[LOCAL_DIR_ENV])).connect() as con:
         weeks = {(s, str(w)) for s, w in con.execute("SELECT scenario, week_start FROM weekly_trends").fetchall()}
     assert weeks == {(s, "2026-11-16") for s in SCENARIOS} | {("pg-b-one", BACKFILL_WEEK)}
 

@@ -25,6 +25,9 @@ import pyarrow as pa
 from warehouse.store import RefreshResult, Warehouse
 
 WAREHOUSE_ENV = "COSTBENCH_WAREHOUSE"
+# With a URL-backed warehouse: the local folder for run folders, leases, spooled workloads and reports (on
+# Kubernetes the shared volume every pod mounts), else the caller's default (warehouse/ in the repository).
+LOCAL_DIR_ENV = "COSTBENCH_LOCAL_DIR"
 _URL_LIKE = re.compile(r"^[a-z][a-z0-9+.-]*:(?!\\)")  # a scheme, not a Windows drive letter
 
 
@@ -70,7 +73,8 @@ class WarehouseLocationError(ValueError):
 def open_warehouse(location: str | Path | None, default_root: Path) -> WarehouseBackend:
     """The warehouse at `location` (None or empty: $COSTBENCH_WAREHOUSE, else `default_root`).
 
-    A URL-backed warehouse keeps its local scratch (runs/, workloads/, reports/) in `default_root`.
+    A URL-backed warehouse keeps its local scratch (runs/, workloads/, reports/) in $COSTBENCH_LOCAL_DIR, else
+    `default_root`.
     Raises WarehouseLocationError for a URL whose scheme no backend has, or a malformed DuckLake URL.
     """
     text = str(location) if location not in (None, "") else os.environ.get(WAREHOUSE_ENV) or str(default_root)
@@ -86,7 +90,7 @@ def open_warehouse(location: str | Path | None, default_root: Path) -> Warehouse
     from warehouse.ducklake_url import WarehouseUrlError
 
     try:
-        return factory(text, Path(default_root))
+        return factory(text, local_root(text, default_root))
     except WarehouseUrlError as exc:
         raise WarehouseLocationError(str(exc)) from None
 
@@ -101,11 +105,19 @@ def scheme_of(text: str) -> str | None:
 def local_root(location: str | Path | None, default_root: Path) -> Path:
     """The local folder a location keeps its scratch in, without opening anything."""
     text = str(location) if location not in (None, "") else os.environ.get(WAREHOUSE_ENV) or str(default_root)
-    return Path(default_root) if scheme_of(text) else Path(text)
+    return Path(os.environ.get(LOCAL_DIR_ENV) or default_root) if scheme_of(text) else Path(text)
 
 
 def _shown(text: str) -> str:
     return re.sub(r"(://[^:/@?#]*):[^@/?#]*@", r"\1:***@", text)
 
 
-__all__ = ["BACKENDS", "WAREHOUSE_ENV", "WarehouseBackend", "WarehouseLocationError", "local_root", "open_warehouse"]
+__all__ = [
+    "BACKENDS",
+    "LOCAL_DIR_ENV",
+    "WAREHOUSE_ENV",
+    "WarehouseBackend",
+    "WarehouseLocationError",
+    "local_root",
+    "open_warehouse",
+]
