@@ -34,8 +34,10 @@ $(DEV_STAMP): $(STAMP) $(LOCK)
 demo: $(STAMP)
 	$(BIN)/costbench demo
 
+# Two pytest workers, each taking whole test files (module fixtures stay one per file): many tests wait on
+# real-time replays, so the suite's wall time is about that of its slowest files, not their sum.
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # Lint, format and type checks (config in pyproject.toml); .ci/run runs this beside `make test`.
 lint: $(DEV_STAMP)
