@@ -34,10 +34,10 @@ $(DEV_STAMP): $(STAMP) $(LOCK)
 demo: $(STAMP)
 	$(BIN)/costbench demo
 
-# Two pytest workers, each taking whole test files (module fixtures stay one per file): many tests wait on
-# real-time replays, so the suite's wall time is about that of its slowest files, not their sum.
+# Two pytest workers, each taking whole test files (groups: tests/conftest.py; module fixtures stay one per file):
+# many tests wait on real-time replays, so the suite's wall time is about that of its slowest files, not their sum.
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 # Lint, format and type checks (config in pyproject.toml); .ci/run runs this beside `make test`.
 lint: $(DEV_STAMP)
