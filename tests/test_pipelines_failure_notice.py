@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import dagster as dg
 import orjson
 
 from pipelines.definitions import WEEKLY_JOB, build_definitions
 from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV, failure_notice_sensor
-
-
-class _Collector(BaseHTTPRequestHandler):
-    bodies: list[bytes] = []
-
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+from webhook_collector import start_webhook
 
 
 def test_failed_run_is_noticed_in_file_and_webhook(tmp_path, monkeypatch):
@@ -32,8 +18,7 @@ def test_failed_run_is_noticed_in_file_and_webhook(tmp_path, monkeypatch):
         "    start_s: 0\n    duration_s: 1\n    speedup: 1\n    endpoint: v3-8xh200\n"
         "    slo: {ttft_ms: 2000, tpot_ms: 100}\n"
     )
-    server = HTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, bodies = start_webhook()
     notice_file = tmp_path / "notices" / "failures.jsonl"
     monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
     monkeypatch.setenv(WEBHOOK_URL_ENV, f"http://127.0.0.1:{server.server_port}/hook")
@@ -60,7 +45,7 @@ def test_failed_run_is_noticed_in_file_and_webhook(tmp_path, monkeypatch):
     assert notice["job"] == WEEKLY_JOB
     assert "broken" in notice["partition"] and "2026-11-16" in notice["partition"]
     assert notice["message"]
-    assert [orjson.loads(b)["run_id"] for b in _Collector.bodies] == [result.run_id]
+    assert [orjson.loads(b)["run_id"] for b in bodies] == [result.run_id]
 
 
 def test_a_failed_workload_starts_no_endpoint(tmp_path):

@@ -5,9 +5,7 @@ the week's interval and the report's path."""
 from __future__ import annotations
 
 import json
-import threading
 from datetime import date, timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import dagster as dg
 import orjson
@@ -19,6 +17,7 @@ from pipelines.regression_notice import regression_notice_sensor
 from warehouse.run_rows import RunContext
 from warehouse.store import Warehouse
 from warehouse_builders import endpoint, request, run_info, write_run
+from webhook_collector import start_webhook
 
 WEEKS = [date(2026, 10, 19) + timedelta(days=7 * i) for i in range(4)]
 N = 40
@@ -62,18 +61,6 @@ def test_the_regression_rule_judges_the_canary_and_leaves_live_traffic_to_the_tr
     assert (run["role"], run["traffic_share"]) == ("live", 0.5)
 
 
-class _Collector(BaseHTTPRequestHandler):
-    bodies: list[bytes] = []
-
-    def do_POST(self):  # noqa: N802 (http.server's name)
-        self.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 def _report(instance: dg.DagsterInstance, week: date, scenario: str, path: str) -> None:
     key = dg.MultiPartitionKey({"week": week.isoformat(), "scenario": scenario})
     instance.report_runless_asset_event(
@@ -82,8 +69,7 @@ def _report(instance: dg.DagsterInstance, week: date, scenario: str, path: str) 
 
 
 def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(warehouse, tmp_path, monkeypatch):
-    server = HTTPServer(("127.0.0.1", 0), _Collector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, bodies = start_webhook()
     notice_file = tmp_path / "notices" / "failures.jsonl"
     monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
     monkeypatch.setenv(WEBHOOK_URL_ENV, f"http://127.0.0.1:{server.server_port}/hook")
@@ -112,4 +98,4 @@ def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(wa
     assert notice["interval_low"] <= notice["value"] <= notice["interval_high"]
     assert notice["interval_low"] > notice["baseline"]
     assert notice["report_path"] == report and notice["reason"].startswith("cost_per_request_usd +30.0%")
-    assert [orjson.loads(b) for b in _Collector.bodies] == [notice]
+    assert [orjson.loads(b) for b in bodies] == [notice]
