@@ -1,27 +1,12 @@
 """The twin's OpenAI routes over real HTTP on 127.0.0.1: chunks, usage, reasoning, errors, field for field."""
 
 import orjson
-from aiohttp.test_utils import TestClient, TestServer
 
-from endpoints.sim.clock import VirtualClock
-from endpoints.sim.server import create_app
-from endpoints.sim.server_args import parse_server_args
+from twin_virtual import serve
 
 R1_FLAGS = ["--model-path", "deepseek-ai/DeepSeek-R1", "--tp", "8", "--sim-hardware", "b200"]
 V3_FLAGS = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8", "--sim-hardware", "b200"]
 MESSAGES = [{"role": "system", "content": "You are terse. " * 40}, {"role": "user", "content": "Count to five."}]
-
-
-def serve(flags: list[str], scenario):
-    """Real HTTP on loopback, with the engine's steps on a virtual clock (sockets are polled, waits jump)."""
-    clock = VirtualClock(allow_real_io=True)
-
-    async def main():
-        app = create_app(parse_server_args(flags), clock)
-        async with TestServer(app, host="127.0.0.1", port=0) as server, TestClient(server) as client:
-            return await scenario(client)
-
-    return clock.run(main())
 
 
 def events(body: str) -> list:

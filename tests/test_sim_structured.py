@@ -9,14 +9,12 @@ import re
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 from jsonschema import Draft202012Validator
 
-from endpoints.sim.clock import VirtualClock
 from endpoints.sim.cost_model import GRAMMAR_COSTS
 from endpoints.sim.output_constraint import PROMPT_REGEX_MARKER, PROMPT_SCHEMA_MARKER
-from endpoints.sim.server import create_app
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
+from twin_virtual import serve
 
 R1 = ["--model-path", "deepseek-ai/DeepSeek-R1", "--tp", "8", "--sim-hardware", "h200"]
 R1_PARSED = [*R1, "--reasoning-parser", "deepseek-r1"]
@@ -77,17 +75,6 @@ SCHEMAS = {
         "minProperties": 2,
     },
 }
-
-
-def serve(flags: list[str], scenario):
-    clock = VirtualClock(allow_real_io=True)
-
-    async def main():
-        app = create_app(parse_server_args(flags), clock)
-        async with TestServer(app, host="127.0.0.1", port=0) as server, TestClient(server) as client:
-            return await scenario(client)
-
-    return clock.run(main())
 
 
 def events(body: str) -> list[dict]:
