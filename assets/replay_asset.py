@@ -28,8 +28,10 @@ from endpoints.lease_file import LeaseRecord, end_lease, write_lease
 from endpoints.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
 from endpoints.sim.slo_capacity import measure_slo_capacity, write_capacity_json
+from endpoints.spec import EndpointClock
+from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
 from replay.run_json import write_run_json
-from replay.runner import ReplayConfig, run_replay
+from replay.runner import ReplayConfig, run_replay, run_replay_async
 from replay.shard_merge import merge_shard_runs
 from warehouse.price_table import resolve_gpu_price
 from workloads.weekly_traffic import week_traffic
@@ -57,7 +59,7 @@ class ShardTask:
     shard_index: int
     shard_count: int
     rendezvous_dir: str | None  # where the shards meet to fix t0; None: one shard starts when ready
-    endpoint: RunningEndpoint
+    endpoint: RunningEndpoint | None  # None: a twin on a virtual clock, which replay_shard serves itself
 
 
 def _run_worker_pid(context: dg.OpExecutionContext) -> int:
@@ -115,6 +117,19 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
         record = LeaseRecord(context.run_id, spec.name, process_group, socket.gethostname(), worker_pid)
         write_lease(warehouse.leases_dir(), record)
 
+    if spec.clock is EndpointClock.VIRTUAL:
+        # Nothing to start here: the replay step serves the twin in its own event loop (endpoints/virtual_twin.py).
+        if scenario.shards != 1:
+            raise dg.Failure(
+                f"scenario {scenario.name!r} has {scenario.shards} shards, but endpoint {spec.name!r} runs on a "
+                "virtual clock, which one process keeps: give it shards: 1, or the endpoint clock: wall"
+            )
+        lease_it(None)  # finish_replay and the lease sensor find the run's lease as for any endpoint
+        context.log.info(
+            f"endpoint {spec.name} (sim, virtual clock, {' '.join(spec.server_args)}): served in the replay step"
+        )
+        yield dg.DynamicOutput(ShardTask(run_id, str(run_dir), 0, 1, None, None), mapping_key="shard_0")
+        return
     lease = start_detached(spec, run_dir, steps_share_host=steps_share_host, on_spawned=lease_it)
     if lease.process_group is None:
         lease_it(None)  # attached: nothing to stop, but finish_replay and the sensor find the lease alike
@@ -146,28 +161,40 @@ def replay_shard(
     # The week's window (the same the workload step took: the spooled trace is only looked up, not read).
     traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
     shard_dir = Path(task.run_dir) / f"shard-{task.shard_index}"
-    config = ReplayConfig(
-        url=task.endpoint.url,
-        backend=scenario.backend,
-        speedup=scenario.speedup,
-        start_s=traffic.start_s,
-        duration_s=traffic.duration_s,
-        api_key_env=task.endpoint.spec.api_key_env,
-        run_id=task.run_id,
-        warmup_s=scenario.warmup_s,
-        max_concurrency=scenario.max_concurrency,
-        shard_index=task.shard_index,
-        shard_count=task.shard_count,
-        rendezvous_dir=task.rendezvous_dir,
-        rendezvous_timeout_s=SHARD_RENDEZVOUS_TIMEOUT_S,
-        require_reasoning=scenario.require_reasoning,
+    spec = (
+        task.endpoint.spec if task.endpoint is not None else catalog.endpoint(scenario.endpoint).as_of(part.week_start)
     )
-    if task.shard_index == 0:
+
+    def config_at(url: str) -> ReplayConfig:
+        return ReplayConfig(
+            url=url,
+            backend=scenario.backend,
+            speedup=scenario.speedup,
+            start_s=traffic.start_s,
+            duration_s=traffic.duration_s,
+            api_key_env=spec.api_key_env,
+            run_id=task.run_id,
+            warmup_s=scenario.warmup_s,
+            max_concurrency=scenario.max_concurrency,
+            shard_index=task.shard_index,
+            shard_count=task.shard_count,
+            rendezvous_dir=task.rendezvous_dir,
+            rendezvous_timeout_s=SHARD_RENDEZVOUS_TIMEOUT_S,
+            require_reasoning=scenario.require_reasoning,
+        )
+
+    if task.endpoint is None:
+
+        def replay(endpoint: RunningEndpoint, clock: VirtualTime):
+            return run_replay_async(workload, config_at(endpoint.url), shard_dir, clock)
+
+        info = replay_on_virtual_twin(spec, Path(task.run_dir), task.run_id, scenario.cold_start, replay)
+    elif task.shard_index == 0:
         # One prober per run: shard 0 scrapes the server for the whole replay (shards share t0).
         with probing(task.endpoint, Path(task.run_dir), task.run_id):
-            info = run_replay(workload, config, shard_dir)
+            info = run_replay(workload, config_at(task.endpoint.url), shard_dir)
     else:
-        info = run_replay(workload, config, shard_dir)
+        info = run_replay(workload, config_at(task.endpoint.url), shard_dir)
     context.log.info(f"shard {task.shard_index}/{task.shard_count}: {info.requests_ok}/{info.requests_total} ok")
     return str(shard_dir)
 

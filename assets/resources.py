@@ -12,10 +12,18 @@ from warehouse.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_
 from workloads.scenarios import Scenario, load_scenarios
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-__all__ = ["ENDPOINTS_ENV", "REPO_ROOT", "WAREHOUSE_ENV", "ScenarioCatalog", "WarehouseResource"]
+__all__ = ["ENDPOINTS_ENV", "REPO_ROOT", "SCENARIOS_ENV", "WAREHOUSE_ENV", "ScenarioCatalog", "WarehouseResource"]
 
 
 ENDPOINTS_ENV = "COSTBENCH_ENDPOINTS"
+# Read where the code location loads (its partitions are the scenarios' names), so it must be set for the
+# process that loads pipelines.definitions: `dagster dev`, the daemon's code server.
+SCENARIOS_ENV = "COSTBENCH_SCENARIOS"
+
+
+def scenarios_file() -> Path:
+    """$COSTBENCH_SCENARIOS, else workloads/scenarios.yaml."""
+    return Path(os.environ.get(SCENARIOS_ENV) or REPO_ROOT / "workloads" / "scenarios.yaml")
 
 
 class ScenarioCatalog(dg.ConfigurableResource):

@@ -18,11 +18,12 @@ batch occupancy divides each worker's running requests by its own cap.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -171,26 +172,49 @@ class ProbeSession:
         start_s = self.clock.now_s()
         k = 0
         while not self._stop.is_set():
+            self._guarded_tick()
+            k, wait_s = self._next_tick(start_s, k + 1)
+            self._stop.wait(wait_s)
+
+    async def tick_on(self, blocking: Callable[[Callable[[], None]], Awaitable[None]], stop: asyncio.Event) -> None:
+        """The same ticks from a task on an event loop whose clock is `self.clock` (a twin served on that
+        loop, endpoints/virtual_twin.py): each tick runs through `blocking` (in a thread, time held)."""
+        start_s = self.clock.now_s()
+        k = 0
+        while not stop.is_set():
+            await blocking(self._guarded_tick)
+            k, wait_s = self._next_tick(start_s, k + 1)
             try:
-                self.tick()
-            except Exception as exc:  # noqa: BLE001 - a probe must never end the replay
-                self.summary.note(f"probe tick failed: {type(exc).__name__}: {exc}")
-            k += 1
-            now_s = self.clock.now_s()
-            # Absolute due times; ticks missed behind a slow scrape are skipped, not bunched.
-            k = max(k, int((now_s - start_s) / self.interval_s))
-            self._stop.wait(max(0.0, start_s + k * self.interval_s - now_s))
+                await asyncio.wait_for(stop.wait(), wait_s)
+            except TimeoutError:
+                pass
+
+    def _guarded_tick(self) -> None:
+        try:
+            self.tick()
+        except Exception as exc:  # noqa: BLE001 - a probe must never end the replay
+            self.summary.note(f"probe tick failed: {type(exc).__name__}: {exc}")
+
+    def _next_tick(self, start_s: float, k: int) -> tuple[int, float]:
+        # Absolute due times; ticks missed behind a slow scrape are skipped, not bunched.
+        now_s = self.clock.now_s()
+        k = max(k, int((now_s - start_s) / self.interval_s))
+        return k, max(0.0, start_s + k * self.interval_s - now_s)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=f"probes-{self.run_id}", daemon=True)
         self._thread.start()
 
-    def stop(self) -> ProbeSummary:
-        """Stop the thread, take one last sample (the counters after the replay), write the files."""
+    def stop(self, final_tick: bool | None = None) -> ProbeSummary:
+        """Stop the thread, take one last sample (the counters after the replay), write the files.
+        `final_tick`: whether to take that sample (default: when the thread ran; tick_on's caller takes
+        its own on the loop)."""
+        ran = self._thread is not None
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
             self._thread = None
+        if ran if final_tick is None else final_tick:
             try:
                 self.tick()
             except Exception as exc:  # noqa: BLE001
@@ -211,9 +235,25 @@ def probing(
     clock: ProbeClock | None = None,
 ) -> Iterator[ProbeSession]:
     """Probes running for the block; interval defaults to the endpoint spec's scrape_interval_s."""
+    session = probe_session(endpoint, run_dir, run_id, interval_s, clock)
+    session.start()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def probe_session(
+    endpoint: RunningEndpoint,
+    run_dir: Path,
+    run_id: str,
+    interval_s: float | None = None,
+    clock: ProbeClock | None = None,
+) -> ProbeSession:
+    """The endpoint's probes, not yet started."""
     spec = endpoint.spec
     metrics_urls = endpoint.metrics_urls or (endpoint.url,)
-    session = ProbeSession(
+    return ProbeSession(
         run_id=run_id,
         metrics_urls=metrics_urls,
         headers=auth_headers(spec),
@@ -223,11 +263,6 @@ def probing(
         clock=clock,
         worker_caps=worker_caps(endpoint, metrics_urls),
     )
-    session.start()
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def worker_caps(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dict[str, int]:

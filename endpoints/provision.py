@@ -113,8 +113,12 @@ def server_command(spec: EndpointSpec, port: int) -> list[str]:
         program = [sys.executable, "-m", "endpoints.sim"]
     else:
         program = [sys.executable, "-m", "sglang.launch_server"]
+    return [*program, *server_flags(spec, port)]
+
+
+def server_flags(spec: EndpointSpec, port: int) -> list[str]:
+    """The server's flags (after the program): what the twin parses whether launched or served in-process."""
     return [
-        *program,
         "--model-path", spec.model,
         "--host", spec.host,
         "--port", str(port),
@@ -153,6 +157,7 @@ def _running(
     facts = {
         "endpoint": spec.name,
         "mode": spec.mode.value,
+        "clock": spec.clock.value,
         "url": url,
         "metrics_urls": list(metrics_urls),
         "version": server_info.get("version"),
@@ -166,6 +171,13 @@ def _running(
     }
     facts_path = save_server_facts(run_dir / SERVER_FACTS_FILE, facts)
     return RunningEndpoint(spec, url, server_info, model_info, log_path, metrics_urls, fingerprint, facts_path, workers)
+
+
+def describe_served(spec: EndpointSpec, url: str, run_dir: Path, log_path: Path, flags: list[str]) -> RunningEndpoint:
+    """A server costbench serves in its own process (the twin on a virtual clock, endpoints/virtual_twin.py),
+    described and recorded exactly like a launched one."""
+    server_info, model_info = _facts(spec, url)
+    return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=flags)
 
 
 def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_path: Path) -> None:

@@ -36,6 +36,13 @@ class EndpointMode(str, Enum):
     ATTACH = "attach"  # a server someone else runs
 
 
+class EndpointClock(str, Enum):
+    WALL = "wall"  # the server runs in real time in its own process (every mode)
+    # sim only: the twin is served inside the replay step's process, on one virtual clock with the replay
+    # client, over real HTTP on loopback; waits jump, so a window of trace costs CPU time, not its length
+    VIRTUAL = "virtual"
+
+
 class EndpointSpecError(ConfigFileError):
     """An invalid endpoints file: the message names the file, the key path and the reason."""
 
@@ -81,6 +88,7 @@ class EndpointSpec:
     port: int | None = None  # launch/sim: a fixed port (a Service's targetPort); None: a free one
     price_book: str | None = None  # a price book of warehouse/prices.yaml (warehouse/price_table.py resolves it)
     advertise_url: str | None = None  # launch/sim: the URL replay shards dial, ${VAR}s from the environment
+    clock: EndpointClock = EndpointClock.WALL
 
     def as_of(self, week: date) -> "EndpointSpec":
         """The endpoint as it was configured in the week starting `week`."""
@@ -176,6 +184,12 @@ def _mode(value: str) -> str:
     return value
 
 
+def _clock(value: str) -> str:
+    if value not in {c.value for c in EndpointClock}:
+        raise ValueError(f"unknown clock {value!r} (expected one of {', '.join(c.value for c in EndpointClock)})")
+    return value
+
+
 def _monday(week: date) -> date:
     if week.weekday() != 0:
         raise ValueError(f"{week} is not a Monday (weeks start on Monday)")
@@ -216,6 +230,7 @@ class _EndpointEntry(ConfigModel):
     host: Annotated[str, AfterValidator(_bind_host)] | None = None  # None: 127.0.0.1
     port: Annotated[int, AfterValidator(_tcp_port)] | None = None
     advertise_url: HttpUrl | None = None
+    clock: Annotated[str, AfterValidator(_clock)] = EndpointClock.WALL.value
 
     @model_validator(mode="before")
     @classmethod
@@ -261,6 +276,16 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
             raise fail("env", key, f"{key!r} is not an environment variable name")
         if is_secret_name(key):
             raise fail("env", key, "looks like a secret: export it where costbench runs (it is inherited), not here")
+    clock = EndpointClock(entry.clock)
+    if clock is EndpointClock.VIRTUAL:
+        if mode is not EndpointMode.SIM:
+            raise fail("clock", f"clock virtual is for mode sim (the twin); mode {mode.value} runs in real time")
+        for key in ("command", "host", "port", "advertise_url"):
+            if getattr(entry, key) is not None:
+                raise fail(key, "a twin on a virtual clock is served inside the replay step on loopback: no "
+                           "command, host, port or advertise_url")  # fmt: skip
+        if entry.env:
+            raise fail("env", "a twin on a virtual clock runs in the replay step's own process: no env")
     weeks = [r.from_week for r in entry.revisions]
     if weeks != sorted(set(weeks)):
         raise fail("revisions", "must be in date order, one per week")
@@ -285,6 +310,7 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
         host=entry.host or "127.0.0.1",
         port=entry.port,
         advertise_url=entry.advertise_url,
+        clock=clock,
     )
 
 

@@ -11,9 +11,10 @@ from assets.lake_assets import build_lake_assets
 from assets.partitions import build_partitions
 from assets.quality_checks import build_quality_checks
 from assets.replay_asset import build_replay_asset
-from assets.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource
+from assets.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource, scenarios_file
 from assets.trend_assets import build_trend_assets
 from assets.workload_asset import build_workload_asset
+from endpoints.spec import EndpointClock, EndpointSpecError
 from pipelines.failure_notice import failure_notice_sensor
 from pipelines.lease_sensor import endpoint_lease_sensor
 from pipelines.regression_notice import regression_notice_sensor
@@ -32,13 +33,27 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning, message=".*partiti
 
 
 def build_definitions(
-    scenarios_path: Path = REPO_ROOT / "workloads" / "scenarios.yaml",
+    scenarios_path: Path | None = None,
     warehouse_root: Path | None = None,
     endpoints_path: Path | None = None,
 ) -> dg.Definitions:
     # Static partition keys must be known when the code location loads.
+    scenarios_path = scenarios_path or scenarios_file()
     scenarios = load_scenarios(scenarios_path, REPO_ROOT)
     partitions = build_partitions(sorted(scenarios))
+    catalog = ScenarioCatalog(
+        scenarios_path=str(scenarios_path), endpoints_path=str(endpoints_path) if endpoints_path else None
+    )
+
+    def clock_of(endpoint: str) -> EndpointClock:
+        # Read when a run is made: the endpoints file may change between runs. An endpoint the file does not
+        # name, or a file that does not load, is taken for one in real time (it holds a replay slot); the run's
+        # first step says what is wrong with it.
+        try:
+            return catalog.endpoint(endpoint).clock
+        except (KeyError, EndpointSpecError, OSError):
+            return EndpointClock.WALL
+
     assets = [
         build_workload_asset(partitions),
         build_replay_asset(partitions),
@@ -57,10 +72,10 @@ def build_definitions(
         config=dg.PartitionedConfig(
             partitions_def=partitions,
             run_config_for_partition_key_fn=lambda _key: {},
-            tags_for_partition_key_fn=lambda key: partition_run_tags(key, partitions, scenarios),
+            tags_for_partition_key_fn=lambda key: partition_run_tags(key, partitions, scenarios, clock_of),
         ),
     )
-    schedule = build_weekly_schedule(job, scenarios)
+    schedule = build_weekly_schedule(job, scenarios, clock_of)
     return dg.Definitions(
         assets=assets,
         asset_checks=build_quality_checks(partitions),
@@ -69,9 +84,7 @@ def build_definitions(
         schedules=[schedule],
         sensors=[failure_notice_sensor, regression_notice_sensor, endpoint_lease_sensor],
         resources={
-            "catalog": ScenarioCatalog(
-                scenarios_path=str(scenarios_path), endpoints_path=str(endpoints_path) if endpoints_path else None
-            ),
+            "catalog": catalog,
             "warehouse": WarehouseResource(root=str(warehouse_root) if warehouse_root else None),
         },
     )

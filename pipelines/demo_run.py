@@ -25,7 +25,7 @@ from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
 from pipelines.cli_errors import EXIT_FAILED
 from pipelines.cli_inputs import check_output_folder
 from pipelines.definitions import WEEKLY_JOB
-from pipelines.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints
+from pipelines.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints, story_partitions
 from pipelines.failure_notice import NOTICE_FILE_ENV
 from pipelines.instance_runs import (
     BACKFILL_TAG,
@@ -98,11 +98,15 @@ def run_demo(args: argparse.Namespace) -> int:
     env = {WAREHOUSE_ENV: str(warehouse), ENDPOINTS_ENV: str(endpoints), NOTICE_FILE_ENV: str(notices)}
     paths = InstancePaths(home, env=env)
     # Oldest week first: the run queue is first in, first out, so each week's baseline exists before it.
-    keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": s})) for w in weeks for s in sorted(scenarios)]
-    print(f"weekly job: {len(scenarios)} scenarios x weeks {', '.join(map(str, weeks))} on the SGLang twin")
+    partitions = story_partitions(scenarios, weeks)
+    keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": s})) for w, s in partitions]
+    print(f"weekly job: {len(keys)} runs of {len(scenarios)} scenarios in weeks {', '.join(map(str, weeks))} "
+          "on the SGLang twin")  # fmt: skip
     for endpoint in sorted({s.endpoint for s in scenarios.values()}):
         roles = ", ".join(f"{s.name} ({s.role})" for s in scenarios.values() if s.endpoint == endpoint)
-        print(f"  endpoint {endpoint}: {roles}")
+        replayed = sorted({w for w, name in partitions if scenarios[name].endpoint == endpoint})
+        when = "every week" if len(replayed) == len(weeks) else f"the week of {replayed[-1]} only"
+        print(f"  endpoint {endpoint}: {roles}; {when}")
     if len(weeks) >= 2:
         print(
             f"story: in the week of {weeks[-2]} endpoint {STORY_ENDPOINT} ran with {STORY_NOTE}; "
@@ -114,7 +118,7 @@ def run_demo(args: argparse.Namespace) -> int:
     with running_daemon(paths), dg.DagsterInstance.get() as instance:
         backfill = submit_backfill(paths, WEEKLY_JOB, keys)
         print(f"backfill {backfill}: {len(keys)} runs submitted to {home}; dagster-daemon carries them out "
-              "(one replay per endpoint at a time)", flush=True)  # fmt: skip
+              "(each scenario's weeks in order, runs on a twin in real time one per endpoint)", flush=True)  # fmt: skip
 
         def report(run: dg.DagsterRun) -> None:
             part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"

@@ -24,7 +24,7 @@ def test_a_bad_scenarios_file_stops_the_definitions_from_loading(tmp_path):
         build_definitions(scenarios_path=path, warehouse_root=tmp_path / "wh")
     assert str(error.value).splitlines() == [
         f"{path}: scenarios[1].slo.ttft_ms: must be a number, got 'fast' (scenario 'chat-v3-h200-canary')",
-        f"{path}: scenarios[2].shard: unknown key (did you mean 'shards'?) (scenario 'reasoning-r1-h200')",
+        f"{path}: scenarios[2].shard: unknown key (did you mean 'shards'?) (scenario 'reasoning-r1-h200-canary')",
     ]
 
 

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from assets.resources import ENDPOINTS_ENV, WAREHOUSE_ENV
+from assets.resources import ENDPOINTS_ENV, SCENARIOS_ENV, WAREHOUSE_ENV
 from endpoints.lease_file import read_leases
 from endpoints.process_group import group_alive
 from pipelines.definitions import WEEKLY_JOB, defs
@@ -39,7 +39,7 @@ from pipelines.instance_runs import (
     submit_run,
     wait_for_runs,
 )
-from pipelines.schedules import ENDPOINT_TAG
+from pipelines.schedules import ENDPOINT_TAG, REPLAY_SLOT_TAG
 from replay_sglang_peer import PeerBehaviour, peer_in_thread
 from stored_text import decoded_text
 from warehouse.store import Warehouse
@@ -50,7 +50,8 @@ STOP_BOUND_S = 60.0  # the lease sensor ticks every 10 s; the daemon may take a 
 KEY_ENV = "COSTBENCH_TEST_ATTACH_KEY"
 ATTACHED = "v3-8xh200-chat"  # the endpoint of chat-v3-h200 (and its canary), attached to the SGLang-like server
 TWIN_SCENARIO = "reasoning-r1-h200-canary"  # on the twin: r1-8xh200, behind a 2,048-token system prompt
-TWIN_ENDPOINT = "r1-8xh200"
+TWIN_ENDPOINT = "r1-8xh200"  # here a twin in real time, its own process (the lease tests stop it)
+VIRTUAL_SCENARIO = "reasoning-r1-h200-prompt-json"  # on r1-8xh200-b, a twin on a virtual clock as bundled
 SECRET = f"sk-{secrets.token_hex(16)}"
 ADMIN_SECRET = f"adm-{secrets.token_hex(16)}"
 
@@ -65,9 +66,21 @@ def _sglang_server_info() -> dict:
     }  # fmt: skip
 
 
+def _short_scenarios(path: Path) -> Path:
+    """The bundled scenarios (same names, so the same partitions) with windows of seconds, as they came: the
+    chat ones replay in real time against the attached server, the twin's ones against a twin process."""
+    raw = yaml.safe_load((REPO / "workloads" / "scenarios.yaml").read_text())
+    for entry in raw["scenarios"]:
+        entry.update(duration_s=10, speedup=1.0)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
 def _endpoints_with_attached(path: Path, url: str) -> Path:
     raw = yaml.safe_load((REPO / "workloads" / "endpoints.yaml").read_text())
     for entry in raw["endpoints"]:
+        if entry["name"] == TWIN_ENDPOINT:
+            entry.pop("clock")  # a twin process in real time
         if entry["name"] == ATTACHED:
             entry.clear()
             entry.update(name=ATTACHED, mode="attach", model="deepseek-ai/DeepSeek-V3", url=url, api_key_env=KEY_ENV,
@@ -85,9 +98,14 @@ def instance_paths(tmp_path_factory):
     shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
     previous = os.environ.get("DAGSTER_HOME")
     os.environ["DAGSTER_HOME"] = str(home)
+    previous_endpoints = os.environ.get(ENDPOINTS_ENV)
     with peer_in_thread(PeerBehaviour(server_info=_sglang_server_info())) as peer:
         endpoints = _endpoints_with_attached(root / "endpoints.yaml", peer.url)
-        env = {WAREHOUSE_ENV: str(root / "warehouse"), ENDPOINTS_ENV: str(endpoints), KEY_ENV: SECRET}
+        scenarios = _short_scenarios(root / "scenarios.yaml")
+        env = {WAREHOUSE_ENV: str(root / "warehouse"), ENDPOINTS_ENV: str(endpoints), SCENARIOS_ENV: str(scenarios),
+               KEY_ENV: SECRET}  # fmt: skip
+        # This process's definitions tag the runs it submits: they read the same endpoints file.
+        os.environ[ENDPOINTS_ENV] = str(endpoints)
         paths = InstancePaths(home, env=env)
         with dg.DagsterInstance.get() as fresh:  # its tables made before the daemon's threads race to
             fresh.get_runs(limit=1)
@@ -95,10 +113,11 @@ def instance_paths(tmp_path_factory):
             fresh.all_instigator_state()
         with running_daemon(paths):
             yield paths
-    if previous is None:
-        os.environ.pop("DAGSTER_HOME", None)
-    else:
-        os.environ["DAGSTER_HOME"] = previous
+    for name, value in (("DAGSTER_HOME", previous), (ENDPOINTS_ENV, previous_endpoints)):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture()
@@ -187,17 +206,25 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
     assert cost == pytest.approx(8 * 3.5 * window_s / 3600 / completed)
     assert hit_rate > 0.3  # the 2,048-token system prompt is shared by every request
     assert read_leases(warehouse / "runs" / "leases") == []  # every endpoint stopped
+    # The twin on a virtual clock went the same way (run launcher, executor), served in its run's own process.
+    with Warehouse(warehouse).connect() as con:
+        clocks = dict(
+            con.execute("SELECT scenario, replay_clock FROM runs WHERE week_start = DATE '2026-11-16'").fetchall()
+        )
+    assert clocks[VIRTUAL_SCENARIO] == "virtual" and clocks[TWIN_SCENARIO] == "wall"
+    slots = {r.tags["dagster/partition/scenario"]: r.tags.get(REPLAY_SLOT_TAG) for r in runs}
+    assert slots[VIRTUAL_SCENARIO] is None and slots[TWIN_SCENARIO] == TWIN_ENDPOINT
 
 
 def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(instance_paths, instance):
-    scenario = "reasoning-r1-h200"
+    scenario = TWIN_SCENARIO
     keys = [str(dg.MultiPartitionKey({"week": w, "scenario": scenario})) for w in ("2026-11-02", "2026-11-09")]
     backfill = submit_backfill(instance_paths, WEEKLY_JOB, keys)
     runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), 2, RUN_TIMEOUT_S)
     assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * 2
     assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(keys)
     # The job gives a backfill's runs their endpoint's tag, so the queue ran them one after the other.
-    assert {r.tags[ENDPOINT_TAG] for r in runs} == {"r1-8xh200"}
+    assert {(r.tags[ENDPOINT_TAG], r.tags[REPLAY_SLOT_TAG]) for r in runs} == {(TWIN_ENDPOINT, TWIN_ENDPOINT)}
     first, second = sorted((instance.get_run_record_by_id(r.run_id) for r in runs), key=lambda rec: rec.start_time)
     assert second.start_time >= first.end_time
     with Warehouse(_warehouse(instance_paths)).connect() as con:

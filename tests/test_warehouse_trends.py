@@ -15,7 +15,9 @@ from warehouse_builders import endpoint, request, run_info, write_run
 
 W1 = date(2025, 2, 3)
 WEEKS = [W1 + timedelta(days=7 * i) for i in range(6)]  # W1..W6
-SPEC = endpoint()  # 8 GPUs at $2/h: a window of c x 225 s costs c USD
+# 8 GPUs at $200/h: a window of c x 2.25 s costs c USD, so a week's window (N requests at $0.09-0.13) is
+# 8-12 s long and gets the minimum 20 arrival blocks, two requests each when they arrive evenly.
+SPEC = endpoint(usd_per_gpu_hour=200.0)
 N = 40
 SERVER_INFO = {"version": "0.5.4", "backend": "sim", "tp_size": 8}
 
@@ -25,11 +27,11 @@ def _week(store, week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bu
 
     Arriving evenly over the window (every arrival block alike: a tight interval), or bunched into the
     first tenth of it (most blocks without arrivals: a wide interval)."""
-    window_s = cost_per_request * N * 225
+    window_s = cost_per_request * N * 2.25
     span = window_s / 10 if bunched else window_s
     run_id = f"{scenario}-{week.isoformat()}"
     records = [
-        request(run_id, f"q{i}", ttft_ms, ttft_ms + 100, cached_tokens=cached, sent_mono_s=(i + 0.5) * span / N - 0.2)
+        request(run_id, f"q{i}", ttft_ms, ttft_ms + 100, cached_tokens=cached, sent_mono_s=(i + 0.5) * span / N + 0.01)
         for i in range(N)
     ]
     # The replayed window is the whole cost window (speedup 1): arrival blocks span it.

@@ -45,12 +45,11 @@ def test_bundled_scenarios_load_and_resolve_to_real_traces_and_endpoints() -> No
     assert list(scenarios) == [
         "chat-v3-h200",
         "chat-v3-h200-canary",
-        "reasoning-r1-h200",
         "reasoning-r1-h200-canary",
         "reasoning-r1-h200-prompt-json",
     ]
     assert scenarios["chat-v3-h200-canary"].shared_prefix_tokens == 2048
-    assert scenarios["reasoning-r1-h200"].require_reasoning
+    assert scenarios["reasoning-r1-h200-canary"].require_reasoning
     for scenario in scenarios.values():
         assert scenario.trace.is_file()
         assert scenario.endpoint in endpoints

@@ -1,9 +1,9 @@
 """This week's noise: 95% block-bootstrap intervals for cost per request, hit rate and p95 TTFT (table cost_intervals).
 
-Each run's arrival span is cut into BLOCKS equal time blocks; a block carries an equal share of the run's
-cost and the completed requests that arrived in it (sql/interval_blocks.sql says why by arrival). A
-resample draws as many blocks as the week has, with replacement, and recomputes the pooled ratios
-(Σ cost / Σ requests, Σ cached / Σ prompt tokens) and the p95 of the pooled TTFT histogram. Whole
+Each run's arrival span is cut into equal time blocks of about BLOCK_S seconds (at least MIN_BLOCKS); a block
+carries an equal share of the run's cost and the completed requests that arrived in it (sql/interval_blocks.sql
+says why by arrival). A resample draws as many blocks as the week has, with replacement, and recomputes the
+pooled ratios (Σ cost / Σ requests, Σ cached / Σ prompt tokens) and the p95 of the pooled TTFT histogram. Whole
 blocks keep the time correlation of real traffic (a burst stays together), which resampling single
 requests would hide. Seeded per row: the same lake always gives the same interval.
 """
@@ -16,7 +16,11 @@ from collections import defaultdict
 import duckdb
 import numpy as np
 
-BLOCKS = 20  # time blocks per run
+# Blocks of about 5 s of replay: long enough to keep a burst together, short enough that a window's slow
+# drift of rate (the traffic being measured, not noise about it) is not resampled as noise; docs/pipeline.md,
+# "How long a window must be", has the widths each choice gives on the bundled traces.
+BLOCK_S = 5.0
+MIN_BLOCKS = 20  # a short run still gets 20 blocks
 RESAMPLES = 1000
 TTFT_BIN_BASE = 1.01  # bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms
 _KEY = ("week_start", "scenario", "endpoint", "backend", "config_fingerprint")
@@ -24,7 +28,8 @@ _KEY = ("week_start", "scenario", "endpoint", "backend", "config_fingerprint")
 
 def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
     """Fill cost_intervals from run_summary and requests (sql/interval_blocks.sql); returns the rows written."""
-    rows = con.execute(blocks_sql.replace("$blocks", str(BLOCKS))).fetchall()
+    sql = blocks_sql.replace("$min_blocks", str(MIN_BLOCKS)).replace("$block_s", repr(BLOCK_S))
+    rows = con.execute(sql).fetchall()
     # (group key) -> (run_id, block) -> [cost, requests, prompt, cached]; and the TTFT bins per block.
     blocks: dict[tuple, dict[tuple, list]] = defaultdict(dict)
     bins: dict[tuple, list[tuple]] = defaultdict(list)
@@ -104,3 +109,20 @@ def _ttft_interval(
     first_at_rank = np.argmax(pooled[has_requests] >= np.ceil(0.95 * totals[has_requests])[:, None], axis=1)
     midpoints = TTFT_BIN_BASE ** (np.array(bins, dtype=float) + 0.5)
     return _interval(midpoints[first_at_rank])
+
+
+def cost_interval_width(arrivals_s: list[float], span_s: float, key: tuple = ("width",)) -> float | None:
+    """The width of one run's 95% interval on cost per request, as a share of the point value, when its
+    requests arrive at `arrivals_s` (seconds from the end of the warm-up) over an arrival span of `span_s`:
+    blocked by the rule of sql/interval_blocks.sql and bootstrapped as above (bench/interval_widths.py and
+    the test of the bundled scenarios' windows use it to say how long a window must be)."""
+    blocks = max(MIN_BLOCKS, int(span_s // BLOCK_S))
+    counts = np.zeros(blocks)
+    for t in arrivals_s:
+        counts[min(blocks - 1, max(0, int(t / span_s * blocks)))] += 1
+    if counts.sum() == 0:
+        return None
+    rows = [("run", b, 1.0 / blocks, counts[b], 0, 0) for b in range(blocks)]
+    _, low, high, *_ = interval_row(key, rows, [])
+    point = 1.0 / counts.sum()
+    return None if low is None or high is None else (high - low) / point

@@ -52,7 +52,11 @@ def extension_path(name: str) -> Path:
 
 def offline_connection() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection that cannot install or autoload an extension."""
-    return duckdb.connect(config=dict(OFFLINE_CONFIG))
+    con = duckdb.connect(config=dict(OFFLINE_CONFIG))
+    # No progress bar: a query past 2 s prints one to stdout, into a run's logs (on a loaded machine it came out
+    # ahead of the answer a script reads from `python -m warehouse`).
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def load_extensions(con: duckdb.DuckDBPyConnection, names: Iterable[str]) -> None:

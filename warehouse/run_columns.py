@@ -158,6 +158,14 @@ RUNS_COLUMNS = ColumnList(
             "how capacity_rps_at_slo was found: twin_sweep",
             note="null: no sweep ran",
         ),
+        Column(
+            "replay_clock",
+            pa.string(),
+            "",
+            "the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on "
+            "a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time)",
+            note="null: recorded before clocks",
+        ),
     )
 )
 

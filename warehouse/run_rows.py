@@ -130,6 +130,7 @@ def build_run_row(
         "price_book": price_book,
         "capacity_rps_at_slo": context.capacity_rps_at_slo,
         "capacity_source": context.capacity_source,
+        "replay_clock": endpoint.clock.value,
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

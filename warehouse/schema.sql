@@ -87,7 +87,8 @@ SELECT
     traffic_share,            -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
     price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
     capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
-    capacity_source           -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
+    capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
+    replay_clock              -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
 FROM @runs_source@;
 
 CREATE OR REPLACE VIEW requests AS

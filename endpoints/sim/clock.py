@@ -6,6 +6,13 @@ until the next timer; the virtual selector instead jumps time forward to that ti
 at once. So `asyncio.sleep`, `wait_for` and timeouts all follow virtual time, event order is the
 loop's own (timers by due time; ties in an order fixed by the program, so runs repeat exactly), and
 a simulated hour runs in milliseconds.
+
+While a thread started from the loop runs (`run_in_executor`, `asyncio.to_thread`, `blocking(fn)`:
+a urllib call to a twin served on this very loop, a Parquet file being closed) time holds: the loop
+waits for I/O or the thread's end in real time instead of jumping to the next timer, so a probe sees
+the server as it is at the probe's instant and no stretch of virtual time passes unseen. A thread
+that itself waits for virtual time (a request to a handler that sleeps) still gets it, HELD_WAIT_S of
+real time per timer.
 """
 
 from __future__ import annotations
@@ -14,9 +21,11 @@ import asyncio
 import selectors
 import time
 from collections.abc import Callable, Coroutine
+from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+HELD_WAIT_S = 0.5  # real seconds a held loop waits for I/O or a thread's end before time may move on
 
 
 class Clock(Protocol):
@@ -55,6 +64,10 @@ class _VirtualSelector(selectors.DefaultSelector):
         ready = super().select(0)
         if ready or timeout == 0:
             return ready
+        if self._clock._held:
+            ready = super().select(HELD_WAIT_S)
+            if ready:
+                return ready
         if timeout is None:
             if self._clock.allow_real_io:
                 return super().select(None)
@@ -73,6 +86,12 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self._virtual_clock.now_s()
 
+    def run_in_executor(self, executor: Executor | None, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:  # type: ignore[override]
+        future = super().run_in_executor(executor, func, *args)
+        self._virtual_clock._held += 1
+        future.add_done_callback(self._virtual_clock._release)
+        return future
+
 
 class VirtualClock:
     """Virtual seconds from `start_s`. Run coroutines with `clock.run(main())`; inside, the engine
@@ -81,6 +100,7 @@ class VirtualClock:
     def __init__(self, start_s: float = 0.0, allow_real_io: bool = False) -> None:
         self._now_s = start_s
         self.allow_real_io = allow_real_io  # block on sockets when idle instead of calling it a deadlock
+        self._held = 0  # threads started from the loop and not yet done
 
     def now_s(self) -> float:
         return self._now_s
@@ -88,6 +108,13 @@ class VirtualClock:
     async def sleep_until(self, t_s: float) -> None:
         delay_s = t_s - self._now_s
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
+
+    async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in a worker thread, time held while it runs (see the module's docstring)."""
+        return await asyncio.to_thread(fn, *args)
+
+    def _release(self, _future: object) -> None:
+        self._held -= 1
 
     def _advance(self, delay_s: float) -> None:
         self._now_s += delay_s

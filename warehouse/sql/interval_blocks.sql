@@ -1,8 +1,8 @@
 -- Arrival blocks of each costed run, for the block bootstrap of warehouse/bootstrap_interval.py: the
 -- run's arrival span (from the end of the warm-up to the end of the replayed window, window_duration_s /
--- speedup, or to the last measured arrival if later) is cut into $blocks equal blocks, each carrying an
--- equal share of the run's cost, and a completed request belongs to the block its scheduled arrival falls
--- in. By arrival, not by finish: the drain after the last arrival is the cost of serving those arrivals,
+-- speedup, or to the last measured arrival if later) is cut into equal blocks of about $block_s seconds
+-- (at least $min_blocks of them), each carrying an equal share of the run's cost, and a completed request
+-- belongs to the block its scheduled arrival falls in. By arrival, not by finish: the drain after the last arrival is the cost of serving those arrivals,
 -- not a stretch of traffic with no requests, and counting it as empty blocks widened a short window's
 -- interval about fivefold (docs/pipeline.md, "How long a window must be"). One row per (run, block, TTFT
 -- bin) with what completed there: bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms (null: no TTFT). Every
@@ -27,27 +27,32 @@ spans AS (
     FROM costed_runs AS c
     LEFT JOIN last_arrivals AS a USING (week_start, scenario, run_id)
 ),
+blocked AS (
+    SELECT *, greatest($min_blocks, floor(arrival_span_s / $block_s))::INTEGER AS blocks FROM spans
+),
 filled AS (
     SELECT
         c.week_start, c.scenario, c.run_id,
-        least($blocks - 1, greatest(0, floor((q.scheduled_mono_s - c.warmup_s) / greatest(c.arrival_span_s, 1e-9) * $blocks)))::INTEGER AS block,
+        least(c.blocks - 1, greatest(0, floor((q.scheduled_mono_s - c.warmup_s) / greatest(c.arrival_span_s, 1e-9) * c.blocks)))::INTEGER AS block,
         CASE WHEN q.ttft_ms > 0 THEN floor(ln(q.ttft_ms) / ln(1.01))::INTEGER END AS bin,
         count(*) AS requests,
         sum(q.prompt_tokens) FILTER (WHERE q.cached_tokens IS NOT NULL) AS prompt_tokens,
         sum(q.cached_tokens) FILTER (WHERE q.prompt_tokens IS NOT NULL) AS cached_tokens
     FROM requests AS q
-    JOIN spans AS c USING (week_start, scenario, run_id)
+    JOIN blocked AS c USING (week_start, scenario, run_id)
     WHERE q.is_completed
     GROUP BY ALL
+),
+run_blocks AS (
+    SELECT *, unnest(range(blocks))::INTEGER AS block FROM blocked
 )
 SELECT
-    c.week_start, c.scenario, c.endpoint, c.backend, c.config_fingerprint, c.run_id, b.block,
-    c.run_cost_usd / $blocks AS cost_usd,
+    c.week_start, c.scenario, c.endpoint, c.backend, c.config_fingerprint, c.run_id, c.block,
+    c.run_cost_usd / c.blocks AS cost_usd,
     f.bin,
     coalesce(f.requests, 0) AS requests,
     coalesce(f.prompt_tokens, 0) AS prompt_tokens,
     coalesce(f.cached_tokens, 0) AS cached_tokens
-FROM costed_runs AS c
-CROSS JOIN (SELECT range::INTEGER AS block FROM range($blocks)) AS b
+FROM run_blocks AS c
 LEFT JOIN filled AS f
-    ON f.week_start = c.week_start AND f.scenario = c.scenario AND f.run_id = c.run_id AND f.block = b.block;
+    ON f.week_start = c.week_start AND f.scenario = c.scenario AND f.run_id = c.run_id AND f.block = c.block;
