@@ -50,6 +50,7 @@ K8S_INSTANCE = REPO / "deploy" / "k8s" / "dagster.yaml"
 RUN_TIMEOUT_S = 300.0
 # Scenario -> endpoint: two scenarios share pg-a, so only the per-endpoint limit keeps their runs apart.
 SCENARIOS = {"pg-a-one": "pg-a", "pg-a-two": "pg-a", "pg-b-one": "pg-b"}
+VIRTUAL_ENDPOINTS = {"pg-b"}  # a twin on a virtual clock, served in its runs (pg-a: a twin process in real time)
 TICK = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # a Monday 06:00: replays the week of 11-16
 BACKFILL_WEEK = "2026-11-09"
 DEFS_MODULE = """from pathlib import Path
@@ -86,6 +87,7 @@ def _endpoints_yaml() -> str:
             "gpu_type": "H200",
             "gpu_count": 8,
             "usd_per_gpu_hour": 3.5,
+            **({"clock": "virtual"} if endpoint in VIRTUAL_ENDPOINTS else {}),
         }
         for endpoint in sorted(set(SCENARIOS.values()))
     ]
@@ -110,7 +112,7 @@ def _instance_yaml(port: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def pg_instance(postgres_cluster, tmp_path_factory):
+def pg_instance(postgres_cluster, tmp_path_factory, ahead_of_other_tests):
     """A DAGSTER_HOME whose instance keeps everything in the cluster's `dagster` database, its daemon,
     and the runs of one schedule tick and one backfill, submitted together and waited for."""
     db_name = yaml.safe_load(K8S_INSTANCE.read_text())["storage"]["postgres"]["postgres_db"]["db_name"]
@@ -243,7 +245,9 @@ def test_a_backfill_completes(pg_instance):
     # What the runs wrote, tick and backfill, each a DuckLake commit of its own partitions.
     with open_warehouse(paths.env[WAREHOUSE_ENV], Path(paths.env[LOCAL_DIR_ENV])).connect() as con:
         weeks = {(s, str(w)) for s, w in con.execute("SELECT scenario, week_start FROM weekly_trends").fetchall()}
+        clocks = dict(con.execute("SELECT DISTINCT endpoint, replay_clock FROM runs").fetchall())
     assert weeks == {(s, "2026-11-16") for s in SCENARIOS} | {("pg-b-one", BACKFILL_WEEK)}
+    assert clocks == {"pg-a": "wall", "pg-b": "virtual"}  # the twin on a virtual clock landed in DuckLake alike
 
 
 def test_one_run_per_endpoint_at_a_time_across_run_workers(pg_instance):
