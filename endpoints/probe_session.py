@@ -23,7 +23,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -176,13 +176,14 @@ class ProbeSession:
             k, wait_s = self._next_tick(start_s, k + 1)
             self._stop.wait(wait_s)
 
-    async def tick_on(self, blocking: Callable[[Callable[[], None]], Awaitable[None]], stop: asyncio.Event) -> None:
+    async def tick_on(self, stop: asyncio.Event) -> None:
         """The same ticks from a task on an event loop whose clock is `self.clock` (a twin served on that
-        loop, endpoints/virtual_twin.py): each tick runs through `blocking` (in a thread, time held)."""
+        loop, endpoints/virtual_twin.py), until `stop` is set: each tick in a thread (a virtual clock holds
+        time while it runs)."""
         start_s = self.clock.now_s()
         k = 0
         while not stop.is_set():
-            await blocking(self._guarded_tick)
+            await asyncio.to_thread(self._guarded_tick)
             k, wait_s = self._next_tick(start_s, k + 1)
             try:
                 await asyncio.wait_for(stop.wait(), wait_s)

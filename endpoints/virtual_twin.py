@@ -4,7 +4,7 @@ process and event loop, so a window of traffic costs the CPU time its events tak
 The twin and the replay client share one VirtualClock loop and talk real HTTP over a loopback socket (the
 loop polls sockets; when every task waits on a timer, time jumps to it). Nothing else changes: the
 server's facts, the cache preparation and the /metrics probes are the same code a launched server gets,
-run in a thread while time holds (VirtualClock.blocking), and the probes tick at the same intervals of
+run in a thread (asyncio.to_thread) while time holds, and the probes tick at the same intervals of
 virtual time. Timings are virtual: what the modelled GPUs took, without the twin's or the client's own
 CPU time (which a wall-clock twin adds to every latency when the host is busy). The run records it
 (runs.replay_clock, server_facts.json "clock").
@@ -94,18 +94,18 @@ async def _serve_and_replay(
         await site.start()
         port = runner.addresses[0][1]
         url = f"http://{LOOPBACK}:{port}"
-        endpoint = await clock.blocking(describe_served, spec, url, run_dir, log_path, flags)
-        cache = await clock.blocking(prepare_cache, endpoint, cold_start)
+        endpoint = await asyncio.to_thread(describe_served, spec, url, run_dir, log_path, flags)
+        cache = await asyncio.to_thread(prepare_cache, endpoint, cold_start)
         with log_path.open("a") as log:
             log.write(f"costbench-sim listening on {url} (virtual clock); {cache.note}\n")
         probes = probe_session(endpoint, run_dir, run_id, clock=time_source)
         stop = asyncio.Event()
-        ticks = asyncio.create_task(probes.tick_on(clock.blocking, stop), name=f"probes-{run_id}")
+        ticks = asyncio.create_task(probes.tick_on(stop), name=f"probes-{run_id}")
         try:
             return await replay(endpoint, time_source)
         finally:
             stop.set()
             await ticks
-            await clock.blocking(probes.stop, True)  # one last sample (the counters after the replay), the files
+            await asyncio.to_thread(probes.stop, True)  # one last sample (the counters after the replay), the files
     finally:
         await runner.cleanup()

@@ -99,7 +99,7 @@ def test_probes_tick_on_virtual_time(virtual_runs):
 
 
 def test_a_thread_calling_a_server_on_the_loop_sees_no_time_pass():
-    """VirtualClock.blocking: the loop waits for the thread's I/O instead of jumping to its next timer."""
+    """A thread started from a virtual loop: the loop waits for its I/O instead of jumping to its next timer."""
     from aiohttp import web
 
     clock = VirtualClock(allow_real_io=True)
@@ -120,7 +120,7 @@ def test_a_thread_calling_a_server_on_the_loop_sees_no_time_pass():
         timer = asyncio.create_task(busy())
         await asyncio.sleep(0.5)
         before = clock.now_s()
-        answer = await clock.blocking(http_get, f"http://127.0.0.1:{runner.addresses[0][1]}/now", {})
+        answer = await asyncio.to_thread(http_get, f"http://127.0.0.1:{runner.addresses[0][1]}/now", {})
         after = clock.now_s()
         timer.cancel()
         await runner.cleanup()

@@ -7,7 +7,7 @@ at once. So `asyncio.sleep`, `wait_for` and timeouts all follow virtual time, ev
 loop's own (timers by due time; ties in an order fixed by the program, so runs repeat exactly), and
 a simulated hour runs in milliseconds.
 
-While a thread started from the loop runs (`run_in_executor`, `asyncio.to_thread`, `blocking(fn)`:
+While a thread started from the loop runs (`run_in_executor`, `asyncio.to_thread`:
 a urllib call to a twin served on this very loop, a Parquet file being closed) time holds: the loop
 waits for I/O or the thread's end in real time instead of jumping to the next timer, so a probe sees
 the server as it is at the probe's instant and no stretch of virtual time passes unseen. A thread
@@ -108,10 +108,6 @@ class VirtualClock:
     async def sleep_until(self, t_s: float) -> None:
         delay_s = t_s - self._now_s
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
-
-    async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
-        """`fn(*args)` in a worker thread, time held while it runs (see the module's docstring)."""
-        return await asyncio.to_thread(fn, *args)
 
     def _release(self, _future: object) -> None:
         self._held -= 1
