@@ -51,6 +51,15 @@ class Workload:
     prompts: int
     concurrency: int
     seed: int
+    warmups: int = 0  # unmeasured copies of the first prompt sent first, behind the same concurrency cap
+
+    @property
+    def arrivals(self) -> str:
+        """How the benchmark sends its requests, for the printed tables."""
+        warm = f", after {self.warmups} warm-up{'s' if self.warmups != 1 else ''}" if self.warmups else ""
+        if self.prompts == self.concurrency:
+            return f"one burst of {self.prompts}{warm}"
+        return f"closed loop: C={self.concurrency}, {self.prompts} prompts{warm}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +126,8 @@ def _cookbook(row: int, concurrency: int, prompts: int, published: dict[Metric, 
         setup=f"8×B200 R1 TP8 (v0.5.6.post1), 1K/1K ratio 0, C={concurrency}, {prompts} prompts",
         flags=B200_R1,
         gpus=8,
-        workload=Workload(1000, 1000, 0.0, prompts, concurrency, seed=concurrency),
+        # SGLang's bench_serving sends one warm-up request first (--warmup-requests, default 1).
+        workload=Workload(1000, 1000, 0.0, prompts, concurrency, seed=concurrency, warmups=1),
         published=published,
         throughput_kind=ThroughputKind.OUTPUT,
         sglang_version="0.5.6.post1",
@@ -128,9 +138,9 @@ def _cookbook(row: int, concurrency: int, prompts: int, published: dict[Metric, 
 def _inferencex(row: int, flags: tuple[str, ...], label: str, version: str, source: str, input_len: int,
                 figures: dict[int, tuple[float, float, float]], p99_ttft: dict[int, float] | None = None,
                 ) -> list[Point]:  # fmt: skip
-    """InferenceX's method: random lengths on [0.8·L, L], 10·C prompts (its 2·C warm-ups leave nothing
-    behind with the radix cache off), closed loop; total tok/s per GPU, mean TTFT, mean TPOT (and the
-    P99 TTFT where published)."""
+    """InferenceX's method (utils/bench_serving/benchmark_serving.py): random lengths on [0.8·L, L]; 2·C
+    warm-ups, copies of the first prompt behind the concurrency cap, all finished before 10·C prompts
+    are sent closed loop; total tok/s per GPU, mean TTFT, mean TPOT (and the P99 TTFT where published)."""
     points = []
     for concurrency, (tput, ttft, tpot) in figures.items():
         published = {Metric.THROUGHPUT: tput, Metric.TTFT: ttft, Metric.TPOT: tpot}
@@ -143,7 +153,9 @@ def _inferencex(row: int, flags: tuple[str, ...], label: str, version: str, sour
                 setup=f"{label} ({version}), {input_len // 1024}k/1k, C={concurrency}",
                 flags=flags,
                 gpus=8,
-                workload=Workload(input_len, 1024, 0.8, 10 * concurrency, concurrency, seed=concurrency),
+                workload=Workload(
+                    input_len, 1024, 0.8, 10 * concurrency, concurrency, seed=concurrency, warmups=2 * concurrency
+                ),
                 published=published,
                 throughput_kind=ThroughputKind.TOTAL,
                 sglang_version=version,
@@ -169,7 +181,10 @@ ROW4 = Point(
 POINTS: tuple[Point, ...] = (
     _cookbook(1, 1, 10, {Metric.THROUGHPUT: 105 / 8, Metric.TTFT: 153}),
     _cookbook(2, 16, 80, {Metric.THROUGHPUT: 795 / 8, Metric.TTFT: 273.51}),
-    _cookbook(3, 100, 500, {Metric.THROUGHPUT: 2283 / 8, Metric.TTFT: 563.14, Metric.TPOT: 40}),
+    # The C = 100 run's P99 TTFT is on the same cookbook page (section 5.1.4).
+    _cookbook(
+        3, 100, 500, {Metric.THROUGHPUT: 2283 / 8, Metric.TTFT: 563.14, Metric.TPOT: 40, Metric.P99_TTFT: 2632.11}
+    ),
     ROW4,
     *_inferencex(
         7, H200_V057, "8×H200 TP8", "0.5.7", "InferenceX issue #870", 1024,
@@ -233,7 +248,7 @@ def measure(point: Point, constants: CostConstants | None = None) -> Measured:
     flags = list(point.flags)
     if point.throughput_kind is not ThroughputKind.DECODE:
         flags += ["--stream-interval", str(STREAM_INTERVAL_FOR_MEANS)]
-    result = run_bench(flags, list(_requests(point.key)), w.concurrency, cost_constants=constants)
+    result = run_bench(flags, list(_requests(point.key)), w.concurrency, cost_constants=constants, warmups=w.warmups)
     values: dict[Metric, float] = {}
     if point.throughput_kind is ThroughputKind.TOTAL:
         values[Metric.THROUGHPUT] = result.total_tok_s / point.gpus

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from endpoints.sim.clock import VirtualClock
 from endpoints.sim.cost_model import ParallelConfig, RooflineCostModel
-from endpoints.sim.kv_pool import KvSizingError, kv_capacity_tokens
+from endpoints.sim.engine_builder import build_engine
+from endpoints.sim.kv_pool import RUNTIME_RESERVE_BYTES, KvSizingError, kv_capacity_tokens
 from endpoints.sim.profiles import (
     HARDWARE_PROFILES,
     HardwareName,
@@ -16,6 +18,7 @@ from endpoints.sim.profiles import (
     hardware_profile_for,
     model_profile_for,
 )
+from endpoints.sim.server_args import parse_server_args
 from endpoints.sim.step_batch import BatchItem, ForwardMode, StepBatch
 
 V3 = model_profile_for("deepseek-ai/DeepSeek-V3")
@@ -126,3 +129,18 @@ def test_amd_gpus_use_the_amd_constants_and_mi325x_holds_r1_at_tp8():
     assert cost_constants_for(Vendor.AMD) != cost_constants_for(Vendor.NVIDIA)
     # Row 9's server: 256 GB per GPU, --mem-fraction-static 0.8, FP8 KV: millions of tokens of pool.
     assert kv_capacity_tokens(V3, mi325x, TP8, 0.8, kv_dtype_bytes=1) > 3_000_000
+
+
+def test_weights_per_gpu_follow_sglangs_tp_layout_and_mtp_does_not_shrink_the_target_pool():
+    # DeepSeek under TP8 in SGLang: MLA's down-projections and the router replicated, embedding and head BF16
+    # split by vocabulary, the rest FP8 split 8 ways: 85.1 GB a GPU, more than 671 GB / 8 = 83.9 GB.
+    assert V3.weight_bytes_per_gpu(8) == pytest.approx(85.11e9, rel=1e-3)
+    assert V3.weight_bytes_per_gpu(16) < V3.weight_bytes_per_gpu(8) / 1.9  # replicated parts do not halve
+    h200 = HARDWARE_PROFILES[HardwareName.H200]
+    # (141 GiB - the runtime reserve) x 0.82 - 85.1 GB, over 70,272 B a token (row 7's and 8's servers).
+    expected = int(((141 * 2**30 - RUNTIME_RESERVE_BYTES) * 0.82 - V3.weight_bytes_per_gpu(8)) // 70_272)
+    assert kv_capacity_tokens(V3, h200, TP8, 0.82, kv_dtype_bytes=2) == expected
+    r1 = "--model-path deepseek-ai/DeepSeek-R1 --tp 8 --sim-hardware h200 --mem-fraction-static 0.82".split()
+    plain = build_engine(parse_server_args(r1), VirtualClock())
+    mtp = build_engine(parse_server_args([*r1, "--speculative-algorithm", "EAGLE"]), VirtualClock())
+    assert mtp.scheduler.pool.capacity_tokens == plain.scheduler.pool.capacity_tokens == expected

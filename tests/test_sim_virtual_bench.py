@@ -65,3 +65,19 @@ def test_the_stream_interval_changes_no_timing_only_how_many_chunks():
     ]
     assert coarse.mean_tpot_s == per_token.mean_tpot_s and coarse.total_tok_s == per_token.total_tok_s
     assert sum(len(r.chunk_gaps_s) for r in coarse.requests) < sum(len(r.chunk_gaps_s) for r in per_token.requests)
+
+
+def test_warm_ups_run_first_unmeasured_and_the_measured_burst_starts_after_them():
+    # InferenceX's benchmark_serving.py: 2·C copies of the first prompt behind the same semaphore, all done
+    # before the measured run's first burst of C.
+    concurrency = 4
+    requests = _requests(12, 300, 40)
+    plain = run_bench(B200_R1, requests, concurrency)
+    warmed = run_bench(B200_R1, requests, concurrency, warmups=2 * concurrency)
+    assert len(warmed.requests) == len(requests)  # the warm-ups are not in the result
+    start_s = min(r.sent_s for r in warmed.requests)
+    assert start_s > 0  # the measured run starts once the warm-ups are done
+    assert len(warmed.first_wave_ttft_s) == concurrency
+    assert warmed.engine.steps > plain.engine.steps  # the warm-ups ran on the same engine
+    # Arrivals count from the end of the warm-ups, so the measured run itself is the same run.
+    assert warmed.duration_s == pytest.approx(plain.duration_s, rel=0.05)

@@ -12,7 +12,7 @@ from endpoints.sim.profiles import CostConstants, cost_constants_for, hardware_p
 from endpoints.sim.radix_cache import RadixCache
 from endpoints.sim.scheduler import Scheduler, SchedulerConfig
 from endpoints.sim.server_args import SimServerArgs
-from endpoints.sim.speculative import SpeculativeCostModel, SpeculativeDecoding, mtp_draft_profile, with_draft_memory
+from endpoints.sim.speculative import SpeculativeCostModel, SpeculativeDecoding, mtp_draft_profile
 
 
 def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstants | None = None) -> SimEngine:
@@ -23,8 +23,7 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
     parallel = ParallelConfig(args.tp_size, args.dp_size, args.enable_dp_attention)
     constants = cost_constants or cost_constants_for(hardware.vendor)
     spec = args.speculative
-    kv_model = model if spec is None else with_draft_memory(model)  # MTP: its weights and one-layer KV pool
-    capacity = kv_capacity_tokens(kv_model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
+    capacity = kv_capacity_tokens(model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
     cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, constants)
     if spec is not None:
         draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, constants)

@@ -1,9 +1,14 @@
 """The KV pool: a fixed number of token slots, sized like SGLang sizes it.
 
-Per GPU, the pool gets what is left of `mem_fraction_static × HBM` after that GPU's share of the
-weights. MLA's latent KV is not sharded by TP: under TP every GPU holds the KV of every request, so
-the pool holds (free bytes on one GPU) / (KV bytes per token) tokens. DP attention gives each DP
-rank its own requests, so the ranks' pools add up.
+SGLang's ModelRunner.profile_max_num_token: `rest = available − total × (1 − mem_fraction_static)`, where
+`total` is the GPU memory free once the CUDA context and the communicators exist (before the weights)
+and `available` what is free after loading them. So per GPU the pool gets `mem_fraction_static` of
+(HBM − RUNTIME_RESERVE_BYTES), less that GPU's share of the weights as SGLang lays them out
+(ModelProfile.weight_bytes_per_gpu). MLA's latent KV is not sharded by TP: under TP every GPU holds the
+KV of every request, so the pool holds (free bytes on one GPU) / (KV bytes per token) tokens. DP
+attention gives each DP rank its own requests, so the ranks' pools add up. Under speculative decoding
+the target's pool is sized the same way: the draft worker loads its weights and its one-layer pool
+afterwards, out of the (1 − mem_fraction_static) headroom (model_runner's draft_runner_cache_size).
 
 Slots are either owned by the radix tree (cached, evictable when unlocked) or reserved by running
 requests for tokens not in the tree yet; the pool counts the reservations and asks the tree for
@@ -14,6 +19,11 @@ from __future__ import annotations
 
 from endpoints.sim.cost_model import ParallelConfig
 from endpoints.sim.profiles import HardwareProfile, ModelProfile
+
+# ASSUMPTION, not measured here: what a TP rank has in use before SGLang profiles, besides the weights
+# (CUDA context, PyTorch, NCCL communicators, the custom all-reduce's buffers). Where a pool is tight this
+# decides whether a benchmark queues for KV (docs/twin.md, "The KV cliff").
+RUNTIME_RESERVE_BYTES = 1.5 * 2**30
 
 
 class KvSizingError(ValueError):
@@ -27,8 +37,8 @@ def kv_capacity_tokens(
     mem_fraction_static: float,
     kv_dtype_bytes: int,
 ) -> int:
-    weight_bytes_per_gpu = model.total_params * model.weight_bytes_per_param / parallel.tp_size
-    free_bytes = hardware.hbm_bytes * mem_fraction_static - weight_bytes_per_gpu
+    weight_bytes_per_gpu = model.weight_bytes_per_gpu(parallel.tp_size)
+    free_bytes = (hardware.hbm_bytes - RUNTIME_RESERVE_BYTES) * mem_fraction_static - weight_bytes_per_gpu
     if free_bytes <= 0:
         raise KvSizingError(
             f"{model.name} weights need {weight_bytes_per_gpu / 1e9:.0f} GB per GPU at --tp-size {parallel.tp_size}, "

@@ -27,6 +27,8 @@ class ModelProfile:
     lm_head_params: int  # read every step, though only one embedding row is
     num_attention_heads: int
     kv_lora_rank: int
+    q_lora_rank: int  # MLA's query down-projection width
+    hidden_size: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
@@ -58,6 +60,23 @@ class ModelProfile:
         experts, routers and the output head (the input embedding is a row lookup, not a read)."""
         return self.total_params - self.routed_expert_params - self.lm_head_params
 
+    def weight_bytes_per_gpu(self, tp_size: int) -> float:
+        """The checkpoint's bytes on one GPU as SGLang lays DeepSeek out under TP (models/deepseek_v2.py):
+        MLA's down-projections (q_a_proj, kv_a_proj_with_mqa) and the MoE router are replicated
+        (ReplicatedLinear), not sharded; the embedding and the output head are BF16, split by vocabulary;
+        every other weight is block-FP8 and split over the TP ranks."""
+        replicated = self.num_layers * self.hidden_size * (self.q_lora_rank + self.kv_lora_rank + self.qk_rope_head_dim)
+        router = self.num_moe_layers * self.hidden_size * self.num_routed_experts
+        embedding_and_head = 2 * self.lm_head_params
+        sharded = self.total_params - replicated - router - embedding_and_head
+        bf16 = 2.0
+        return (
+            sharded * self.weight_bytes_per_param / tp_size
+            + replicated * self.weight_bytes_per_param
+            + router * bf16
+            + embedding_and_head * bf16 / tp_size
+        )
+
     def kv_bytes_per_token(self, kv_dtype_bytes: int) -> int:
         # MLA caches the compressed latent plus the rope key: (kv_lora_rank + rope) per layer.
         return (self.kv_lora_rank + self.qk_rope_head_dim) * self.num_layers * kv_dtype_bytes
@@ -76,9 +95,13 @@ class ModelProfile:
 
 
 class Vendor(str, Enum):
-    """Whose software stack SGLang runs on: it sets how much of the datasheet peaks the kernels reach."""
+    """Whose kernels SGLang runs: it sets how much of the datasheet peaks they reach (one fitted constant set
+    each). Blackwell is apart from Hopper because SGLang runs other kernels there (SM100 builds of the MLA,
+    MoE and block-FP8 GEMM paths): the cookbook's B200 runs decode a lone request and prefill a short prompt
+    far slower than Hopper's per-layer costs say; its shares of peak are Hopper's (docs/twin.md, Calibration)."""
 
-    NVIDIA = "nvidia"  # CUDA: FlashInfer/FlashMLA attention, DeepGEMM/CUTLASS FP8 GEMMs, NCCL
+    NVIDIA = "nvidia"  # CUDA on Hopper (H100, H200): FlashInfer/FlashMLA attention, DeepGEMM/CUTLASS FP8 GEMMs, NCCL
+    NVIDIA_BLACKWELL = "nvidia-blackwell"  # CUDA on Blackwell (B200): SM100 kernels
     AMD = "amd"  # ROCm: aiter attention and MoE kernels, hipBLASLt, RCCL
 
 
@@ -128,6 +151,8 @@ def _deepseek_v3(name: str, reasoning_share: tuple[float, float] | None = None) 
         lm_head_params=7168 * 129_280,  # 0.927B
         num_attention_heads=128,
         kv_lora_rank=512,
+        q_lora_rank=1536,
+        hidden_size=7168,
         qk_nope_head_dim=128,
         qk_rope_head_dim=64,
         v_head_dim=128,
@@ -167,7 +192,7 @@ GIB = 2**30
 HARDWARE_PROFILES: dict[HardwareName, HardwareProfile] = {
     HardwareName.H100: HardwareProfile("H100 SXM", 80 * GIB, 3.35e12, 990e12, 1979e12),
     HardwareName.H200: HardwareProfile("H200 SXM", 141 * GIB, 4.8e12, 990e12, 1979e12),
-    HardwareName.B200: HardwareProfile("B200", 180 * GIB, 8.0e12, 2250e12, 4500e12),
+    HardwareName.B200: HardwareProfile("B200", 180 * GIB, 8.0e12, 2250e12, 4500e12, Vendor.NVIDIA_BLACKWELL),
     # AMD Instinct datasheets (docs/twin.md, "Profiles and sources"): dense peaks, no sparsity.
     HardwareName.MI300X: HardwareProfile("MI300X", 192 * GIB, 5.3e12, 1307.4e12, 2614.9e12, Vendor.AMD),
     HardwareName.MI325X: HardwareProfile("MI325X", 256 * GIB, 6.0e12, 1307.4e12, 2614.9e12, Vendor.AMD),

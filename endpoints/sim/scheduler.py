@@ -9,15 +9,24 @@ decoding request's next token, and those tokens come out of the step's token bud
 gives every prefilled running request one token (under speculative decoding it verifies
 num_draft_tokens per request and each gains 1 + the drafts accepted).
 
-KV, the way SGLang does it: admission is optimistic. A request is admitted when its uncached
-prompt plus `new_token_ratio` × its remaining output budget fits in what is free (evictable cache
-counts as free), after the same estimate for everything already running; real slots are taken
-only as tokens are computed. The ratio starts at 0.7 and decays each decode step, so a busy
-server admits more than it could hold if every request ran to max_new_tokens. When a decode step
-cannot get one slot per request, requests are retracted (fewest output tokens first, then longest
-prompt): their KV outside the tree is freed and they queue again, to be re-prefilled (their prompt
-is probably still cached) and continue where they stopped. The ratio then jumps to what the
-remaining batch really needs. Prompts enter the radix tree when their prefill ends (so concurrent
+KV, the way SGLang's PrefillAdder does it (python/sglang/srt/managers/schedule_policy.py): admission
+is optimistic about running requests only. What is free (evictable cache counts as free) is first
+reduced by `new_token_ratio` × every running request's remaining output budget; a waiting request is
+then admitted only if its uncached prompt plus its *whole* remaining budget (clipped at
+CLIP_MAX_NEW_TOKENS) fits in the rest (`add_one_req`: `total_tokens >= rem_total_tokens` → NO_TOKEN),
+and each request admitted in the step is charged that whole budget (`_update_prefill_budget`). Real
+slots are taken only as tokens are computed. The ratio starts at 0.7 and decays each decode step,
+so a busy server admits more than it could hold if every request ran to max_new_tokens. A request
+with ignore_eos on a server without a radix cache goes SGLang's `add_one_req_ignore_eos` way: its
+length is known, so it is admitted only if every running request (and it) can run to the end
+without running out of slots, finishers freeing theirs, with IGNORE_EOS_RESERVE_TOKENS to spare per
+request (benchmarks run exactly this way: `--ignore-eos` against `--disable-radix-cache`). Once
+admission stops for want of KV (or at the running-request cap), SGLang marks the running batch
+full (`batch_is_full`) and tries no admission until a running request leaves; the twin does too.
+When a decode step cannot get one slot per request, requests are retracted (fewest output tokens
+first, then longest prompt): their KV outside the tree is freed and they queue again, to be
+re-prefilled (their prompt is probably still cached) and continue where they stopped. The ratio
+then jumps to what the remaining batch really needs. Prompts enter the radix tree when their prefill ends (so concurrent
 requests share them); prompt + output enter it when a request finishes.
 
 The scheduler asks the injected cost model how long a step takes; it knows no hardware.
@@ -42,6 +51,7 @@ MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
 NEW_TOKEN_RATIO_DECAY_STEPS = 600
 RETRACT_DECODE_STEPS = 20  # after a retraction, leave room for this many decode steps of the rest
 CLIP_MAX_NEW_TOKENS = 4096  # the admission estimate never counts more output than this per request
+IGNORE_EOS_RESERVE_TOKENS = 1  # slots per request add_one_req_ignore_eos keeps spare
 KV_EXHAUSTED = {"type": "abort", "message": "The KV pool cannot hold even one request's next token."}
 
 
@@ -94,6 +104,7 @@ class Scheduler:
         self._ratio_decay = (self.init_new_token_ratio - self.min_new_token_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.new_token_ratio = self.init_new_token_ratio
         self.retractions = RetractionCounters()
+        self.batch_is_full = False  # admission stopped for want of KV or at the cap; cleared when a request leaves
         self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
 
     def has_work(self) -> bool:
@@ -138,10 +149,15 @@ class Scheduler:
             mode = ForwardMode.DECODE
             work, retracted = self._plan_decode()
         if not work:
-            return None if not retracted else StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
+            if not retracted:
+                # Nothing to run: SGLang's event loop re-inits the ratio when it finds no batch.
+                self.new_token_ratio = self.init_new_token_ratio
+                return None
+            return StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
         spec = self.speculative
         verify = spec.verify_tokens if spec is not None and mode is ForwardMode.DECODE else None
-        batch = StepBatch(mode, tuple(BatchItem(verify or n, self._context_tokens(r), r.masked) for r, n in work))
+        items = tuple(BatchItem(verify or n, self._context_tokens(r), r.masked, r.prompt_tokens) for r, n in work)
+        batch = StepBatch(mode, items)
         return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
 
     @staticmethod
@@ -171,17 +187,29 @@ class Scheduler:
                     return work
                 work.append((r, n))
                 budget -= n
-        if budget <= 0 or not self.waiting or len(self.running) >= self._config.max_running_requests:
+        if budget <= 0 or not self.waiting or (self.batch_is_full and self.running):
+            return work
+        if len(self.running) >= self._config.max_running_requests:
+            self.batch_is_full = True
             return work
         room = self.free_tokens() - sum(self._estimate(r) for r in self.running)
         for r in self._order(self.waiting, self.cache):
-            if len(self.running) >= self._config.max_running_requests or budget <= 0:
+            if len(self.running) >= self._config.max_running_requests:
+                self.batch_is_full = True
+                break
+            if budget <= 0:
                 break
             # The last token is always computed: its logits give the next output token.
             matched, node = self.cache.match_prefix(r.sequence()[:-1])
             extend = r.seq_tokens - matched
-            if extend + min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS) * self.new_token_ratio > room:
-                break  # the KV estimate is spent: this request and those behind it wait
+            rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
+            if r.ignore_eos and self.cache.disabled:
+                fits = extend <= min(self.free_tokens(), room) and self._runs_to_completion(r, extend)
+            else:
+                fits = extend + rest < room
+            if not fits:
+                self.batch_is_full = True  # the KV budget is spent: this request and those behind it wait
+                break
             if not chunking and work and extend > budget:
                 break  # without chunking only the first prompt of a step may exceed the budget
             n = min(extend, budget) if chunking else extend
@@ -192,10 +220,30 @@ class Scheduler:
                 r.lock_node = None
                 break
             self._admit(r, matched, now_s)
-            room -= self._estimate(r)
+            room -= r.prefill_remaining + rest  # charged its whole budget for the rest of this step
             work.append((r, n))
             budget -= n
         return work
+
+    def _runs_to_completion(self, candidate: SimRequest, extend: int) -> bool:
+        """SGLang's add_one_req_ignore_eos: with the candidate admitted, can every running request run to
+        its end? Taken shortest first: when the i-th finishes, the bs still running have each grown by
+        its remaining tokens, and those finished before it have freed what they held."""
+        states = []
+        for r in (*self.running, candidate):
+            ratio = 1.0 if r.ignore_eos else self.new_token_ratio
+            left = r.max_new_tokens * ratio - r.output_tokens
+            if left > 0:
+                states.append((left, r.prompt_tokens + r.output_tokens))
+        states.sort(key=lambda state: state[0])
+        free = self.free_tokens() - extend
+        freed = 0
+        for i, (left, occupied) in enumerate(states):
+            still_running = len(states) - i
+            if free + freed - left * still_running <= IGNORE_EOS_RESERVE_TOKENS * still_running:
+                return False
+            freed += occupied
+        return True
 
     def _admit(self, r: SimRequest, matched: int, now_s: float) -> None:
         if r.admitted_s is None:
@@ -264,6 +312,7 @@ class Scheduler:
         r.prefilled_tokens = r.prefill_target = r.prefix_tokens = 0
         self.running.remove(r)
         self.waiting.append(r)
+        self.batch_is_full = False
 
     # -- completing -----------------------------------------------------------------------------
 
@@ -291,6 +340,7 @@ class Scheduler:
             progressed.append(r)
         if any(r.finished for r, _ in plan.work):
             self.running = [r for r in self.running if not r.finished]
+            self.batch_is_full = False
         return progressed
 
     def _cache_prefill(self, r: SimRequest) -> None:
@@ -327,6 +377,7 @@ class Scheduler:
         r.abort_reason = reason
         self._release(r)
         self.running.remove(r)
+        self.batch_is_full = False
 
     def abort(self, r: SimRequest, reason: dict | None = None) -> None:
         """Drop a request the client gave up on (or a fault killed); frees what it held."""
@@ -339,6 +390,7 @@ class Scheduler:
         elif r in self.running:
             self.running.remove(r)
             self._release(r)
+            self.batch_is_full = False
         # else: still in the engine's inbox; the engine skips aborted arrivals
 
     def flush_cache(self) -> bool:

@@ -139,12 +139,14 @@ class SimRequest:
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
         "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
         "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from", "grammar_key",
+        "ignore_eos",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
         self.rid = spec.rid
         self.input_ids = spec.input_ids
         self.max_new_tokens = spec.max_new_tokens
+        self.ignore_eos = spec.ignore_eos  # runs to max_new_tokens: admission can count its KV exactly
         self.stream = spec.stream
         self.output_ids = plan.output_ids
         self.final_reason = plan.finish_reason

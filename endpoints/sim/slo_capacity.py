@@ -80,7 +80,11 @@ def arrival_span_s(requests: Sequence[BenchRequest]) -> float:
 
 
 def sweep_slo_capacity(
-    flags: list[str], requests: Sequence[BenchRequest], slo_ttft_ms: float, slo_tpot_ms: float
+    flags: list[str],
+    requests: Sequence[BenchRequest],
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    bisections: int = BISECTIONS,
 ) -> SloCapacity:
     """The highest rate (requests/s) at which the twin built from `flags` keeps MIN_GOOD_SHARE of the
     idle endpoint's share of `requests` inside the SLO, by doubling then bisecting the arrival rate factor."""
@@ -124,7 +128,7 @@ def sweep_slo_capacity(
                 break
             bad /= 2
     if good is not None and bad is not None:
-        for _ in range(BISECTIONS):
+        for _ in range(bisections):
             middle = math.sqrt(good * bad)
             if probe(middle):
                 good = middle

@@ -217,12 +217,6 @@ def mtp_draft_profile(model: ModelProfile) -> ModelProfile:
     )
 
 
-def with_draft_memory(model: ModelProfile) -> ModelProfile:
-    """The model as the KV pool sizes it under MTP: the draft's weights on top, and its own one-layer KV
-    pool beside the target's, holding the same tokens."""
-    return replace(model, total_params=model.total_params + model.mtp_params, num_layers=model.num_layers + 1)
-
-
 class SpeculativeCostModel:
     """A CostModel for steps under speculative decoding; `target` and `draft` are the same roofline for
     the model and for its MTP layer. The scheduler hands it decode batches whose items compute

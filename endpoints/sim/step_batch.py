@@ -19,6 +19,7 @@ class BatchItem:
     new_tokens: int  # tokens this step computes for the request (1 in decode)
     context_tokens: int  # tokens already in its KV before this step (cached prefix included)
     masked: bool = False  # its tokens are sampled under a grammar mask (constrained decoding, past the reasoning)
+    prompt_tokens: int = 0  # the request's whole prompt (the cold-start stall tells copies of one prompt apart)
 
 
 @dataclass(frozen=True, slots=True)

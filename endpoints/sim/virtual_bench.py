@@ -2,7 +2,10 @@
 measure it the way `sglang.bench_serving` does (throughput over wall time, mean TTFT, TPOT, ITL).
 Arrivals follow bench_serving at `--request-rate inf`: every request is started at once behind a
 `max_concurrency` semaphore, and a request's clock (TTFT, latency) starts when it gets through the
-semaphore, so the first `max_concurrency` requests hit an idle server as one burst.
+semaphore, so the first `max_concurrency` requests hit an idle server as one burst. Warm-ups, where a
+benchmark runs them, go first and are not measured: `warmups` copies of the first request behind the
+same semaphore (InferenceX's benchmark_serving.py `--num-warmups`; SGLang's bench_serving
+`--warmup-requests`), all finished before the measured run starts.
 
 Used by bench/twin_calibration.py (the published setups) and by tests and capacity what-ifs: an
 hour of simulated serving takes seconds, and the engine, scheduler and cost model are exactly the
@@ -138,9 +141,11 @@ def run_bench(
     requests: list[BenchRequest],
     max_concurrency: int | None = None,
     cost_constants: CostConstants | None = None,
+    warmups: int = 0,
 ) -> BenchResult:
     """Run the requests against a twin built from SGLang `flags`, in virtual time (with the cost model's
-    constants injected, e.g. by the fit; default: the fitted ones)."""
+    constants injected, e.g. by the fit; default: the fitted ones), after `warmups` unmeasured copies of
+    the first request. Arrival times count from the end of the warm-ups."""
     clock = VirtualClock()
 
     async def main() -> BenchResult:
@@ -148,14 +153,19 @@ def run_bench(
         engine.start()
         limit = asyncio.Semaphore(max_concurrency or len(requests))
 
-        async def client(i: int, request: BenchRequest) -> RequestTiming:
-            await clock.sleep_until(request.arrival_s)
+        async def warmup(i: int) -> RequestTiming:
+            async with limit:
+                return await _one(engine, -1 - i, requests[0])
+
+        async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
+            await clock.sleep_until(start_s + request.arrival_s)
             async with limit:
                 return await _one(engine, i, request)
 
-        start_s = clock.now_s()
         try:
-            timings = await asyncio.gather(*(client(i, r) for i, r in enumerate(requests)))
+            await asyncio.gather(*(warmup(i) for i in range(warmups)))
+            start_s = clock.now_s()
+            timings = await asyncio.gather(*(client(i, r, start_s) for i, r in enumerate(requests)))
         finally:
             await engine.stop()
         return BenchResult(clock.now_s() - start_s, tuple(timings), engine)

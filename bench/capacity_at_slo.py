@@ -1,0 +1,75 @@
+"""Capacity at the SLO of every bundled scenario (workloads/scenarios.yaml), as the weekly job measures it
+(endpoints/sim/slo_capacity.py) on the workload its materialize step builds, but bisected finer: the weekly
+job's sweep knows the rate to within a factor 2^(1/4) (about 19%), this one to within 2^(1/64) (about 1%),
+so that a change of the twin shows as a number rather than as a step of the grid.
+
+    python bench/capacity_at_slo.py                  # the week of 2026-11-23
+    python bench/capacity_at_slo.py --week 2026-11-16
+
+Prints one row per scenario: its endpoint, the requests swept, the rate the window offers at its speedup,
+and the highest rate (requests/s) at which 95% of what the idle endpoint keeps inside the SLO stays inside.
+Twin endpoints only (a real endpoint's capacity comes from replaying on it). A few minutes on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from endpoints.sim.slo_capacity import MAX_SWEEP_REQUESTS, sweep_slo_capacity, workload_bench_requests  # noqa: E402
+from endpoints.spec import EndpointMode, load_endpoint_specs  # noqa: E402
+from workloads.reasoning_budget import with_reasoning  # noqa: E402
+from workloads.response_format import with_structured_output  # noqa: E402
+from workloads.scenarios import load_scenarios  # noqa: E402
+from workloads.shared_prefix import with_shared_prefix  # noqa: E402
+from workloads.weekly_traffic import session_share, week_traffic  # noqa: E402
+
+FINE_BISECTIONS = 6  # after bracketing within a factor 2: 2^(1/64), about 1%
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--week", type=date.fromisoformat, default=date(2026, 11, 23), help="a Monday")
+    args = parser.parse_args(argv)
+    endpoints = load_endpoint_specs(REPO / "workloads/endpoints.yaml")
+    scenarios = load_scenarios(REPO / "workloads/scenarios.yaml", REPO, endpoints)
+    print(f"Capacity at the SLO, week of {args.week} (bisected to ~1%; {MAX_SWEEP_REQUESTS} requests a sweep)\n")
+    print("| scenario | endpoint | SLO TTFT / TPOT ms | requests | offered req/s | capacity req/s | CPU s |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as spool:
+        for scenario in scenarios.values():
+            spec = endpoints[scenario.endpoint].as_of(args.week)
+            if spec.mode is not EndpointMode.SIM:
+                continue
+            traffic = week_traffic(scenario, args.week, Path(spool))
+            workload = session_share(traffic.window_rows(), scenario.traffic_share)
+            workload = with_shared_prefix(workload, scenario.shared_prefix_tokens)
+            workload = with_reasoning(workload, scenario.reasoning_ratio)
+            workload = with_structured_output(workload, scenario.structured_output)
+            window = workload.window(traffic.start_s, traffic.duration_s)
+            head = replace(window, table=window.table.slice(0, MAX_SWEEP_REQUESTS))
+            started = time.process_time()
+            capacity = sweep_slo_capacity(
+                list(spec.server_args), workload_bench_requests(head), scenario.slo_ttft_ms, scenario.slo_tpot_ms,
+                bisections=FINE_BISECTIONS,
+            )  # fmt: skip
+            rps = capacity.capacity_rps_at_slo
+            print(
+                f"| {scenario.name} | {spec.name} | {scenario.slo_ttft_ms:.0f} / {scenario.slo_tpot_ms:.0f} "
+                f"| {capacity.requests} | {capacity.offered_rps:.2f} | {'none' if rps is None else f'{rps:.2f}'} "
+                f"| {time.process_time() - started:.1f} |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
