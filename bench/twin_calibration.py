@@ -5,13 +5,16 @@ cost model's constants on: their ratios say how well the fit went, nothing about
 validation set (every other point: predictions). Each row gives the ratio twin / published of
 throughput per GPU, mean TTFT and mean TPOT (and P99 TTFT where published), whichever the source
 publishes; each table ends with its median error factor, exp(median |log ratio|), and its worst figure.
+Each row also says how the benchmark sent its requests (closed loop at C, its prompt count, the warm-ups
+sent first; reproduced by the twin) and the twin's mean TTFT of the measured run's first burst and of
+every later request, which is where a closed-loop mean TTFT comes from.
 
     python bench/twin_calibration.py            # every point, as published (about a minute)
     python bench/twin_calibration.py --quick    # the cheap points only, same figures (a few seconds)
 
 A third table checks the cookbook runs' P99 TTFT (the first burst of a cold server) and median TTFT,
-which nothing was fitted on. Rows 5-6 (PD disaggregation and expert parallelism over 12
-nodes) are not modelled.
+which nothing was fitted on but the C = 100 run's P99 (Blackwell's fit set, marked). Rows 5-6 (PD
+disaggregation and expert parallelism over 12 nodes) are not modelled.
 """
 
 from __future__ import annotations

@@ -3,18 +3,23 @@
     python bench/twin_fit.py            # fit, print the constants and the fit residuals
     python bench/twin_fit.py --write    # ... and rewrite endpoints/sim/fitted_constants.py
     python bench/twin_fit.py --check    # fit, and fail if the result differs from the stored constants
+    python bench/twin_fit.py --write --vendor nvidia   # refit one constant set, keep the others
 
 For each vendor, least squares (scipy.optimize.least_squares, trust-region reflective) over the log
 ratios twin / published of every published figure (throughput per GPU, mean TTFT, mean TPOT, and the
 P99 TTFT where published: it pins the cold-start stall apart from the steady prefill cost) of the
-fit set's points, each point run on the twin's engine in virtual time exactly as
-bench/twin_calibration.py runs it (bench/twin_published.py). The parameters are searched in log space
-within physical bounds, from fixed starting values, with a fixed finite-difference step, so a rerun
-gives the same numbers. They are rounded to three significant figures before they are stored, and the
-stored constants' predictions for the fit set are written beside them (tests check they reproduce).
+fit set's points (row 8's MTP points give their TTFT only: see _fitted_here), each point run on the
+twin's engine in virtual time exactly as bench/twin_calibration.py runs it (bench/twin_published.py).
+The parameters are searched in log space within physical bounds, from fixed starting values, with a
+fixed finite-difference step, so a rerun gives the same numbers. They are rounded to three significant
+figures before they are stored, and the stored constants' predictions for the fit set are written
+beside them (tests check they reproduce).
 
 Every point not in FIT_SET is validation: bench/twin_calibration.py prints the two sets apart.
-About 5 minutes per vendor on one core.
+The constant sets are fitted in parallel, one process each; Hopper's takes about 8 minutes on one core.
+Blackwell takes its shares of peak from Hopper's stored fit, and row 8's acceptance length
+(bench/twin_spec_fit.py) is fitted against the Hopper constants: after a Hopper refit, refit the
+acceptance, then Blackwell, and repeat until nothing moves (docs/twin.md, Calibration).
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ from endpoints.sim.profiles import CostConstants, Vendor, cost_constants_for  # 
 
 FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "fitted_constants.py"
 
-# The declared fit set: three points of each vendor's concurrency sweep (both ends and one between). The
+# The declared fit set: both ends and one middle point of each concurrency sweep (Hopper: row 7, and row 8's
+# two acceptance-fit points for their TTFT; AMD: row 9), the cookbook's C = 1 and C = 100 for Blackwell. The
 # other points of the same sweeps validate, with every other published point.
 FIT_SET: dict[Vendor, tuple[str, ...]] = {
     Vendor.NVIDIA: ("7.c8", "7.c32", "7.c64", "8.c8", "8.c32"),
