@@ -64,7 +64,7 @@ def test_health_and_facts_routes():
     assert info["max_total_num_tokens"] == info["scheduler_info"]["max_total_num_tokens"] > 100_000
     assert info["context_length"] == 32768 and info["disable_radix_cache"] is False
     # The SGLang release the B200's (NVIDIA's) constants were fitted to, as endpoints/sim/fitted_constants.py says.
-    assert info["twin_fitted_sglang_version"] == FITTED["nvidia"]["sglang_version"]
+    assert info["twin_fitted_sglang_version"] == FITTED["nvidia-blackwell"]["sglang_version"]  # the B200's
     assert model["model_path"] == "deepseek-ai/DeepSeek-R1" and model["is_generation"] is True
     assert model["tokenizer_path"] == "deepseek-ai/DeepSeek-R1" and model["architectures"] == ["DeepseekV3ForCausalLM"]
     assert models["object"] == "list"
