@@ -79,7 +79,8 @@ def _on_pool(
 
 def _kv_pressure(pool_tokens: int):
     rng = random.Random(3)
-    specs = [GenerateInput(f"r{i}", random_ids(500, rng), 600, ignore_eos=True) for i in range(16)]
+    # Not ignore_eos: SGLang reserves a fixed-length request's whole budget, so only these can over-commit.
+    specs = [GenerateInput(f"r{i}", random_ids(500, rng), 600) for i in range(16)]
     # One by one, so the later ones meet running requests' decayed ratio.
     return _on_pool(pool_tokens, specs, spacing_s=0.25)
 
@@ -88,7 +89,7 @@ def test_kv_exhaustion_retracts_running_requests_instead_of_crashing_and_all_fin
     # 16 requests × (500 + 600) tokens need 17,600 slots; the pool has 6,000. Admission is optimistic about
     # running requests (new_token_ratio × their remaining budget), so decode runs out of slots and must retract.
     engine, done = _kv_pressure(6000)
-    assert all(u.output_tokens == 600 and u.finish_reason == {"type": "length", "length": 600} for u in done)
+    assert all(u.finish_reason is not None and 300 <= u.output_tokens <= 600 for u in done)  # each ran to its end
     assert engine.scheduler.retractions.requests > 0
     assert sum(u.num_retractions for u in done) == engine.scheduler.retractions.requests
     assert engine.scheduler.new_token_ratio > engine.scheduler.min_new_token_ratio
@@ -103,7 +104,7 @@ def test_a_roomy_pool_never_retracts():
 
 def test_admission_is_optimistic_more_requests_run_than_their_full_budgets_fit():
     rng = random.Random(5)
-    specs = [GenerateInput(f"r{i}", random_ids(200, rng), 2000, True) for i in range(20)]
+    specs = [GenerateInput(f"r{i}", random_ids(200, rng), 2000) for i in range(20)]
     _, running = _on_pool(20_000, specs, spacing_s=0.25, look_at_s=6.0)
     assert running * (200 + 2000) > 20_000  # more than a reserve-everything scheduler would admit
 

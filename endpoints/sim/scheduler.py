@@ -11,10 +11,12 @@ num_draft_tokens per request and each gains 1 + the drafts accepted).
 
 KV, the way SGLang's PrefillAdder does it (python/sglang/srt/managers/schedule_policy.py): admission
 is optimistic about running requests only. What is free (evictable cache counts as free) is first
-reduced by `new_token_ratio` × every running request's remaining output budget; a waiting request is
+reduced by `new_token_ratio` × every running request's remaining output budget (all of it for an
+ignore_eos one, which cannot stop early); a waiting request is
 then admitted only if its uncached prompt plus its *whole* remaining budget (clipped at
-CLIP_MAX_NEW_TOKENS) fits in the rest (`add_one_req`: `total_tokens >= rem_total_tokens` → NO_TOKEN),
-and each request admitted in the step is charged that whole budget (`_update_prefill_budget`). Real
+CLIP_MAX_NEW_TOKENS) and a page fits in the rest (`add_one_req`: `total_tokens >= rem_total_tokens` →
+NO_TOKEN), and each request admitted in the step is charged that whole budget (`_update_prefill_budget`).
+conformance/test_admission.py checks these decisions against SGLang's own PrefillAdder. Real
 slots are taken only as tokens are computed. The ratio starts at 0.7 and decays each decode step,
 so a busy server admits more than it could hold if every request ran to max_new_tokens. A request
 with ignore_eos on a server without a radix cache goes SGLang's `add_one_req_ignore_eos` way: its
@@ -52,6 +54,9 @@ NEW_TOKEN_RATIO_DECAY_STEPS = 600
 RETRACT_DECODE_STEPS = 20  # after a retraction, leave room for this many decode steps of the rest
 CLIP_MAX_NEW_TOKENS = 4096  # the admission estimate never counts more output than this per request
 IGNORE_EOS_RESERVE_TOKENS = 1  # slots per request add_one_req_ignore_eos keeps spare
+# The page PrefillAdder's budget charges each request on top of its tokens (per_req_token_overhead: one page;
+# the twin's pages are single tokens, as flashinfer's and FlashMLA's MLA pools are). Budget only: no slot is taken.
+PAGE_OVERHEAD_TOKENS = 1
 KV_EXHAUSTED = {"type": "abort", "message": "The KV pool cannot hold even one request's next token."}
 
 
@@ -128,10 +133,11 @@ class Scheduler:
         return True
 
     def _estimate(self, r: SimRequest) -> float:
-        """Slots the admission rule sets aside for a request: the rest of its prefill, and the
-        new-token ratio's share of the output it may still produce."""
+        """Slots the admission rule sets aside for a running request: the rest of its prefill, and the
+        new-token ratio's share of the output it may still produce; all of it under ignore_eos (SGLang
+        0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early)."""
         rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
-        return r.prefill_remaining + rest * self.new_token_ratio
+        return r.prefill_remaining + rest * (1.0 if r.ignore_eos else self.new_token_ratio)
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -193,6 +199,7 @@ class Scheduler:
             self.batch_is_full = True
             return work
         room = self.free_tokens() - sum(self._estimate(r) for r in self.running)
+        pages = 0  # the page overhead of the requests admitted in this step (PrefillAdder's current offset)
         for r in self._order(self.waiting, self.cache):
             if len(self.running) >= self._config.max_running_requests:
                 self.batch_is_full = True
@@ -203,10 +210,11 @@ class Scheduler:
             matched, node = self.cache.match_prefix(r.sequence()[:-1])
             extend = r.seq_tokens - matched
             rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
+            paged = extend + PAGE_OVERHEAD_TOKENS
             if r.ignore_eos and self.cache.disabled:
-                fits = extend <= min(self.free_tokens(), room) and self._runs_to_completion(r, extend)
+                fits = paged <= min(self.free_tokens() - pages, room) and self._runs_to_completion(r, paged + pages)
             else:
-                fits = extend + rest < room
+                fits = paged + rest < room
             if not fits:
                 self.batch_is_full = True  # the KV budget is spent: this request and those behind it wait
                 break
@@ -220,15 +228,18 @@ class Scheduler:
                 r.lock_node = None
                 break
             self._admit(r, matched, now_s)
-            room -= r.prefill_remaining + rest  # charged its whole budget for the rest of this step
+            room -= r.prefill_remaining + PAGE_OVERHEAD_TOKENS + rest  # its whole budget, for the rest of this step
+            pages += PAGE_OVERHEAD_TOKENS
             work.append((r, n))
             budget -= n
         return work
 
-    def _runs_to_completion(self, candidate: SimRequest, extend: int) -> bool:
+    def _runs_to_completion(self, candidate: SimRequest, charged: int) -> bool:
         """SGLang's add_one_req_ignore_eos: with the candidate admitted, can every running request run to
         its end? Taken shortest first: when the i-th finishes, the bs still running have each grown by
-        its remaining tokens, and those finished before it have freed what they held."""
+        its remaining tokens, and those finished before it have freed what they held. `charged`: what the
+        free slots are short of beyond this step's prefills already taken (the candidate's paged prompt,
+        the step's page overhead)."""
         states = []
         for r in (*self.running, candidate):
             ratio = 1.0 if r.ignore_eos else self.new_token_ratio
@@ -236,7 +247,7 @@ class Scheduler:
             if left > 0:
                 states.append((left, r.prompt_tokens + r.output_tokens))
         states.sort(key=lambda state: state[0])
-        free = self.free_tokens() - extend
+        free = self.free_tokens() - charged
         freed = 0
         for i, (left, occupied) in enumerate(states):
             still_running = len(states) - i
