@@ -15,8 +15,9 @@ warm-ups before it measures, yet row 7's P99 TTFT puts the ~2 s wait on the meas
 burst, at every concurrency. Where the stall falls is read off those published P99s, not derived.
 
 The stall is one fitted constant per kernel family (CostConstants.cold_prefill_s), fitted with the rest
-on the fit set's P99 TTFT (row 7 for Hopper, the cookbook's C = 100 run for Blackwell). Off by default, so a served twin's first requests are not held;
-bench/twin_calibration.py and bench/twin_fit.py run every published point with it.
+on the fit set's P99 TTFT (row 7 for Hopper, the cookbook's C = 100 run for Blackwell). Off by default,
+so a served twin's first requests are not held; bench/twin_calibration.py and bench/twin_fit.py run every
+published point with it.
 """
 
 from __future__ import annotations
