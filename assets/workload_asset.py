@@ -7,11 +7,9 @@ import dagster as dg
 
 from assets.partitions import WeekScenario
 from assets.resources import ScenarioCatalog, WarehouseResource
-from workloads.reasoning_budget import with_reasoning
-from workloads.response_format import with_structured_output
-from workloads.shared_prefix import with_shared_prefix
+from workloads.scenario_workload import scenario_workload
 from workloads.trace_stats import trace_stats
-from workloads.weekly_traffic import session_share, week_traffic
+from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
 
@@ -26,9 +24,7 @@ def build_workload_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefini
         part = WeekScenario.of(context)
         scenario = catalog.scenario(part.scenario)
         traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
-        workload = session_share(traffic.window_rows(), scenario.traffic_share)
-        workload = with_reasoning(with_shared_prefix(workload, scenario.shared_prefix_tokens), scenario.reasoning_ratio)
-        workload = with_structured_output(workload, scenario.structured_output)
+        workload = scenario_workload(scenario, traffic)
         stats = trace_stats(workload.window(traffic.start_s, traffic.duration_s))
         context.add_output_metadata(
             {

@@ -27,14 +27,12 @@ from statistics import quantiles
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from endpoints.sim.slo_capacity import MAX_SWEEP_REQUESTS, sweep_slo_capacity, workload_bench_requests  # noqa: E402
+from endpoints.sim.slo_capacity import MAX_SWEEP_REQUESTS, sweep_requests, sweep_slo_capacity  # noqa: E402
 from endpoints.sim.virtual_bench import run_bench  # noqa: E402
 from endpoints.spec import EndpointMode, load_endpoint_specs  # noqa: E402
-from workloads.reasoning_budget import with_reasoning  # noqa: E402
-from workloads.response_format import with_structured_output  # noqa: E402
+from workloads.scenario_workload import scenario_workload  # noqa: E402
 from workloads.scenarios import load_scenarios  # noqa: E402
-from workloads.shared_prefix import with_shared_prefix  # noqa: E402
-from workloads.weekly_traffic import session_share, week_traffic  # noqa: E402
+from workloads.weekly_traffic import week_traffic  # noqa: E402
 
 FINE_BISECTIONS = 6  # after bracketing within a factor 2: 2^(1/64), about 1%
 
@@ -57,14 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             if spec.mode is not EndpointMode.SIM:
                 continue
             traffic = week_traffic(scenario, args.week, Path(spool))
-            workload = session_share(traffic.window_rows(), scenario.traffic_share)
-            workload = with_shared_prefix(workload, scenario.shared_prefix_tokens)
-            workload = with_reasoning(workload, scenario.reasoning_ratio)
-            workload = with_structured_output(workload, scenario.structured_output)
-            window = workload.window(traffic.start_s, traffic.duration_s)
-            head = replace(window, table=window.table.slice(0, MAX_SWEEP_REQUESTS))
+            window = scenario_workload(scenario, traffic).window(traffic.start_s, traffic.duration_s)
             started = time.process_time()
-            flags, requests = list(spec.server_args), workload_bench_requests(head)
+            flags, requests = list(spec.server_args), sweep_requests(window)
             capacity = sweep_slo_capacity(
                 flags, requests, scenario.slo_ttft_ms, scenario.slo_tpot_ms, bisections=FINE_BISECTIONS
             )

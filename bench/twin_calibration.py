@@ -86,7 +86,8 @@ def _cells(m: Measured) -> list[str]:
 def _burst_and_rest(result: BenchResult) -> str:
     """The twin's mean TTFT of the measured run's first burst and of every later request: where it comes from."""
     burst = result.first_wave_ttft_s
-    rest = [r.ttft_s for r in result.requests if r.sent_s > min(q.sent_s for q in result.requests)]
+    start_s = min(r.sent_s for r in result.requests)
+    rest = [r.ttft_s for r in result.requests if r.sent_s > start_s]
     return f"{fmean(burst) * 1e3:,.0f} / {fmean(rest) * 1e3:,.0f}" if rest else f"{fmean(burst) * 1e3:,.0f} / -"
 
 

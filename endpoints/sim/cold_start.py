@@ -36,8 +36,9 @@ class ColdStartCostModel:
 
     def step_time_s(self, batch: StepBatch) -> float:
         time_s = self._inner.step_time_s(batch)
-        distinct_prompts = len({item.prompt_tokens for item in batch.items}) > 1
-        if not self.stalled and batch.mode is ForwardMode.EXTEND and distinct_prompts:
+        if self.stalled or batch.mode is not ForwardMode.EXTEND:
+            return time_s
+        if len({item.prompt_tokens for item in batch.items}) > 1:  # prompts of different lengths
             self.stalled = True
             time_s += self._stall_s
         return time_s

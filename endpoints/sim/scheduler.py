@@ -109,7 +109,9 @@ class Scheduler:
         self._ratio_decay = (self.init_new_token_ratio - self.min_new_token_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.new_token_ratio = self.init_new_token_ratio
         self.retractions = RetractionCounters()
-        self.batch_is_full = False  # admission stopped for want of KV or at the cap; cleared when a request leaves
+        # SGLang's batch_is_full, derived: how many were running when admission last stopped for want of KV
+        # or at the cap; no admission is tried until fewer run (a request finished, aborted or was retracted).
+        self._stopped_at_running: int | None = None
         self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
 
     def has_work(self) -> bool:
@@ -193,16 +195,17 @@ class Scheduler:
                     return work
                 work.append((r, n))
                 budget -= n
-        if budget <= 0 or not self.waiting or (self.batch_is_full and self.running):
+        if budget <= 0 or not self.waiting or self._admission_stopped():
             return work
+        self._stopped_at_running = None
         if len(self.running) >= self._config.max_running_requests:
-            self.batch_is_full = True
+            self._stopped_at_running = len(self.running)
             return work
         room = self.free_tokens() - sum(self._estimate(r) for r in self.running)
         pages = 0  # the page overhead of the requests admitted in this step (PrefillAdder's current offset)
         for r in self._order(self.waiting, self.cache):
             if len(self.running) >= self._config.max_running_requests:
-                self.batch_is_full = True
+                self._stopped_at_running = len(self.running)
                 break
             if budget <= 0:
                 break
@@ -216,7 +219,8 @@ class Scheduler:
             else:
                 fits = paged + rest < room
             if not fits:
-                self.batch_is_full = True  # the KV budget is spent: this request and those behind it wait
+                # The KV budget is spent: this request and those behind it wait.
+                self._stopped_at_running = len(self.running)
                 break
             if not chunking and work and extend > budget:
                 break  # without chunking only the first prompt of a step may exceed the budget
@@ -233,6 +237,11 @@ class Scheduler:
             work.append((r, n))
             budget -= n
         return work
+
+    def _admission_stopped(self) -> bool:
+        """Admission stopped and nobody has left since (with nothing running, it is always tried again)."""
+        stopped_at = self._stopped_at_running
+        return stopped_at is not None and len(self.running) >= stopped_at > 0
 
     def _runs_to_completion(self, candidate: SimRequest, charged: int) -> bool:
         """SGLang's add_one_req_ignore_eos: with the candidate admitted, can every running request run to
@@ -323,7 +332,6 @@ class Scheduler:
         r.prefilled_tokens = r.prefill_target = r.prefix_tokens = 0
         self.running.remove(r)
         self.waiting.append(r)
-        self.batch_is_full = False
 
     # -- completing -----------------------------------------------------------------------------
 
@@ -351,7 +359,6 @@ class Scheduler:
             progressed.append(r)
         if any(r.finished for r, _ in plan.work):
             self.running = [r for r in self.running if not r.finished]
-            self.batch_is_full = False
         return progressed
 
     def _cache_prefill(self, r: SimRequest) -> None:
@@ -388,7 +395,6 @@ class Scheduler:
         r.abort_reason = reason
         self._release(r)
         self.running.remove(r)
-        self.batch_is_full = False
 
     def abort(self, r: SimRequest, reason: dict | None = None) -> None:
         """Drop a request the client gave up on (or a fault killed); frees what it held."""
@@ -401,7 +407,6 @@ class Scheduler:
         elif r in self.running:
             self.running.remove(r)
             self._release(r)
-            self.batch_is_full = False
         # else: still in the engine's inbox; the engine skips aborted arrivals
 
     def flush_cache(self) -> bool:

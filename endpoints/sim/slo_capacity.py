@@ -144,6 +144,12 @@ def sweep_slo_capacity(
     )
 
 
+def sweep_requests(workload: Workload) -> list[BenchRequest]:
+    """The requests a sweep replays: the window's first MAX_SWEEP_REQUESTS, and only those materialized (the
+    table is sorted by arrival): a long window's thousands of prompts would cost more than the sweep."""
+    return workload_bench_requests(replace(workload, table=workload.table.slice(0, MAX_SWEEP_REQUESTS)))
+
+
 def workload_bench_requests(workload: Workload, min_requests: int = MAX_SWEEP_REQUESTS) -> list[BenchRequest]:
     """The workload's requests as the replay sends them: the same materialized token ids (so shared
     prefixes hit the twin's radix cache as they hit the server's), output lengths and arrivals.
@@ -222,10 +228,7 @@ def measure_slo_capacity(
     cached = None if cache_dir is None else Path(cache_dir) / f"{key}.json"
     if cached is not None and cached.exists():
         return read_capacity_json(cached.parent, cached.name)
-    # Only the requests the sweep replays are materialized (the table is sorted by arrival): a long window's
-    # thousands of prompts would cost more than the sweep.
-    head = replace(workload, table=workload.table.slice(0, MAX_SWEEP_REQUESTS))
-    requests = workload_bench_requests(head)
+    requests = sweep_requests(workload)
     if len(requests) < 2 or arrival_span_s(requests[:MAX_SWEEP_REQUESTS]) <= 0:
         return None
     capacity = sweep_slo_capacity(flags, requests, slo_ttft_ms, slo_tpot_ms)
