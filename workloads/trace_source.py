@@ -7,6 +7,10 @@ reader only has to say what is wrong with a record's content.
 
 from __future__ import annotations
 
+import io
+import os
+import select
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,12 +20,32 @@ from workloads.json_strict import duplicate_key_reason
 from workloads.jsonl_batches import UTF8_BOM
 from workloads.workload import TraceFormatError
 
+# How long a read of a pipe waits for data before Python looks at pending signals again.
+PIPE_WAIT_S = 0.2
+
 
 def read_file_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        with path.open("rb") as f:
+            if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return f.read()
+            return _read_pipe(f)
     except OSError as exc:
         raise TraceFormatError(str(path), None, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def _read_pipe(f: io.BufferedReader) -> bytes:
+    """A named pipe (or a device) read to its end. A blocking read that starts just after a Ctrl-C arrived
+    would wait for the writer with the KeyboardInterrupt still pending (CPython runs signal handlers between
+    bytecodes, not inside the read), so each read waits in select() first, which returns to Python often."""
+    chunks: list[bytes] = []
+    while True:
+        if not select.select([f], [], [], PIPE_WAIT_S)[0]:
+            continue
+        chunk = f.read1(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def jsonl_records(path: Path) -> Iterator[tuple[int, object]]:
