@@ -125,6 +125,42 @@ def run_seconds(instance: dg.DagsterInstance, run_id: str) -> float | None:
     return record.end_time - record.start_time
 
 
+def failure_reasons(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[str]:
+    """Why a run failed, from its event log: each failed step's error (its innermost cause), each failed
+    check, each engine event that carried an error (a run worker that died, say) and the run's failure."""
+    reasons = []
+    for entry in instance.all_logs(run.run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
+        kind = event.event_type
+        if kind is dg.DagsterEventType.STEP_FAILURE:
+            reasons.append(f"step {event.step_key}: {_innermost(event.step_failure_data.error) or entry.message}")
+        elif kind is dg.DagsterEventType.ASSET_CHECK_EVALUATION and not event.asset_check_evaluation_data.passed:
+            check = event.asset_check_evaluation_data
+            reasons.append(f"check {check.check_name} failed: {dict(check.metadata)}")
+        elif kind is dg.DagsterEventType.ENGINE_EVENT and event.engine_event_data.error is not None:
+            reasons.append(f"engine: {entry.message}: {_innermost(event.engine_event_data.error)}")
+        elif kind is dg.DagsterEventType.RUN_FAILURE:
+            reasons.append(f"run: {entry.message}")
+    return reasons
+
+
+def unsuccessful(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> dict[str, tuple[str, list[str]]]:
+    """The runs that did not succeed, by partition: their status and why (for a test's or a user's message)."""
+    return {
+        run.tags.get("dagster/partition", run.run_id): (run.status.value, failure_reasons(instance, run))
+        for run in runs
+        if run.status is not dg.DagsterRunStatus.SUCCESS
+    }
+
+
+def _innermost(error) -> str | None:
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return None if error is None else error.message.strip()
+
+
 def check_evaluations(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[dg.AssetCheckEvaluation]:
     """The asset check results a run recorded in the event log."""
     return [

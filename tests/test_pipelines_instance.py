@@ -37,6 +37,7 @@ from pipelines.instance_runs import (
     running_daemon,
     submit_backfill,
     submit_run,
+    unsuccessful,
     wait_for_runs,
 )
 from pipelines.schedules import ENDPOINT_TAG, REPLAY_SLOT_TAG
@@ -163,11 +164,7 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         for r in requests
     ]
     runs = wait_for_runs(instance, dg.RunsFilter(run_ids=run_ids), len(run_ids), RUN_TIMEOUT_S)
-    failed = {
-        r.tags["dagster/partition/scenario"]: r.status.value
-        for r in runs
-        if r.status is not dg.DagsterRunStatus.SUCCESS
-    }
+    failed = unsuccessful(instance, runs)
     assert not failed, f"runs that did not succeed: {failed}; see {instance_paths.dagster_home / 'daemon.log'}"
     # Carried out by the run launcher in a run worker of its own, steps by the job's executor: a one-shard
     # scenario's in that run worker (pipelines/weekly_executor.py; shards: tests/test_pipelines_shards.py).
@@ -221,7 +218,7 @@ def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(in
     keys = [str(dg.MultiPartitionKey({"week": w, "scenario": scenario})) for w in ("2026-11-02", "2026-11-09")]
     backfill = submit_backfill(instance_paths, WEEKLY_JOB, keys)
     runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), 2, RUN_TIMEOUT_S)
-    assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * 2
+    assert len(runs) == 2 and not unsuccessful(instance, runs), unsuccessful(instance, runs)
     assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(keys)
     # The job gives a backfill's runs their endpoint's tag, so the queue ran them one after the other.
     assert {(r.tags[ENDPOINT_TAG], r.tags[REPLAY_SLOT_TAG]) for r in runs} == {(TWIN_ENDPOINT, TWIN_ENDPOINT)}
@@ -287,7 +284,7 @@ def test_no_secret_in_anything_the_runs_left(instance_paths, instance):
             instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: ATTACHED, **_partition_tags(key)}, str(uuid.uuid4())
         )
         attached = wait_for_runs(instance, dg.RunsFilter(run_ids=[run_id]), 1, RUN_TIMEOUT_S)
-    assert all(r.status is dg.DagsterRunStatus.SUCCESS for r in attached)
+    assert not unsuccessful(instance, attached), unsuccessful(instance, attached)
     roots = [Path(instance_paths.dagster_home), _warehouse(instance_paths)]
     files = [p for root in roots for p in root.rglob("*") if p.is_file()]
     assert any(p.name == "server_facts.json" for p in files) and any(p.suffix == ".db" for p in files)

@@ -40,6 +40,7 @@ from pipelines.instance_runs import (
     running_daemon,
     submit_backfill,
     submit_run,
+    unsuccessful,
     wait_for_runs,
 )
 from pipelines.schedules import ENDPOINT_TAG
@@ -205,10 +206,6 @@ def _partition_tags(request: dg.RunRequest) -> dict[str, str]:
     return {"dagster/partition": str(request.partition_key), **{f"dagster/partition/{d}": v for d, v in dims.items()}}
 
 
-def _failed(runs: list[dg.DagsterRun]) -> dict[str, str]:
-    return {r.tags["dagster/partition"]: r.status.value for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS}
-
-
 def test_the_instance_is_the_k8s_files_postgres_storage(pg_instance):
     paths, instance, db, submitted = pg_instance
     assert type(instance.run_storage).__module__.startswith("dagster_postgres")
@@ -225,7 +222,8 @@ def test_a_schedule_tick_completes_through_the_run_queue(pg_instance):
     paths, instance, db, submitted = pg_instance
     assert {r.partition_key.keys_by_dimension["scenario"] for r in submitted["requests"]} == set(SCENARIOS)
     runs = submitted["tick"]
-    assert not _failed(runs), f"see {paths.dagster_home / 'daemon.log'}"
+    failed = unsuccessful(instance, runs)
+    assert not failed, f"{failed}; see {paths.dagster_home / 'daemon.log'}"
     # Each run in a run worker of its own, started by the run launcher; the job's executor runs its steps.
     workers = []
     for run in runs:
@@ -239,7 +237,8 @@ def test_a_schedule_tick_completes_through_the_run_queue(pg_instance):
 def test_a_backfill_completes(pg_instance):
     paths, instance, db, submitted = pg_instance
     runs = submitted["backfill"]
-    assert not _failed(runs), f"see {paths.dagster_home / 'daemon.log'}"
+    failed = unsuccessful(instance, runs)
+    assert not failed, f"{failed}; see {paths.dagster_home / 'daemon.log'}"
     assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(submitted["backfill_keys"])
     assert {r.tags[ENDPOINT_TAG] for r in runs} == {"pg-b"}
     # What the runs wrote, tick and backfill, each a DuckLake commit of its own partitions.
