@@ -16,7 +16,7 @@ UV_PIN := uv==0.13.9
 # plotly from source again (5-9 s of CPU a process), which cost the demo and the test suite minutes.
 UV_INSTALL := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
 # Our own packages (an editable install) are compiled too; an edited module is recompiled as Python imports it.
-COMPILE_OWN := $(BIN)/python -m compileall -q workloads replay endpoints warehouse assets pipelines
+COMPILE_OWN := $(BIN)/python -m compileall -q common workloads replay endpoints warehouse assets pipelines
 # Every package of the default install and the dev extra, pinned (pip constraints; the gpu extra is not in it).
 LOCK := requirements.lock
 LOCK_VENV := build/lock-venv
@@ -60,16 +60,28 @@ CONF_STAMP := $(CONF_VENV)/.installed-stamp
 CONF_REQS := conformance/requirements.txt
 CONF_UV := $(UV_PIN)
 # Where the CPU build of torch 2.13.0 lies (PyPI has CUDA builds only); this kind of machine ships it here.
+# Elsewhere PyPI's torch 2.13.0 is installed instead, with the nvidia-* libraries it needs to import (about
+# 3 GB more); it runs on a CPU all the same, and its torchvision extension loads, so no shim is needed.
 TORCH_CPU_WHEELS ?= /opt/wheels
+TORCH_PYPI := torch==2.13.0
 
 $(CONF_STAMP): $(CONF_REQS) conformance/torchvision_cpu.py
 	rm -rf $(CONF_VENV)
 	$(PYTHON) -m venv $(CONF_VENV)
 	$(CONF_VENV)/bin/python -m pip install -q --disable-pip-version-check $(CONF_UV) 2>&1 | { grep -v "^WARNING: Location" || true; }
-	$(CONF_VENV)/bin/uv pip install -q --python $(CONF_VENV)/bin/python --no-deps --find-links $(TORCH_CPU_WHEELS) -r $(CONF_REQS)
 	@site=$$($(CONF_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"); \
-	  cp conformance/torchvision_cpu.py $$site/costbench_torchvision_cpu.py; \
-	  echo "import costbench_torchvision_cpu" > $$site/costbench_torchvision_cpu.pth
+	uv="$(CONF_VENV)/bin/uv pip install -q --python $(CONF_VENV)/bin/python"; \
+	if ls $(TORCH_CPU_WHEELS)/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then \
+	  echo "conformance: torch 2.13.0+cpu from $(TORCH_CPU_WHEELS)"; \
+	  $$uv --no-deps --find-links $(TORCH_CPU_WHEELS) -r $(CONF_REQS) && \
+	  cp conformance/torchvision_cpu.py $$site/costbench_torchvision_cpu.py && \
+	  echo "import costbench_torchvision_cpu" > $$site/costbench_torchvision_cpu.pth; \
+	else \
+	  echo "conformance: no CPU torch in $(TORCH_CPU_WHEELS); PyPI's $(TORCH_PYPI) (CUDA build, runs on a CPU)"; \
+	  grep -v "^torch==" $(CONF_REQS) > $(CONF_VENV)/requirements-without-torch.txt && \
+	  $$uv --no-deps -r $(CONF_VENV)/requirements-without-torch.txt && \
+	  $$uv $(TORCH_PYPI); \
+	fi
 	@touch $(CONF_STAMP)
 
 # Not part of `make test` (pyproject's testpaths is tests/); .ci/run runs it after `make test`. Offline:

@@ -12,11 +12,16 @@ from assets.column_schemas import column_schema
 from assets.partitions import WeekScenario
 from assets.replay_asset import ReplayOutput
 from assets.resources import ScenarioCatalog, WarehouseResource
-from endpoints.probe_records import GPU_SAMPLE_SCHEMA, GPU_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA, SERVER_SAMPLES_FILE
-from endpoints.sim.slo_capacity import read_capacity_json
-from replay.requests_reader import read_requests
-from replay.run_json import read_run_json
-from warehouse.run_rows import RunContext, build_run_row
+from endpoints.probes.probe_records import (
+    GPU_SAMPLE_SCHEMA,
+    GPU_SAMPLES_FILE,
+    SERVER_SAMPLE_SCHEMA,
+    SERVER_SAMPLES_FILE,
+)
+from endpoints.sim.calibration.slo_capacity import read_capacity_json
+from replay.recording.run_json import read_run_json
+from replay.schedule.requests_reader import read_requests
+from warehouse.marts.run_rows import RunContext, build_run_row
 from workloads.trace_stats import trace_stats
 from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload

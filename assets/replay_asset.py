@@ -3,7 +3,7 @@
 One graph-backed asset, so a GPU endpoint lives no longer than its replay: `start_endpoint` starts (or
 attaches to) the endpoint as the partition's week had it configured and fans out one task per shard;
 `replay_shard` steps run in parallel under the multiprocess (or Kubernetes) executor and fix one
-shared t0 only once every shard has its prompts ready (replay/rendezvous.py); `finish_replay` stops
+shared t0 only once every shard has its prompts ready (replay/schedule/rendezvous.py); `finish_replay` stops
 the endpoint and merges the shards into one run; `measure_capacity` then finds, in virtual time on the
 twin, the load the endpoint sustains inside the SLO (capacity.json). Any failing step stops the endpoint too (a failure
 hook reading the run's lease file), and the lease sensor stops it when the run ends any other way
@@ -23,17 +23,17 @@ import orjson
 
 from assets.partitions import WeekScenario
 from assets.resources import ScenarioCatalog, WarehouseResource
-from endpoints.cache_prep import prepare_cache
 from endpoints.lease_file import LeaseRecord, end_lease, write_lease
-from endpoints.probe_session import probing
+from endpoints.probes.cache_prep import prepare_cache
+from endpoints.probes.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
-from endpoints.sim.slo_capacity import measure_slo_capacity, write_capacity_json
+from endpoints.sim.calibration.slo_capacity import measure_slo_capacity, write_capacity_json
 from endpoints.spec import EndpointClock
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
-from replay.run_json import write_run_json
+from replay.recording.run_json import write_run_json
+from replay.recording.shard_merge import merge_shard_runs
 from replay.runner import ReplayConfig, run_replay, run_replay_async
-from replay.shard_merge import merge_shard_runs
-from warehouse.price_table import resolve_gpu_price
+from warehouse.marts.price_table import resolve_gpu_price
 from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
@@ -235,7 +235,7 @@ def measure_capacity(
     warehouse: WarehouseResource,
 ) -> ReplayOutput:
     """After the replay (the endpoint already stopped): the load sweep in virtual time that finds the rate
-    the endpoint sustains inside the SLO on this week's window (endpoints/sim/slo_capacity.py), written as
+    the endpoint sustains inside the SLO on this week's window (endpoints/sim/calibration/slo_capacity.py), written as
     capacity.json beside run.json for the runs row."""
     part = WeekScenario.of(context)
     scenario = catalog.scenario(part.scenario)

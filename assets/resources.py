@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 
 from endpoints.spec import EndpointSpec, load_endpoint_specs
-from warehouse.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_warehouse
+from warehouse.backends.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_warehouse
 from workloads.scenarios import Scenario, load_scenarios
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ class ScenarioCatalog(dg.ConfigurableResource):
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The warehouse: a local folder (Parquet lake + DuckDB file) or a shared DuckLake (warehouse/backend.py).
+    """The warehouse: a local folder (Parquet lake + DuckDB file) or a shared DuckLake (warehouse/backends/backend.py).
 
     Location: `root` when set, else $COSTBENCH_WAREHOUSE (read when a run uses it, e.g. a shared volume or a
     `ducklake:postgresql://...` URL on Kubernetes), else warehouse/ in the repository. With a DuckLake URL the

@@ -6,8 +6,8 @@ import dagster as dg
 from assets.column_schemas import column_schema
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
+from warehouse.backends.store import Warehouse
 from warehouse.report.weekly_report import write_weekly_report
-from warehouse.store import Warehouse
 
 # Plotted by Dagster's UI over time, per partition.
 _TREND_METADATA = (

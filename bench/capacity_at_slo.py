@@ -1,5 +1,5 @@
 """Capacity at the SLO of every bundled scenario (workloads/scenarios.yaml), as the weekly job measures it
-(endpoints/sim/slo_capacity.py) on the workload its materialize step builds, but bisected finer: the weekly
+(endpoints/sim/calibration/slo_capacity.py) on the workload its materialize step builds, but bisected finer: the weekly
 job's sweep knows the rate to within a factor 2^(1/4) (about 19%), this one to within 2^(1/64) (about 1%),
 so that a change of the twin shows as a number rather than as a step of the grid.
 
@@ -27,8 +27,8 @@ from statistics import quantiles
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from endpoints.sim.slo_capacity import MAX_SWEEP_REQUESTS, sweep_requests, sweep_slo_capacity  # noqa: E402
-from endpoints.sim.virtual_bench import run_bench  # noqa: E402
+from endpoints.sim.calibration.slo_capacity import MAX_SWEEP_REQUESTS, sweep_requests, sweep_slo_capacity  # noqa: E402
+from endpoints.sim.calibration.virtual_bench import run_bench  # noqa: E402
 from endpoints.spec import EndpointMode, load_endpoint_specs  # noqa: E402
 from workloads.scenario_workload import scenario_workload  # noqa: E402
 from workloads.scenarios import load_scenarios  # noqa: E402

@@ -2,7 +2,7 @@
 
 For each bundled trace, window length and replay speedup, every window start (every 10 s of the trace) is
 cut into arrival blocks by the rule of warehouse/sql/interval_blocks.sql and bootstrapped by
-warehouse/bootstrap_interval.py exactly as a run's would be; the table gives the median, 90th percentile
+warehouse/marts/bootstrap_interval.py exactly as a run's would be; the table gives the median, 90th percentile
 and largest width over the starts, as a share of the cost per request (a run's cost is spread evenly over
 its blocks, so the arrivals decide the width; docs/pipeline.md, "How long a window must be"). Then the
 bundled scenarios: every week of a year under their window rules.
@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from warehouse.bootstrap_interval import cost_interval_width  # noqa: E402
+from warehouse.marts.bootstrap_interval import cost_interval_width  # noqa: E402
 from workloads.scenarios import load_scenarios  # noqa: E402
 from workloads.weekly_traffic import week_traffic  # noqa: E402
 from workloads.workload_file import open_workload  # noqa: E402

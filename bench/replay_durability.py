@@ -36,12 +36,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from endpoints.metrics_scrape import parse_sglang_metrics  # noqa: E402
-from endpoints.sim.server import create_app  # noqa: E402
+from endpoints.probes.metrics_scrape import parse_sglang_metrics  # noqa: E402
+from endpoints.sim.http.server import create_app  # noqa: E402
 from endpoints.sim.server_args import parse_server_args  # noqa: E402
 from endpoints_loopback import serve_in_thread  # noqa: E402
-from replay.requests_reader import part_paths, read_requests  # noqa: E402
-from workloads.reader_registry import read_trace  # noqa: E402
+from replay.schedule.requests_reader import part_paths, read_requests  # noqa: E402
+from workloads.readers.reader_registry import read_trace  # noqa: E402
 
 AZURE = REPO / "workloads" / "traces" / "azure_conv_2023.csv"
 TWIN_FLAGS = ["--tp-size", "8", "--sim-hardware", "h200", "--sim-warmup-s", "0", "--enable-metrics"]

@@ -111,9 +111,9 @@ def _workload(n: int, rate_rps: float, input_tokens: int, output_tokens: int):
 
 def _measure(url: str, n: int, rate_rps: float, input_tokens: int, output_tokens: int) -> dict:
     from replay.replay_config import ReplayConfig
-    from replay.request_selection import select_requests
-    from replay.requests_reader import read_requests
     from replay.runner import run_replay
+    from replay.schedule.request_selection import select_requests
+    from replay.schedule.requests_reader import read_requests
 
     workload = _workload(n, rate_rps, input_tokens, output_tokens)
     config = ReplayConfig(url=url, request_timeout_s=60, flush_every_records=1024)

@@ -9,7 +9,7 @@ file written from the Mooncake seed), then N mutated copies. Every mutation is l
 - benign: the same trace written differently (blank lines, CRLF, a BOM, columns or keys reordered, an
   unknown column or field, ...);
 - corrupt: bytes of a Parquet file overwritten; whether the content changed is known only by reading it.
-Each copy is read through workloads.reader_registry.read_trace and counted as:
+Each copy is read through workloads.readers.reader_registry.read_trace and counted as:
 - clean error: TraceFormatError (for a benign mutation that is a false refusal, counted apart too);
 - accepted valid: benign (or harmlessly corrupt) and read with the seed's request count, token sums and
   arrival sum;
@@ -44,8 +44,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from workloads.canonical_parquet import write_canonical  # noqa: E402
-from workloads.mooncake_reader import read_mooncake  # noqa: E402
-from workloads.reader_registry import read_trace  # noqa: E402
+from workloads.readers.mooncake_reader import read_mooncake  # noqa: E402
+from workloads.readers.reader_registry import read_trace  # noqa: E402
 from workloads.workload import TraceFormatError, Workload  # noqa: E402
 from workloads.workload_builder import MAX_REQUEST_TOKENS  # noqa: E402
 

@@ -8,7 +8,7 @@ so the peak RSS is that step's alone (ru_maxrss from wait4):
 
 - inspect: `costbench workload inspect FILE --format F` as a user runs it (spool + stats).
 - window:  what a replay does before t0 on a spooled trace: read the window's rows (--window-s of trace
-  time) and materialize their prompt token ids (replay/request_selection.py).
+  time) and materialize their prompt token ids (replay/schedule/request_selection.py).
 
 Prints one table: lines, file size, seconds, lines/s and peak RSS per step. The bound the docs promise is
 2 GB of RSS for both steps at 10M lines. Needs ~6 GB of free disk for the 10M-line files.
@@ -107,7 +107,7 @@ def window_child(path: str, trace_format: str, cache: str, window_s: float) -> N
     import pyarrow.parquet as pq
 
     from replay.replay_config import ReplayConfig
-    from replay.request_selection import rows_to_replay, select_requests
+    from replay.schedule.request_selection import rows_to_replay, select_requests
     from workloads.workload_file import open_workload
 
     spooled = open_workload(path, trace_format, Path(cache))

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from twin_published import POINTS, Measured, Metric, Point, measure  # noqa: E402
 from twin_spec_fitted import ROW8_FIT_KEYS  # noqa: E402
 
-from endpoints.sim import fitted_constants  # noqa: E402
+from endpoints.sim.calibration import fitted_constants  # noqa: E402
+from endpoints.sim.calibration.virtual_bench import BenchResult, random_requests, run_bench  # noqa: E402
 from endpoints.sim.server_args import ServerArgsError  # noqa: E402
-from endpoints.sim.virtual_bench import BenchResult, random_requests, run_bench  # noqa: E402
 
 # The cookbook page's runs with their published median / P99 TTFT (SGLang cookbook DeepSeek-R1.mdx,
 # section 5.1.4): none of these was fitted on.

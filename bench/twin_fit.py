@@ -1,7 +1,7 @@
 """Fit the twin's cost-model constants on a declared fit set of published figures.
 
     python bench/twin_fit.py            # fit, print the constants and the fit residuals
-    python bench/twin_fit.py --write    # ... and rewrite endpoints/sim/fitted_constants.py
+    python bench/twin_fit.py --write    # ... and rewrite endpoints/sim/calibration/fitted_constants.py
     python bench/twin_fit.py --check    # fit, and fail if the result differs from the stored constants
     python bench/twin_fit.py --write --vendor nvidia   # refit one constant set, keep the others
 
@@ -42,8 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from twin_published import POINTS_BY_KEY, Metric, measure  # noqa: E402
 from twin_spec_fitted import ROW8_FIT_KEYS  # noqa: E402
 
-from endpoints.sim import fitted_constants  # noqa: E402
-from endpoints.sim.profiles import CostConstants, Vendor, cost_constants_for  # noqa: E402
+from endpoints.sim.calibration import fitted_constants  # noqa: E402
+from endpoints.sim.calibration.profiles import CostConstants, Vendor, cost_constants_for  # noqa: E402
 
 FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "fitted_constants.py"
 
@@ -245,7 +245,7 @@ FIT_PREDICTIONS: dict[str, dict[str, float]] = {{
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite endpoints/sim/fitted_constants.py")
+    parser.add_argument("--write", action="store_true", help="rewrite endpoints/sim/calibration/fitted_constants.py")
     parser.add_argument("--check", action="store_true", help="exit 1 if the fit differs from the stored constants")
     parser.add_argument("--quiet", action="store_true", help="no per-evaluation lines")
     parser.add_argument(

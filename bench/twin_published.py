@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from twin_spec_fitted import ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402  (row 8's fitted MTP acceptance, plain data)
 
-from endpoints.sim.profiles import CostConstants  # noqa: E402
-from endpoints.sim.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench  # noqa: E402
+from endpoints.sim.calibration.profiles import CostConstants  # noqa: E402
+from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench  # noqa: E402
 
 
 class Metric(str, Enum):
@@ -92,7 +92,7 @@ def _tokens(flags: str) -> tuple[str, ...]:
 
 COOKBOOK = "SGLang cookbook DeepSeek-R1.mdx"
 # Every published run started on a freshly launched server: the twin's --sim-cold-start reproduces its
-# one-off first-burst stall (endpoints/sim/cold_start.py).
+# one-off first-burst stall (endpoints/sim/calibration/cold_start.py).
 B200_R1 = _tokens("--model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --sim-hardware b200 --sim-cold-start")
 H200_DP16 = _tokens(
     "--model-path deepseek-ai/DeepSeek-R1 --tp 16 --dp 16 --enable-dp-attention --sim-hardware h200 --sim-cold-start"
@@ -238,7 +238,7 @@ def requests_for(point: Point) -> list[BenchRequest]:
 # The twin's step timing does not depend on how often it streams (it models no detokenizer or HTTP
 # cost), and TTFT, TPOT and throughput come from the first and last chunk only: measuring with
 # chunks every STREAM_INTERVAL_FOR_MEANS tokens gives the same figures with far fewer updates to
-# deliver (tests/test_sim_virtual_bench.py checks the equality). Row 4 counts tokens, so it streams each.
+# deliver (tests/endpoints/sim/test_sim_virtual_bench.py checks the equality). Row 4 counts tokens, so it streams each.
 STREAM_INTERVAL_FOR_MEANS = 64
 
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from twin_published import POINTS_BY_KEY, Measured, Metric, Point, measure  # noqa: E402
 from twin_spec_fitted import ROW8_FIT_KEYS, ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402
 
-from endpoints.sim.profiles import CostConstants  # noqa: E402
+from endpoints.sim.calibration.profiles import CostConstants  # noqa: E402
 
 ROW8_KEYS = ("8.c4", "8.c8", "8.c16", "8.c32", "8.c64")
 ACCEPT_FLAG = "--sim-spec-accept-length"
@@ -62,7 +62,7 @@ def fit_accept_length(
     tol: float = 0.005,
 ) -> float:
     """Golden-section search over [1, 3] (the error is unimodal in the acceptance length: TPOT falls with it).
-    `constants`: the cost model's (default: the fitted ones, endpoints/sim/fitted_constants.py)."""
+    `constants`: the cost model's (default: the fitted ones, endpoints/sim/calibration/fitted_constants.py)."""
 
     def error(length: float) -> float:
         return tpot_error(length, keys, constants)

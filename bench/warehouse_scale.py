@@ -40,11 +40,11 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from endpoints.probe_records import SERVER_SAMPLE_SCHEMA  # noqa: E402
+from endpoints.probes.probe_records import SERVER_SAMPLE_SCHEMA  # noqa: E402
 from endpoints.spec import EndpointMode, EndpointSpec  # noqa: E402
-from replay.records import REQUEST_RECORD_SCHEMA, RunInfo  # noqa: E402
-from warehouse.lake import list_partitions, read_partition, write_partition  # noqa: E402
-from warehouse.run_rows import RunContext, build_run_row  # noqa: E402
+from replay.recording.records import REQUEST_RECORD_SCHEMA, RunInfo  # noqa: E402
+from warehouse.marts.run_rows import RunContext, build_run_row  # noqa: E402
+from warehouse.parquet.lake import list_partitions, read_partition, write_partition  # noqa: E402
 
 WEEKS = 10
 SCENARIOS = ("chat-v3-h200", "reason-r1-h200")
@@ -160,8 +160,8 @@ def build_lake(root: Path, total_rows: int) -> tuple[float, int]:
 
 
 def open_store(root: str, memory_limit: str, catalog: str | None):
-    from warehouse.ducklake_store import DuckLakeWarehouse
-    from warehouse.store import Warehouse
+    from warehouse.backends.ducklake_store import DuckLakeWarehouse
+    from warehouse.backends.store import Warehouse
 
     if catalog:
         return DuckLakeWarehouse.from_url(catalog, Path(root), memory_limit=memory_limit)
@@ -172,8 +172,8 @@ def refresh_child(root: str, memory_limit: str, catalog: str | None) -> None:
     """In a fresh process: refresh, then rebuild each mart alone; print JSON with times and peak RSS."""
     import resource
 
-    from warehouse.bootstrap_interval import rebuild_intervals
-    from warehouse.store import read_sql
+    from warehouse.backends.store import read_sql
+    from warehouse.marts.bootstrap_interval import rebuild_intervals
 
     store = open_store(root, memory_limit, catalog)
     started = time.perf_counter()
@@ -213,8 +213,8 @@ def refresh_child(root: str, memory_limit: str, catalog: str | None) -> None:
 
 def copy_into_ducklake(local_lake: Path, catalog: str, scratch: Path) -> float:
     """Write every partition of the local lake into the DuckLake; returns the seconds spent writing requests."""
-    from warehouse.ducklake_store import DuckLakeWarehouse
-    from warehouse.store import LAKE_TABLES
+    from warehouse.backends.ducklake_store import DuckLakeWarehouse
+    from warehouse.backends.store import LAKE_TABLES
 
     store = DuckLakeWarehouse.from_url(catalog, scratch)
     write_s = 0.0
@@ -233,7 +233,7 @@ def copy_into_ducklake(local_lake: Path, catalog: str, scratch: Path) -> float:
 
 def writer_child(catalog: str, scenario: str, rows: int, seconds: float, start_at: float) -> None:
     """Re-materialize this scenario's partitions in turn until `seconds` have passed; print JSON figures."""
-    from warehouse.ducklake_store import DuckLakeWarehouse
+    from warehouse.backends.ducklake_store import DuckLakeWarehouse
 
     store = DuckLakeWarehouse.from_url(catalog, Path("."))
     rng = np.random.default_rng(abs(hash(scenario)) % 2**32)

@@ -1,6 +1,6 @@
 """Prompt materialization speed on the bundled Mooncake trace: vectorized ids vs a per-block generator.
 
-Prints tokens materialized per second for `workloads.prompt_materializer.materialize_input_ids` and, as
+Prints tokens materialized per second for `workloads.prompts.prompt_materializer.materialize_input_ids` and, as
 the reference, the previous approach (one numpy Generator per distinct block, Python lists out), and
 their ratio. `--quick` uses a 60-second window.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from workloads.mooncake_reader import read_mooncake
-from workloads.prompt_materializer import materialize_input_ids
+from workloads.prompts.prompt_materializer import materialize_input_ids
+from workloads.readers.mooncake_reader import read_mooncake
 from workloads.workload import Workload
 
 TRACE = Path(__file__).resolve().parent.parent / "workloads" / "traces" / "mooncake_conversation.jsonl"

@@ -7,13 +7,13 @@ import json
 
 import numpy as np
 
-from replay import openai_chat_client, openai_completions_client, sglang_client
-from replay.answer_check import AnswerCheck
-from replay.client_protocol import SendOptions
-from replay.prepared_request import PreparedRequest
-from workloads.response_format import parse_response_format
+from replay.clients import openai_chat_client, openai_completions_client, sglang_client
+from replay.clients.answer_check import AnswerCheck
+from replay.clients.client_protocol import SendOptions
+from replay.clients.prepared_request import PreparedRequest
+from workloads.prompts.response_format import parse_response_format
 
-TWIN_FIELD = "sim_reasoning_tokens"  # endpoints.sim.generate_request.REASONING_TOKENS_FIELD
+TWIN_FIELD = "sim_reasoning_tokens"  # endpoints.sim.http.generate_request.REASONING_TOKENS_FIELD
 
 
 def prepared(prompt: str | None, output_tokens: int = 24, reasoning_tokens: int | None = 10) -> PreparedRequest:

@@ -2,7 +2,7 @@
 
 Every `sglang:*` family the twin exposes is one SGLang defines, with the same type and the same label
 names; every `sglang:*` series the warehouse reads (its SQL, read here) and the probe averages
-(endpoints/metrics_scrape.py) is one SGLang defines with the type the probe stores; and the ones the twin
+(endpoints/probes/metrics_scrape.py) is one SGLang defines with the type the probe stores; and the ones the twin
 models come out of the twin's exposition through the probe's own parser.
 """
 
@@ -17,7 +17,7 @@ from sglang_metrics import sglang_metric_definitions
 from twin_http import post_json, post_sse
 from twin_server import REPO_ROOT, start_twin
 
-from endpoints.metrics_scrape import MEAN_GAUGES, parse_sglang_metrics
+from endpoints.probes.metrics_scrape import MEAN_GAUGES, parse_sglang_metrics
 
 SPEC_FLAGS = [
     "--model-path", "deepseek-ai/DeepSeek-R1", "--tp", "8", "--speculative-algorithm", "EAGLE", "--enable-metrics",

@@ -24,7 +24,7 @@ from sglang.srt.managers.io_struct import GenerateReqInput
 from sglang.srt.sampling.sampling_params import SamplingParams
 from twin_http import json_events, post_json, post_sse
 
-from replay import sglang_client
+from replay.clients import sglang_client
 
 VOCAB_SIZE = 129280  # DeepSeek-V3/R1
 

@@ -20,7 +20,7 @@ from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest, Comple
 from sglang.srt.managers.io_struct import GenerateReqInput
 from sglang.srt.sampling.sampling_params import SamplingParams
 
-from replay import sglang_client
+from replay.clients import sglang_client
 
 VOCAB_SIZE = 129280  # DeepSeek-V3/R1
 # What SGLang reads from each variant: (json_schema as an object, regex); None: not set.

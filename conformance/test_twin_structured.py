@@ -21,8 +21,8 @@ from sglang.srt.parser.reasoning_parser import ReasoningParser
 from sglang.srt.sampling.sampling_params import SamplingParams
 from twin_http import json_events, post_json, post_sse
 
-from endpoints.sim.grammar_backend import xgrammar_refusal
-from endpoints.sim.output_constraint import MULTIPLE_CONSTRAINTS, from_openai_body
+from endpoints.sim.structured.grammar_backend import xgrammar_refusal
+from endpoints.sim.structured.output_constraint import MULTIPLE_CONSTRAINTS, from_openai_body
 
 PATH = "/v1/chat/completions"
 SCHEMA = {

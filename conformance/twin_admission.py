@@ -15,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from endpoints.sim.clock import VirtualClock  # noqa: E402
-from endpoints.sim.engine_builder import build_engine  # noqa: E402
-from endpoints.sim.kv_pool import KvPool  # noqa: E402
+from endpoints.sim.engine.clock import VirtualClock  # noqa: E402
+from endpoints.sim.engine.engine_builder import build_engine  # noqa: E402
+from endpoints.sim.engine.kv_pool import KvPool  # noqa: E402
+from endpoints.sim.engine.sim_request import GenerateInput, SimRequest, planned_output  # noqa: E402
 from endpoints.sim.server_args import parse_server_args  # noqa: E402
-from endpoints.sim.sim_request import GenerateInput, SimRequest, planned_output  # noqa: E402
 
 FLAGS = [
     "--model-path", "deepseek-ai/DeepSeek-R1", "--tp", "8", "--sim-hardware", "h200", "--disable-radix-cache",

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import orjson
 
+from common.atomic_file import write_bytes_atomically
 from endpoints.provision import stop_detached
-from replay.atomic_file import write_bytes_atomically
 
 
 @dataclass(frozen=True, slots=True)

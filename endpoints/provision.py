@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from endpoints.fingerprint import ConfigFingerprint, config_fingerprint
-from endpoints.process_group import start_in_own_group, stop_group, stop_group_by_id, terminate_on_sigterm
-from endpoints.server_facts import (
+from endpoints.probes.server_facts import (
     SERVER_FACTS_FILE,
     NotSglangError,
     UnreachableError,
@@ -35,6 +34,7 @@ from endpoints.server_facts import (
     health_status,
     save_server_facts,
 )
+from endpoints.process_group import start_in_own_group, stop_group, stop_group_by_id, terminate_on_sigterm
 from endpoints.spec import EndpointMode, EndpointSpec
 
 LOOPBACK = "127.0.0.1"

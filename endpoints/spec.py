@@ -1,6 +1,6 @@
 """Endpoint specs: how to reach or start the SGLang server a scenario replays against.
 
-Loaded from `workloads/endpoints.yaml` through a declared model (workloads/config_file.py: unknown
+Loaded from `workloads/endpoints.yaml` through a declared model (common/config_file.py: unknown
 keys, wrong types and missing keys fail with the file, the key path and the reason), then immutable.
 Secrets are named by the environment variable that holds them, never written here. An endpoint name
 becomes a file name (its server log), so it is restricted to config_file.SAFE_NAME.
@@ -17,8 +17,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from replay.secret_redaction import is_secret_name
-from workloads.config_file import (
+from common.config_file import (
     ConfigFileError,
     ConfigModel,
     IsoDate,
@@ -28,6 +27,7 @@ from workloads.config_file import (
     parse_config,
     read_yaml,
 )
+from common.secret_redaction import is_secret_name
 
 
 class EndpointMode(str, Enum):
@@ -86,7 +86,7 @@ class EndpointSpec:
     revisions: tuple[EndpointRevision, ...] = ()  # dated flag changes, oldest first
     host: str = "127.0.0.1"  # launch/sim: the address the server binds (0.0.0.0: every interface of the pod)
     port: int | None = None  # launch/sim: a fixed port (a Service's targetPort); None: a free one
-    price_book: str | None = None  # a price book of warehouse/prices.yaml (warehouse/price_table.py resolves it)
+    price_book: str | None = None  # a price book of warehouse/prices.yaml (warehouse/marts/price_table.py resolves it)
     advertise_url: str | None = None  # launch/sim: the URL replay shards dial, ${VAR}s from the environment
     clock: EndpointClock = EndpointClock.WALL
 

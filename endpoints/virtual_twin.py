@@ -23,11 +23,11 @@ from typing import TypeVar
 
 from aiohttp import web
 
-from endpoints.cache_prep import prepare_cache
-from endpoints.probe_session import probe_session
+from endpoints.probes.cache_prep import prepare_cache
+from endpoints.probes.probe_session import probe_session
 from endpoints.provision import LOOPBACK, RunningEndpoint, describe_served, server_flags
-from endpoints.sim.clock import VirtualClock
-from endpoints.sim.server import create_app
+from endpoints.sim.engine.clock import VirtualClock
+from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec
 

@@ -1,7 +1,7 @@
 """The `costbench` command: one sub-command per job, each registered by its own module.
 
 Every failure the user can act on ends here as one line on stderr, `costbench: error: <what and where>`,
-with the exit status of docs/README.md (pipelines/cli_errors.py says which failures); a bug keeps its
+with the exit status of docs/README.md (pipelines/commands/cli_errors.py says which failures); a bug keeps its
 traceback.
 """
 
@@ -12,8 +12,8 @@ import os
 import sys
 from typing import NoReturn
 
-from pipelines import capture_command, demo_command, replay_command, sim_command, workload_command
-from pipelines.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, exit_status, one_line
+from pipelines.commands import capture_command, demo_command, replay_command, sim_command, workload_command
+from pipelines.commands.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, exit_status, one_line
 
 _COMMANDS = (workload_command, capture_command, sim_command, replay_command, demo_command)
 

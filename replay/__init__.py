@@ -1,0 +1,3 @@
+"""The open-loop load generator. Rooms: clients/ (one per backend, behind a registry), schedule/ (when each
+request goes out), recording/ (what a replay writes); runner.py ties them into one replay, replay_config.py
+is what it is told. It talks to endpoints only over HTTP."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from urllib.parse import urlsplit
 
-from replay.client_registry import Backend
+from replay.clients.client_registry import Backend
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
@@ -49,7 +49,7 @@ class ReplayConfig:
     shard_index: int = 0  # replay shard shard_index of shard_count (by session hash)
     shard_count: int = 1
     start_at_epoch_s: float | None = None  # shared t0 for all shards (epoch seconds); None: start when ready
-    # Shards meet here (a folder every shard can see) and fix t0 once all are ready (replay/rendezvous.py).
+    # Shards meet here (a folder every shard can see) and fix t0 once all are ready (replay/schedule/rendezvous.py).
     rendezvous_dir: str | None = None
     rendezvous_timeout_s: float = 600.0
     arrival_process: ArrivalProcess = ArrivalProcess.TRACE

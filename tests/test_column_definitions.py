@@ -15,7 +15,8 @@ import pyarrow as pa
 import pytest
 
 from assets.column_schemas import column_schema
-from endpoints.probe_records import (
+from common.record_columns import Column, ColumnList, field_drift
+from endpoints.probes.probe_records import (
     GPU_SAMPLE_COLUMNS,
     GPU_SAMPLE_SCHEMA,
     SERVER_SAMPLE_COLUMNS,
@@ -23,8 +24,7 @@ from endpoints.probe_records import (
     GpuSample,
     ServerSample,
 )
-from replay.record_columns import Column, ColumnList, field_drift
-from replay.records import (
+from replay.recording.records import (
     REQUEST_COLUMNS,
     REQUEST_RECORD_SCHEMA,
     RUN_INFO_COLUMNS,
@@ -33,11 +33,11 @@ from replay.records import (
     RunInfo,
 )
 from tests import warehouse_builders as wb
+from warehouse.backends.store import LAKE_TABLES, Warehouse, read_sql
 from warehouse.column_docs import schema_sql_docs
-from warehouse.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
-from warehouse.run_columns import RUN_CONTEXT_COLUMNS, RUNS_COLUMNS
-from warehouse.run_rows import RUNS_SCHEMA, RunContext, build_run_row
-from warehouse.store import LAKE_TABLES, Warehouse, read_sql
+from warehouse.marts.run_columns import RUN_CONTEXT_COLUMNS, RUNS_COLUMNS
+from warehouse.marts.run_rows import RUNS_SCHEMA, RunContext, build_run_row
+from warehouse.parquet.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
 
 MONDAY = date(2026, 3, 2)
 LAKE_VIEWS = sorted(LAKE_COLUMNS)

@@ -1,8 +1,10 @@
 """The layers point one way, read statically from the source (ast; nothing is imported).
 
-workloads, replay, endpoints and warehouse are the Dagster-free library; assets wires them into
-Dagster; pipelines is the top (Definitions, schedule, sensors, CLI). replay talks to endpoints only
-over HTTP. No module of the project imports itself through others, function-local imports included.
+common (kernels every layer shares) imports nothing else of the project and stays small; workloads sits on
+it; replay and endpoints are siblings on workloads (replay talks to endpoints only over HTTP); warehouse
+stores what both produce; together they are the Dagster-free library. assets wires them into Dagster;
+pipelines is the top (Definitions, schedule, sensors, CLI). No module of the project imports itself
+through others, function-local imports included.
 """
 
 from __future__ import annotations
@@ -14,7 +16,19 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = ("workloads", "replay", "endpoints", "warehouse")
+LIBRARY = ("common", "workloads", "replay", "endpoints", "warehouse")
+# What each layer of the library may import of the project besides itself (assets and pipelines: anything below).
+MAY_IMPORT = {
+    "common": (),
+    "workloads": ("common",),
+    "replay": ("common", "workloads"),
+    "endpoints": ("common", "workloads"),
+    "warehouse": ("common", "workloads", "replay", "endpoints"),
+}
+# common is for kernels, not a drawer for whatever lacks a room: past this it wants a package of its own.
+COMMON_MAX_MODULES = 8
+COMMON_MAX_LINES = 1_000
+ROOM_MAX_MODULES = 15
 PACKAGES = (*LIBRARY, "assets", "pipelines")
 
 
@@ -77,9 +91,36 @@ def test_assets_never_import_pipelines() -> None:
     assert offenders == [], f"assets imports pipelines: {offenders}"
 
 
-def test_replay_imports_neither_endpoints_nor_warehouse() -> None:
-    offenders = [(m, n) for m, n in _imports("replay") if _within(n, "endpoints") or _within(n, "warehouse")]
-    assert offenders == [], f"replay imports endpoints or warehouse (it talks to endpoints over HTTP): {offenders}"
+@pytest.mark.parametrize("package", LIBRARY)
+def test_each_library_layer_imports_only_the_layers_below_it(package: str) -> None:
+    allowed = (package, *MAY_IMPORT[package])
+    offenders = [
+        (m, n)
+        for m, n in _imports(package)
+        if n.split(".")[0] in PACKAGES and not any(_within(n, top) for top in allowed)
+    ]
+    assert offenders == [], f"{package} may import only {allowed}: {offenders}"
+
+
+def test_common_stays_small() -> None:
+    modules = [p for p in sorted((REPO_ROOT / "common").glob("*.py")) if p.name != "__init__.py"]
+    lines = sum(len(p.read_text().splitlines()) for p in modules)
+    assert len(modules) <= COMMON_MAX_MODULES and lines <= COMMON_MAX_LINES, (
+        f"common/ has {len(modules)} modules and {lines} lines (caps {COMMON_MAX_MODULES}, {COMMON_MAX_LINES}): "
+        "give the newcomer a room of its own"
+    )
+    assert not [p for p in (REPO_ROOT / "common").iterdir() if p.is_dir() and p.name != "__pycache__"]
+
+
+def test_no_flat_folder_outgrows_a_room() -> None:
+    """Sub-packages of about 15 modules at most, so a newcomer finds the room from its name."""
+    sizes = {
+        str(d.relative_to(REPO_ROOT)): len([p for p in d.glob("*.py") if p.name not in ("__init__.py", "__main__.py")])
+        for pkg in PACKAGES
+        for d in [REPO_ROOT / pkg, *(REPO_ROOT / pkg).rglob("*")]
+        if d.is_dir() and (d / "__init__.py").exists()
+    }
+    assert {d: n for d, n in sizes.items() if n > ROOM_MAX_MODULES} == {}
 
 
 def _project_target(name: str) -> str | None:
@@ -131,7 +172,7 @@ def test_find_cycle_reports_a_cycle() -> None:
 
 def test_import_graph_sees_from_imports_of_modules() -> None:
     graph = _import_graph()
-    assert "endpoints.probe_records" in graph["endpoints.probe_session"]
+    assert "endpoints.probes.probe_records" in graph["endpoints.probes.probe_session"]
     assert "assets.lake_assets" in graph["pipelines.definitions"]
 
 
@@ -141,7 +182,7 @@ def test_no_import_cycles() -> None:
 
 
 def test_only_the_demo_imports_dagster_when_costbench_starts() -> None:
-    # Importing Dagster takes seconds: inspect, capture, replay and sim must not pay it (pipelines/demo_command.py).
+    # Importing Dagster takes seconds: inspect, capture, replay and sim must not pay it (pipelines/commands/demo_command.py).
     import subprocess
     import sys
 

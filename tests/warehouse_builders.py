@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from endpoints.probe_records import GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA, GpuSample, ServerSample
+from endpoints.probes.probe_records import GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA, GpuSample, ServerSample
 from endpoints.spec import EndpointMode, EndpointSpec
-from replay.records import REQUEST_RECORD_SCHEMA, RequestRecord, RequestStatus, RunInfo
-from warehouse.lake import write_partition
-from warehouse.run_rows import RunContext, build_run_row
+from replay.recording.records import REQUEST_RECORD_SCHEMA, RequestRecord, RequestStatus, RunInfo
+from warehouse.marts.run_rows import RunContext, build_run_row
+from warehouse.parquet.lake import write_partition
 
 T0_WALL_S = 1_741_000_000.0
 

@@ -2,7 +2,7 @@
 rebuild its views and marts. `python -m warehouse attach-sql [--warehouse LOCATION]`: print the lines a plain
 `duckdb` session runs to open the warehouse read-only.
 
-LOCATION is a folder (the local backend) or a `ducklake:postgresql://...` URL (warehouse/backend.py); the
+LOCATION is a folder (the local backend) or a `ducklake:postgresql://...` URL (warehouse/backends/backend.py); the
 default is $COSTBENCH_WAREHOUSE, else the folder `warehouse`.
 
 Exit status: 0 done (a lake file it quarantined is named on stderr; the other weeks built); 1 the refresh
@@ -22,12 +22,12 @@ from typing import NoReturn
 
 import duckdb
 
-from warehouse.backend import WAREHOUSE_ENV, WarehouseLocationError, open_warehouse, scheme_of
-from warehouse.duckdb_extensions import ExtensionError
-from warehouse.lake import LakeError
-from warehouse.schema_migrations import SchemaVersionError
-from warehouse.store import WarehouseError
-from workloads.config_file import ConfigFileError
+from common.config_file import ConfigFileError
+from warehouse.backends.backend import WAREHOUSE_ENV, WarehouseLocationError, open_warehouse, scheme_of
+from warehouse.backends.duckdb_extensions import ExtensionError
+from warehouse.backends.schema_migrations import SchemaVersionError
+from warehouse.backends.store import WarehouseError
+from warehouse.parquet.lake import LakeError
 
 PROG = "python -m warehouse"
 EXIT_FAILED = 1
@@ -117,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def attach_lines(store: object) -> list[str]:
     """What a plain `duckdb` session runs to read this warehouse read-only (docs/warehouse.md)."""
-    from warehouse.ducklake_store import DuckLakeWarehouse, analyst_lines
-    from warehouse.store import Warehouse, sql_path_literal
+    from warehouse.backends.ducklake_store import DuckLakeWarehouse, analyst_lines
+    from warehouse.backends.store import Warehouse, sql_path_literal
 
     if isinstance(store, DuckLakeWarehouse):
         return analyst_lines(store.catalog)

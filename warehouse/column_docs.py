@@ -1,6 +1,6 @@
 """Every column's definition, for whoever shows columns to people (Dagster's asset column schemas).
 
-A column the lake stores is defined once, next to its record (warehouse/lake_columns.py): its type and
+A column the lake stores is defined once, next to its record (warehouse/parquet/lake_columns.py): its type and
 one-line definition come from there. Columns only a view or mart has (partition keys, derived metrics,
 mart columns) are defined by their one-line comment in warehouse/schema.sql. The schema.sql comments of
 stored columns restate the definitions for readers of the SQL; tests/test_column_definitions.py keeps
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from warehouse.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
-from warehouse.store import read_sql
+from warehouse.backends.store import read_sql
+from warehouse.parquet.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
 
 _CREATE = re.compile(r"^CREATE (?:OR REPLACE )?(TABLE|VIEW)(?: IF NOT EXISTS)? (\w+)\b")
 _TABLE_COLUMN = re.compile(r"^\s*(\w+)\s+([A-Z]+(?:\[\])?)\b.*?--\s*(.+)$")

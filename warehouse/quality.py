@@ -3,7 +3,7 @@
 `check_requests` guards the request records before they feed the marts; `check_runs` says whether a
 run can be trusted (completion, schedule lag, server samples); `check_weekly_trends` is the regression
 rule on the trend rows, exactly as weekly_trends.sql judges it; `check_lake_quarantine` fails a week
-whose lake files a refresh had to quarantine (warehouse/lake_audit.py), so its marts are incomplete;
+whose lake files a refresh had to quarantine (warehouse/parquet/lake_audit.py), so its marts are incomplete;
 `check_structured_output` fails a week whose constrained answers parse less often than the scenario asks.
 The Dagster asset checks (assets/quality_checks.py) turn a QualityResult into check metadata. Each
 call builds its own ephemeral GX context: nothing is written to disk, nothing is shared between
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from replay.records import RequestStatus
+from replay.recording.records import RequestStatus
 
 EXAMPLES_KEPT = 5
 TOKEN_COLUMNS = (

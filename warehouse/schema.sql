@@ -7,10 +7,10 @@
 --
 -- @<table>_source@ placeholders are what each view reads, filled in by the backend (DuckDB cannot bind
 -- parameters in CREATE VIEW, so this is the one substitution, of text the store controls and escapes).
--- Local backend (warehouse/store.py): read_parquet over a quoted list of Parquet globs, hive-partitioned
+-- Local backend (warehouse/backends/store.py): read_parquet over a quoted list of Parquet globs, hive-partitioned
 -- (week=, scenario=), relative to the warehouse folder: a zero-row file that pins the current columns and
 -- types, plus the lake glob when the lake has files for the table. DuckLake backend
--- (warehouse/ducklake_store.py): the lake table lake.<table>, whose week and scenario are columns.
+-- (warehouse/backends/ducklake_store.py): the lake table lake.<table>, whose week and scenario are columns.
 -- The local globs are relative, so the database holds no absolute path: a session resolves them
 -- against its file_search_path (Warehouse.connect sets it to the warehouse folder) or, when that is
 -- unset, its working directory. Every file a view reads passed the refresh's checks (lake_files);
@@ -24,12 +24,12 @@
 -- count only inside the measured window.
 --
 -- Columns the lake stores are defined once, in Python next to their records (REQUEST_COLUMNS and
--- RUN_INFO_COLUMNS in replay/records.py, SERVER_/GPU_SAMPLE_COLUMNS in endpoints/probe_records.py,
--- RUNS_COLUMNS in warehouse/run_columns.py): the comments on those columns below restate those
+-- RUN_INFO_COLUMNS in replay/recording/records.py, SERVER_/GPU_SAMPLE_COLUMNS in endpoints/probes/probe_records.py,
+-- RUNS_COLUMNS in warehouse/marts/run_columns.py): the comments on those columns below restate those
 -- definitions word for word, and tests/test_column_definitions.py fails when they drift.
 
 CREATE TABLE IF NOT EXISTS schema_version (
-    version INTEGER NOT NULL,         -- schema revision applied (warehouse/schema_migrations.py SCHEMA_VERSION)
+    version INTEGER NOT NULL,         -- schema revision applied (warehouse/backends/schema_migrations.py SCHEMA_VERSION)
     applied_wall_s DOUBLE,            -- when it was applied (s since the Unix epoch; null for version 1)
     note VARCHAR                      -- what the upgrade did
 );
@@ -86,7 +86,7 @@ SELECT
     role,                     -- the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference window every week, where the regression rule judges the runtime) (null: not recorded)
     traffic_share,            -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
     price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
-    capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
+    capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
     capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
     replay_clock              -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
 FROM @runs_source@;

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from workloads.block_hasher import DEFAULT_BLOCK_TOKENS
 from workloads.canonical_parquet import write_canonical
-from workloads.gateway_reader import read_gateway
-from workloads.token_counter import load_token_counter
+from workloads.prompts.block_hasher import DEFAULT_BLOCK_TOKENS
+from workloads.prompts.token_counter import load_token_counter
+from workloads.readers.gateway_reader import read_gateway
 from workloads.workload import WORKLOAD_SCHEMA, Workload
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workloads.reasoning_budget import with_reasoning
-from workloads.response_format import with_structured_output
-from workloads.shared_prefix import with_shared_prefix
+from workloads.prompts.reasoning_budget import with_reasoning
+from workloads.prompts.response_format import with_structured_output
+from workloads.prompts.shared_prefix import with_shared_prefix
 from workloads.weekly_traffic import WeekTraffic, session_share
 from workloads.workload import Workload
 

@@ -1,6 +1,6 @@
 """Scenarios: which trace window to replay, how fast, against which endpoint, under which SLO.
 
-Loaded from `workloads/scenarios.yaml` through a declared model (workloads/config_file.py: unknown
+Loaded from `workloads/scenarios.yaml` through a declared model (common/config_file.py: unknown
 keys, wrong types and missing keys fail with the file, the key path and the reason), then immutable.
 A scenario name becomes a Dagster partition key and a lake folder (`scenario=<name>`), so it is
 restricted to SCENARIO_NAME. Trace files are resolved here but read later (`reader_registry.read_trace`
@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from workloads.config_file import (
+from common.config_file import (
     ConfigFileError,
     ConfigModel,
     NonEmptyStr,
@@ -28,9 +28,9 @@ from workloads.config_file import (
     parse_config,
     read_yaml,
 )
-from workloads.reader_registry import parse_trace_format
-from workloads.response_format import StructuredOutput
-from workloads.structured_output_config import StructuredOutputEntry, structured_output
+from workloads.prompts.response_format import StructuredOutput
+from workloads.prompts.structured_output_config import StructuredOutputEntry, structured_output
+from workloads.readers.reader_registry import parse_trace_format
 from workloads.weekly_window import DEFAULT_ANCHOR_WEEK, WEEK_PLACEHOLDER, WeeklyWindow, week_window_start
 from workloads.workload import TraceFormat
 
@@ -64,7 +64,7 @@ class Scenario:
     reasoning_ratio: float = 0.0  # reasoning tokens per answer token, for traces that did not capture them
     target_rps: float | None = None  # load the fleet must carry (requests/s): run_summary sizes the fleet
     budget_usd_per_request: float | None = None  # what a request may cost (USD): diagnoses judge against it
-    # A share of the requests asks for a response format (workloads/response_format.py); None: free-form.
+    # A share of the requests asks for a response format (workloads/prompts/response_format.py); None: free-form.
     structured_output: StructuredOutput | None = None
     # Where each week's traffic comes from (workloads/weekly_traffic.py): `trace` may hold {week}; a
     # weekly_window moves the window on each week (start_s is then week 0's start).

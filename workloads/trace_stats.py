@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workloads.prompt_materializer import mix64
-from workloads.trace_scan import BATCH_ROWS
+from workloads.prompts.prompt_materializer import mix64
+from workloads.readers.trace_scan import BATCH_ROWS
 from workloads.workload import Workload
 from workloads.workload_file import WorkloadFile
 

@@ -49,7 +49,7 @@ WORKLOAD_SCHEMA = pa.schema(
         pa.field("prefix_blocks", pa.list_(pa.int64())),  # block hashes; equal hash = equal tokens
         pa.field("prompt", pa.string()),  # text or JSON chat messages, only where captured
         pa.field("reasoning_tokens", pa.int32()),  # captured reasoning length (R1), when known
-        # The answer's format as canonical JSON (workloads/response_format.py); null: free-form.
+        # The answer's format as canonical JSON (workloads/prompts/response_format.py); null: free-form.
         pa.field("response_format", pa.string()),
         # With a format: true sends the constraint to the server, false only writes it into the prompt.
         pa.field("constrained", pa.bool_()),

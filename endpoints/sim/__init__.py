@@ -1,13 +1,11 @@
 """The SGLang twin: SGLang's HTTP API over a simulated DeepSeek-V3/R1 server (see docs/twin.md).
 
-Layers, each its own module: clock (real or virtual time), cost_model (roofline step time),
-radix_cache and kv_pool (prefix cache in a fixed KV pool), scheduler (continuous batching with
-optimistic admission and retraction), engine (the step loop on the clock), server (aiohttp routes),
-native_view / openai_view (answer shapes), response_stream (when bytes go out, faults),
-server_args and faults (SGLang's flags plus the twin's), virtual_bench (bench_serving in virtual time).
-Structured output: output_constraint (the request's constraint), grammar_backend (compile, SGLang's errors,
-cache), answer_skeleton (the smallest conforming answer), structured_answer (its tokens), structured_request
-(the server's glue).
+Rooms: http/ (aiohttp routes, request parsing, native and OpenAI answer shapes, when bytes go out);
+engine/ (the step loop that owns the clock; requests, scheduler with SGLang's admission and retraction,
+KV pool and radix cache, speculative decoding, faults, metrics); structured/ (the request's constraint,
+grammar compile with SGLang's errors, the smallest conforming answer); calibration/ (the roofline cost model,
+hardware and model profiles, fitted constants and the virtual-time benchmarks that check them). Here:
+server_args (SGLang's flags plus the twin's) and the CLI.
 """
 
 

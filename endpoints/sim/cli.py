@@ -16,9 +16,9 @@ import sys
 
 from aiohttp import web
 
-from endpoints.sim.kv_pool import KvSizingError
-from endpoints.sim.profiles import UnknownProfileError
-from endpoints.sim.server import create_app
+from endpoints.sim.calibration.profiles import UnknownProfileError
+from endpoints.sim.engine.kv_pool import KvSizingError
+from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import ServerArgsError, SimServerArgs, parse_server_args
 
 READY_LINE = "The server is fired up and ready to roll!"  # SGLang's own line, printed after warm-up

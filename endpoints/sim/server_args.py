@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from endpoints.sim.faults import FaultConfig
-from endpoints.sim.profiles import HARDWARE_PROFILES, HardwareName
-from endpoints.sim.schedule_policy import SchedulePolicy
-from endpoints.sim.speculative import SPEC_DEFAULT_MAX_RUNNING_REQUESTS, SpecConfig, spec_server_info
+from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName
+from endpoints.sim.engine.faults import FaultConfig
+from endpoints.sim.engine.schedule_policy import SchedulePolicy
+from endpoints.sim.engine.speculative import SPEC_DEFAULT_MAX_RUNNING_REQUESTS, SpecConfig, spec_server_info
 
 DEFAULT_MODEL_PATH = "deepseek-ai/DeepSeek-V3"
 DEFAULT_MEM_FRACTION_STATIC = 0.88  # about what SGLang picks for DeepSeek on 8×H200/B200

@@ -10,7 +10,7 @@ from datetime import date
 import duckdb
 import pandas as pd
 
-from warehouse.store import Warehouse
+from warehouse.backends.store import Warehouse
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from pathlib import Path
 import orjson
 import pandas as pd
 
+from warehouse.backends.store import Warehouse
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
 from warehouse.report.report_data import ReportData, load_report_data
 from warehouse.report.structured_output import structured_output_section
-from warehouse.store import Warehouse
 
 
 @dataclass(frozen=True, slots=True)

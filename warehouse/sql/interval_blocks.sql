@@ -1,4 +1,4 @@
--- Arrival blocks of each costed run, for the block bootstrap of warehouse/bootstrap_interval.py: the
+-- Arrival blocks of each costed run, for the block bootstrap of warehouse/marts/bootstrap_interval.py: the
 -- run's arrival span (from the end of the warm-up to the end of the replayed window, window_duration_s /
 -- speedup, or to the last measured arrival if later) is cut into equal blocks of about $block_s seconds
 -- (at least $min_blocks of them), each carrying an equal share of the run's cost, and a completed request

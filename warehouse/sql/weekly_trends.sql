@@ -9,7 +9,7 @@
 -- configuration, against the earlier weeks whatever they ran (baseline_source = 'unrecorded_config'),
 -- without claiming config_changed.
 -- Regression rule (docs/warehouse.md, "Metric definitions"): a metric past its threshold AND outside this week's
--- 95% block-bootstrap interval (cost_intervals, computed by warehouse/bootstrap_interval.py). It judges the
+-- 95% block-bootstrap interval (cost_intervals, computed by warehouse/marts/bootstrap_interval.py). It judges the
 -- canary rows only (role 'canary', or null for runs that did not record a role): a canary replays the same
 -- window every week, so only the runtime moved it. Live rows replay the week's traffic: their changes are
 -- the cost trend, and their verdict is 'not_judged'.

@@ -1,0 +1,277 @@
+"""Probes beside a replay: every `interval_s`, scrape each worker's /metrics and sample the GPUs, in a
+background thread (the replay owns its own asyncio loop in the main thread), streaming rows to
+`server_samples.parquet` and `gpu_samples.parquet` in the run directory.
+
+Usage (the replay asset):
+
+    with provision(spec, run_dir) as endpoint, probing(endpoint, run_dir, run_id) as probes:
+        run_replay(...)
+    probes.summary  # ticks, rows, failures and their reasons (also in probes.json)
+
+Time comes from an injected clock; ticks are due at absolute offsets from the start, so a slow
+scrape delays one sample, not every later one. A failed scrape loses that sample only and is counted.
+
+The first tick also writes, for each worker whose /server_info gave one, the cap on running requests
+it enforces (endpoints/running_cap.py) as a row of kind `info`, metric `server_info:max_running_requests`:
+batch occupancy divides each worker's running requests by its own cap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from endpoints.probes.gpu_protocol import GpuSampler
+from endpoints.probes.gpu_sampler import open_gpu_sampler
+from endpoints.probes.metrics_scrape import DeltaTracker, parse_sglang_metrics
+from endpoints.probes.probe_records import (
+    GPU_SAMPLE_SCHEMA,
+    GPU_SAMPLES_FILE,
+    SERVER_SAMPLE_SCHEMA,
+    SERVER_SAMPLES_FILE,
+    ServerSample,
+)
+from endpoints.probes.server_facts import auth_headers, http_get
+from endpoints.provision import RunningEndpoint
+from endpoints.running_cap import max_running_requests
+
+PROBES_SUMMARY_FILE = "probes.json"
+_MAX_NOTES = 20
+CAP_METRIC = "server_info:max_running_requests"  # a fact from /server_info, not a /metrics series
+CAP_KIND = "info"
+
+
+class ProbeClock(Protocol):
+    def now_s(self) -> float: ...  # monotonic: when the next tick is due
+
+    def wall_s(self) -> float: ...  # epoch: sample_wall_s
+
+
+class SystemProbeClock:
+    def now_s(self) -> float:
+        return time.monotonic()
+
+    def wall_s(self) -> float:
+        return time.time()
+
+
+class _ParquetRows:
+    """Rows buffered into row groups; the file is complete (has its footer) once closed."""
+
+    def __init__(self, path: Path, schema: pa.Schema, rows_per_group: int = 20_000) -> None:
+        self.schema = schema
+        self.rows_per_group = rows_per_group
+        self.rows_written = 0
+        self._buffer: list[dict] = []
+        self._writer = pq.ParquetWriter(path, schema)
+
+    def add(self, rows: list) -> None:
+        self._buffer.extend(asdict(row) for row in rows)
+        if len(self._buffer) >= self.rows_per_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._buffer:
+            self._writer.write_table(pa.Table.from_pylist(self._buffer, schema=self.schema))
+            self.rows_written += len(self._buffer)
+            self._buffer = []
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
+
+
+@dataclass(slots=True)
+class ProbeSummary:
+    ticks: int = 0
+    server_rows: int = 0
+    gpu_rows: int = 0
+    scrape_failures: int = 0
+    gpu_source: str = ""
+    notes: list[str] = field(default_factory=list)  # distinct problems, first ones only
+
+    def note(self, message: str) -> None:
+        if message not in self.notes and len(self.notes) < _MAX_NOTES:
+            self.notes.append(message)
+
+
+class ProbeSession:
+    def __init__(
+        self,
+        run_id: str,
+        metrics_urls: tuple[str, ...],
+        headers: dict[str, str],
+        gpu_sampler: GpuSampler,
+        run_dir: Path,
+        interval_s: float = 1.0,
+        clock: ProbeClock | None = None,
+        worker_caps: Mapping[str, int] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.metrics_urls = metrics_urls
+        self.worker_caps = dict(worker_caps or {})  # metrics URL -> the cap that worker enforces
+        self.headers = headers
+        self.gpu_sampler = gpu_sampler
+        self.interval_s = interval_s
+        self.clock = clock or SystemProbeClock()
+        self.run_dir = Path(run_dir)
+        self.summary = ProbeSummary(gpu_source=gpu_sampler.source.value)
+        self._deltas = DeltaTracker()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._server = _ParquetRows(self.run_dir / SERVER_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA)
+        self._gpu = _ParquetRows(self.run_dir / GPU_SAMPLES_FILE, GPU_SAMPLE_SCHEMA)
+
+    def tick(self) -> None:
+        """One sample of every source at one wall-clock instant."""
+        wall_s = self.clock.wall_s()
+        self.summary.ticks += 1
+        if self.summary.ticks == 1 and self.worker_caps:
+            caps = [ServerSample(self.run_id, wall_s, url, CAP_METRIC, CAP_KIND, "{}", float(cap))
+                    for url, cap in self.worker_caps.items()]  # fmt: skip
+            self._server.add(caps)
+            self.summary.server_rows += len(caps)
+        timeout_s = max(0.5, min(5.0, self.interval_s))
+        for url in self.metrics_urls:
+            answer = http_get(f"{url}/metrics", self.headers, timeout_s)
+            if answer.status != 200:
+                self.summary.scrape_failures += 1
+                why = answer.problem if answer.status is None else f"HTTP {answer.status}"
+                hint = " (launched without --enable-metrics?)" if answer.status == 404 else ""
+                self.summary.note(f"{url}/metrics: {why}{hint}")
+                continue
+            try:
+                series = parse_sglang_metrics(answer.body.decode("utf-8", "replace"))
+            except ValueError as exc:
+                self.summary.scrape_failures += 1
+                self.summary.note(f"{url}/metrics: not Prometheus text ({exc})")
+                continue
+            rows = self._deltas.samples(self.run_id, wall_s, url, series)
+            self._server.add(rows)
+            self.summary.server_rows += len(rows)
+        gpu_rows = self.gpu_sampler.sample(self.run_id, wall_s)
+        self._gpu.add(gpu_rows)
+        self.summary.gpu_rows += len(gpu_rows)
+        for row in gpu_rows:
+            if row.note:
+                self.summary.note(row.note)
+
+    def _loop(self) -> None:
+        start_s = self.clock.now_s()
+        k = 0
+        while not self._stop.is_set():
+            self._guarded_tick()
+            k, wait_s = self._next_tick(start_s, k + 1)
+            self._stop.wait(wait_s)
+
+    async def tick_on(self, stop: asyncio.Event) -> None:
+        """The same ticks from a task on an event loop whose clock is `self.clock` (a twin served on that
+        loop, endpoints/virtual_twin.py), until `stop` is set: each tick in a thread (a virtual clock holds
+        time while it runs)."""
+        start_s = self.clock.now_s()
+        k = 0
+        while not stop.is_set():
+            await asyncio.to_thread(self._guarded_tick)
+            k, wait_s = self._next_tick(start_s, k + 1)
+            try:
+                await asyncio.wait_for(stop.wait(), wait_s)
+            except TimeoutError:
+                pass
+
+    def _guarded_tick(self) -> None:
+        try:
+            self.tick()
+        except Exception as exc:  # noqa: BLE001 - a probe must never end the replay
+            self.summary.note(f"probe tick failed: {type(exc).__name__}: {exc}")
+
+    def _next_tick(self, start_s: float, k: int) -> tuple[int, float]:
+        # Absolute due times; ticks missed behind a slow scrape are skipped, not bunched.
+        now_s = self.clock.now_s()
+        k = max(k, int((now_s - start_s) / self.interval_s))
+        return k, max(0.0, start_s + k * self.interval_s - now_s)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=f"probes-{self.run_id}", daemon=True)
+        self._thread.start()
+
+    def stop(self, final_tick: bool | None = None) -> ProbeSummary:
+        """Stop the thread, take one last sample (the counters after the replay), write the files.
+        `final_tick`: whether to take that sample (default: when the thread ran; tick_on's caller takes
+        its own on the loop)."""
+        ran = self._thread is not None
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        if ran if final_tick is None else final_tick:
+            try:
+                self.tick()
+            except Exception as exc:  # noqa: BLE001
+                self.summary.note(f"final probe tick failed: {type(exc).__name__}: {exc}")
+        self.gpu_sampler.close()
+        self._server.close()
+        self._gpu.close()
+        (self.run_dir / PROBES_SUMMARY_FILE).write_text(json.dumps(asdict(self.summary), indent=2))
+        return self.summary
+
+
+@contextmanager
+def probing(
+    endpoint: RunningEndpoint,
+    run_dir: Path,
+    run_id: str,
+    interval_s: float | None = None,
+    clock: ProbeClock | None = None,
+) -> Iterator[ProbeSession]:
+    """Probes running for the block; interval defaults to the endpoint spec's scrape_interval_s."""
+    session = probe_session(endpoint, run_dir, run_id, interval_s, clock)
+    session.start()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def probe_session(
+    endpoint: RunningEndpoint,
+    run_dir: Path,
+    run_id: str,
+    interval_s: float | None = None,
+    clock: ProbeClock | None = None,
+) -> ProbeSession:
+    """The endpoint's probes, not yet started."""
+    spec = endpoint.spec
+    metrics_urls = endpoint.metrics_urls or (endpoint.url,)
+    return ProbeSession(
+        run_id=run_id,
+        metrics_urls=metrics_urls,
+        headers=auth_headers(spec),
+        gpu_sampler=open_gpu_sampler(spec, socket.gethostname()),
+        run_dir=Path(run_dir),
+        interval_s=interval_s or spec.scrape_interval_s,
+        clock=clock,
+        worker_caps=worker_caps(endpoint, metrics_urls),
+    )
+
+
+def worker_caps(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dict[str, int]:
+    """Each scraped worker's cap on running requests, from the /server_info provisioning read: a fleet's
+    workers each their own, a single server its one. Workers that report none are left out."""
+    if endpoint.worker_server_infos:
+        infos = dict(zip(endpoint.spec.worker_urls, endpoint.worker_server_infos))
+    else:
+        infos = {url: endpoint.server_info for url in metrics_urls}
+    caps = {url: max_running_requests(infos[url]) for url in metrics_urls if url in infos}
+    return {url: cap for url, cap in caps.items() if cap is not None}

@@ -1,0 +1,103 @@
+"""What a healthy SGLang server says about itself (/server_info, /model_info, version), fetched the
+same way for launch, attach and sim, and saved with the run as `server_facts.json`.
+
+Plain urllib (blocking): provisioning runs before the replay's event loop exists. Errors say which
+URL and what came back, so "not an SGLang server" and "nothing listens there" read differently.
+Secrets a server echoes (SGLang has sent `api_key` in /server_info) are redacted as the answers
+arrive, and the saved file is redacted again as a whole (common/secret_redaction.py: the rule).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from common.secret_redaction import redact_secrets
+from endpoints.spec import EndpointSpec
+
+SERVER_FACTS_FILE = "server_facts.json"
+# Newer SGLang (and sglang_router) serve /server_info; older builds and routers only the aliases.
+SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
+MODEL_INFO_PATHS = ("/model_info", "/get_model_info")
+
+
+class NotSglangError(RuntimeError):
+    """The URL answers, but not like an SGLang server (or router)."""
+
+
+class UnreachableError(RuntimeError):
+    """Nothing usable answers at the URL (refused, timed out, DNS)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpAnswer:
+    status: int | None  # None: no HTTP answer at all
+    content_type: str
+    body: bytes
+    problem: str | None  # why there was no answer
+
+
+def auth_headers(spec: EndpointSpec) -> dict[str, str]:
+    key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def http_get(url: str, headers: dict[str, str], timeout_s: float = 10.0, method: str = "GET") -> HttpAnswer:
+    request = urllib.request.Request(url, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return HttpAnswer(response.status, response.headers.get("Content-Type", ""), response.read(), None)
+    except urllib.error.HTTPError as exc:
+        return HttpAnswer(exc.code, exc.headers.get("Content-Type", "") if exc.headers else "", exc.read(), None)
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return HttpAnswer(None, "", b"", f"{type(reason).__name__}: {reason}")
+
+
+def health_status(url: str, headers: dict[str, str], timeout_s: float = 25.0) -> HttpAnswer:
+    # SGLang's own health check waits up to 20 s (SGLANG_HEALTH_CHECK_TIMEOUT) before it says 503.
+    return http_get(f"{url}/health_generate", headers, timeout_s)
+
+
+def _json_object(url: str, paths: tuple[str, ...], headers: dict[str, str], required: str) -> dict:
+    problems = []
+    for path in paths:
+        answer = http_get(url + path, headers)
+        if answer.status is None:
+            raise UnreachableError(f"nothing answers at {url}{path} ({answer.problem})")
+        if answer.status == 401:
+            raise NotSglangError(f"{url}{path} answered 401 Unauthorized: set the variable api_key_env names")
+        if answer.status != 200:
+            problems.append(f"{path}: HTTP {answer.status}")
+            continue
+        try:
+            body = json.loads(answer.body)
+        except ValueError:
+            kind = answer.content_type.split(";")[0] or "no content type"
+            problems.append(f"{path}: {kind}, not JSON")
+            continue
+        if not isinstance(body, dict) or required not in body:
+            problems.append(f"{path}: JSON without {required!r}")
+            continue
+        return body
+    raise NotSglangError(f"{url} does not answer like an SGLang server ({'; '.join(problems)})")
+
+
+def fetch_server_facts(url: str, headers: dict[str, str]) -> tuple[dict, dict]:
+    """(server_info, model_info); raises NotSglangError or UnreachableError."""
+    # Every ServerArgs field is in server_info; tp_size has been there in every SGLang version.
+    server_info = _json_object(url, SERVER_INFO_PATHS, headers, required="tp_size")
+    model_info = _json_object(url, MODEL_INFO_PATHS, headers, required="model_path")
+    return redact_secrets(server_info), redact_secrets(model_info)
+
+
+def save_server_facts(path: Path, facts: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(redact_secrets(facts), indent=2, sort_keys=True, default=str))
+    tmp.replace(path)
+    return path

@@ -1,0 +1,147 @@
+"""Step-time model: how long one forward step of a batch takes, from a roofline.
+
+time = max(compute time, memory time) + a fixed per-step overhead.
+
+- Memory: the weights the step reads (every non-expert weight, plus the distinct routed experts the
+  batch's tokens touch, E·(1−(1−k/E)^B) per MoE layer) sharded over the TP GPUs, plus the MLA latent
+  KV of every request in the batch. MLA's KV is not sharded by TP, so each GPU reads all of it; DP
+  attention splits the requests (and their KV) over the DP ranks instead.
+- Compute: 2·active params FLOPs per new token (FP8 GEMMs) plus attention over the context (BF16).
+  Cached prefix tokens cost nothing here: they only appear as context.
+- Overhead: kernel launches and the two TP all-reduces per layer. Decode replays CUDA graphs, so it
+  is small; prefill (extend) runs eagerly, so each layer costs far more launch and Python time.
+
+The efficiency constants (shares of peak, per-layer overheads) are per vendor, plain data in
+profiles.CostConstants, fitted by bench/twin_fit.py on a declared fit set of published figures
+(endpoints/sim/calibration/fitted_constants.py); bench/twin_calibration.py prints the fit set and the validation
+set apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from endpoints.sim.calibration.profiles import CostConstants, HardwareProfile, ModelProfile, cost_constants_for
+from endpoints.sim.engine.step_batch import ForwardMode, StepBatch
+
+# Past one node (TP over more than 8 GPUs), every MoE layer exchanges tokens over InfiniBand: DeepEP's
+# published low-latency kernels at EP16 take ~118 µs to dispatch and ~195 µs to combine. Within a
+# node, NVLink all-reduces are part of the per-layer overheads (CostConstants). A published figure, not fitted.
+GPUS_PER_NODE = 8
+INTER_NODE_MOE_EXCHANGE_S = 313e-6
+
+
+class CostModel(Protocol):
+    def step_time_s(self, batch: StepBatch) -> float: ...
+
+
+# Constrained decoding (grammar_backend.py). ASSUMPTIONS from published figures, not fitted to DeepSeek on
+# H200: the medians of MaskBench (guidance-ai/jsonschemabench, maskbench/README.md, ~10k real JSON Schemas,
+# Llama-3 tokenizer of 128k tokens (DeepSeek's has 129k), one CPU thread of an AMD EPYC 7V13; xgrammar 0.1.10,
+# llguidance 0.6.7, outlines 0.1.13): time between masks (TBM) p50 and time to first mask (TTFM, the
+# compile) p50. Their means are far higher (xgrammar: TBM 292 µs, TTFM 4.1 s) because of a slow tail.
+@dataclass(frozen=True, slots=True)
+class GrammarCosts:
+    mask_s_per_token: float  # CPU time to fill one token's vocabulary mask; SGLang fills them one by one per step
+    compile_s: float  # one-off compile of a new constraint, before the request's first token
+
+
+GRAMMAR_COSTS: dict[str, GrammarCosts] = {
+    "xgrammar": GrammarCosts(mask_s_per_token=8e-6, compile_s=0.535),
+    "llguidance": GrammarCosts(mask_s_per_token=36e-6, compile_s=0.001),
+    "outlines": GrammarCosts(mask_s_per_token=118e-6, compile_s=6.99),
+}
+
+
+class GrammarCostModel:
+    """Wraps a cost model: a decode step pays each grammar-masked token's mask time on top (SGLang fills the
+    masks on the CPU before sampling, one request after another, so they add to the step)."""
+
+    def __init__(self, inner: CostModel, costs: GrammarCosts) -> None:
+        self._inner = inner
+        self._mask_s = costs.mask_s_per_token
+
+    def step_time_s(self, batch: StepBatch) -> float:
+        return self._inner.step_time_s(batch) + self._mask_s * batch.masked_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelConfig:
+    tp_size: int = 1
+    dp_size: int = 1
+    enable_dp_attention: bool = False
+
+    @property
+    def attention_ranks(self) -> int:
+        """How many groups the requests' KV is split over (1 unless DP attention is on)."""
+        return self.dp_size if self.enable_dp_attention else 1
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+
+    @property
+    def total_s(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.overhead_s
+
+
+class RooflineCostModel:
+    def __init__(
+        self,
+        model: ModelProfile,
+        hardware: HardwareProfile,
+        parallel: ParallelConfig,
+        kv_dtype_bytes: int = 2,
+        constants: CostConstants | None = None,
+    ) -> None:
+        self._model = model
+        self._hw = hardware
+        self._parallel = parallel
+        self.constants = constants or cost_constants_for(hardware.vendor)
+        self._kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype_bytes)
+        self._expert_bytes = model.expert_params * model.weight_bytes_per_param
+        self._non_expert_bytes = model.non_expert_params_read * model.weight_bytes_per_param
+
+    def distinct_experts_per_layer(self, tokens: int) -> float:
+        """Expected distinct routed experts B tokens touch in one MoE layer, with uniform routing."""
+        experts = self._model.num_routed_experts
+        return experts * (1.0 - (1.0 - self._model.experts_per_token / experts) ** tokens)
+
+    def step_cost(self, batch: StepBatch) -> StepCost:
+        model, hw, par, c = self._model, self._hw, self._parallel, self.constants
+        tokens = batch.new_tokens
+        if tokens <= 0:
+            return StepCost(0.0, 0.0, 0.0)
+
+        expert_bytes = self.distinct_experts_per_layer(tokens) * model.num_moe_layers * self._expert_bytes
+        weight_bytes = self._non_expert_bytes + expert_bytes
+        kv_tokens = sum(item.context_tokens + item.new_tokens for item in batch.items)
+        kv_bytes = kv_tokens * self._kv_bytes_per_token
+        bandwidth = hw.hbm_bytes_per_s * c.memory_efficiency
+        memory_s = weight_bytes / (par.tp_size * bandwidth) + kv_bytes / (par.attention_ranks * bandwidth)
+
+        gemm_flops = 2.0 * model.active_params * tokens
+        if batch.mode is ForwardMode.DECODE:
+            # Every new token attends to the whole context: one query per request in plain decode, all
+            # the draft tokens of a speculative verify (endpoints/sim/engine/speculative.py).
+            attended = sum(item.new_tokens * (item.context_tokens + item.new_tokens) for item in batch.items)
+            attention_flops = model.decode_attention_flops_per_context_token * attended
+            overhead_s = c.decode_layer_s * model.num_layers
+        else:
+            # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
+            pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens / 2.0) for item in batch.items)
+            attention_flops = model.prefill_attention_flops_per_context_token * pairs
+            overhead_s = c.extend_layer_s * model.num_layers
+        if par.tp_size > GPUS_PER_NODE:
+            overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
+        compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency) + attention_flops / (
+            par.tp_size * hw.bf16_flops_per_s * c.attention_efficiency
+        )
+        return StepCost(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s)
+
+    def step_time_s(self, batch: StepBatch) -> float:
+        return self.step_cost(batch).total_s

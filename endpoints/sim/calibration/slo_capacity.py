@@ -1,0 +1,238 @@
+"""Capacity at the SLO: the highest request rate an endpoint sustains on a run's own workload, found by a
+load sweep in virtual time on the twin.
+
+A run's realised cost per request pays for every GPU-second of its window, idle ones included; the cost
+at the SLO capacity is what a request would cost if the endpoint carried as much of the same traffic as
+it can while staying inside the scenario's SLO. The gap between the two is the price of idle capacity,
+and the capacity sizes the fleet (replicas for target_rps) and places the self-host vs API break-even.
+
+The sweep replays the workload's requests through the twin's engine (endpoints/sim/calibration/virtual_bench.py:
+the same engine, scheduler, radix cache and cost model as behind HTTP) with arrivals compressed by a
+rate factor k (arrival_s / k), open loop, one fresh engine per probe so each starts cold. A rate is
+sustained when the share of requests meeting both SLO parts (TTFT from arrival and time per output
+token, as run_summary.good_requests counts them) is at least MIN_GOOD_SHARE of the share met when the
+endpoint is idle (arrivals spread IDLE_FACTOR times wider): a request whose prompt alone takes longer
+to prefill than the TTFT SLO misses it at any load, and must not make every load look unsustainable.
+The factor is doubled (or halved) from 1 until the verdict flips, then bisected in log space: a
+handful of probes. To keep it to seconds of CPU, the sweep takes the window's first MAX_SWEEP_REQUESTS
+requests (a contiguous slice keeps the traffic's shape and prefix sharing). Sessions are replayed by
+arrival time alone (no turn waits for the previous one), as a load test does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from common.atomic_file import write_bytes_atomically
+from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, run_bench
+from endpoints.spec import EndpointMode, EndpointSpec
+from workloads.prompts.prompt_materializer import materialize_input_ids
+from workloads.workload import Workload
+
+MIN_GOOD_SHARE = 0.95  # "sustained": 95% of what the idle endpoint keeps inside the SLO (the p95 convention)
+IDLE_FACTOR = 1 / 64  # the idle reference: arrivals spread 64 times wider than the workload's
+MAX_FACTOR = 1024.0  # rate factors probed: the workload's own rate x [1/MAX_FACTOR, MAX_FACTOR]
+# The window's first requests the sweep replays (CPU grows with the count: 4-7 s a sweep at 300). With 60, the
+# bundled chat windows' capacities came out 7.9-40 requests/s; with 300, 5.2-5.6, where replaying the canary's
+# whole window at rising rates keeps 95% inside the SLO up to about 5.4.
+MAX_SWEEP_REQUESTS = 300
+BISECTIONS = 2  # after bracketing: the capacity is known to within a factor 2^(1/4), about 19%
+# Everything that changes a sweep's answer besides its requests, flags and SLO (part of the cache key).
+_SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityProbe:
+    rate_factor: float  # arrivals compressed by this factor (ratio; 1 = the workload's own rate)
+    rate_rps: float  # requests / arrival span at that factor (requests/s)
+    good_share: float  # requests meeting both SLO parts (ratio 0-1)
+
+
+@dataclass(frozen=True, slots=True)
+class SloCapacity:
+    capacity_rps_at_slo: float | None  # highest rate found sustained (None: none was, or the idle share is 0)
+    offered_rps: float  # the swept requests' own rate: requests / arrival span (requests/s)
+    idle_good_share: float  # share inside the SLO on the idle endpoint (ratio 0-1): the reference
+    requests: int  # requests the sweep replayed (count)
+    probes: tuple[CapacityProbe, ...]  # in the order run
+    cpu_s: float  # process CPU time the sweep took (s)
+
+
+def good_share(result: BenchResult, slo_ttft_ms: float, slo_tpot_ms: float) -> float:
+    """Share of requests with TTFT <= slo_ttft_ms and time per output token <= slo_tpot_ms."""
+    good = 0
+    for r in result.requests:
+        tpot_ms = (r.e2e_s - r.ttft_s) * 1000 / (r.output_tokens - 1) if r.output_tokens > 1 else 0.0
+        if r.ttft_s * 1000 <= slo_ttft_ms and tpot_ms <= slo_tpot_ms:
+            good += 1
+    return good / len(result.requests)
+
+
+def arrival_span_s(requests: Sequence[BenchRequest]) -> float:
+    arrivals = [r.arrival_s for r in requests]
+    return max(arrivals) - min(arrivals)
+
+
+def sweep_slo_capacity(
+    flags: list[str],
+    requests: Sequence[BenchRequest],
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    bisections: int = BISECTIONS,
+) -> SloCapacity:
+    """The highest rate (requests/s) at which the twin built from `flags` keeps MIN_GOOD_SHARE of the
+    idle endpoint's share of `requests` inside the SLO, by doubling then bisecting the arrival rate factor."""
+    requests = sorted(requests, key=lambda r: r.arrival_s)[:MAX_SWEEP_REQUESTS]
+    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+        raise ValueError("a capacity sweep needs at least two requests arriving at different times")
+    started_cpu_s = time.process_time()
+    span_s = arrival_span_s(requests)
+    first_s = min(r.arrival_s for r in requests)
+    probes: list[CapacityProbe] = []
+
+    def share_at(factor: float) -> float:
+        scaled = [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / factor) for r in requests]
+        share = good_share(run_bench(flags, scaled), slo_ttft_ms, slo_tpot_ms)
+        probes.append(CapacityProbe(factor, len(requests) * factor / span_s, share))
+        return share
+
+    idle_share = share_at(IDLE_FACTOR)
+    offered_rps = len(requests) / span_s
+    if idle_share == 0:
+        return SloCapacity(None, offered_rps, 0.0, len(requests), tuple(probes), time.process_time() - started_cpu_s)
+
+    def probe(factor: float) -> bool:
+        return share_at(factor) >= MIN_GOOD_SHARE * idle_share
+
+    # Bracket: `good` sustained, `bad` not (None: not found inside the probed range).
+    good: float | None
+    bad: float | None
+    if probe(1.0):
+        good, bad = 1.0, None
+        while good < MAX_FACTOR:
+            if not probe(good * 2):
+                bad = good * 2
+                break
+            good *= 2
+    else:
+        good, bad = None, 1.0
+        while bad > IDLE_FACTOR:
+            if probe(bad / 2):
+                good = bad / 2
+                break
+            bad /= 2
+    if good is not None and bad is not None:
+        for _ in range(bisections):
+            middle = math.sqrt(good * bad)
+            if probe(middle):
+                good = middle
+            else:
+                bad = middle
+    return SloCapacity(
+        capacity_rps_at_slo=None if good is None else offered_rps * good,
+        offered_rps=offered_rps,
+        idle_good_share=idle_share,
+        requests=len(requests),
+        probes=tuple(probes),
+        cpu_s=time.process_time() - started_cpu_s,
+    )
+
+
+def sweep_requests(workload: Workload) -> list[BenchRequest]:
+    """The requests a sweep replays: the window's first MAX_SWEEP_REQUESTS, and only those materialized (the
+    table is sorted by arrival): a long window's thousands of prompts would cost more than the sweep."""
+    return workload_bench_requests(replace(workload, table=workload.table.slice(0, MAX_SWEEP_REQUESTS)))
+
+
+def workload_bench_requests(workload: Workload, min_requests: int = MAX_SWEEP_REQUESTS) -> list[BenchRequest]:
+    """The workload's requests as the replay sends them: the same materialized token ids (so shared
+    prefixes hit the twin's radix cache as they hit the server's), output lengths and arrivals.
+
+    A window of fewer than `min_requests` is repeated until it has that many, each copy after the last
+    (shifted by the window's span plus one mean gap) and materialized with another seed, so a copy shares
+    prefixes within itself as the trace does, never with an earlier copy: a short burst alone always
+    fits in the queue, and would make any rate look sustainable."""
+    outputs = [int(o) for o in workload.table.column("output_tokens").to_pylist()]
+    arrivals = [float(t) for t in workload.table.column("arrival_s").to_pylist()]
+    if not arrivals:
+        return []
+    span_s = max(arrivals) - min(arrivals)
+    shift_s = span_s + span_s / max(len(arrivals) - 1, 1)
+    requests: list[BenchRequest] = []
+    copy = 0
+    while copy == 0 or (len(requests) < min_requests and shift_s > 0):
+        ids = materialize_input_ids(workload, seed=copy)
+        requests += [BenchRequest(tuple(a.tolist()), o, t + copy * shift_s) for a, o, t in zip(ids, outputs, arrivals)]
+        copy += 1
+    return requests
+
+
+CAPACITY_FILE = "capacity.json"  # beside run.json in the run's folder
+
+
+def write_capacity_json(run_dir: Path, capacity: SloCapacity, name: str = CAPACITY_FILE) -> Path:
+    body = {
+        "capacity_rps_at_slo": capacity.capacity_rps_at_slo,
+        "offered_rps": capacity.offered_rps,
+        "idle_good_share": capacity.idle_good_share,
+        "requests": capacity.requests,
+        "cpu_s": capacity.cpu_s,
+        "probes": [asdict(p) for p in capacity.probes],
+    }
+    return write_bytes_atomically(Path(run_dir) / name, json.dumps(body, indent=2).encode() + b"\n")
+
+
+def read_capacity_json(run_dir: Path, name: str = CAPACITY_FILE) -> SloCapacity | None:
+    """The sweep's result for a run, or None when no sweep ran for it."""
+    path = Path(run_dir) / name
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_bytes())
+        return SloCapacity(
+            capacity_rps_at_slo=raw["capacity_rps_at_slo"],
+            offered_rps=raw["offered_rps"],
+            idle_good_share=raw["idle_good_share"],
+            requests=raw["requests"],
+            probes=tuple(CapacityProbe(**p) for p in raw["probes"]),
+            cpu_s=raw["cpu_s"],
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a costbench capacity.json ({exc})") from None
+
+
+def measure_slo_capacity(
+    endpoint: EndpointSpec,
+    workload: Workload,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    cache_dir: Path | None = None,
+) -> SloCapacity | None:
+    """The sweep for a run of `workload` on `endpoint`, on a twin with the endpoint's flags; None where it
+    does not apply: a real endpoint (the twin would be a model of it, not a measurement), or a window with
+    fewer than two distinct arrivals. With `cache_dir`, a sweep of the same requests, flags and SLO is
+    done once (the twin is deterministic): a canary's fixed window is swept again only when its
+    configuration changes."""
+    if endpoint.mode is not EndpointMode.SIM:
+        return None
+    flags = list(endpoint.server_args)
+    key = hashlib.sha256(
+        json.dumps([workload.content_hash, flags, slo_ttft_ms, slo_tpot_ms, _SWEEP_RULES]).encode()
+    ).hexdigest()[:24]
+    cached = None if cache_dir is None else Path(cache_dir) / f"{key}.json"
+    if cached is not None and cached.exists():
+        return read_capacity_json(cached.parent, cached.name)
+    requests = sweep_requests(workload)
+    if len(requests) < 2 or arrival_span_s(requests[:MAX_SWEEP_REQUESTS]) <= 0:
+        return None
+    capacity = sweep_slo_capacity(flags, requests, slo_ttft_ms, slo_tpot_ms)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_capacity_json(cached.parent, capacity, cached.name)
+    return capacity

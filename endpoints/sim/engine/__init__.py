@@ -1,0 +1,1 @@
+"""The twin's step loop on its clock: requests, scheduler, KV pool, radix cache, speculative decoding, metrics."""

@@ -1,0 +1,260 @@
+"""The engine loop: runs the scheduler's steps on the injected clock and delivers tokens.
+
+It sleeps (no busy loop) while there is nothing to run and wakes when a request arrives. Each step
+takes the cost model's time on the clock, so the same engine paces real HTTP streams on a
+monotonic clock and runs thousands of requests in a blink on a virtual one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncGenerator
+from dataclasses import replace
+from typing import Protocol
+
+from endpoints.sim.calibration.profiles import ModelProfile
+from endpoints.sim.engine.clock import Clock
+from endpoints.sim.engine.scheduler import Scheduler
+from endpoints.sim.engine.sim_request import GenerateInput, SimRequest, TokenUpdate, planned_output
+from endpoints.sim.engine.step_batch import ForwardMode
+from endpoints.sim.structured.grammar_backend import GrammarBackend
+
+LOG_INTERVAL_STEPS = 40  # SGLang's --decode-log-interval default: the window of the throughput gauges
+
+
+class RequestRejected(ValueError):
+    """The request can never run here (too long for the context or the KV pool); becomes HTTP 400."""
+
+
+class UpdateObserver(Protocol):
+    """Told about every update the engine delivers (the metrics); must be cheap, it runs per chunk."""
+
+    def observe(self, request: SimRequest, update: TokenUpdate, prev_tokens: int, prev_s: float | None) -> None: ...
+
+
+class SimEngine:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        clock: Clock,
+        model: ModelProfile,
+        context_length_tokens: int,
+        stream_interval: int = 1,
+        grammar: GrammarBackend | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.grammar = grammar or GrammarBackend("xgrammar")
+        self.clock = clock
+        self.model = model
+        self.context_length_tokens = context_length_tokens
+        self.observer: UpdateObserver | None = None
+        self._stream_interval = max(1, stream_interval)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._decode_window: deque[tuple[float, int]] = deque(maxlen=LOG_INTERVAL_STEPS)
+        self._retract_window: deque[int] = deque(maxlen=LOG_INTERVAL_STEPS)
+        # SGLang's overlap scheduler plans step k+1 while step k runs, so a request that arrives
+        # during step k is first seen when step k+1 is planned... and can run in step k+2 at the
+        # earliest. Arrivals wait in the inbox for one step boundary, then in staged for one more.
+        self._busy = False
+        self._inbox: list[SimRequest] = []
+        self._staged: list[SimRequest] = []
+        # Requests waiting for their grammar to compile (SGLang's grammar queue): (ready time, request).
+        self._compiling: list[tuple[float, SimRequest]] = []
+        self.last_step_end_s: float | None = None
+        self.steps = 0
+        self.loop_cpu_s = 0.0  # Python time spent planning, completing and delivering (the twin's own overhead)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="sim-engine")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    # -- requests ---------------------------------------------------------------------------------
+
+    def submit(self, spec: GenerateInput) -> SimRequest:
+        prompt = len(spec.input_ids)
+        if prompt == 0:
+            raise RequestRejected("the request has no input tokens")
+        if prompt >= self.context_length_tokens:
+            raise RequestRejected(
+                f"The input ({prompt} tokens) is longer than the model's context length "
+                f"({self.context_length_tokens} tokens)."
+            )
+        # SGLang clips the output budget to what the context leaves.
+        max_new = min(spec.max_new_tokens, self.context_length_tokens - prompt - 1)
+        capacity = self.scheduler.pool.capacity_tokens
+        if prompt + max_new > capacity:
+            raise RequestRejected(
+                f"the request needs {prompt + max_new} KV tokens (prompt {prompt} + max_new_tokens {max_new}) "
+                f"but the KV pool holds {capacity}"
+            )
+        model = self.model
+        plan = planned_output(
+            spec.input_ids, max_new, spec.ignore_eos, model.vocab_size, model.eos_token_id,
+            model.think_end_token_id, model.reasoning_share, spec.reasoning_tokens, spec.answer,
+        )  # fmt: skip
+        now_s = self.clock.now_s()
+        request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=now_s)
+        wait_s = self.grammar.wait_s(spec.grammar_key, now_s) if spec.grammar_key is not None else 0.0
+        if wait_s > 0:
+            self._compiling.append((now_s + wait_s, request))  # scheduled once its grammar is compiled
+        elif self._busy:
+            self._inbox.append(request)  # joins the scheduler's queue at the next step boundary (see _run)
+        else:
+            self.scheduler.add(request)
+        self._wake.set()
+        return request
+
+    async def updates(self, request: SimRequest) -> AsyncGenerator[TokenUpdate, None]:
+        """The request's updates until it finishes; aborts it if the consumer stops early."""
+        try:
+            while True:
+                update = await request.updates.get()
+                yield update
+                if update.finished:
+                    return
+        finally:
+            self.abort(request)
+
+    def abort(self, request: SimRequest, reason: dict | None = None) -> None:
+        """Stop a request now (client gone, or a fault); it gets a final update if it had none."""
+        if request.finished or request.aborted:
+            return
+        self.scheduler.abort(request, reason)
+        self._tell_aborted(request)
+        self._wake.set()
+
+    def _tell_aborted(self, request: SimRequest) -> None:
+        update = request.update(self.clock.now_s())
+        if self.observer is not None:
+            self.observer.observe(request, update, max(request.sent_tokens, 0), request.last_sent_s)
+        request.updates.put_nowait(update)
+
+    async def generate(self, spec: GenerateInput) -> TokenUpdate:
+        """Submit and wait for the final update (the non-streaming path and virtual-time tests)."""
+        last = None
+        async for update in self.updates(self.submit(spec)):
+            last = update
+        if last is None:
+            raise RuntimeError("sim engine: a request ended without a final update")
+        return last
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        busy_until_s: float | None = None  # when the previous step ended on the step timeline
+        scheduler, clock = self.scheduler, self.clock
+        while True:
+            cpu_start = time.perf_counter()
+            if self._staged:
+                for r in self._staged:
+                    if not r.aborted:
+                        scheduler.add(r)
+            self._staged, self._inbox = [r for r in self._inbox if not r.aborted], []
+            if self._compiling:
+                self._admit_compiled(clock.now_s())
+            plan = scheduler.plan_step(clock.now_s())
+            if scheduler.dropped:
+                for r in scheduler.dropped:
+                    self._tell_aborted(r)
+                scheduler.dropped.clear()
+            if plan is None:
+                self.loop_cpu_s += time.perf_counter() - cpu_start
+                if self._staged:
+                    continue  # idle GPU: nothing to overlap with, staged arrivals are scheduled now
+                busy_until_s = None
+                self._busy = False
+                self._wake.clear()
+                if self._compiling:  # idle until a grammar compile ends (or a request arrives)
+                    next_ready_s = min(t for t, _ in self._compiling)
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), max(next_ready_s - clock.now_s(), 0.0))
+                    except TimeoutError:
+                        pass
+                    continue
+                await self._wake.wait()
+                continue
+            self._busy = True
+            if plan.retracted:
+                self._retract_window.append(len(plan.retracted))
+            # Back-to-back steps start where the last one ended, so this loop's own Python time is
+            # absorbed (as SGLang's overlap scheduler hides CPU work); after idling, or when more
+            # than a step behind, the step starts now.
+            start_s = clock.now_s()
+            if busy_until_s is not None and start_s - busy_until_s < plan.duration_s:
+                start_s = busy_until_s
+            busy_until_s = start_s + plan.duration_s
+            self.loop_cpu_s += time.perf_counter() - cpu_start
+            await clock.sleep_until(busy_until_s)
+            cpu_start = time.perf_counter()
+            now_s = clock.now_s()
+            progressed = scheduler.complete_step(plan, now_s)
+            self.steps += 1
+            self.last_step_end_s = now_s
+            if plan.batch.mode is ForwardMode.DECODE:
+                self._decode_window.append((plan.duration_s, sum(n for _, n in plan.work)))  # tokens gained
+                if not plan.retracted:
+                    self._retract_window.append(0)
+            self._deliver(progressed, now_s)
+            self.loop_cpu_s += time.perf_counter() - cpu_start
+
+    def _admit_compiled(self, now_s: float) -> None:
+        """Requests whose grammar is ready join the scheduler's queue (aborted ones are dropped)."""
+        ready = [r for t, r in self._compiling if t <= now_s]
+        if not ready:
+            return
+        self._compiling = [(t, r) for t, r in self._compiling if t > now_s]
+        for r in ready:
+            if not r.aborted:
+                self.scheduler.add(r)
+
+    def compiling_requests(self) -> int:
+        """Requests waiting for their grammar (SGLang's num_grammar_queue_reqs gauge)."""
+        return sum(1 for _, r in self._compiling if not r.aborted)
+
+    def _deliver(self, progressed: list[SimRequest], now_s: float) -> None:
+        interval = self._stream_interval
+        observer = self.observer
+        for r in progressed:
+            if r.finished or (r.stream and (r.sent_tokens < 0 or r.output_tokens - r.sent_tokens >= interval)):
+                update = r.update(now_s)
+                if observer is not None:
+                    observer.observe(r, update, max(r.sent_tokens, 0), r.last_sent_s)
+                r.sent_tokens = r.output_tokens
+                r.last_sent_s = now_s
+                r.updates.put_nowait(update)
+
+    def has_work(self) -> bool:
+        return bool(self._inbox or self._staged or self.compiling_requests()) or self.scheduler.has_work()
+
+    def flush_cache(self) -> bool:
+        """SGLang's /flush_cache: refused (False) while any request runs or waits; it empties the grammar
+        cache too (the next request with any constraint compiles it again)."""
+        if self.has_work() or not self.scheduler.flush_cache():
+            return False
+        self.grammar.reset()
+        return True
+
+    # -- gauges -----------------------------------------------------------------------------------
+
+    def gen_throughput_tok_s(self) -> float:
+        """Decode tokens per second over the last decode steps (SGLang's gen_throughput gauge)."""
+        busy_s = sum(d for d, _ in self._decode_window)
+        return sum(n for _, n in self._decode_window) / busy_s if busy_s > 0 else 0.0
+
+    def recent_retractions(self) -> int:
+        """Requests retracted over the last log interval (SGLang's num_retracted_reqs gauge)."""
+        return sum(self._retract_window)

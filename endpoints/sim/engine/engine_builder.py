@@ -1,0 +1,62 @@
+"""Wires the twin from its parsed arguments: profiles → cost model → KV pool → cache → scheduler → engine."""
+
+from __future__ import annotations
+
+from endpoints.sim.calibration.cold_start import ColdStartCostModel
+from endpoints.sim.calibration.cost_model import CostModel, GrammarCostModel, ParallelConfig, RooflineCostModel
+from endpoints.sim.calibration.profiles import (
+    CostConstants,
+    cost_constants_for,
+    hardware_profile_for,
+    model_profile_for,
+)
+from endpoints.sim.engine.clock import Clock
+from endpoints.sim.engine.engine import SimEngine
+from endpoints.sim.engine.kv_pool import KvPool, kv_capacity_tokens
+from endpoints.sim.engine.radix_cache import RadixCache
+from endpoints.sim.engine.scheduler import Scheduler, SchedulerConfig
+from endpoints.sim.engine.speculative import SpeculativeCostModel, SpeculativeDecoding, mtp_draft_profile
+from endpoints.sim.server_args import SimServerArgs
+from endpoints.sim.structured.grammar_backend import GrammarBackend
+
+
+def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstants | None = None) -> SimEngine:
+    """Raises UnknownProfileError or KvSizingError with a message naming the flag to change.
+    `cost_constants`: the cost model's efficiencies (default: the fitted ones for the GPU's vendor)."""
+    model = model_profile_for(args.model_path)
+    hardware = hardware_profile_for(args.sim_hardware.value)
+    parallel = ParallelConfig(args.tp_size, args.dp_size, args.enable_dp_attention)
+    constants = cost_constants or cost_constants_for(hardware.vendor)
+    spec = args.speculative
+    capacity = kv_capacity_tokens(model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
+    cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, constants)
+    if spec is not None:
+        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, constants)
+        cost_model = SpeculativeCostModel(spec, cost_model, draft)
+    if args.sim_cold_start:
+        cost_model = ColdStartCostModel(cost_model, constants.cold_prefill_s)
+    grammar = GrammarBackend(args.grammar_backend)
+    if grammar.costs is not None:
+        cost_model = GrammarCostModel(cost_model, grammar.costs)
+    scheduler = Scheduler(
+        SchedulerConfig(
+            policy=args.schedule_policy,
+            max_running_requests=args.max_running_requests,
+            chunked_prefill_size=args.chunked_prefill_size,
+            max_prefill_tokens=args.max_prefill_tokens,
+            schedule_conservativeness=args.schedule_conservativeness,
+            enable_mixed_chunk=args.enable_mixed_chunk,
+        ),
+        cost_model,
+        RadixCache(disabled=args.disable_radix_cache),
+        KvPool(capacity),
+        None if spec is None else SpeculativeDecoding.from_config(spec),
+    )
+    return SimEngine(
+        scheduler,
+        clock,
+        model,
+        context_length_tokens=args.context_length or model.max_context_tokens,
+        stream_interval=args.stream_interval,
+        grammar=grammar,
+    )

@@ -1,0 +1,72 @@
+"""The KV pool: a fixed number of token slots, sized like SGLang sizes it.
+
+SGLang's ModelRunner.profile_max_num_token: `rest = available − total × (1 − mem_fraction_static)`, where
+`total` is the GPU memory free once the CUDA context and the communicators exist (before the weights)
+and `available` what is free after loading them. So per GPU the pool gets `mem_fraction_static` of
+(HBM − RUNTIME_RESERVE_BYTES), less that GPU's share of the weights as SGLang lays them out
+(ModelProfile.weight_bytes_per_gpu). MLA's latent KV is not sharded by TP: under TP every GPU holds the
+KV of every request, so the pool holds (free bytes on one GPU) / (KV bytes per token) tokens. DP
+attention gives each DP rank its own requests, so the ranks' pools add up. Under speculative decoding
+the target's pool is sized the same way: the draft worker loads its weights and its one-layer pool
+afterwards, out of the (1 − mem_fraction_static) headroom (model_runner's draft_runner_cache_size).
+
+Slots are either owned by the radix tree (cached, evictable when unlocked) or reserved by running
+requests for tokens not in the tree yet; the pool counts the reservations and asks the tree for
+the rest.
+"""
+
+from __future__ import annotations
+
+from endpoints.sim.calibration.cost_model import ParallelConfig
+from endpoints.sim.calibration.profiles import HardwareProfile, ModelProfile
+
+# ASSUMPTION, not measured here: what a TP rank has in use before SGLang profiles, besides the weights
+# (CUDA context, PyTorch, NCCL communicators, the custom all-reduce's buffers). Where a pool is tight this
+# decides whether a benchmark queues for KV (docs/twin.md, "The KV cliff").
+RUNTIME_RESERVE_BYTES = 1.5 * 2**30
+
+
+class KvSizingError(ValueError):
+    pass
+
+
+def kv_capacity_tokens(
+    model: ModelProfile,
+    hardware: HardwareProfile,
+    parallel: ParallelConfig,
+    mem_fraction_static: float,
+    kv_dtype_bytes: int,
+) -> int:
+    weight_bytes_per_gpu = model.weight_bytes_per_gpu(parallel.tp_size)
+    free_bytes = (hardware.hbm_bytes - RUNTIME_RESERVE_BYTES) * mem_fraction_static - weight_bytes_per_gpu
+    if free_bytes <= 0:
+        raise KvSizingError(
+            f"{model.name} weights need {weight_bytes_per_gpu / 1e9:.0f} GB per GPU at --tp-size {parallel.tp_size}, "
+            f"more than --mem-fraction-static {mem_fraction_static} × {hardware.hbm_bytes / 1e9:.0f} GB "
+            f"on {hardware.name}: raise --tp-size or pick bigger GPUs"
+        )
+    per_rank = int(free_bytes // model.kv_bytes_per_token(kv_dtype_bytes))
+    return per_rank * parallel.attention_ranks
+
+
+class KvPool:
+    def __init__(self, capacity_tokens: int) -> None:
+        if capacity_tokens <= 0:
+            raise KvSizingError(f"KV pool capacity must be positive, got {capacity_tokens}")
+        self.capacity_tokens = capacity_tokens
+        self.reserved_tokens = 0
+
+    def available_tokens(self, cached_tokens: int) -> int:
+        return self.capacity_tokens - cached_tokens - self.reserved_tokens
+
+    def reserve(self, tokens: int) -> None:
+        self.reserved_tokens += tokens
+
+    def release(self, tokens: int) -> None:
+        if tokens > self.reserved_tokens:
+            raise RuntimeError(f"KV pool: releasing {tokens} tokens but only {self.reserved_tokens} are reserved")
+        self.reserved_tokens -= tokens
+
+    def usage(self, locked_cached_tokens: int) -> float:
+        """Fraction of slots in use, SGLang's token_usage: evictable cached tokens count as free."""
+        return (locked_cached_tokens + self.reserved_tokens) / self.capacity_tokens

@@ -1,0 +1,421 @@
+"""Continuous batching, SGLang style: what runs in the next forward step, and what it produced.
+
+Each step is either an extend (prefill) step or a decode step; prefill goes first, as SGLang's
+get_next_batch_to_run does by default, so running decodes wait while a prefill step runs. An extend
+step continues the request being prefilled in chunks, then admits waiting requests in policy order
+while the step's token budget, the running-request cap and the KV estimate allow. Under
+--enable-mixed-chunk (SGLang's mix_with_running, off by default) an extend step also carries every
+decoding request's next token, and those tokens come out of the step's token budget. A decode step
+gives every prefilled running request one token (under speculative decoding it verifies
+num_draft_tokens per request and each gains 1 + the drafts accepted).
+
+KV, the way SGLang's PrefillAdder does it (python/sglang/srt/managers/schedule_policy.py): admission
+is optimistic about running requests only. What is free (evictable cache counts as free) is first
+reduced by `new_token_ratio` × every running request's remaining output budget (all of it for an
+ignore_eos one, which cannot stop early); a waiting request is
+then admitted only if its uncached prompt plus its *whole* remaining budget (clipped at
+CLIP_MAX_NEW_TOKENS) and a page fits in the rest (`add_one_req`: `total_tokens >= rem_total_tokens` →
+NO_TOKEN), and each request admitted in the step is charged that whole budget (`_update_prefill_budget`).
+conformance/test_admission.py checks these decisions against SGLang's own PrefillAdder. Real
+slots are taken only as tokens are computed. The ratio starts at 0.7 and decays each decode step,
+so a busy server admits more than it could hold if every request ran to max_new_tokens. A request
+with ignore_eos on a server without a radix cache goes SGLang's `add_one_req_ignore_eos` way: its
+length is known, so it is admitted only if every running request (and it) can run to the end
+without running out of slots, finishers freeing theirs, with IGNORE_EOS_RESERVE_TOKENS to spare per
+request (benchmarks run exactly this way: `--ignore-eos` against `--disable-radix-cache`). Once
+admission stops for want of KV (or at the running-request cap), SGLang marks the running batch
+full (`batch_is_full`) and tries no admission until a running request leaves; the twin does too.
+When a decode step cannot get one slot per request, requests are retracted (fewest output tokens
+first, then longest prompt): their KV outside the tree is freed and they queue again, to be
+re-prefilled (their prompt is probably still cached) and continue where they stopped. The ratio
+then jumps to what the remaining batch really needs. Prompts enter the radix tree when their prefill ends (so concurrent
+requests share them); prompt + output enter it when a request finishes.
+
+The scheduler asks the injected cost model how long a step takes; it knows no hardware.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from endpoints.sim.calibration.cost_model import CostModel
+from endpoints.sim.engine.kv_pool import KvPool
+from endpoints.sim.engine.radix_cache import RadixCache
+from endpoints.sim.engine.schedule_policy import POLICIES, SchedulePolicy
+from endpoints.sim.engine.sim_request import SimRequest
+from endpoints.sim.engine.speculative import SpeculativeDecoding
+from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+
+# SGLang's defaults (global_config / environment): the new-token ratio and retraction constants.
+INIT_NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO_FACTOR = 0.14
+NEW_TOKEN_RATIO_DECAY_STEPS = 600
+RETRACT_DECODE_STEPS = 20  # after a retraction, leave room for this many decode steps of the rest
+CLIP_MAX_NEW_TOKENS = 4096  # the admission estimate never counts more output than this per request
+IGNORE_EOS_RESERVE_TOKENS = 1  # slots per request add_one_req_ignore_eos keeps spare
+# The page PrefillAdder's budget charges each request on top of its tokens (per_req_token_overhead: one page;
+# the twin's pages are single tokens, as flashinfer's and FlashMLA's MLA pools are). Budget only: no slot is taken.
+PAGE_OVERHEAD_TOKENS = 1
+KV_EXHAUSTED = {"type": "abort", "message": "The KV pool cannot hold even one request's next token."}
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    policy: SchedulePolicy = SchedulePolicy.FCFS
+    max_running_requests: int = 2048
+    chunked_prefill_size: int = 8192  # -1: no chunking, a prompt is prefilled in one step
+    max_prefill_tokens: int = 16384
+    schedule_conservativeness: float = 1.0  # scales the initial new-token ratio, like SGLang's flag
+    enable_mixed_chunk: bool = False  # decodes ride along in extend steps (needs chunked prefill, as in SGLang)
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    batch: StepBatch
+    work: tuple[tuple[SimRequest, int], ...]  # (request, tokens it computes this step; decode: tokens it gains)
+    duration_s: float
+    retracted: tuple[SimRequest, ...] = ()  # sent back to the queue before this step
+
+
+@dataclass(slots=True)
+class RetractionCounters:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        cost_model: CostModel,
+        cache: RadixCache,
+        pool: KvPool,
+        speculative: SpeculativeDecoding | None = None,
+    ) -> None:
+        self._config = config
+        self._cost_model = cost_model
+        # Speculative decoding: a decode step is a verify of `verify_tokens` per request, which gains
+        # 1 + the drafts accepted (speculative.py); None: one token per request per decode step.
+        self.speculative = speculative
+        self._order = POLICIES[config.policy]
+        self.cache = cache
+        self.pool = pool
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []  # admission order
+        self.init_new_token_ratio = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
+        self.min_new_token_ratio = min(self.init_new_token_ratio * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
+        self._ratio_decay = (self.init_new_token_ratio - self.min_new_token_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
+        self.new_token_ratio = self.init_new_token_ratio
+        self.retractions = RetractionCounters()
+        # SGLang's batch_is_full, derived: how many were running when admission last stopped for want of KV
+        # or at the cap; no admission is tried until fewer run (a request finished, aborted or was retracted).
+        self._stopped_at_running: int | None = None
+        self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def add(self, request: SimRequest) -> None:
+        self.waiting.append(request)
+
+    # -- KV slots ---------------------------------------------------------------------------------
+
+    def free_tokens(self) -> int:
+        """Slots free now or after evicting unlocked cache."""
+        return self.pool.available_tokens(self.cache.total_tokens) + self.cache.evictable_tokens()
+
+    def _take(self, r: SimRequest, tokens: int) -> bool:
+        short = tokens - self.pool.available_tokens(self.cache.total_tokens)
+        if short > 0 and self.cache.evict(short) < short:
+            return False
+        self.pool.reserve(tokens)
+        r.held_tokens += tokens
+        return True
+
+    def _estimate(self, r: SimRequest) -> float:
+        """Slots the admission rule sets aside for a running request: the rest of its prefill, and the
+        new-token ratio's share of the output it may still produce; all of it under ignore_eos (SGLang
+        0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early)."""
+        rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
+        return r.prefill_remaining + rest * (1.0 if r.ignore_eos else self.new_token_ratio)
+
+    # -- planning -------------------------------------------------------------------------------
+
+    def plan_step(self, now_s: float = 0.0) -> StepPlan | None:
+        mixing = self._mixes_decodes()
+        decoding = sum(1 for r in self.running if r.decoding) if mixing else 0
+        work = self._plan_extend(now_s, reserved_tokens=decoding)
+        retracted: list[SimRequest] = []
+        if work:
+            mode = ForwardMode.EXTEND
+            if decoding:  # mixed chunk: the running decodes take one token each in this extend step
+                decode_work, retracted = self._plan_decode()
+                work += decode_work
+        else:
+            mode = ForwardMode.DECODE
+            work, retracted = self._plan_decode()
+        if not work:
+            if not retracted:
+                # Nothing to run: SGLang's event loop re-inits the ratio when it finds no batch.
+                self.new_token_ratio = self.init_new_token_ratio
+                return None
+            return StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
+        spec = self.speculative
+        verify = spec.verify_tokens if spec is not None and mode is ForwardMode.DECODE else None
+        items = tuple(BatchItem(verify or n, self._context_tokens(r), r.masked, r.prompt_tokens) for r, n in work)
+        batch = StepBatch(mode, items)
+        return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
+
+    @staticmethod
+    def _context_tokens(r: SimRequest) -> int:
+        if not r.decoding:
+            return r.prefilled_tokens
+        return r.seq_tokens - 1  # decode: KV of everything before the newest token
+
+    def _prefill_budget(self) -> int:
+        chunk = self._config.chunked_prefill_size
+        return min(chunk, self._config.max_prefill_tokens) if chunk > 0 else self._config.max_prefill_tokens
+
+    def _mixes_decodes(self) -> bool:
+        """SGLang's is_mixed_chunk: the flag and chunked prefill (the twin does not mix speculative verifies)."""
+        config = self._config
+        return config.enable_mixed_chunk and config.chunked_prefill_size > 0 and self.speculative is None
+
+    def _plan_extend(self, now_s: float, reserved_tokens: int = 0) -> list[tuple[SimRequest, int]]:
+        """`reserved_tokens`: the budget a mixed step's decodes take (SGLang's mixed_with_decode_tokens)."""
+        budget = self._prefill_budget() - reserved_tokens
+        chunking = self._config.chunked_prefill_size > 0
+        work: list[tuple[SimRequest, int]] = []
+        for r in self.running:  # a request part-way through a chunked prefill continues first
+            if not r.decoding and r.prefill_remaining and budget > 0:
+                n = min(r.prefill_remaining, budget) if chunking else r.prefill_remaining
+                if not self._take(r, n):
+                    return work
+                work.append((r, n))
+                budget -= n
+        if budget <= 0 or not self.waiting or self._admission_stopped():
+            return work
+        self._stopped_at_running = None
+        if len(self.running) >= self._config.max_running_requests:
+            self._stopped_at_running = len(self.running)
+            return work
+        room = self.free_tokens() - sum(self._estimate(r) for r in self.running)
+        pages = 0  # the page overhead of the requests admitted in this step (PrefillAdder's current offset)
+        for r in self._order(self.waiting, self.cache):
+            if len(self.running) >= self._config.max_running_requests:
+                self._stopped_at_running = len(self.running)
+                break
+            if budget <= 0:
+                break
+            # The last token is always computed: its logits give the next output token.
+            matched, node = self.cache.match_prefix(r.sequence()[:-1])
+            extend = r.seq_tokens - matched
+            rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
+            paged = extend + PAGE_OVERHEAD_TOKENS
+            if r.ignore_eos and self.cache.disabled:
+                fits = paged <= min(self.free_tokens() - pages, room) and self._runs_to_completion(r, paged + pages)
+            else:
+                fits = paged + rest < room
+            if not fits:
+                # The KV budget is spent: this request and those behind it wait.
+                self._stopped_at_running = len(self.running)
+                break
+            if not chunking and work and extend > budget:
+                break  # without chunking only the first prompt of a step may exceed the budget
+            n = min(extend, budget) if chunking else extend
+            self.cache.lock(node)  # before evicting, so eviction cannot take this request's own prefix
+            r.lock_node = node
+            if not self._take(r, n):
+                self.cache.unlock(node)
+                r.lock_node = None
+                break
+            self._admit(r, matched, now_s)
+            room -= r.prefill_remaining + PAGE_OVERHEAD_TOKENS + rest  # its whole budget, for the rest of this step
+            pages += PAGE_OVERHEAD_TOKENS
+            work.append((r, n))
+            budget -= n
+        return work
+
+    def _admission_stopped(self) -> bool:
+        """Admission stopped and nobody has left since (with nothing running, it is always tried again)."""
+        stopped_at = self._stopped_at_running
+        return stopped_at is not None and len(self.running) >= stopped_at > 0
+
+    def _runs_to_completion(self, candidate: SimRequest, charged: int) -> bool:
+        """SGLang's add_one_req_ignore_eos: with the candidate admitted, can every running request run to
+        its end? Taken shortest first: when the i-th finishes, the bs still running have each grown by
+        its remaining tokens, and those finished before it have freed what they held. `charged`: what the
+        free slots are short of beyond this step's prefills already taken (the candidate's paged prompt,
+        the step's page overhead)."""
+        states = []
+        for r in (*self.running, candidate):
+            ratio = 1.0 if r.ignore_eos else self.new_token_ratio
+            left = r.max_new_tokens * ratio - r.output_tokens
+            if left > 0:
+                states.append((left, r.prompt_tokens + r.output_tokens))
+        states.sort(key=lambda state: state[0])
+        free = self.free_tokens() - charged
+        freed = 0
+        for i, (left, occupied) in enumerate(states):
+            still_running = len(states) - i
+            if free + freed - left * still_running <= IGNORE_EOS_RESERVE_TOKENS * still_running:
+                return False
+            freed += occupied
+        return True
+
+    def _admit(self, r: SimRequest, matched: int, now_s: float) -> None:
+        if r.admitted_s is None:
+            r.admitted_s = now_s  # SGLang's queue time ends at the first forward entry
+            r.cached_tokens = matched  # reported once: a re-prefill after retraction is not a cache hit
+        r.prefix_tokens = matched
+        r.prefill_target = r.seq_tokens
+        r.prefilled_tokens = matched
+        self.waiting.remove(r)
+        self.running.append(r)
+
+    def _plan_decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest]]:
+        decoding = [r for r in self.running if r.decoding]
+        retracted: list[SimRequest] = []
+        spec = self.speculative
+        per_request = 1 if spec is None else spec.verify_tokens  # the slots a step may need per request
+        if decoding and self.free_tokens() < len(decoding) * per_request:
+            decoding, retracted = self._retract(decoding)
+        if spec is None:
+            gains = [1] * len(decoding)
+        else:
+            gains = [spec.tokens_gained(r.target_tokens - r.output_tokens) for r in decoding]
+        need = sum(gains)
+        short = need - self.pool.available_tokens(self.cache.total_tokens)
+        if short <= 0 or self.cache.evict(short) >= short:  # the usual case: the slots for all, in bulk
+            self.pool.reserve(need)
+            for r, n in zip(decoding, gains):
+                r.held_tokens += n
+            work = list(zip(decoding, gains))
+        else:
+            work = []
+            for r, n in zip(decoding, gains):
+                if not self._take(r, n):  # only when one request alone outgrows the pool
+                    self._drop(r, KV_EXHAUSTED)
+                    continue
+                work.append((r, n))
+        if work and not retracted:
+            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
+        return work, retracted
+
+    def _retract(self, decoding: list[SimRequest]) -> tuple[list[SimRequest], list[SimRequest]]:
+        """SGLang's retract_decode: give up the requests that have done least, until the rest have
+        room for RETRACT_DECODE_STEPS more steps."""
+        keep = sorted(decoding, key=lambda r: (r.output_tokens, -r.prompt_tokens), reverse=True)
+        retracted = []
+        while len(keep) > 1:
+            victim = keep.pop()
+            self._send_back(victim)
+            retracted.append(victim)
+            if self.free_tokens() >= len(keep) * RETRACT_DECODE_STEPS:
+                break
+        budget = sum(r.max_new_tokens for r in keep)
+        if budget:
+            needed = sum(r.output_tokens for r in keep) + RETRACT_DECODE_STEPS * len(keep)
+            self.new_token_ratio = min(1.0, needed / budget)
+        kept = set(map(id, keep))
+        return [r for r in decoding if id(r) in kept], retracted
+
+    def _send_back(self, r: SimRequest) -> None:
+        self.retractions.requests += 1
+        self.retractions.input_tokens += r.prompt_tokens
+        self.retractions.output_tokens += r.output_tokens
+        r.num_retractions += 1
+        self._release(r)
+        r.decoding = False
+        r.prefilled_tokens = r.prefill_target = r.prefix_tokens = 0
+        self.running.remove(r)
+        self.waiting.append(r)
+
+    # -- completing -----------------------------------------------------------------------------
+
+    def complete_step(self, plan: StepPlan, now_s: float) -> list[SimRequest]:
+        """Apply a finished step; returns the requests that produced a token (or finished)."""
+        progressed: list[SimRequest] = []
+        extend = plan.batch.mode is ForwardMode.EXTEND
+        if self.speculative is not None and not extend:
+            self.speculative.record_step([(r, n) for r, n in plan.work if not r.aborted])
+        for r, n in plan.work:
+            if r.aborted:
+                continue
+            if extend and not r.decoding:  # a prefill chunk (a mixed step's decodes take the other branch)
+                r.prefilled_tokens += n
+                if r.prefilled_tokens < r.prefill_target:
+                    continue
+                self._cache_prefill(r)
+                r.decoding = True
+                n = 1  # the last prompt token's logits give the first output token
+            r.output_tokens += n
+            if r.first_token_s is None:
+                r.first_token_s = now_s
+            if r.output_tokens >= r.target_tokens:
+                self._finish(r)
+            progressed.append(r)
+        if any(r.finished for r, _ in plan.work):
+            self.running = [r for r in self.running if not r.finished]
+        return progressed
+
+    def _cache_prefill(self, r: SimRequest) -> None:
+        """The sequence's KV now exists: hand it to the radix tree (duplicates of cached tokens are freed)."""
+        if self.cache.disabled:
+            return
+        sequence = r.sequence()
+        self.cache.insert(sequence)
+        moved = len(sequence) - r.prefix_tokens
+        self.pool.release(moved)
+        r.held_tokens -= moved
+        _, node = self.cache.match_prefix(sequence)
+        self.cache.lock(node)
+        self.cache.unlock(r.lock_node)
+        r.lock_node = node
+        r.prefix_tokens = len(sequence)
+
+    def _finish(self, r: SimRequest) -> None:
+        r.finished = True
+        # The newest token has no KV yet, so the tree gets prompt + all but the last output token.
+        self.cache.insert(r.input_ids + tuple(r.output_ids[: r.output_tokens - 1]))
+        self._release(r)
+
+    def _release(self, r: SimRequest) -> None:
+        if r.lock_node is not None:
+            self.cache.unlock(r.lock_node)
+            r.lock_node = None
+        self.pool.release(r.held_tokens)
+        r.held_tokens = 0
+
+    def _drop(self, r: SimRequest, reason: dict) -> None:
+        self.dropped.append(r)
+        r.aborted = True
+        r.abort_reason = reason
+        self._release(r)
+        self.running.remove(r)
+
+    def abort(self, r: SimRequest, reason: dict | None = None) -> None:
+        """Drop a request the client gave up on (or a fault killed); frees what it held."""
+        if r.finished or r.aborted:
+            return
+        r.aborted = True
+        r.abort_reason = reason or {"type": "abort", "message": "Abort before the request finished."}
+        if r in self.waiting:
+            self.waiting.remove(r)
+        elif r in self.running:
+            self.running.remove(r)
+            self._release(r)
+        # else: still in the engine's inbox; the engine skips aborted arrivals
+
+    def flush_cache(self) -> bool:
+        """SGLang's /flush_cache: only when idle."""
+        if self.has_work():
+            return False
+        self.cache.reset()
+        return True
+
+    def token_usage(self) -> float:
+        locked = self.cache.total_tokens - self.cache.evictable_tokens()
+        return self.pool.usage(locked)

@@ -1,0 +1,209 @@
+"""The twin's /metrics: SGLang's `sglang:*` names, types and label names, in a per-app registry.
+
+Labels as SGLang 0.5.23 sets them on a unified server (`make conformance` checks them against its
+collectors): the tokenizer manager's metrics carry `model_name` and `engine_type` (plus `is_streaming` on
+the per-request counters, TTFT and end-to-end latency, `cache_source` on cached tokens); the scheduler's,
+rank 0's `model_name`, `engine_type`, `tp_rank`, `pp_rank` and `moe_ep_rank`. A split series appears once
+a request of its kind finished, as a prometheus child does. DP attention's per-rank series (`dp_rank`) are
+one series here: the twin's DP ranks are one pool, and the probe sums over `dp_rank` anyway.
+
+Like SGLang's tokenizer manager, it watches what reaches the client: TTFT at a request's first
+delivered chunk (for a non-streaming request that is its only one), inter-token latency per chunk
+(the gap divided by the chunk's new tokens, recorded once per token), end-to-end latency and the
+token counters when it finishes. Gauges read the engine when scraped. Histograms are counted here
+with a bisect per chunk, because prometheus_client's per-observation locking is too slow to run
+for every streamed token.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from endpoints.sim.engine.engine import SimEngine
+from endpoints.sim.engine.sim_request import SimRequest, TokenUpdate
+
+# SGLang's default buckets (metrics_collector.py, 0.5.23; `make conformance` compares them).
+TTFT_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+ITL_BUCKETS_S = (0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1,
+                 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8)  # fmt: skip
+E2E_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
+QUEUE_BUCKETS_S = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70,
+                   80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500,
+                   3000)  # fmt: skip
+HEALTH_CHECK_PREFIX = "HEALTH_CHECK_"  # SGLang's health probes do not log metrics
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+ENGINE_TYPE = "unified"  # DisaggregationMode.to_engine_type of a server that is not PD-disaggregated
+TOKENIZER_LABELS = ["model_name", "engine_type"]  # tokenizer_metric_labels()
+SCHEDULER_LABELS = ["model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"]  # rank 0's, init_new
+STREAM_MODES = ("true", "false")  # the is_streaming label's values
+CACHE_SOURCE = "device"  # the one cache the twin has: the radix cache in GPU memory
+
+
+class _Histogram:
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last slot is +Inf
+        self.total = 0.0
+
+    def observe(self, value: float, times: int = 1) -> None:
+        self.counts[bisect_left(self.bounds, value)] += times
+        self.total += value * times
+
+    def add_to(self, family: HistogramMetricFamily, values: list[str]) -> None:
+        cumulative, buckets = 0, []
+        for bound, n in zip((*map(str, self.bounds), "+Inf"), self.counts):
+            cumulative += n
+            buckets.append((bound, cumulative))
+        family.add_metric(values, buckets, self.total)
+
+
+class SimMetrics:
+    """Collector and update observer in one; `SimEngine.observer` points here."""
+
+    def __init__(self, engine: SimEngine, model_name: str) -> None:
+        self._engine = engine
+        self._tokenizer_values = [model_name, ENGINE_TYPE]
+        self._scheduler_values = [model_name, ENGINE_TYPE, "0", "0", "0"]
+        # Finished requests' counts, by is_streaming (SGLang's observe_one_finished_request).
+        self.per_mode: dict[str, dict[str, int]] = {}
+        self.cached_tokens = 0
+        self.aborted_requests = 0
+        self._ttft: dict[str, _Histogram] = {}
+        self._e2e: dict[str, _Histogram] = {}
+        self._itl = _Histogram(ITL_BUCKETS_S)
+        self._queue = _Histogram(QUEUE_BUCKETS_S)
+        self.spec_verify_calls = 0  # finished requests' spec_verify_ct, summed (speculative decoding only)
+        self.structured_requests = 0  # finished requests that carried a constraint (num_so_requests_total)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+
+    # -- observing --------------------------------------------------------------------------------
+
+    def observe(self, request: SimRequest, update: TokenUpdate, prev_tokens: int, prev_s: float | None) -> None:
+        if request.rid.startswith(HEALTH_CHECK_PREFIX):
+            return
+        now_s = update.now_s
+        mode = STREAM_MODES[0] if request.stream else STREAM_MODES[1]
+        if prev_s is None:
+            self._ttft.setdefault(mode, _Histogram(TTFT_BUCKETS_S)).observe(now_s - update.arrival_s)
+            if update.admitted_s is not None:
+                self._queue.observe(update.admitted_s - update.arrival_s)
+        else:
+            new_tokens = update.output_tokens - prev_tokens
+            if new_tokens > 0:
+                self._itl.observe((now_s - prev_s) / new_tokens, new_tokens)
+        if update.finished:
+            c = self.per_mode.setdefault(mode, dict.fromkeys(("prompt_tokens", "generation_tokens", "num_requests"), 0))
+            c["prompt_tokens"] += update.prompt_tokens
+            c["generation_tokens"] += update.output_tokens
+            c["num_requests"] += 1
+            self.cached_tokens += update.cached_tokens
+            if update.finish_reason is not None and update.finish_reason.get("type") == "abort":
+                self.aborted_requests += 1
+            if update.spec_meta_info:
+                self.spec_verify_calls += update.spec_meta_info["spec_verify_ct"]
+            if request.grammar_key is not None:  # a constraint was sent (SGLang's _request_has_grammar)
+                self.structured_requests += 1
+            self._e2e.setdefault(mode, _Histogram(E2E_BUCKETS_S)).observe(now_s - update.arrival_s)
+
+    # -- exposition -------------------------------------------------------------------------------
+
+    def collect(self):
+        tok, sched = self._tokenizer_values, self._scheduler_values
+        engine, scheduler = self._engine, self._engine.scheduler
+        for name in ("prompt_tokens", "generation_tokens", "num_requests"):
+            family = CounterMetricFamily(
+                f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=[*TOKENIZER_LABELS, "is_streaming"]
+            )
+            for mode, counts in self.per_mode.items():
+                family.add_metric([*tok, mode], counts[name])
+            yield family
+        cached = CounterMetricFamily(
+            "sglang:cached_tokens", "Number of cached prompt tokens.", labels=[*TOKENIZER_LABELS, "cache_source"]
+        )
+        if self.cached_tokens > 0:
+            cached.add_metric([*tok, CACHE_SOURCE], self.cached_tokens)
+        yield cached
+        tokenizer_counters = {"num_aborted_requests": self.aborted_requests}
+        if self.structured_requests:  # a child appears once the first one finished, as in SGLang
+            tokenizer_counters["num_so_requests"] = self.structured_requests
+        spec = scheduler.speculative
+        if spec is not None:
+            tokenizer_counters["spec_verify_calls"] = self.spec_verify_calls
+        retractions = scheduler.retractions
+        scheduler_counters = {
+            "num_retracted_requests": retractions.requests,
+            "num_retracted_input_tokens": retractions.input_tokens,
+            "num_retracted_output_tokens": retractions.output_tokens,
+        }
+        for counters, labels, values in (
+            (tokenizer_counters, TOKENIZER_LABELS, tok),
+            (scheduler_counters, SCHEDULER_LABELS, sched),
+        ):
+            for name, value in counters.items():
+                family = CounterMetricFamily(f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=labels)
+                family.add_metric(values, value)
+                yield family
+        used = scheduler.pool.capacity_tokens - scheduler.pool.available_tokens(scheduler.cache.total_tokens)
+        gauges = {
+            "num_running_reqs": ("The number of running requests.", len(scheduler.running)),
+            "num_queue_reqs": ("The number of requests in the waiting queue.", len(scheduler.waiting)),
+            "num_used_tokens": ("The number of used KV slots.", used),
+            "token_usage": ("The token usage.", scheduler.token_usage()),
+            "gen_throughput": ("The generation throughput (token/s).", engine.gen_throughput_tok_s()),
+            "num_retracted_reqs": ("Requests retracted over the last log interval.", engine.recent_retractions()),
+            "new_token_ratio": ("The new token ratio of the admission estimate.", scheduler.new_token_ratio),
+            "max_total_num_tokens": ("Maximum total tokens in the KV pool.", scheduler.pool.capacity_tokens),
+            "num_grammar_queue_reqs": (
+                "The number of requests in the grammar waiting queue.",
+                engine.compiling_requests(),
+            ),
+        }
+        for name, (doc, level) in gauges.items():
+            gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
+            gauge.add_metric(sched, level)
+            yield gauge
+        if spec is not None:  # over the last decode log interval, as SGLang's scheduler sets them
+            for name, doc, level in (
+                (
+                    "spec_accept_length",
+                    "Mean acceptance length (accepted drafts + bonus).",
+                    spec.window_accept_length(),
+                ),
+                ("spec_accept_rate", "Accepted drafts / proposed drafts.", spec.window_accept_rate()),
+            ):
+                gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
+                gauge.add_metric(sched, level)
+                yield gauge
+        for name, doc, by_mode in (
+            ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self._ttft),
+            ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self._e2e),
+        ):
+            histograms = HistogramMetricFamily(f"sglang:{name}", doc, labels=[*TOKENIZER_LABELS, "is_streaming"])
+            for mode, histogram in by_mode.items():
+                histogram.add_to(histograms, [*tok, mode])
+            yield histograms
+        itl = HistogramMetricFamily(
+            "sglang:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            labels=TOKENIZER_LABELS,
+        )
+        self._itl.add_to(itl, tok)
+        yield itl
+        queue = HistogramMetricFamily(
+            "sglang:queue_time_seconds", "Histogram of queueing time in seconds.", labels=SCHEDULER_LABELS
+        )
+        self._queue.add_to(queue, sched)
+        yield queue
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,224 @@
+"""A request inside the twin: what was asked, its progress, and the updates it streams out.
+
+Output tokens are deterministic: ids come from a seed taken from the prompt, so the same prompt
+always yields the same answer (and the radix tree sees the same sequence). Without ignore_eos a
+request stops early at a prompt-determined length, ending with the EOS id, as a model would.
+A reasoning model (R1) spends the first part of its output thinking and closes it with `</think>`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+from dataclasses import dataclass
+
+from endpoints.sim.engine.radix_cache import RadixNode
+from endpoints.sim.engine.speculative import SpecCounters
+from endpoints.sim.http.update_channel import UpdateChannel
+from endpoints.sim.structured.structured_answer import AnswerAsk, answer, answer_tokens_needed
+
+_FIRST_ORDINARY_ID = 3  # 0-2 are BOS/EOS/PAD in DeepSeek's vocabulary
+_ID_STRIDE = 2_654_435_761  # Knuth's multiplicative hash constant: spreads consecutive steps over the vocabulary
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateInput:
+    rid: str
+    input_ids: tuple[int, ...]
+    max_new_tokens: int
+    ignore_eos: bool = False
+    stream: bool = False
+    reasoning_tokens: int | None = None  # twin-only: how many reasoning tokens to emit (R1); None: profile's draw
+    answer: AnswerAsk | None = None  # a response format (constrained or prompt-only); None: free-form
+    grammar_key: tuple[str, str] | None = None  # the constraint's grammar-cache key when one is enforced
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPlan:
+    """What a request will produce: its ids, how it ends, and how many leading ids are reasoning."""
+
+    output_ids: list[int]
+    finish_reason: dict  # SGLang's shape: {"type": "length", "length": N} or {"type": "stop", "matched": id}
+    reasoning_tokens: int  # leading output tokens up to and including `</think>` (0: no reasoning)
+    answer_pieces: tuple[str, ...] | None = None  # text of each answer token (from reasoning_tokens on)
+    mask_from: int | None = None  # output index from which a grammar masks each token; None: no grammar
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUpdate:
+    """Cumulative state of one request, as the engine reports it at a stream boundary or the end."""
+
+    rid: str
+    output_tokens: int
+    prompt_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int  # reasoning tokens emitted so far (including `</think>`)
+    num_retractions: int
+    finished: bool
+    finish_reason: dict | None
+    arrival_s: float
+    admitted_s: float | None  # first admission into the running batch (queue time ends here)
+    first_token_s: float | None
+    now_s: float
+    spec_meta_info: dict | None = None  # a finished request's spec_* meta_info fields (speculative decoding)
+
+
+def prompt_seed(input_ids: tuple[int, ...]) -> int:
+    return zlib.crc32(array("q", input_ids).tobytes())
+
+
+def planned_output(
+    input_ids: tuple[int, ...],
+    max_new_tokens: int,
+    ignore_eos: bool,
+    vocab_size: int,
+    eos_id: int,
+    think_end_id: int | None = None,
+    reasoning_share: tuple[float, float] | None = None,
+    reasoning_tokens: int | None = None,
+    ask: AnswerAsk | None = None,
+) -> OutputPlan:
+    """The output this request will produce. `think_end_id`/`reasoning_share` come from a reasoning
+    profile; `reasoning_tokens` (the request's own ask) overrides the profile's share. `ask`: the answer
+    after the reasoning follows a response format (structured_answer.py)."""
+    seed = prompt_seed(input_ids)
+    length = max_new_tokens
+    if not ignore_eos and max_new_tokens > 1:
+        # Stop somewhere in the upper half of the budget, fixed by the prompt.
+        length = max_new_tokens - seed % (max_new_tokens // 2 + 1)
+    thinking = 0
+    grammar_from_start = ask is not None and ask.enforced and not ask.after_reasoning  # no reasoning at all
+    if think_end_id is not None and reasoning_share is not None and not grammar_from_start:
+        if reasoning_tokens is None:
+            low, high = reasoning_share
+            draw = zlib.crc32(b"reasoning", seed) / 0xFFFFFFFF  # fixed per prompt, independent of the ids
+            reasoning_tokens = round((low + (high - low) * draw) * length)
+        thinking = min(reasoning_tokens, length)
+    pieces: tuple[str, ...] | None = None
+    eos = length < max_new_tokens
+    if ask is not None and thinking < length:
+        length, eos, pieces = _answer_length(ask, thinking, length, max_new_tokens, eos)
+    span = vocab_size - _FIRST_ORDINARY_ID
+    ids = [(seed + i * _ID_STRIDE) % span + _FIRST_ORDINARY_ID for i in range(length)]
+    if 0 < thinking < length and think_end_id is not None:
+        ids[thinking - 1] = think_end_id  # the answer starts after `</think>`
+    mask_from: int | None = None
+    if ask is not None and ask.enforced:
+        mask_from = thinking if ask.after_reasoning else 0
+    if eos:
+        ids[-1] = eos_id
+        return OutputPlan(ids, {"type": "stop", "matched": eos_id}, thinking, pieces, mask_from)
+    return OutputPlan(ids, {"type": "length", "length": length}, thinking, pieces, mask_from)
+
+
+def _answer_length(
+    ask: AnswerAsk, thinking: int, length: int, max_new_tokens: int, eos: bool
+) -> tuple[int, bool, tuple[str, ...]]:
+    """(output length, ends with EOS, answer pieces) for an answer after `thinking` reasoning tokens. Without
+    ignore_eos the answer runs at least to its smallest complete form (the budget allowing); a constrained
+    answer that cannot fill its tokens ends with EOS when complete (its grammar terminated)."""
+    room = max_new_tokens - thinking
+    if eos:
+        tokens = max(length - thinking - 1, answer_tokens_needed(ask))
+        if tokens + 1 > room:
+            tokens, eos = room, False  # the budget ends the answer first: cut, finish_reason length
+    else:
+        tokens = room
+    written = answer(ask, tokens)
+    if len(written.pieces) < tokens:
+        eos = True  # the grammar terminated: SGLang finishes the request (ignore_eos or not)
+        tokens = len(written.pieces)
+    return thinking + tokens + (1 if eos else 0), eos, written.pieces
+
+
+class SimRequest:
+    """Mutable progress of one request; owned by the scheduler, read by the engine."""
+
+    __slots__ = (
+        "rid", "input_ids", "max_new_tokens", "stream", "output_ids", "final_reason", "reasoning_target",
+        "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
+        "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
+        "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from", "grammar_key",
+        "ignore_eos",
+    )  # fmt: skip
+
+    def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
+        self.rid = spec.rid
+        self.input_ids = spec.input_ids
+        self.max_new_tokens = spec.max_new_tokens
+        self.ignore_eos = spec.ignore_eos  # runs to max_new_tokens: admission can count its KV exactly
+        self.stream = spec.stream
+        self.output_ids = plan.output_ids
+        self.final_reason = plan.finish_reason
+        self.reasoning_target = plan.reasoning_tokens
+        self.answer_pieces = plan.answer_pieces  # the text of the answer tokens under a response format
+        self.mask_from = plan.mask_from  # a grammar masks output tokens from this index on (None: none)
+        self.grammar_key = spec.grammar_key
+        self.arrival_s = arrival_s
+        self.admitted_s: float | None = None
+        self.cached_tokens = 0  # prompt tokens found in the radix tree at first admission (what is reported)
+        self.prefix_tokens = 0  # tokens matched in the tree at the current admission (re-admission too)
+        self.prefill_target = 0  # sequence length this (re-)prefill covers, set at admission
+        self.prefilled_tokens = 0  # tokens of it with KV so far (matched prefix included)
+        self.decoding = False  # prefill done: one token per decode step from here on
+        self.output_tokens = 0
+        self.held_tokens = 0  # KV slots this request holds outside the radix tree
+        self.lock_node: RadixNode | None = None
+        self.first_token_s: float | None = None
+        self.sent_tokens = -1  # output count at the last update sent; -1: none sent yet
+        self.last_sent_s: float | None = None
+        self.num_retractions = 0
+        self.finished = False
+        self.aborted = False
+        self.abort_reason: dict | None = None
+        self.updates = UpdateChannel()
+        self.spec: SpecCounters | None = None  # verify steps so far, under speculative decoding
+
+    @property
+    def prompt_tokens(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def target_tokens(self) -> int:
+        return len(self.output_ids)
+
+    @property
+    def seq_tokens(self) -> int:
+        """Prompt plus output so far: what a (re-)prefill must cover before the next token."""
+        return len(self.input_ids) + self.output_tokens
+
+    def sequence(self) -> tuple[int, ...]:
+        if self.output_tokens == 0:
+            return self.input_ids
+        return self.input_ids + tuple(self.output_ids[: self.output_tokens])
+
+    @property
+    def prefill_remaining(self) -> int:
+        return 0 if self.decoding else self.prefill_target - self.prefilled_tokens
+
+    @property
+    def masked(self) -> bool:
+        """The next token is sampled under a grammar mask (constrained, past the reasoning)."""
+        return self.mask_from is not None and self.output_tokens >= self.mask_from
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return min(self.output_tokens, self.reasoning_target)
+
+    def update(self, now_s: float) -> TokenUpdate:
+        done = self.finished or self.aborted
+        return TokenUpdate(
+            rid=self.rid,
+            output_tokens=self.output_tokens,
+            prompt_tokens=len(self.input_ids),
+            cached_tokens=self.cached_tokens,
+            reasoning_tokens=min(self.output_tokens, self.reasoning_target),
+            num_retractions=self.num_retractions,
+            finished=done,
+            finish_reason=(self.abort_reason or self.final_reason) if done else None,
+            arrival_s=self.arrival_s,
+            admitted_s=self.admitted_s,
+            first_token_s=self.first_token_s,
+            now_s=now_s,
+            spec_meta_info=self.spec.meta_info(self.output_tokens) if done and self.spec is not None else None,
+        )

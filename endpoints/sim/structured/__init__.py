@@ -1,0 +1,1 @@
+"""Structured output in the twin: the request's constraint, grammar compile, the smallest conforming answer."""

@@ -1,0 +1,1 @@
+"""The `costbench` subcommands: capture, workload, replay, sim, demo, and their error handling."""

@@ -1,0 +1,168 @@
+"""What `costbench demo` does (pipelines/commands/demo_command.py parses it): the weekly job on the embedded default
+(twin + bundled traces), end to end.
+
+Submits one backfill of the last complete weeks x every scenario to a real Dagster instance and lets
+the instance carry it out as it carries out a scheduled run: `dagster-daemon` submits the runs, the
+queued run coordinator keeps one replay per endpoint (the runs' endpoint tags, dagster.yaml) and one
+warehouse writer (the pool), the run launcher starts each run and the job's own executor runs its
+steps. Then it prints the weekly trend table, the check verdicts and where the results are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import dagster as dg
+import orjson
+
+from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
+from pipelines.commands.cli_errors import EXIT_FAILED
+from pipelines.commands.cli_inputs import check_output_folder
+from pipelines.commands.trend_console import (
+    print_check_verdicts,
+    print_cost_attribution,
+    print_regression_verdicts,
+    print_weekly_trends,
+)
+from pipelines.definitions import WEEKLY_JOB
+from pipelines.demo.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints, story_partitions
+from pipelines.demo.instance_runs import (
+    BACKFILL_TAG,
+    InstancePaths,
+    RunsDidNotFinish,
+    check_evaluations,
+    run_seconds,
+    running_daemon,
+    submit_backfill,
+    wait_for_runs,
+)
+from pipelines.failure_notice import NOTICE_FILE_ENV
+from warehouse.backends.store import Warehouse
+from workloads.scenarios import load_scenarios
+
+SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
+ENDPOINTS_PATH = REPO_ROOT / "workloads" / "endpoints.yaml"
+RUNS_TIMEOUT_S = 1200.0
+NOTICE_WAIT_S = 30.0  # the sensor's ticks: every 5 s at most, as the daemon's sensor loop gets to it
+
+
+def last_complete_weeks(today: date, count: int) -> list[date]:
+    """Mondays of the `count` most recent weeks that have ended, oldest first."""
+    this_monday = today - timedelta(days=today.weekday())
+    return [this_monday - timedelta(weeks=n) for n in range(count, 0, -1)]
+
+
+def _regression_notices(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return sum(1 for line in path.read_bytes().splitlines() if line and orjson.loads(line).get("kind") == "regression")
+
+
+def _create_storage() -> None:
+    # A fresh instance's SQLite tables, made once here: left to the daemon's threads and the first
+    # `dagster job backfill` at the same moment, two of them can stamp the schema and the next to open it
+    # fails ("alembic_version has more than one head").
+    with dg.DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        instance.fetch_materializations(dg.AssetKey("weekly_report"), limit=1)
+        instance.all_instigator_state()
+
+
+def _prepare_home(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    home = (args.dagster_home or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")).resolve()
+    warehouse = Path(args.warehouse).resolve()
+    # Both are written minutes from now, by the runs: a path that cannot be is refused before anything starts.
+    check_output_folder(warehouse, "--warehouse")
+    check_output_folder(home, "--dagster-home")
+    weeks = last_complete_weeks(datetime.now(timezone.utc).date(), args.weeks)
+    scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
+    _prepare_home(home)
+    endpoints = story_endpoints(ENDPOINTS_PATH, home / "demo-endpoints.yaml", weeks)
+    # Regression (and failure) notices go to the user's channel, else to a file in the instance folder.
+    notices = Path(os.environ.get(NOTICE_FILE_ENV) or home / "notices.jsonl")
+    notices_before = _regression_notices(notices)
+    # The runs read the warehouse and the demo's dated endpoints from here (assets/resources.py).
+    env = {WAREHOUSE_ENV: str(warehouse), ENDPOINTS_ENV: str(endpoints), NOTICE_FILE_ENV: str(notices)}
+    paths = InstancePaths(home, env=env)
+    # Oldest week first: the run queue is first in, first out, so each week's baseline exists before it.
+    partitions = story_partitions(scenarios, weeks)
+    keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": s})) for w, s in partitions]
+    print(f"weekly job: {len(keys)} runs of {len(scenarios)} scenarios in weeks {', '.join(map(str, weeks))} "
+          "on the SGLang twin")  # fmt: skip
+    for endpoint in sorted({s.endpoint for s in scenarios.values()}):
+        roles = ", ".join(f"{s.name} ({s.role})" for s in scenarios.values() if s.endpoint == endpoint)
+        replayed = sorted({w for w, name in partitions if scenarios[name].endpoint == endpoint})
+        when = "every week" if len(replayed) == len(weeks) else f"the week of {replayed[-1]} only"
+        print(f"  endpoint {endpoint}: {roles}; {when}")
+    if len(weeks) >= 2:
+        print(
+            f"story: in the week of {weeks[-2]} endpoint {STORY_ENDPOINT} ran with {STORY_NOTE}; "
+            "the week after it is back"
+        )
+
+    os.environ["DAGSTER_HOME"] = str(home)
+    _create_storage()
+    with running_daemon(paths), dg.DagsterInstance.get() as instance:
+        backfill = submit_backfill(paths, WEEKLY_JOB, keys)
+        print(f"backfill {backfill}: {len(keys)} runs submitted to {home}; dagster-daemon carries them out "
+              "(each scenario's weeks in order, runs on a twin in real time one per endpoint)", flush=True)  # fmt: skip
+
+        def report(run: dg.DagsterRun) -> None:
+            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+            outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
+            seconds = run_seconds(instance, run.run_id)
+            print(f"  {part}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else ""), flush=True)
+
+        try:
+            runs = wait_for_runs(
+                instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), RUNS_TIMEOUT_S, report
+            )
+        except RunsDidNotFinish as exc:
+            print(f"costbench: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        verdicts = [
+            (run.tags["dagster/partition/week"], run.tags["dagster/partition/scenario"], e.check_name, e.passed,
+             e.severity.value)
+            for run in runs
+            for e in check_evaluations(instance, run)
+        ]  # fmt: skip
+        store = Warehouse(warehouse)
+        rows = store.weekly_trends() if store.db_path.exists() else []
+        attribution = store.cost_attribution() if store.db_path.exists() else []
+        # The regression_notice sensor tells each regressed metric once its week's report is built: give the
+        # daemon's next sensor ticks the time to send what the trends hold.
+        expected = sum(len(orjson.loads(r["regressed_metrics"])) for r in rows if r.get("regressed_metrics"))
+        waited = time.monotonic()
+        while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
+            time.sleep(1)
+
+    print_weekly_trends(rows)
+    print_cost_attribution(attribution)
+    print_check_verdicts(sorted(verdicts))
+    print_regression_verdicts(rows)
+    reports = warehouse / "reports"
+    print(f"DuckDB warehouse: {store.db_path}   (rows are backend='sim': modelled by the twin, not measured)")
+    for week in weeks:
+        page = reports / f"week={week.isoformat()}.html"
+        if page.exists():
+            print(f"Weekly report:    {page}  (+ cost_trend_week={week.isoformat()}.png)")
+    print(f"Parquet lake:     {store.lake_root}")
+    told = _regression_notices(notices) - notices_before
+    print(f"Notices:          {notices}   ({told} regression notice(s) from this demo; failures go there too)")
+    print(f"Dagster instance: {home}   (open the UI with `make dagster`; the daemon's log is {home / 'daemon.log'})")
+    print(f"demo finished in {time.monotonic() - started:.0f} s")
+    failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
+    return 0 if not failed else EXIT_FAILED

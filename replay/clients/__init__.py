@@ -1,0 +1,1 @@
+"""One client per backend behind a registry, and what they share: request bodies, SSE streams, answers."""

@@ -1,0 +1,119 @@
+"""The one HTTP streaming loop every client shares: POST a body, read SSE, fold events, classify failure.
+
+A client supplies the body and a `StreamFold` that understands its API's events; this module owns
+what is common: the per-request deadline, the send time, non-2xx answers, the SSE reader, dropped
+connections and bad payloads, each turned into data (`StreamOutcome.error`) rather than an exception.
+Only cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import aiohttp
+
+from replay.clients.sse_reader import iter_sse
+from replay.recording.error_kinds import ErrorKind
+from replay.recording.records import RequestStatus
+from replay.schedule.clock import Clock
+
+Failure = tuple[RequestStatus, ErrorKind, str]
+
+
+class StreamFold(Protocol):
+    def on_event(self, data: bytes, at_s: float) -> str | None:
+        """Decode and fold one SSE payload (at_s: seconds after t0). Returns an error message when the
+        event reports an error; raises ValueError/TypeError when the payload is not the promised JSON."""
+        ...
+
+    def end_error(self, saw_done: bool) -> Failure | None:
+        """After the body ended cleanly: what, if anything, was wrong with how the stream ended."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOutcome:
+    sent_s: float | None  # seconds after t0 when the request was handed to the connection
+    finish_s: float | None  # arrival of the last byte ([DONE] or end of body); None on timeout
+    http_status: int | None
+    error: Failure | None
+
+
+async def stream_request(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    clock: Clock,
+    t0_s: float,
+    timeout_s: float,
+    fold: StreamFold,
+) -> StreamOutcome:
+    sent_s: float | None = None
+    finish_s: float | None = None
+    http_status: int | None = None
+    error: Failure | None = None
+    completed = False  # [DONE] seen: a failure after it (while draining) does not undo the request
+    try:
+        async with asyncio.timeout(timeout_s):
+            sent_s = clock.now_s() - t0_s
+            async with session.post(url, data=body, headers=headers) as response:
+                http_status = response.status
+                if response.status != 200:
+                    text = await response.text(errors="replace")
+                    finish_s = clock.now_s() - t0_s
+                    error = (RequestStatus.ERROR, ErrorKind.HTTP_STATUS, f"HTTP {response.status}: {text}")
+                else:
+                    stream = iter_sse(response.content.iter_any(), clock.now_s)
+                    async for sse in stream:
+                        try:
+                            message = fold.on_event(sse.data, sse.arrival_s - t0_s)
+                        except (ValueError, TypeError, AttributeError) as exc:  # orjson errors are ValueErrors
+                            error = (RequestStatus.ERROR, ErrorKind.BAD_PAYLOAD, f"{exc}: {sse.data[:200]!r}")
+                            break
+                        if message is not None:
+                            error = (RequestStatus.ERROR, ErrorKind.STREAM_ERROR, message)
+                            break
+                    finish_s = (stream.end_s if stream.end_s is not None else clock.now_s()) - t0_s
+                    if error is None:
+                        error = fold.end_error(stream.saw_done)
+                    if stream.saw_done and error is None:
+                        # The response is complete at [DONE]; read the (empty) rest of the body so the
+                        # connection goes back to the pool instead of being closed, a reconnect per
+                        # request otherwise (see bench/replay_overhead.py).
+                        completed = True
+                        await _drain(response)
+    except TimeoutError:
+        if not completed:
+            error = (RequestStatus.TIMEOUT, ErrorKind.TIMEOUT, f"no complete response within {timeout_s:g} s")
+    except (aiohttp.ClientError, OSError) as exc:
+        if not completed:
+            error = (RequestStatus.ERROR, ErrorKind.CONNECTION, f"{type(exc).__name__}: {exc}")
+    return StreamOutcome(sent_s, finish_s, http_status, error)
+
+
+DRAIN_LIMIT_S = 1.0  # a server that keeps a finished response open this long loses the connection instead
+
+
+async def _drain(response: aiohttp.ClientResponse) -> None:
+    if response.content.at_eof():
+        return
+    try:
+        async with asyncio.timeout(DRAIN_LIMIT_S):
+            while await response.content.readany():
+                pass
+    except TimeoutError:
+        pass  # leaving the `async with` closes the connection; the request itself is complete
+
+
+def int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def float_or_none(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

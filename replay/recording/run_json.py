@@ -1,0 +1,33 @@
+"""run.json: the RunInfo of a replay, next to its requests.parquet.
+
+Written at t0 with partial=true and rewritten at the end with partial=false, each time atomically
+(temporary file + rename) so a reader never sees half a file. What is written passes through
+common/secret_redaction.py, so no secret the server echoed (or a URL carried) reaches the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from common.atomic_file import write_bytes_atomically
+from common.secret_redaction import redact_secrets
+from replay.recording.records import RunInfo
+
+RUN_FILE = "run.json"
+
+
+def write_run_json(out_dir: Path, run: RunInfo) -> Path:
+    body = redact_secrets(run.to_dict())
+    data = orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    return write_bytes_atomically(Path(out_dir) / RUN_FILE, data)
+
+
+def read_run_json(out_dir: Path) -> RunInfo:
+    path = Path(out_dir) / RUN_FILE
+    raw = orjson.loads(path.read_bytes())
+    try:
+        return RunInfo(**raw)
+    except TypeError as exc:
+        raise ValueError(f"{path}: not a costbench run.json ({exc})") from None

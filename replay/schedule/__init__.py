@@ -1,0 +1,1 @@
+"""When each request goes out: the open-loop loop, its clock, sessions, shards and their rendezvous."""

@@ -1,0 +1,299 @@
+"""The weekly job as users' runs really run: submitted to a fresh instance under the shipped dagster.yaml,
+dequeued by `dagster-daemon`'s queued run coordinator, started by the run launcher and executed by the
+job's own executor (pipelines/weekly_executor.py), never by execute_in_process.
+
+- a schedule tick: every run request it yields succeeds;
+- a two-week backfill of one scenario: both weeks land, one replay at a time on the endpoint;
+- a run terminated mid-replay, and a run whose run worker is killed: the lease sensor stops the twin;
+- no secret on disk: one endpoint is attached to a server that answers /server_info as SGLang does,
+  echoing its api_key; nothing the runs leave (event log, compute logs, daemon log, lake, DuckDB, run
+  folders) holds the key.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from assets.resources import ENDPOINTS_ENV, SCENARIOS_ENV, WAREHOUSE_ENV
+from endpoints.lease_file import read_leases
+from endpoints.process_group import group_alive
+from pipelines.definitions import WEEKLY_JOB, defs
+from pipelines.demo.instance_runs import (
+    BACKFILL_TAG,
+    InstancePaths,
+    check_evaluations,
+    running_daemon,
+    submit_backfill,
+    submit_run,
+    unsuccessful,
+    wait_for_runs,
+)
+from pipelines.schedules import ENDPOINT_TAG, REPLAY_SLOT_TAG
+from replay_sglang_peer import PeerBehaviour, peer_in_thread
+from stored_text import decoded_text
+from warehouse.backends.store import Warehouse
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 420.0
+STOP_BOUND_S = 60.0  # the lease sensor ticks every 10 s; the daemon may take a few more to evaluate it
+KEY_ENV = "COSTBENCH_TEST_ATTACH_KEY"
+ATTACHED = "v3-8xh200-chat"  # the endpoint of chat-v3-h200 (and its canary), attached to the SGLang-like server
+TWIN_SCENARIO = "reasoning-r1-h200-canary"  # on the twin: r1-8xh200, behind a 2,048-token system prompt
+TWIN_ENDPOINT = "r1-8xh200"  # here a twin in real time, its own process (the lease tests stop it)
+VIRTUAL_SCENARIO = "reasoning-r1-h200-prompt-json"  # on r1-8xh200-b, a twin on a virtual clock as bundled
+SECRET = f"sk-{secrets.token_hex(16)}"
+ADMIN_SECRET = f"adm-{secrets.token_hex(16)}"
+
+
+def _sglang_server_info() -> dict:
+    """/server_info as SGLang releases have served it: ServerArgs with api_key and admin_api_key in them."""
+    return {
+        "model_path": "deepseek-ai/DeepSeek-V3", "served_model_name": "deepseek-ai/DeepSeek-V3", "tp_size": 8,
+        "api_key": SECRET, "admin_api_key": ADMIN_SECRET, "schedule_policy": "lpm", "max_running_requests": 64,
+        "enable_cache_report": True, "enable_metrics": True, "version": "0.5.4",
+        "scheduler_info": {"max_total_num_tokens": 400000},
+    }  # fmt: skip
+
+
+def _short_scenarios(path: Path) -> Path:
+    """The bundled scenarios (same names, so the same partitions) with windows of seconds, as they came: the
+    chat ones replay in real time against the attached server, the twin's ones against a twin process."""
+    raw = yaml.safe_load((REPO / "workloads" / "scenarios.yaml").read_text())
+    for entry in raw["scenarios"]:
+        entry.update(duration_s=10, speedup=1.0)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def _endpoints_with_attached(path: Path, url: str) -> Path:
+    raw = yaml.safe_load((REPO / "workloads" / "endpoints.yaml").read_text())
+    for entry in raw["endpoints"]:
+        if entry["name"] == TWIN_ENDPOINT:
+            entry.pop("clock")  # a twin process in real time
+        if entry["name"] == ATTACHED:
+            entry.clear()
+            entry.update(name=ATTACHED, mode="attach", model="deepseek-ai/DeepSeek-V3", url=url, api_key_env=KEY_ENV,
+                         gpu_type="H200", gpu_count=8, usd_per_gpu_hour=3.5)  # fmt: skip
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def instance_paths(tmp_path_factory, ahead_of_other_tests):
+    """A fresh DAGSTER_HOME with the shipped dagster.yaml and its daemon, a fresh warehouse."""
+    root = tmp_path_factory.mktemp("instance")
+    home = root / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    previous = os.environ.get("DAGSTER_HOME")
+    os.environ["DAGSTER_HOME"] = str(home)
+    previous_endpoints = os.environ.get(ENDPOINTS_ENV)
+    with peer_in_thread(PeerBehaviour(server_info=_sglang_server_info())) as peer:
+        endpoints = _endpoints_with_attached(root / "endpoints.yaml", peer.url)
+        scenarios = _short_scenarios(root / "scenarios.yaml")
+        env = {WAREHOUSE_ENV: str(root / "warehouse"), ENDPOINTS_ENV: str(endpoints), SCENARIOS_ENV: str(scenarios),
+               KEY_ENV: SECRET}  # fmt: skip
+        # This process's definitions tag the runs it submits: they read the same endpoints file.
+        os.environ[ENDPOINTS_ENV] = str(endpoints)
+        paths = InstancePaths(home, env=env)
+        with dg.DagsterInstance.get() as fresh:  # its tables made before the daemon's threads race to
+            fresh.get_runs(limit=1)
+            fresh.fetch_materializations(dg.AssetKey("weekly_report"), limit=1)
+            fresh.all_instigator_state()
+        with running_daemon(paths):
+            yield paths
+    for name, value in (("DAGSTER_HOME", previous), (ENDPOINTS_ENV, previous_endpoints)):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture()
+def instance(instance_paths):
+    with dg.DagsterInstance.get() as instance:
+        yield instance
+
+
+def _warehouse(paths: InstancePaths) -> Path:
+    return Path(paths.env[WAREHOUSE_ENV])
+
+
+def _partition_tags(key: dg.MultiPartitionKey) -> dict[str, str]:
+    dims = key.keys_by_dimension
+    return {"dagster/partition": str(key), **{f"dagster/partition/{d}": v for d, v in dims.items()}}
+
+
+def _wait_for(predicate, timeout_s: float, what: str) -> float:
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(instance_paths, instance):
+    schedule = defs.resolve_schedule_def(f"{WEEKLY_JOB}_schedule")
+    tick = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # a Monday 06:00: replays the week of 11-16
+    context = dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=tick, repository_def=defs.get_repository_def()
+    )
+    requests = schedule.evaluate_tick(context).run_requests
+    scenarios = set(
+        defs.resolve_job_def(WEEKLY_JOB)
+        .partitions_def.get_partitions_def_for_dimension("scenario")
+        .get_partition_keys()
+    )
+    assert {r.partition_key.keys_by_dimension["scenario"] for r in requests} == scenarios
+
+    run_ids = [
+        submit_run(instance_paths, WEEKLY_JOB, {**r.tags, **_partition_tags(r.partition_key)}, str(uuid.uuid4()))
+        for r in requests
+    ]
+    runs = wait_for_runs(instance, dg.RunsFilter(run_ids=run_ids), len(run_ids), RUN_TIMEOUT_S)
+    failed = unsuccessful(instance, runs)
+    assert not failed, f"runs that did not succeed: {failed}; see {instance_paths.dagster_home / 'daemon.log'}"
+    # Carried out by the run launcher in a run worker of its own, steps by the job's executor: a one-shard
+    # scenario's in that run worker (pipelines/weekly_executor.py; shards: tests/pipelines/test_pipelines_shards.py).
+    for run in runs:
+        [worker] = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_START)}
+        step_pids = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}
+        assert step_pids == {worker} and worker != os.getpid()
+    for run in runs:  # every check ran, and the blocking ones passed
+        checks = {e.check_name: e for e in check_evaluations(instance, run)}
+        assert set(checks) == {
+            "requests_quality",
+            "runs_quality",
+            "lake_intact",
+            "cost_regression",
+            "structured_output",
+        }
+        assert checks["requests_quality"].passed and checks["runs_quality"].passed and checks["lake_intact"].passed
+    warehouse = _warehouse(instance_paths)
+    with Warehouse(warehouse).connect() as con:  # read-only, with the lake's search path
+        weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()
+        cost, hit_rate, completed = con.execute(
+            "SELECT cost_per_request_usd, prefix_cache_hit_rate, completed_requests FROM weekly_trends "
+            "WHERE scenario = ? AND week_start = DATE '2026-11-16'",
+            [TWIN_SCENARIO],
+        ).fetchone()
+        [window_s] = con.execute("SELECT window_s FROM runs WHERE scenario = ?", [TWIN_SCENARIO]).fetchone()
+    assert {(s, str(w)) for s, w, _ in weeks} >= {(s, "2026-11-16") for s in scenarios}
+    assert all(n > 0 for _, _, n in weeks)
+    # The twin's scenario by hand from the lake: every request ok with the server's own usage, and
+    # docs/warehouse.md's cost: gpu_count x usd_per_gpu_hour x window_s / 3600 / completed.
+    lake = pq.read_table(
+        warehouse / f"lake/requests/week=2026-11-16/scenario={TWIN_SCENARIO}/part-0.parquet"
+    ).to_pandas()
+    assert (lake["status"] == "ok").all() and (lake["completion_tokens"] == lake["output_tokens"]).all()
+    assert completed == int((~lake["is_warmup"]).sum())
+    assert cost == pytest.approx(8 * 3.5 * window_s / 3600 / completed)
+    assert hit_rate > 0.3  # the 2,048-token system prompt is shared by every request
+    assert read_leases(warehouse / "runs" / "leases") == []  # every endpoint stopped
+    # The twin on a virtual clock went the same way (run launcher, executor), served in its run's own process.
+    with Warehouse(warehouse).connect() as con:
+        clocks = dict(
+            con.execute("SELECT scenario, replay_clock FROM runs WHERE week_start = DATE '2026-11-16'").fetchall()
+        )
+    assert clocks[VIRTUAL_SCENARIO] == "virtual" and clocks[TWIN_SCENARIO] == "wall"
+    slots = {r.tags["dagster/partition/scenario"]: r.tags.get(REPLAY_SLOT_TAG) for r in runs}
+    assert slots[VIRTUAL_SCENARIO] is None and slots[TWIN_SCENARIO] == TWIN_ENDPOINT
+
+
+def test_a_two_week_backfill_is_carried_out_one_replay_at_a_time_per_endpoint(instance_paths, instance):
+    scenario = TWIN_SCENARIO
+    keys = [str(dg.MultiPartitionKey({"week": w, "scenario": scenario})) for w in ("2026-11-02", "2026-11-09")]
+    backfill = submit_backfill(instance_paths, WEEKLY_JOB, keys)
+    runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), 2, RUN_TIMEOUT_S)
+    assert len(runs) == 2 and not unsuccessful(instance, runs), unsuccessful(instance, runs)
+    assert sorted(r.tags["dagster/partition"] for r in runs) == sorted(keys)
+    # The job gives a backfill's runs their endpoint's tag, so the queue ran them one after the other.
+    assert {(r.tags[ENDPOINT_TAG], r.tags[REPLAY_SLOT_TAG]) for r in runs} == {(TWIN_ENDPOINT, TWIN_ENDPOINT)}
+    first, second = sorted((instance.get_run_record_by_id(r.run_id) for r in runs), key=lambda rec: rec.start_time)
+    assert second.start_time >= first.end_time
+    with Warehouse(_warehouse(instance_paths)).connect() as con:
+        weeks = con.execute("SELECT week_start FROM weekly_trends WHERE scenario = ?", [scenario]).fetchall()
+    assert {"2026-11-02", "2026-11-09"} <= {str(w) for (w,) in weeks}
+
+
+def _start_and_wait_for_replay(instance_paths, instance, week: str):
+    key = dg.MultiPartitionKey({"week": week, "scenario": TWIN_SCENARIO})
+    run_id = submit_run(
+        instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: TWIN_ENDPOINT, **_partition_tags(key)}, str(uuid.uuid4())
+    )
+    leases = _warehouse(instance_paths) / "runs" / "leases"
+    _wait_for(lambda: any(lease.owner_run_id == run_id for lease in read_leases(leases)), RUN_TIMEOUT_S, "the lease")
+    [lease] = [lease for lease in read_leases(leases) if lease.owner_run_id == run_id]
+    assert lease.process_group is not None and group_alive(lease.process_group)
+    _wait_for(
+        lambda: any((_warehouse(instance_paths) / "runs").glob(f"week={week}/scenario=*/*/shard-0/run.json")),
+        RUN_TIMEOUT_S, "the replay's start",
+    )  # fmt: skip
+    return run_id, lease, leases
+
+
+def test_a_run_terminated_mid_replay_leaves_no_server_running(instance_paths, instance):
+    run_id, lease, leases = _start_and_wait_for_replay(instance_paths, instance, "2026-10-26")
+    # What the UI's Terminate button does: the run coordinator cancels the run.
+    instance.run_coordinator.cancel_run(run_id)
+    _wait_for(lambda: not group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
+    _wait_for(lambda: not (leases / f"{run_id}.json").exists(), STOP_BOUND_S, "the lease file to go")
+    _wait_for(lambda: instance.get_run_by_id(run_id).is_finished, STOP_BOUND_S, "the run to end")
+    assert instance.get_run_by_id(run_id).status is not dg.DagsterRunStatus.SUCCESS
+
+
+def test_a_run_whose_run_worker_is_killed_leaves_no_server_running(instance_paths, instance):
+    run_id, lease, leases = _start_and_wait_for_replay(instance_paths, instance, "2026-10-19")
+    os.kill(lease.owner_pid, signal.SIGKILL)  # the run worker: nothing of the run can clean up now
+    _wait_for(lambda: not group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
+    assert not (leases / f"{run_id}.json").exists()
+    # The sensor also marks the run failed, so nothing waits on it and the failure notice goes out.
+    _wait_for(
+        lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed"
+    )
+
+
+def _stored_bytes(path: Path) -> bytes:
+    # The daemon keeps running: SQLite's -wal and -shm files come and go as its sensors tick (what a WAL held
+    # is then in its database file, which is searched too).
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def test_no_secret_in_anything_the_runs_left(instance_paths, instance):
+    # After the schedule tick's runs: chat-v3-h200 replayed against the attached SGLang-like server.
+    attached = [r for r in instance.get_runs() if r.tags.get(ENDPOINT_TAG) == ATTACHED]
+    if not attached:  # this test run alone
+        key = dg.MultiPartitionKey({"week": "2026-11-16", "scenario": "chat-v3-h200"})
+        run_id = submit_run(
+            instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: ATTACHED, **_partition_tags(key)}, str(uuid.uuid4())
+        )
+        attached = wait_for_runs(instance, dg.RunsFilter(run_ids=[run_id]), 1, RUN_TIMEOUT_S)
+    assert not unsuccessful(instance, attached), unsuccessful(instance, attached)
+    roots = [Path(instance_paths.dagster_home), _warehouse(instance_paths)]
+    files = [p for root in roots for p in root.rglob("*") if p.is_file()]
+    assert any(p.name == "server_facts.json" for p in files) and any(p.suffix == ".db" for p in files)
+    leaked = [
+        str(p) for p in files
+        for secret in (SECRET, ADMIN_SECRET)
+        if secret.encode() in _stored_bytes(p) or secret in decoded_text(p)
+    ]  # fmt: skip
+    assert not leaked, f"the API key is stored in {leaked}"
+    # The search sees stored server facts: the server's other facts are there.
+    facts = next(p for p in files if p.name == "server_facts.json" and "scenario=chat-v3-h200" in str(p))
+    assert b"max_running_requests" in facts.read_bytes() and b"<redacted>" in facts.read_bytes()

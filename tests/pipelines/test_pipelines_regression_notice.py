@@ -1,0 +1,101 @@
+"""The regression rule judges the canary, and a regression verdict reaches people through the failure channel:
+a JSON line in the notice file and a POST to a loopback webhook, with what moved, by how much, the threshold,
+the week's interval and the report's path."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+
+import dagster as dg
+import orjson
+import pytest
+
+from assets.resources import WarehouseResource
+from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV
+from pipelines.regression_notice import regression_notice_sensor
+from warehouse.backends.store import Warehouse
+from warehouse.marts.run_rows import RunContext
+from warehouse_builders import endpoint, request, run_info, write_run
+from webhook_collector import start_webhook
+
+WEEKS = [date(2026, 10, 19) + timedelta(days=7 * i) for i in range(4)]
+N = 40
+SPEC = endpoint()  # 8 GPUs at $2/h: a window of c x 225 s costs c USD
+
+
+def _week(store: Warehouse, week: date, scenario: str, role: str, cost_per_request: float) -> None:
+    window_s = cost_per_request * N * 225
+    run_id = f"{scenario}-{week.isoformat()}"
+    records = [request(run_id, f"q{i}", 100.0, 200.0, sent_mono_s=(i + 0.5) * window_s / N - 0.2) for i in range(N)]
+    info = run_info(run_id, window_s, requests_total=N, requests_recorded=N, requests_ok=N)
+    write_run(store.lake_root, week, scenario, info, SPEC, records, RunContext(role=role, traffic_share=0.5))
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Warehouse:
+    # The same cost rise (+30% in the last week) on a canary and on a live scenario.
+    store = Warehouse(tmp_path_factory.mktemp("notice") / "wh")
+    for scenario, role in (("chat-canary", "canary"), ("chat-live", "live")):
+        for week, cost in zip(WEEKS, (0.10, 0.11, 0.09, 0.13)):
+            _week(store, week, scenario, role, cost)
+    store.refresh()
+    return store
+
+
+def _row(rows: list[dict], scenario: str, week: date) -> dict:
+    [row] = [r for r in rows if r["scenario"] == scenario and r["week_start"] == week]
+    return row
+
+
+def test_the_regression_rule_judges_the_canary_and_leaves_live_traffic_to_the_trend(warehouse):
+    rows = warehouse.weekly_trends()
+    canary, live = _row(rows, "chat-canary", WEEKS[3]), _row(rows, "chat-live", WEEKS[3])
+    assert canary["role"] == "canary" and canary["regression_verdict"] == "regression"
+    assert json.loads(canary["regressed_metrics"]) == ["cost_per_request_usd"]
+    # The live row carries the same cost trend, and no verdict: its traffic moved too.
+    assert live["role"] == "live" and live["cost_change_pct"] == pytest.approx(canary["cost_change_pct"])
+    assert live["regression_verdict"] == "not_judged" and live["regression_reasons"] is None
+    assert all(r["regression_verdict"] == "not_judged" for r in rows if r["role"] == "live")
+    [run] = [r for r in warehouse.run_summary() if r["run_id"] == f"chat-live-{WEEKS[3].isoformat()}"]
+    assert (run["role"], run["traffic_share"]) == ("live", 0.5)
+
+
+def _report(instance: dg.DagsterInstance, week: date, scenario: str, path: str) -> None:
+    key = dg.MultiPartitionKey({"week": week.isoformat(), "scenario": scenario})
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization("weekly_report", partition=key, metadata={"report": dg.MetadataValue.path(path)})
+    )
+
+
+def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(warehouse, tmp_path, monkeypatch):
+    server, bodies = start_webhook()
+    notice_file = tmp_path / "notices" / "failures.jsonl"
+    monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
+    monkeypatch.setenv(WEBHOOK_URL_ENV, f"http://127.0.0.1:{server.server_port}/hook")
+    report = str(warehouse.root / "reports" / f"week={WEEKS[3].isoformat()}.html")
+    resources = {"warehouse": WarehouseResource(root=str(warehouse.root))}
+    try:
+        with dg.instance_for_test() as instance:
+            _report(instance, WEEKS[3], "chat-live", report)  # not judged: no notice
+            _report(instance, WEEKS[2], "chat-canary", report)  # ok: no notice
+            _report(instance, WEEKS[3], "chat-canary", report)
+            context = dg.build_sensor_context(instance=instance, resources=resources)
+            regression_notice_sensor(context)
+            # The cursor moved past what was told: the next tick tells nothing again.
+            again = dg.build_sensor_context(instance=instance, resources=resources, cursor=context.cursor)
+            regression_notice_sensor(again)
+    finally:
+        server.shutdown()
+
+    [line] = notice_file.read_bytes().splitlines()
+    notice = orjson.loads(line)
+    assert notice["kind"] == "regression"
+    assert (notice["scenario"], notice["week_start"], notice["role"]) == ("chat-canary", WEEKS[3].isoformat(), "canary")
+    assert notice["metric"] == "cost_per_request_usd" and notice["change_unit"] == "%"
+    assert notice["change"] == pytest.approx(30.0) and notice["threshold"] == pytest.approx(10.0)
+    assert notice["baseline"] == pytest.approx(0.10) and notice["value"] == pytest.approx(0.13)
+    assert notice["interval_low"] <= notice["value"] <= notice["interval_high"]
+    assert notice["interval_low"] > notice["baseline"]
+    assert notice["report_path"] == report and notice["reason"].startswith("cost_per_request_usd +30.0%")
+    assert [orjson.loads(b) for b in bodies] == [notice]

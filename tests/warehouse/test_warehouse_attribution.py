@@ -1,0 +1,186 @@
+"""cost_attribution: the change in cost per request against weekly_trends' baseline, split into price, traffic
+and runtime parts that add up to it exactly. Built lake rows where the answer is known by construction."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+
+from warehouse.backends.store import Warehouse
+from warehouse.marts.run_rows import RunContext
+from warehouse_builders import endpoint, request, run_info, write_run
+
+WEEKS = [date(2026, 11, 2) + timedelta(days=7 * i) for i in range(5)]
+PARTS = (
+    "price_usd",
+    "traffic_volume_usd",
+    "traffic_token_mix_usd",
+    "traffic_prefix_reuse_usd",
+    "runtime_cache_usd",
+    "runtime_latency_usd",
+    "runtime_occupancy_usd",
+)
+
+
+def _week(
+    store: Warehouse,
+    week: date,
+    scenario: str,
+    *,
+    requests: int = 40,
+    usd_per_gpu_hour: float = 2.0,
+    cached: int = 500,
+    completion: int = 100,
+    window_s: float = 20.0,
+    capacity_rps: float | None = 8.0,
+) -> None:
+    """One run: `requests` requests scheduled evenly over the first 10 s (the last at 10 s), a measured window
+    of `window_s`, 1,000 prompt tokens each of which the trace offers half for reuse."""
+    run_id = f"{scenario}-{week.isoformat()}"
+    records = [
+        request(
+            run_id,
+            f"q{i}",
+            100.0,
+            300.0,
+            cached_tokens=cached,
+            completion_tokens=completion,
+            sent_mono_s=(i + 1) * 10.0 / requests,
+            lag_ms=0.0,
+        )
+        for i in range(requests)
+    ]
+    info = run_info(run_id, window_s, requests_total=requests, requests_recorded=requests, requests_ok=requests)
+    context = RunContext(
+        slo_ttft_ms=1000.0,
+        slo_tpot_ms=100.0,
+        prefix_reuse_share=0.5,
+        capacity_rps_at_slo=capacity_rps,
+        capacity_source=None if capacity_rps is None else "twin_sweep",
+    )
+    write_run(store.lake_root, week, scenario, info, endpoint(usd_per_gpu_hour=usd_per_gpu_hour), records, context)
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory) -> dict[tuple[str, date], dict]:
+    store = Warehouse(tmp_path_factory.mktemp("attribution") / "wh")
+    for scenario in ("price", "cache-off", "volume", "no-capacity"):
+        _week(store, WEEKS[0], scenario)
+    _week(store, WEEKS[1], "price", usd_per_gpu_hour=4.0)  # the price book doubled, nothing else
+    # The same traffic with the radix cache off: nothing cached, a slower drain, less capacity at the SLO.
+    _week(store, WEEKS[1], "cache-off", cached=0, window_s=23.0, capacity_rps=5.0)
+    _week(store, WEEKS[1], "volume", requests=20)  # half the requests in the same window
+    _week(store, WEEKS[1], "no-capacity", completion=150, window_s=21.0, capacity_rps=None)
+    # Four different baseline weeks (an even median: the middle two), then a week where everything moved.
+    for week, (n, usd, cached, window, capacity) in zip(
+        WEEKS[:4],
+        ((40, 2.0, 500, 20.0, 8.0), (32, 2.5, 400, 18.0, 7.0), (48, 2.0, 450, 24.0, 9.0), (36, 3.0, 500, 20.0, 6.0)),
+    ):
+        _week(
+            store,
+            week,
+            "mixed",
+            requests=n,
+            usd_per_gpu_hour=usd,
+            cached=cached,
+            window_s=window,
+            capacity_rps=capacity,
+        )
+    _week(store, WEEKS[4], "mixed", requests=30, usd_per_gpu_hour=3.5, cached=200, completion=180, window_s=26.0,
+          capacity_rps=4.0)  # fmt: skip
+    store.refresh()
+    with store.connect() as con:
+        cursor = con.execute("SELECT * FROM cost_attribution")
+        names = [d[0] for d in cursor.description]
+        attribution = [dict(zip(names, row)) for row in cursor.fetchall()]
+    trends = {(r["scenario"], r["week_start"]): r for r in store.weekly_trends()}
+    return {
+        (r["scenario"], r["week_start"]): {**r, "trend": trends[(r["scenario"], r["week_start"])]} for r in attribution
+    }
+
+
+def _others_zero(row: dict, *kept: str) -> None:
+    for part in PARTS:
+        if part not in kept:
+            assert row[part] == pytest.approx(0.0, abs=1e-12), part
+
+
+def test_every_week_has_a_row_and_the_first_has_no_baseline(rows):
+    assert len(rows) == 4 * 2 + 5
+    first = rows[("price", WEEKS[0])]
+    assert first["baseline_cost_per_request_usd"] is None and first["change_usd"] is None
+    assert all(first[part] is None for part in PARTS)
+    assert first["traffic_usd"] is None and first["runtime_usd"] is None
+
+
+def test_a_doubled_price_is_all_price(rows):
+    row = rows[("price", WEEKS[1])]
+    # 8 GPUs x $4/h x 20 s / 40 requests, against the same at $2/h.
+    assert row["cost_per_request_usd"] == pytest.approx(8 * 4.0 * 20 / 3600 / 40)
+    assert row["change_usd"] == pytest.approx(row["cost_per_request_usd"] / 2)
+    assert row["price_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
+    _others_zero(row, "price_usd")
+    assert row["unattributed_usd"] == pytest.approx(0.0, abs=1e-15)
+    assert row["usd_per_gpu_hour"] == pytest.approx(4.0)
+
+
+def test_the_same_traffic_with_the_cache_off_is_all_runtime(rows):
+    row = rows[("cache-off", WEEKS[1])]
+    assert row["change_usd"] > 0
+    assert row["price_usd"] == pytest.approx(0.0, abs=1e-15)
+    assert row["traffic_usd"] == pytest.approx(0.0, abs=1e-12)
+    assert row["runtime_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
+    assert row["runtime_cache_usd"] > 0  # the work the cache no longer saved
+    assert row["realised_work_share"] == pytest.approx(1.0)  # nothing cached: every token computed
+    assert row["offered_work_share"] == pytest.approx(1 - 0.5 * 1000 / 1100)  # what the trace offered
+    assert row["capacity_known"] is True
+
+
+def test_half_the_requests_on_the_same_gpus_is_all_traffic_volume(rows):
+    row = rows[("volume", WEEKS[1])]
+    assert row["change_usd"] == pytest.approx(row["baseline_cost_per_request_usd"])  # twice the cost each
+    assert row["traffic_volume_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
+    _others_zero(row, "traffic_volume_usd")
+    assert row["offered_rps"] == pytest.approx(2.0)  # 20 requests over a 10 s schedule
+
+
+def test_without_a_capacity_latency_and_occupancy_are_one_part(rows):
+    row = rows[("no-capacity", WEEKS[1])]
+    assert row["capacity_known"] is False
+    assert row["runtime_latency_usd"] is None
+    assert row["traffic_token_mix_usd"] > 0  # 150 output tokens instead of 100
+    total = sum(row[p] for p in PARTS if row[p] is not None)
+    assert total == pytest.approx(row["change_usd"], rel=1e-12)
+    assert row["unattributed_usd"] == pytest.approx(0.0, abs=1e-15)
+
+
+def test_parts_add_up_to_the_change_against_weekly_trends_own_median(rows):
+    row = rows[("mixed", WEEKS[4])]
+    trend = row["trend"]
+    assert row["baseline_weeks"] == 4 and row["baseline_source"] == "same_config"
+    assert row["baseline_cost_per_request_usd"] == pytest.approx(trend["baseline_cost_per_request_usd"], rel=1e-12)
+    assert row["cost_per_request_usd"] == pytest.approx(trend["cost_per_request_usd"], rel=1e-12)
+    assert len(row["baseline_median_weeks"].split(",")) == 2  # an even count: the middle two weeks
+    assert all(row[part] is not None and row[part] != 0 for part in PARTS if part != "traffic_prefix_reuse_usd")
+    assert sum(row[p] for p in PARTS) == pytest.approx(row["change_usd"], rel=1e-12)
+    assert row["price_usd"] + row["traffic_usd"] + row["runtime_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
+    assert row["unattributed_usd"] == pytest.approx(0.0, abs=1e-15)
+    for week in WEEKS[1:4]:  # every week with a baseline adds up, whatever its median weeks
+        earlier = rows[("mixed", week)]
+        assert sum(earlier[p] for p in PARTS) + earlier["unattributed_usd"] == pytest.approx(earlier["change_usd"])
+
+
+def test_the_console_prints_why_cost_moved_for_every_week_with_a_baseline(rows):
+    from rich.console import Console
+
+    from pipelines.commands.trend_console import print_cost_attribution
+
+    console = Console(record=True, width=200)
+    print_cost_attribution(list(rows.values()), console)
+    text = console.export_text()
+    price = rows[("price", WEEKS[1])]
+    line = next(line for line in text.splitlines() if "price" in line and str(WEEKS[1]) in line)
+    # The doubled price week: its change, all of it price, per 1,000 requests.
+    assert f"{1000 * price['change_usd']:+.3f}" in line and line.count(f"{1000 * price['price_usd']:+.3f}") >= 2
+    assert str(WEEKS[0]) not in text  # a week without a baseline has nothing to split

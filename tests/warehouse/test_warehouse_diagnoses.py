@@ -1,0 +1,116 @@
+"""diagnoses.sql: the four-numbers verdict, one test per branch, on run_summary rows set by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+
+import duckdb
+import pytest
+
+from warehouse.backends.store import read_sql
+
+
+def _create_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    # The real DDL from schema.sql, so a column renamed there breaks this test too.
+    statement = re.search(rf"CREATE OR REPLACE TABLE {name} \(.*?\n\);", read_sql("schema.sql"), re.DOTALL)
+    con.execute(statement.group(0))
+
+
+def _diagnose(**numbers) -> dict:
+    row = dict(
+        run_id="r1",
+        week_start=date(2025, 3, 3),
+        scenario="chat",
+        endpoint="v3",
+        backend="sglang",
+        model="deepseek-ai/DeepSeek-V3",
+        gpu_type="H200",
+        gpu_count=8,
+        usd_per_gpu_hour=2.0,
+        completed_requests=100,
+        failed_requests=0,
+        cancelled_requests=0,
+        server_sample_count=10,
+        gpu_sample_count=10,
+        client_degraded=False,
+        partial=False,
+        prefix_cache_hit_rate=0.6,
+        prefix_reuse_share=0.7,
+        batch_occupancy=0.8,
+        p95_queue_share=0.1,
+        gpu_utilisation_pct=80.0,
+        cost_per_request_usd=0.02,
+        api_cost_per_request_usd=0.01,
+        budget_usd_per_request=None,
+    )
+    row.update(numbers)
+    with duckdb.connect() as con:
+        _create_table(con, "run_summary")
+        _create_table(con, "diagnoses")
+        columns = ", ".join(row)
+        con.execute(f"INSERT INTO run_summary ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        con.execute(read_sql("sql/diagnoses.sql"))
+        cursor = con.execute("SELECT * FROM diagnoses")
+        names = [d[0] for d in cursor.description]
+        [result] = [dict(zip(names, r)) for r in cursor.fetchall()]
+    result["reasons"] = json.loads(result["reasons"])
+    return result
+
+
+def test_all_four_numbers_high_and_cost_above_the_api_price_is_a_model_candidate():
+    found = _diagnose()
+    assert found["verdict"] == "model_candidate"
+    assert found["budget_usd_per_request"] == pytest.approx(0.01)  # no scenario budget: the API's cost
+    assert found["reasons"][0] == "cost per request 0.02 USD is above the API-equivalent cost of 0.01 USD"
+    assert "occupancy 0.800" in found["reasons"][1] and "GPU utilisation 80.0%" in found["reasons"][2]
+
+
+@pytest.mark.parametrize(
+    ("numbers", "reason"),
+    [
+        (
+            dict(prefix_cache_hit_rate=0.3),
+            "prefix-cache hit rate 0.300 trails the 0.700 the traffic could reuse by 40.0 points",
+        ),
+        (dict(batch_occupancy=0.2), "batch occupancy 0.200 is below 0.5"),
+        (dict(p95_queue_share=0.75), "queueing is 75.0% of the p95 tail's latency"),
+    ],
+)
+def test_each_lever_makes_a_runtime_lever_verdict_with_its_number(numbers, reason):
+    found = _diagnose(**numbers)
+    assert found["verdict"] == "runtime_lever"
+    [text] = found["reasons"]
+    assert text.startswith(reason)
+
+
+def test_a_modelled_queueing_share_is_labelled_as_such():
+    [modelled] = _diagnose(p95_queue_share=0.75, queue_share_source="modelled")["reasons"]
+    [measured] = _diagnose(p95_queue_share=0.75, queue_share_source="server")["reasons"]
+    assert modelled.endswith("a modelled estimate: the server reported no queue_time")
+    assert measured == "queueing is 75.0% of the p95 tail's latency (lever at 50%)"
+
+
+def test_levers_are_all_listed():
+    found = _diagnose(prefix_cache_hit_rate=0.1, batch_occupancy=0.1, p95_queue_share=0.9)
+    assert found["verdict"] == "runtime_lever" and len(found["reasons"]) == 3
+
+
+def test_within_budget_is_healthy_and_the_scenario_budget_wins_over_the_api_price():
+    found = _diagnose(budget_usd_per_request=0.05)
+    assert found["verdict"] == "healthy"
+    assert found["reasons"] == ["cost per request 0.02 USD is within the scenario budget of 0.05 USD"]
+
+
+def test_missing_numbers_make_the_verdict_inconclusive_not_a_guess():
+    found = _diagnose(batch_occupancy=None)
+    assert found["verdict"] == "inconclusive"
+    assert "batch occupancy unknown (no server samples or no max_running_requests)" in found["reasons"]
+    found = _diagnose(api_cost_per_request_usd=None)
+    assert found["verdict"] == "inconclusive"
+    assert found["reasons"] == ["no scenario budget and no API price for this model"]
+    found = _diagnose(gpu_utilisation_pct=20.0)  # expensive, no lever showing, idle GPUs: look closer
+    assert found["verdict"] == "inconclusive"
+    # An unknown reusable share is no cache lever, and the hit rate alone decides nothing.
+    assert _diagnose(prefix_reuse_share=None, prefix_cache_hit_rate=0.0)["verdict"] == "model_candidate"

@@ -1,0 +1,399 @@
+"""The DuckDB side of the warehouse: views over the lake, marts rebuilt from them, one connection per unit of work.
+
+Layout under `root`: `lake/` (the Parquet lake, warehouse/parquet/lake.py) and `costbench.duckdb`. All SQL lives in
+warehouse/schema.sql and warehouse/sql/*.sql. Schema versions and upgrades: warehouse/backends/schema_migrations.py.
+
+Readers and the refresh never contend for DuckDB's file lock. A refresh builds a whole new database in a
+hidden file beside costbench.duckdb, checkpoints and closes it (no WAL left), and renames it over
+costbench.duckdb: a session already open keeps reading the old file (its inode lives until the session
+closes it), a connection opened afterwards reads the new one. Refreshes are serialized by an flock on
+`.refresh.lock` in the warehouse folder, which the OS releases if the refresher dies; the next refresh
+removes what a killed one left. Before building, every lake file is checked (warehouse/parquet/lake_audit.py) and
+the unfit ones are quarantined, so one bad file costs its own week, not the warehouse. The views read the
+lake by paths relative to the warehouse folder (connect() sets DuckDB's file_search_path to it), so the
+database holds no absolute path and a copied warehouse reads its own lake.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from warehouse.backends import schema_migrations
+from warehouse.backends.schema_migrations import StoredHistory
+from warehouse.errors import WarehouseError
+from warehouse.marts.bootstrap_interval import rebuild_intervals
+from warehouse.marts.mart_readers import MartReaders
+from warehouse.marts.price_table import PriceTable, load_price_table
+from warehouse.parquet.crash_point import crash_point
+from warehouse.parquet.file_lock import flock_within
+from warehouse.parquet.lake import PART_FILE, fsync_path, read_partition, recover_lake, write_partition
+from warehouse.parquet.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
+from warehouse.parquet.lake_columns import LAKE_COLUMNS
+from warehouse.parquet.lake_quarantine import QuarantinedFile, list_quarantine
+
+# Lake tables the views read, with the columns and types they must have even while the lake is empty.
+LAKE_TABLES: dict[str, pa.Schema] = {table: columns.schema() for table, columns in LAKE_COLUMNS.items()}
+SCHEMA_DIR = "_schema"  # zero-row stand-ins, inside the lake root but outside every table's folder
+DB_FILE = "costbench.duckdb"
+BUILD_PREFIX = f".{DB_FILE}.build-"  # + pid; DuckDB adds .wal and .tmp/ beside it while building
+REFRESH_LOCK = ".refresh.lock"
+_PLACEHOLDER = re.compile(r"@([a-z_]+)@")
+_UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
+_UNSAFE_ROOT_CHARS = _UNSAFE_PATH_CHARS | {","}  # file_search_path is a comma-separated list
+_LOCK_POLL_S = 0.2
+# How the views read the hive-partitioned lake: the partition keys come from the folder names.
+_HIVE_OPTIONS = "hive_partitioning = true, union_by_name = true, hive_types = {'week': DATE, 'scenario': VARCHAR}"
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshResult:
+    db_path: Path | None  # the local backend's DuckDB file; None on DuckLake
+    upgrade_notes: tuple[str, ...]  # the schema upgrades applied (usually none)
+    quarantined: tuple[QuarantinedFile, ...]  # lake files this refresh moved out, each with its message
+    lake_files: int  # files the views read
+    decoded_files: int  # of those, fully decoded this time (new or changed since the last refresh)
+    location: str = ""  # the warehouse as messages name it (a path, or a DuckLake catalog without password)
+
+
+@dataclass(frozen=True, slots=True)
+class _Previous:
+    history: StoredHistory
+    decoded: dict[str, tuple[int, int, float]]  # lake_files path -> (size_bytes, modified_ns, decoded_wall_s)
+
+
+def read_sql(name: str) -> str:
+    return resources.files("warehouse").joinpath(name).read_text()
+
+
+def render_sql(template: str, values: dict[str, str], where: str) -> str:
+    """Replace every @name@ with values[name]; each name must be used and every placeholder known."""
+    used = set(_PLACEHOLDER.findall(template))
+    if used != set(values):
+        raise WarehouseError(f"{where}: placeholders {sorted(used)} do not match the values {sorted(values)}")
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def sql_path_literal(path: Path | str, glob: str = "") -> str:
+    """A single-quoted SQL string for a path we control, plus an optional glob pattern of our own.
+
+    Refuses paths with characters DuckDB would read as glob syntax or that cannot sit in a literal.
+    """
+    text = str(path)
+    bad = sorted(_UNSAFE_PATH_CHARS & set(text))
+    if bad:
+        raise WarehouseError(
+            f"warehouse path {text!r} contains {bad!r}, which DuckDB would read as a glob or cannot quote"
+        )
+    return "'" + (text + glob).replace("'", "''") + "'"
+
+
+def load_prices(con: duckdb.DuckDBPyConnection, prices: PriceTable) -> None:
+    """The price table into gpu_prices, api_prices and price_books (both backends)."""
+    if prices.gpu_rows:
+        con.executemany("INSERT INTO gpu_prices VALUES (?, ?, ?, ?)", list(prices.gpu_rows))
+    if prices.api_rows:
+        con.executemany("INSERT INTO api_prices VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.api_rows))
+    if prices.book_rows:
+        con.executemany("INSERT INTO price_books VALUES (?, ?, ?, ?, ?, ?, ?)", list(prices.book_rows))
+
+
+class Warehouse(MartReaders):
+    def __init__(
+        self,
+        root: Path,
+        lock_wait_s: float = 120.0,
+        prices_path: Path | None = None,
+        memory_limit: str | None = None,
+        clock_wall_s: Callable[[], float] = time.time,
+    ) -> None:
+        self.root = Path(root)
+        # How long a refresh waits for another refresh to finish (and any open for a legacy writer's lock).
+        self.lock_wait_s = lock_wait_s
+        self.prices_path = prices_path  # None: warehouse/prices.yaml
+        self.memory_limit = memory_limit  # DuckDB memory_limit, e.g. "3GB"; None: DuckDB's default
+        self.clock_wall_s = clock_wall_s
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / DB_FILE
+
+    @property
+    def lake_root(self) -> Path:
+        return self.root / "lake"
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def write_partition(self, table: str, week_start: date, scenario: str, data: pa.Table) -> str:
+        """Replace one (week, scenario) partition of a lake table (warehouse/parquet/lake.py); returns its file."""
+        return str(write_partition(self.lake_root, table, week_start, scenario, data))
+
+    def read_partition(self, table: str, week_start: date, scenario: str) -> pa.Table:
+        return read_partition(self.lake_root, table, week_start, scenario)
+
+    @contextmanager
+    def connect(self, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One DuckDB connection for one unit of work, with file_search_path set so the views find the lake.
+
+        Read-only is what everything in costbench uses, and never waits for a refresh. `read_only=False`
+        opens the live file for writing: it waits for every reader and blocks new ones, so it is only for
+        tools that own a warehouse alone (bench/warehouse_scale.py); refresh() never does it.
+        """
+        root = self._root_dir()
+        if read_only and not self.db_path.exists():
+            raise WarehouseError(f"{self.db_path} does not exist yet: refresh the warehouse first")
+        if not read_only:
+            root.mkdir(parents=True, exist_ok=True)
+        con = self._open(self.db_path, read_only)
+        try:
+            self._configure(con, root)
+            if read_only:
+                schema_migrations.check_readable(schema_migrations.stored_version(con), str(self.db_path))
+            yield con
+        finally:
+            con.close()
+
+    def refresh(self) -> RefreshResult:
+        """Check the lake, quarantine unfit files, build views and marts in a new file and swap it in.
+
+        Works on an empty or partly filled lake: a table with no files yet gets an empty view with its
+        full set of columns. A failure (or a database newer than this code) leaves the previous database
+        as it was. An older database's version history is carried into the new file with a note of each
+        upgrade (RefreshResult.upgrade_notes). Each quarantined file is also logged as an error.
+        """
+        prices = load_price_table(self.prices_path)  # a bad price file fails before anything is touched
+        root = self._root_dir()
+        root.mkdir(parents=True, exist_ok=True)
+        with self._refresh_lock(root):
+            for leftover in self._remove_leftover_builds(root):
+                logger.warning("removed %s, left by a refresh that was killed", leftover)
+            recover_lake(self.lake_root)
+            previous = self._previous()
+            now_wall_s = self.clock_wall_s()
+            notes = schema_migrations.upgrade_notes(previous.history.version)
+            audit = audit_lake(self.lake_root, LAKE_TABLES, previous.decoded, now_wall_s)
+            quarantined = list(audit.quarantined)
+            try:
+                self._build_and_swap(root, prices, previous.history, notes, audit, now_wall_s)
+            except duckdb.Error:
+                if audit.trusted == 0:
+                    raise
+                # DuckDB failed on a file that looked unchanged: decode every file, then build once more.
+                audit = audit_lake(self.lake_root, LAKE_TABLES, previous.decoded, now_wall_s, decode_all=True)
+                if not audit.quarantined:
+                    raise
+                quarantined += audit.quarantined
+                self._build_and_swap(root, prices, previous.history, notes, audit, now_wall_s)
+        for q in quarantined:
+            logger.error("%s", q.message)
+        return RefreshResult(
+            self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location
+        )
+
+    # --- building ------------------------------------------------------------------------------
+
+    def _build_and_swap(
+        self,
+        root: Path,
+        prices: PriceTable,
+        history: StoredHistory,
+        notes: list[str],
+        audit: LakeAudit,
+        now_wall_s: float,
+    ) -> None:
+        sources = {f"{table}_source": self._source_files(table, audit.has_files(table)) for table in LAKE_TABLES}
+        schema_sql = render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql")
+        build = root / f"{BUILD_PREFIX}{os.getpid()}"
+        try:
+            con = duckdb.connect(str(build))
+            try:
+                self._configure(con, root)
+                # Marts are read with ORDER BY; not keeping insertion order lets DuckDB stream large scans.
+                con.execute("SET preserve_insertion_order = false")
+                con.execute("BEGIN TRANSACTION")
+                con.execute(schema_sql)
+                schema_migrations.record_version(con, history, notes, now_wall_s)
+                load_prices(con, prices)
+                self._load_lake_tables(con, audit)
+                con.execute(read_sql("sql/run_summary.sql"))
+                rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
+                con.execute(read_sql("sql/weekly_trends.sql"))
+                con.execute(read_sql("sql/cost_attribution.sql"))
+                con.execute(read_sql("sql/diagnoses.sql"))
+                con.execute("COMMIT")
+                crash_point("refresh-building")
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            if _wal_of(build).exists():
+                raise WarehouseError(f"{build}: DuckDB left a WAL after CHECKPOINT and close; not swapping it in")
+            fsync_path(build)
+            crash_point("refresh-built")
+            # A WAL beside the live file belongs to the old database (a writer of it died, or costbench before
+            # v3): DuckDB would refuse to open the new file with it ("WAL does not match database file").
+            _wal_of(self.db_path).unlink(missing_ok=True)
+            os.replace(build, self.db_path)
+            fsync_path(root)
+        except BaseException:
+            _remove(build)
+            raise
+
+    def _load_lake_tables(self, con: duckdb.DuckDBPyConnection, audit: LakeAudit) -> None:
+        kept = {(f.table, f.week_start, f.scenario) for f in audit.files}
+        files = pa.Table.from_pylist(
+            [
+                {
+                    "table_name": f.table,
+                    "week_start": f.week_start,
+                    "scenario": f.scenario,
+                    "path": f.path,
+                    "schema_version": f.schema_version,
+                    "row_count": f.rows,
+                    "size_bytes": f.size_bytes,
+                    "modified_ns": f.modified_ns,
+                    "decoded_wall_s": f.decoded_wall_s,
+                }
+                for f in audit.files
+            ]
+        )
+        quarantine = pa.Table.from_pylist(
+            [
+                {
+                    "table_name": q.table,
+                    "week_start": q.week_start,
+                    "scenario": q.scenario,
+                    "source_path": q.source_path,
+                    "quarantined_path": q.quarantined_path,
+                    "reason": q.reason,
+                    "quarantined_wall_s": q.quarantined_wall_s,
+                    "replaced": (q.table, q.week_start, q.scenario) in kept,
+                }
+                for q in list_quarantine(self.lake_root)
+            ]
+        )
+        for table, rows in (("lake_files", files), ("lake_quarantine", quarantine)):
+            if rows.num_rows:
+                con.register("_rows", rows)
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+                con.unregister("_rows")
+
+    def _previous(self) -> _Previous:
+        """What the database being replaced carries over: its version history and which lake files it decoded."""
+        if not self.db_path.exists():
+            return _Previous(StoredHistory(None, ()), {})
+        try:
+            con = self._open(self.db_path, read_only=True)
+        except duckdb.Error as exc:
+            raise WarehouseError(
+                f"cannot read the current database {self.db_path} ({exc}); nothing was changed. If it is damaged, "
+                "delete it and refresh again: everything in it is rebuilt from the lake"
+            ) from exc
+        try:
+            history = schema_migrations.read_history(con, str(self.db_path))
+            decoded: dict[str, tuple[int, int, float]] = {}
+            if schema_migrations.has_table(con, "lake_files"):
+                rows = con.execute("SELECT path, size_bytes, modified_ns, decoded_wall_s FROM lake_files").fetchall()
+                decoded = {path: (size, modified, at) for path, size, modified, at in rows}
+            return _Previous(history, decoded)
+        finally:
+            con.close()
+
+    def _source_files(self, table: str, has_files: bool) -> str:
+        """The read_parquet call the table's view reads, over paths relative to the warehouse folder: the zero-row
+        stand-in, plus the lake glob if the table has files. Globs even for the one stand-in: DuckDB resolves a
+        relative glob against file_search_path only, but a plain relative file against the working directory
+        first, where another warehouse's lake could sit."""
+        self._write_stand_in(table, LAKE_TABLES[table])
+        lake = self.lake_root.relative_to(self.root)
+        files = [sql_path_literal(lake / SCHEMA_DIR / table, glob=f"/{VIEW_GLOB}")]
+        if has_files:
+            files.append(sql_path_literal(lake / table, glob=f"/{VIEW_GLOB}"))
+        return "read_parquet([" + ", ".join(files) + "], " + _HIVE_OPTIONS + ")"
+
+    def _write_stand_in(self, table: str, schema: pa.Schema) -> None:
+        # Same hive keys as the lake (week, scenario) so DuckDB reads both in one scan; a Monday far in
+        # the past and a scenario name no real scenario can have. Zero rows: it only pins the columns.
+        folder = self.lake_root / SCHEMA_DIR / table / "week=1970-01-05" / "scenario=_schema"
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{PART_FILE}.{os.getpid()}.tmp"
+        pq.write_table(schema.empty_table(), tmp)
+        os.replace(tmp, folder / PART_FILE)  # a concurrent reader sees the old or the new file, never half of one
+
+    # --- files and locks -----------------------------------------------------------------------
+
+    def _root_dir(self) -> Path:
+        """The warehouse folder, absolute: DuckDB's file_search_path, against which the views' paths resolve."""
+        root = self.root.absolute()
+        bad = sorted(_UNSAFE_ROOT_CHARS & set(str(root)))
+        if bad:
+            raise WarehouseError(
+                f"warehouse path {str(root)!r} contains {bad!r}, which DuckDB would read as a glob or a list "
+                "separator in file_search_path"
+            )
+        return root
+
+    def _configure(self, con: duckdb.DuckDBPyConnection, root: Path) -> None:
+        con.execute("SET file_search_path = ?", [str(root)])
+        if self.memory_limit:
+            con.execute("SET memory_limit = ?", [self.memory_limit])
+
+    def _open(self, path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+        # Only a writer of the live file (a tool, or costbench before v3) can hold DuckDB's lock against us.
+        deadline = time.monotonic() + self.lock_wait_s
+        while True:
+            try:
+                return duckdb.connect(str(path), read_only=read_only)
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise
+                if time.monotonic() >= deadline:
+                    raise WarehouseError(
+                        f"{path} is held by another process for more than {self.lock_wait_s:g} s: {exc}"
+                    ) from exc
+                time.sleep(_LOCK_POLL_S)
+
+    @contextmanager
+    def _refresh_lock(self, root: Path) -> Iterator[None]:
+        path = root / REFRESH_LOCK
+        busy = lambda: WarehouseError(  # noqa: E731
+            f"another refresh of {root} has held {path} for more than {self.lock_wait_s:g} s; "
+            "nothing was changed, retry when it finishes"
+        )
+        with open(path, "a") as handle, flock_within(handle, False, self.lock_wait_s, busy):
+            yield
+
+    @staticmethod
+    def _remove_leftover_builds(root: Path) -> list[Path]:
+        # The caller holds the refresh lock, so whoever made these is dead.
+        leftovers = sorted(root.glob(f"{BUILD_PREFIX}*"))
+        for path in leftovers:
+            _remove(path)
+        return leftovers
+
+
+def _wal_of(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+def _remove(path: Path) -> None:
+    for p in (path, _wal_of(path), path.with_name(path.name + ".tmp")):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)

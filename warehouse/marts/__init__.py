@@ -1,0 +1,1 @@
+"""The marts: run rows, prices, cost per request, the intervals the trend tables report."""

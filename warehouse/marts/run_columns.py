@@ -1,0 +1,189 @@
+"""The columns of the lake table `runs`, defined once: what the replay recorded (RunInfo, reused from
+replay/recording/records.py under the same definition) plus the endpoint, server facts, price and scenario targets.
+
+RUNS_SCHEMA (warehouse/marts/run_rows.py) is derived from this list; the `runs` view and its comments in
+warehouse/schema.sql, and Dagster's column schema, are checked against it (tests/test_column_definitions.py).
+Columns of schema version 2 are nullable: older lake files lack them and the views read them as null.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from common.record_columns import Column, ColumnList
+from replay.recording.records import RUN_INFO_COLUMNS
+
+_RUN = RUN_INFO_COLUMNS
+_NONE = "null = none"
+
+RUNS_COLUMNS = ColumnList(
+    (
+        _RUN["run_id"],
+        Column("scenario", pa.string(), "", "scenario name from workloads/scenarios.yaml", nullable=False),
+        Column("week_start", pa.date32(), "", "Monday (DATE) that starts the partition's week", nullable=False),
+        Column("endpoint", pa.string(), "", "endpoint name from workloads/endpoints.yaml", nullable=False),
+        Column("mode", pa.string(), "", "how the endpoint was provisioned: sim | launch | attach", nullable=False),
+        Column(
+            "backend",
+            pa.string(),
+            "",
+            "'sim' for the SGLang twin (a model, not a measurement), else 'sglang'",
+            nullable=False,
+        ),
+        Column("model", pa.string(), "", "served model path, e.g. deepseek-ai/DeepSeek-V3", nullable=False),
+        Column("gpu_type", pa.string(), "", "GPU model the price refers to, e.g. H200", nullable=False),
+        Column("gpu_count", pa.int32(), "count", "GPUs the endpoint occupies", nullable=False),
+        Column(
+            "usd_per_gpu_hour",
+            pa.float64(),
+            "USD",
+            "price of one GPU for one hour, from the endpoint spec",
+            nullable=False,
+        ),
+        Column("api_key_env", pa.string(), "", "name of the environment variable holding the API key (never the key)"),
+        Column(
+            "sglang_version",
+            pa.string(),
+            "",
+            '"version" from the server\'s /server_info',
+            note="null when not reported",
+        ),
+        Column(
+            "server_args_json",
+            pa.string(),
+            "",
+            "JSON list of the sglang.launch_server flags, secret values redacted",
+            nullable=False,
+        ),
+        Column(
+            "server_info_json",
+            pa.string(),
+            "",
+            "JSON of /server_info saved for the run, secret values redacted",
+            nullable=False,
+        ),
+        Column("url", pa.string(), "", "base URL the client sent to (credentials removed)"),
+        _RUN["workload_name"],
+        _RUN["workload_hash"],
+        _RUN["trace_path"],
+        _RUN["trace_format"],
+        _RUN["start_s"].as_("window_start_s"),
+        _RUN["duration_s"].as_("window_duration_s"),
+        _RUN["speedup"],
+        _RUN["t0_wall_s"],
+        _RUN["finished_wall_s"],
+        _RUN["window_s"],
+        _RUN["requests_total"],
+        _RUN["requests_recorded"],
+        _RUN["requests_ok"],
+        _RUN["schedule_lag_p50_ms"],
+        _RUN["schedule_lag_p99_ms"],
+        _RUN["schedule_lag_max_ms"],
+        _RUN["client_degraded"],
+        _RUN["partial"],
+        # Schema version 2 from here on (older lake files lack these; the views read them as null).
+        _RUN["max_concurrency"],
+        _RUN["warmup_s"].as_(nullable=True, note="0 in files before v2"),
+        _RUN["shard_index"].as_(nullable=True),
+        _RUN["shard_count"].as_(nullable=True),
+        _RUN["arrival_process"].as_(nullable=True),
+        _RUN["config_fingerprint"],
+        Column("config_facts_json", pa.string(), "", "JSON of the facts the fingerprint hashes"),
+        Column(
+            "max_running_requests",
+            pa.int32(),
+            "count",
+            "cap on running requests one worker enforces: sum of /server_info "
+            "internal_states[].effective_max_running_requests_per_dp, else the configured flag",
+            note="null when unknown",
+        ),
+        Column("slo_ttft_ms", pa.float64(), "ms", "scenario SLO on time to first token from the schedule", note=_NONE),
+        Column("slo_tpot_ms", pa.float64(), "ms", "scenario SLO on time per output token after the first", note=_NONE),
+        Column("target_rps", pa.float64(), "requests/s", "load the fleet must carry, for fleet sizing", note=_NONE),
+        Column(
+            "budget_usd_per_request",
+            pa.float64(),
+            "USD",
+            "what the scenario may spend per request",
+            note="null = compare with the API price",
+        ),
+        Column(
+            "prefix_reuse_share",
+            pa.float64(),
+            "ratio 0-1",
+            "share of input tokens an infinite prefix cache could reuse in this workload",
+        ),
+        Column(
+            "min_valid_rate",
+            pa.float64(),
+            "ratio 0-1",
+            "valid-answer rate a constrained scenario's week must reach (its structured_output.min_valid_rate)",
+            note=_NONE,
+        ),
+        Column(
+            "role",
+            pa.string(),
+            "",
+            "the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference "
+            "window every week, where the regression rule judges the runtime)",
+            note="null: not recorded",
+        ),
+        Column(
+            "traffic_share",
+            pa.float64(),
+            "ratio 0-1",
+            "share of the trace's sessions replayed: one replica's share of the fleet's traffic",
+            note="null: not recorded",
+        ),
+        Column(
+            "price_book",
+            pa.string(),
+            "",
+            "price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint "
+            "set usd_per_gpu_hour itself",
+            note="null: recorded before price books",
+        ),
+        Column(
+            "capacity_rps_at_slo",
+            pa.float64(),
+            "requests/s",
+            "highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a "
+            "load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py)",
+            note="null: not measured, or not sustained at any rate swept",
+        ),
+        Column(
+            "capacity_source",
+            pa.string(),
+            "",
+            "how capacity_rps_at_slo was found: twin_sweep",
+            note="null: no sweep ran",
+        ),
+        Column(
+            "replay_clock",
+            pa.string(),
+            "",
+            "the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on "
+            "a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time)",
+            note="null: recorded before clocks",
+        ),
+    )
+)
+
+# RunContext's fields (warehouse/marts/run_rows.py): what the scenario and workload say about the run.
+RUN_CONTEXT_COLUMNS = ColumnList(
+    tuple(
+        RUNS_COLUMNS[name]
+        for name in (
+            "slo_ttft_ms",
+            "slo_tpot_ms",
+            "target_rps",
+            "budget_usd_per_request",
+            "prefix_reuse_share",
+            "min_valid_rate",
+            "role",
+            "traffic_share",
+            "capacity_rps_at_slo",
+            "capacity_source",
+        )
+    )
+)

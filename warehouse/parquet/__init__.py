@@ -1,0 +1,1 @@
+"""The Parquet lake: partitioned part files, their audit, the integrity check, quarantine and locks."""

@@ -1,0 +1,1 @@
+"""Trace readers, one per format behind a registry, and the strict JSON/CSV/JSONL parsing they share."""
