@@ -23,7 +23,6 @@ from replay.recording.run_json import read_run_json
 from replay.schedule.requests_reader import read_requests
 from warehouse.marts.run_rows import RunContext, build_run_row
 from workloads.trace_stats import trace_stats
-from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
 
@@ -95,18 +94,17 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         catalog: ScenarioCatalog,
         warehouse: WarehouseResource,
     ) -> None:
-        part = WeekScenario.of(context)
-        scenario = catalog.scenario(part.scenario)
-        spec = catalog.endpoint(replay_run.endpoint).as_of(part.week_start)
-        traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
+        part = catalog.partition(context, endpoint=replay_run.endpoint)
+        traffic = part.traffic(warehouse.workloads_dir())
         window = workload.window(traffic.start_s, traffic.duration_s)
-        run_context = RunContext.of_scenario(scenario, trace_stats(window).prefix_reuse_share)
+        run_context = RunContext.of_scenario(part.scenario, trace_stats(window).prefix_reuse_share)
         capacity = read_capacity_json(Path(replay_run.run_dir))
         if capacity is not None:
             run_context = replace(
                 run_context, capacity_rps_at_slo=capacity.capacity_rps_at_slo, capacity_source="twin_sweep"
             )
-        row = build_run_row(read_run_json(Path(replay_run.run_dir)), spec, part.scenario, part.week_start, run_context)
+        run = read_run_json(Path(replay_run.run_dir))
+        row = build_run_row(run, part.endpoint, part.scenario.name, part.week_start, run_context)
         _write(context, warehouse, "runs", row)
 
     return [requests_lake, server_samples_lake, gpu_samples_lake, runs_lake]

@@ -27,7 +27,11 @@ class WeekScenario:
     scenario: str
 
     @staticmethod
-    def of(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> "WeekScenario":
+    def of(
+        context: dg.OpExecutionContext | dg.AssetExecutionContext | dg.AssetCheckExecutionContext,
+    ) -> "WeekScenario":
         key = context.partition_key
-        keys = key.keys_by_dimension  # a MultiPartitionKey
+        if not isinstance(key, dg.MultiPartitionKey):
+            raise TypeError(f"expected a (week, scenario) partition key, got {key!r}")
+        keys = key.keys_by_dimension
         return WeekScenario(date.fromisoformat(keys["week"]), keys["scenario"])

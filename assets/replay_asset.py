@@ -21,7 +21,6 @@ from pathlib import Path
 import dagster as dg
 import orjson
 
-from assets.partitions import WeekScenario
 from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.lease_file import LeaseRecord, end_lease, write_lease
 from endpoints.probes.cache_prep import prepare_cache
@@ -33,12 +32,10 @@ from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
 from replay.recording.run_json import write_run_json
 from replay.recording.shard_merge import merge_shard_runs
 from replay.runner import ReplayConfig, run_replay, run_replay_async
+from replay.scenario_config import replay_config_for
 from warehouse.marts.price_table import resolve_gpu_price
-from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
-# How long the first ready shard waits for the others (a pod may have to be scheduled first).
-SHARD_RENDEZVOUS_TIMEOUT_S = 600.0
 POST_REPLAY_NICE = 10  # added to the process's nice value once its replay is over
 # Executors that give each step its own pod or container: a server start_endpoint started would end
 # with that step's pod, so only attach endpoints work under them (endpoints/provision.py).
@@ -103,12 +100,11 @@ def stop_endpoint_on_failure(context: dg.HookContext) -> None:
 # replay, so a failed workload step cannot leave a started server with no step left to stop it.
 @dg.op(out=dg.DynamicOut(ShardTask), ins={"workload_ready": dg.In(dg.Nothing)}, tags={"kind": "sglang"})
 def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, warehouse: WarehouseResource):
-    part = WeekScenario.of(context)
-    scenario = catalog.scenario(part.scenario)
-    spec = catalog.endpoint(scenario.endpoint).as_of(part.week_start)
+    part = catalog.partition(context)
+    scenario, spec = part.scenario, part.endpoint
     resolve_gpu_price(spec)  # a price book that does not exist fails here, before a GPU is paid for
-    run_id = f"{part.week_start:%Y%m%d}-{part.scenario}-{uuid.uuid4().hex[:8]}"
-    run_dir = warehouse.run_dir(part.week_start.isoformat(), part.scenario, run_id)
+    run_id = f"{part.week_start:%Y%m%d}-{scenario.name}-{uuid.uuid4().hex[:8]}"
+    run_dir = warehouse.run_dir(part.week_start.isoformat(), scenario.name, run_id)
     steps_share_host = context.job_def.executor_def.name not in STEP_PER_POD_EXECUTORS
     worker_pid = _run_worker_pid(context)
 
@@ -157,31 +153,24 @@ def replay_shard(
     catalog: ScenarioCatalog,
     warehouse: WarehouseResource,
 ) -> str:
-    part = WeekScenario.of(context)
-    scenario = catalog.scenario(part.scenario)
+    part = catalog.partition(context)
+    scenario = part.scenario
     # The week's window (the same the workload step took: the spooled trace is only looked up, not read).
-    traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
+    traffic = part.traffic(warehouse.workloads_dir())
     shard_dir = Path(task.run_dir) / f"shard-{task.shard_index}"
-    spec = (
-        task.endpoint.spec if task.endpoint is not None else catalog.endpoint(scenario.endpoint).as_of(part.week_start)
-    )
+    # The endpoint start_endpoint started (a virtual clock's twin is served here, from the partition's spec).
+    spec = task.endpoint.spec if task.endpoint is not None else part.endpoint
 
     def config_at(url: str) -> ReplayConfig:
-        return ReplayConfig(
+        return replay_config_for(
+            scenario,
+            traffic,
             url=url,
-            backend=scenario.backend,
-            speedup=scenario.speedup,
-            start_s=traffic.start_s,
-            duration_s=traffic.duration_s,
             api_key_env=spec.api_key_env,
             run_id=task.run_id,
-            warmup_s=scenario.warmup_s,
-            max_concurrency=scenario.max_concurrency,
             shard_index=task.shard_index,
             shard_count=task.shard_count,
             rendezvous_dir=task.rendezvous_dir,
-            rendezvous_timeout_s=SHARD_RENDEZVOUS_TIMEOUT_S,
-            require_reasoning=scenario.require_reasoning,
         )
 
     if task.endpoint is None:
@@ -237,10 +226,9 @@ def measure_capacity(
     """After the replay (the endpoint already stopped): the load sweep in virtual time that finds the rate
     the endpoint sustains inside the SLO on this week's window (endpoints/sim/calibration/slo_capacity.py), written as
     capacity.json beside run.json for the runs row."""
-    part = WeekScenario.of(context)
-    scenario = catalog.scenario(part.scenario)
-    spec = catalog.endpoint(replay.endpoint).as_of(part.week_start)
-    traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
+    part = catalog.partition(context, endpoint=replay.endpoint)
+    scenario, spec = part.scenario, part.endpoint
+    traffic = part.traffic(warehouse.workloads_dir())
     window = workload.window(traffic.start_s, traffic.duration_s)
     # Swept once per (requests, flags, SLO): a canary's fixed window only when its configuration changes.
     cache_dir = warehouse.root_path() / "runs" / "capacity_cache"

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import dagster as dg
 
+from assets.partition_context import PartitionContext
+from assets.partitions import WeekScenario
 from endpoints.spec import EndpointSpec, load_endpoint_specs
 from warehouse.backends.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_warehouse
 from workloads.scenarios import Scenario, load_scenarios
@@ -26,6 +31,33 @@ def scenarios_file() -> Path:
     return Path(os.environ.get(SCENARIOS_ENV) or REPO_ROOT / "workloads" / "scenarios.yaml")
 
 
+# (st_dev, st_ino, st_size, st_mtime_ns): a file edited or replaced since it was read is read again.
+_FileStamp = tuple[int, int, int, int]
+
+
+def _stamp(path: Path) -> _FileStamp | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None  # not cached: the loader says what is wrong with the file
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+# Per-process memos, keyed on the file's stamp (the argument is the key; the loader reads `path`): every step of
+# a run resolves its partition (ScenarioCatalog.partition), and the steps that share a process (a one-shard run's
+# run worker) read and validate the two files once. A failed load raises and is not memoized.
+@functools.lru_cache(maxsize=8)
+def _cached_endpoint_specs(path: Path, stamp: _FileStamp) -> Mapping[str, EndpointSpec]:
+    return MappingProxyType(load_endpoint_specs(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_scenarios(
+    path: Path, stamp: _FileStamp, repo_root: Path, endpoint_names: frozenset[str]
+) -> Mapping[str, Scenario]:
+    return MappingProxyType(load_scenarios(path, repo_root, endpoint_names=endpoint_names))
+
+
 class ScenarioCatalog(dg.ConfigurableResource):
     """Scenarios and the endpoints they replay against.
 
@@ -37,23 +69,46 @@ class ScenarioCatalog(dg.ConfigurableResource):
     endpoints_path: str | None = None
     repo_root: str = str(REPO_ROOT)
 
-    def scenario(self, name: str) -> Scenario:
+    def partition(
+        self, context: dg.OpExecutionContext | dg.AssetExecutionContext, endpoint: str | None = None
+    ) -> PartitionContext:
+        """The step's partition: its week, its scenario and that scenario's endpoint as of the week.
+
+        `endpoint`: the endpoint a run replayed (its server facts), for the steps after the replay, should the
+        scenario have been pointed at another since the run started.
+        """
+        part = WeekScenario.of(context)
         # Both files are checked whole at a run's first step, before any endpoint starts.
-        endpoints = load_endpoint_specs(self.endpoints_file())
-        scenarios = load_scenarios(Path(self.scenarios_path), Path(self.repo_root), endpoint_names=endpoints)
-        if name not in scenarios:
-            raise KeyError(f"{self.scenarios_path}: no scenario named {name!r}")
-        return scenarios[name]
+        specs = self._endpoint_specs()
+        scenarios = self._scenarios(frozenset(specs))
+        if part.scenario not in scenarios:
+            raise KeyError(f"{self.scenarios_path}: no scenario named {part.scenario!r}")
+        scenario = scenarios[part.scenario]
+        spec = self._named(specs, endpoint or scenario.endpoint)
+        return PartitionContext(part.week_start, scenario, spec.as_of(part.week_start))
 
     def endpoints_file(self) -> Path:
         return Path(self.endpoints_path or os.environ.get(ENDPOINTS_ENV) or REPO_ROOT / "workloads" / "endpoints.yaml")
 
     def endpoint(self, name: str) -> EndpointSpec:
-        path = self.endpoints_file()
-        specs = load_endpoint_specs(path)
+        return self._named(self._endpoint_specs(), name)
+
+    def _named(self, specs: Mapping[str, EndpointSpec], name: str) -> EndpointSpec:
         if name not in specs:
-            raise KeyError(f"{path}: no endpoint named {name!r}")
+            raise KeyError(f"{self.endpoints_file()}: no endpoint named {name!r}")
         return specs[name]
+
+    def _endpoint_specs(self) -> Mapping[str, EndpointSpec]:
+        path = self.endpoints_file()
+        stamp = _stamp(path)
+        return load_endpoint_specs(path) if stamp is None else _cached_endpoint_specs(path, stamp)
+
+    def _scenarios(self, endpoint_names: frozenset[str]) -> Mapping[str, Scenario]:
+        path, repo_root = Path(self.scenarios_path), Path(self.repo_root)
+        stamp = _stamp(path)
+        if stamp is None:
+            return load_scenarios(path, repo_root, endpoint_names=endpoint_names)
+        return _cached_scenarios(path, stamp, repo_root, endpoint_names)
 
 
 class WarehouseResource(dg.ConfigurableResource):

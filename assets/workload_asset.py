@@ -5,11 +5,9 @@ that replays the same file) and only the window's rows are read back, so a trace
 
 import dagster as dg
 
-from assets.partitions import WeekScenario
 from assets.resources import ScenarioCatalog, WarehouseResource
 from workloads.scenario_workload import scenario_workload
 from workloads.trace_stats import trace_stats
-from workloads.weekly_traffic import week_traffic
 from workloads.workload import Workload
 
 
@@ -21,9 +19,9 @@ def build_workload_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefini
         description="The scenario's production trace in canonical form; metadata describes the replayed window.",
     )
     def workload(context: dg.AssetExecutionContext, catalog: ScenarioCatalog, warehouse: WarehouseResource) -> Workload:
-        part = WeekScenario.of(context)
-        scenario = catalog.scenario(part.scenario)
-        traffic = week_traffic(scenario, part.week_start, warehouse.workloads_dir())
+        part = catalog.partition(context)
+        scenario = part.scenario
+        traffic = part.traffic(warehouse.workloads_dir())
         workload = scenario_workload(scenario, traffic)
         stats = trace_stats(workload.window(traffic.start_s, traffic.duration_s))
         context.add_output_metadata(

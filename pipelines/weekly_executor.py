@@ -19,12 +19,12 @@ SCENARIO_TAG = "dagster/partition/scenario"
 # Steps in their own processes, forked from a server that has already imported the pipeline (and with it
 # pandas) and Great Expectations, so a step starts in a fraction of a second instead of importing it all
 # (spawn). Up to 4 steps at once: after the replay the lake steps are short and mostly wait on disk.
-MULTIPROCESS_CONFIG = {
+MULTIPROCESS_CONFIG: dict[str, object] = {
     "max_concurrent": 4,
     "start_method": {"forkserver": {"preload_modules": ["pipelines.definitions", "great_expectations"]}},
     "retries": {"enabled": {}},
 }
-IN_PROCESS_CONFIG = {"retries": {"enabled": {}}}
+IN_PROCESS_CONFIG: dict[str, object] = {"retries": {"enabled": {}}}
 
 
 class _ByShards(dg.Executor):
