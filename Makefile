@@ -50,7 +50,7 @@ test: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy workloads replay endpoints warehouse
+	$(BIN)/mypy common workloads replay endpoints warehouse assets pipelines
 
 # The twin checked by SGLang's own code (conformance/, docs/twin.md "Conformance"): its own environment with
 # sglang from PyPI and PyTorch's CPU build, every package pinned in conformance/requirements.txt and installed

@@ -5,11 +5,11 @@ Data-quality failures on requests are ERROR and block the marts; a quarantined l
 scenario's answers parsing below its threshold fails the week (ERROR) without blocking the report."""
 
 import dagster as dg
-import pandas as pd
 
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
 from assets.trend_assets import partition_quarantine_rows, partition_run_rows, partition_trend_rows
+from warehouse.marts.mart_rows import as_frame
 from warehouse.quality import (
     QualityResult,
     check_lake_quarantine,
@@ -52,7 +52,7 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
     )
     def runs_quality(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
         rows = partition_run_rows(warehouse.warehouse(), WeekScenario.of(context))
-        return _result(check_runs(pd.DataFrame(rows)), dg.AssetCheckSeverity.ERROR)
+        return _result(check_runs(as_frame(rows)), dg.AssetCheckSeverity.ERROR)
 
     @dg.asset_check(
         asset="weekly_trends",
@@ -62,7 +62,7 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
     )
     def cost_regression(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
         rows = partition_trend_rows(warehouse.warehouse(), WeekScenario.of(context))
-        return _result(check_weekly_trends(pd.DataFrame(rows)), dg.AssetCheckSeverity.WARN)
+        return _result(check_weekly_trends(as_frame(rows)), dg.AssetCheckSeverity.WARN)
 
     @dg.asset_check(
         asset="weekly_trends",
@@ -74,7 +74,7 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
     )
     def lake_intact(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
         rows = partition_quarantine_rows(warehouse.warehouse(), WeekScenario.of(context))
-        return _result(check_lake_quarantine(pd.DataFrame(rows)), dg.AssetCheckSeverity.ERROR)
+        return _result(check_lake_quarantine(as_frame(rows)), dg.AssetCheckSeverity.ERROR)
 
     @dg.asset_check(
         asset="weekly_trends",
@@ -85,6 +85,6 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
     )
     def structured_output(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
         rows = partition_trend_rows(warehouse.warehouse(), WeekScenario.of(context))
-        return _result(check_structured_output(pd.DataFrame(rows)), dg.AssetCheckSeverity.ERROR)
+        return _result(check_structured_output(as_frame(rows)), dg.AssetCheckSeverity.ERROR)
 
     return [requests_quality, runs_quality, cost_regression, lake_intact, structured_output]

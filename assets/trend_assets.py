@@ -1,12 +1,15 @@
 """Stage 4: DuckDB marts (run_summary, weekly_trends, diagnoses) rebuilt over the whole lake, and the
 week's report built from them."""
 
+from typing import TypeVar
+
 import dagster as dg
 
 from assets.column_schemas import column_schema
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
-from warehouse.backends.store import Warehouse
+from warehouse.backends.backend import WarehouseBackend
+from warehouse.marts.mart_rows import CostAttributionRow, LakeQuarantineRow, RunSummaryRow, WeeklyTrendRow, as_dict
 from warehouse.report.weekly_report import write_weekly_report
 
 # Plotted by Dagster's UI over time, per partition.
@@ -19,39 +22,45 @@ _TREND_METADATA = (
 )
 
 
-def _of_partition(rows: list[dict], part: WeekScenario) -> list[dict]:
-    week = part.week_start.isoformat()
-    return [r for r in rows if str(r["week_start"]) == week and r["scenario"] == part.scenario]
+Row = TypeVar("Row", WeeklyTrendRow, RunSummaryRow, LakeQuarantineRow, CostAttributionRow)
 
 
-def partition_trend_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
+def _of_partition(rows: list[Row], part: WeekScenario) -> list[Row]:
+    return [r for r in rows if r.week_start == part.week_start and r.scenario == part.scenario]
+
+
+def partition_trend_rows(store: WarehouseBackend, part: WeekScenario) -> list[WeeklyTrendRow]:
     """The weekly_trends rows of one (week, scenario) partition (one per endpoint configuration)."""
     return _of_partition(store.weekly_trends(), part)
 
 
-def partition_run_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
+def partition_run_rows(store: WarehouseBackend, part: WeekScenario) -> list[RunSummaryRow]:
     """The run_summary rows of one (week, scenario) partition."""
     return _of_partition(store.run_summary(), part)
 
 
-def partition_quarantine_rows(store: Warehouse, part: WeekScenario) -> list[dict]:
-    """The lake_quarantine rows of one (week, scenario) partition: its lake files a refresh took out."""
-    rows = [r for r in store.lake_quarantine() if r["week_start"] is not None]
-    return _of_partition(rows, part)
+def partition_quarantine_rows(store: WarehouseBackend, part: WeekScenario) -> list[LakeQuarantineRow]:
+    """The lake_quarantine rows of one (week, scenario) partition: its lake files a refresh took out (a file
+    outside any partition has no week and belongs to none)."""
+    return _of_partition(store.lake_quarantine(), part)
 
 
-def partition_attribution(store: Warehouse, part: WeekScenario) -> dict[str, float]:
+def partition_attribution(store: WarehouseBackend, part: WeekScenario) -> dict[str, float]:
     """The partition's cost_attribution totals (USD per request): the change against the baseline and its
     price, traffic and runtime parts; empty without a baseline (one configuration per partition is usual:
     with several, the last one's)."""
-    with store.connect() as con:
-        rows = con.execute(
-            "SELECT change_usd, price_usd, traffic_usd, runtime_usd FROM cost_attribution "
-            "WHERE week_start = ? AND scenario = ? AND change_usd IS NOT NULL ORDER BY endpoint, config_fingerprint",
-            [part.week_start, part.scenario],
-        ).fetchall()
-    names = ("cost_change_usd", "cost_change_price_usd", "cost_change_traffic_usd", "cost_change_runtime_usd")
-    return {name: value for row in rows for name, value in zip(names, row) if value is not None}
+    figures: dict[str, float] = {}
+    for row in _of_partition(store.cost_attribution(), part):
+        if row.change_usd is None:
+            continue
+        parts = {
+            "cost_change_usd": row.change_usd,
+            "cost_change_price_usd": row.price_usd,
+            "cost_change_traffic_usd": row.traffic_usd,
+            "cost_change_runtime_usd": row.runtime_usd,
+        }
+        figures.update({name: value for name, value in parts.items() if value is not None})
+    return figures
 
 
 def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
@@ -79,17 +88,19 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         if refreshed.quarantined:
             metadata["quarantined"] = dg.MetadataValue.json([q.message for q in refreshed.quarantined])
         for row in partition_trend_rows(store, part):
-            metadata.update({key: row[key] for key in _TREND_METADATA if row.get(key) is not None})
-            metadata["regression_verdict"] = row["regression_verdict"]
+            values = as_dict(row)
+            metadata.update({key: values[key] for key in _TREND_METADATA if values[key] is not None})
+            metadata["regression_verdict"] = row.regression_verdict
         metadata.update(partition_attribution(store, part))
         runs = partition_run_rows(store, part)
-        capacity = [r["capacity_rps_at_slo"] for r in runs if r.get("capacity_rps_at_slo") is not None]
+        capacity = [r.capacity_rps_at_slo for r in runs if r.capacity_rps_at_slo is not None]
         if capacity:
             metadata["capacity_rps_at_slo"] = min(capacity)
-        occupancy = [r["batch_occupancy"] for r in runs if r.get("batch_occupancy") is not None]
+        occupancy = [r.batch_occupancy for r in runs if r.batch_occupancy is not None]
         if occupancy:
             metadata["batch_occupancy"] = sum(occupancy) / len(occupancy)
-        verdicts = sorted({d["verdict"] for d in store.diagnoses() if d["run_id"] in {r["run_id"] for r in runs}})
+        run_ids = {r.run_id for r in runs}
+        verdicts = sorted({d.verdict for d in store.diagnoses() if d.run_id in run_ids})
         if verdicts:
             metadata["diagnosis"] = ", ".join(verdicts)
         context.add_output_metadata(metadata)

@@ -20,36 +20,10 @@ import dagster as dg
 
 from assets.resources import WarehouseResource
 from pipelines.failure_notice import deliver
+from warehouse.marts.judged_metrics import judged_metric
+from warehouse.marts.mart_rows import WeeklyTrendRow
 
 REPORT_ASSET = dg.AssetKey("weekly_report")
-
-
-@dataclass(frozen=True, slots=True)
-class _MetricColumns:
-    change: str  # weekly_trends column of the change against the baseline
-    unit: str  # its unit
-    threshold: str  # the column holding the rule's threshold on that change
-    value: str
-    baseline: str
-    low: str  # this week's 95% interval
-    high: str
-
-
-# The weekly_trends columns behind each metric the regression rule judges (warehouse/sql/weekly_trends.sql).
-_METRICS = {
-    "cost_per_request_usd": _MetricColumns(
-        "cost_change_pct", "%", "cost_threshold_pct", "cost_per_request_usd", "baseline_cost_per_request_usd",
-        "cost_per_request_low_usd", "cost_per_request_high_usd",
-    ),
-    "p95_ttft_ms": _MetricColumns(
-        "p95_ttft_change_pct", "%", "p95_ttft_threshold_pct", "p95_ttft_ms", "baseline_p95_ttft_ms",
-        "p95_ttft_low_ms", "p95_ttft_high_ms",
-    ),
-    "prefix_cache_hit_rate": _MetricColumns(
-        "hit_rate_change_pts", "points", "hit_rate_threshold_pts", "prefix_cache_hit_rate",
-        "baseline_prefix_cache_hit_rate", "hit_rate_low", "hit_rate_high",
-    ),
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +35,14 @@ class RegressionNotice:
     endpoint: str
     config_fingerprint: str | None
     metric: str  # the weekly_trends metric that regressed
-    value: float  # this week's value
-    baseline: float  # the baseline's (median of the earlier weeks)
-    change: float  # value against baseline, in change_unit
+    # The figures are those of warehouse/marts/judged_metrics.py's reading: a regressed metric has every one.
+    value: float | None  # this week's value
+    baseline: float | None  # the baseline's (median of the earlier weeks)
+    change: float | None  # value against baseline, in change_unit
     change_unit: str  # "%" or "points"
-    threshold: float  # the rule's threshold on the change, same unit
-    interval_low: float  # this week's 95% block-bootstrap interval of the metric
-    interval_high: float
+    threshold: float | None  # the rule's threshold on the change, same unit
+    interval_low: float | None  # this week's 95% block-bootstrap interval of the metric
+    interval_high: float | None
     reason: str  # the rule's own sentence (weekly_trends.regression_reasons)
     report_path: str | None  # the week's HTML report
     run_id: str | None  # the Dagster run that built the report
@@ -75,34 +50,34 @@ class RegressionNotice:
 
 
 def regression_notices(
-    row: dict, report_path: str | None, run_id: str | None = None, now_s: float | None = None
+    row: WeeklyTrendRow, report_path: str | None, run_id: str | None = None, now_s: float | None = None
 ) -> list[RegressionNotice]:
     """One notice per metric that regressed in a weekly_trends row (none unless its verdict is 'regression')."""
-    if row.get("regression_verdict") != "regression" or not row.get("regressed_metrics"):
+    if row.regression_verdict != "regression" or not row.regressed_metrics:
         return []
-    reasons = json.loads(row.get("regression_reasons") or "[]")
+    reasons = json.loads(row.regression_reasons or "[]")
     noticed = time.time() if now_s is None else now_s
     notices = []
-    for metric in json.loads(row["regressed_metrics"]):
-        columns = _METRICS[metric]
-        week = row["week_start"]
+    for name in json.loads(row.regressed_metrics):
+        metric = judged_metric(name)
+        reading = metric.reading(row)
         notices.append(
             RegressionNotice(
                 kind="regression",
-                week_start=week.isoformat() if isinstance(week, date) else str(week),
-                scenario=row["scenario"],
-                role=row.get("role"),
-                endpoint=row["endpoint"],
-                config_fingerprint=row.get("config_fingerprint"),
-                metric=metric,
-                value=row[columns.value],
-                baseline=row[columns.baseline],
-                change=row[columns.change],
-                change_unit=columns.unit,
-                threshold=row[columns.threshold],
-                interval_low=row[columns.low],
-                interval_high=row[columns.high],
-                reason=next((r for r in reasons if r.startswith(metric + " ")), ""),
+                week_start=row.week_start.isoformat(),
+                scenario=row.scenario,
+                role=row.role,
+                endpoint=row.endpoint,
+                config_fingerprint=row.config_fingerprint,
+                metric=name,
+                value=reading.value,
+                baseline=reading.baseline,
+                change=reading.change,
+                change_unit=metric.change_unit,
+                threshold=reading.threshold,
+                interval_low=reading.interval_low,
+                interval_high=reading.interval_high,
+                reason=next((r for r in reasons if r.startswith(name + " ")), ""),
                 report_path=report_path,
                 run_id=run_id,
                 noticed_wall_s=noticed,
@@ -156,7 +131,7 @@ def regression_notice_sensor(context: dg.SensorEvaluationContext, warehouse: War
         report = materialization.metadata.get("report") if materialization is not None else None
         report_path = str(report.value) if report is not None else None
         for row in trends:
-            if str(row["week_start"]) == week and row["scenario"] == scenario:
+            if row.week_start.isoformat() == week and row.scenario == scenario:
                 notices = regression_notices(row, report_path, record.run_id)
                 where = send_regression_notices(notices)
                 told += len(notices)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from warehouse.backends.store import read_sql
 from warehouse.parquet.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
+from warehouse.sql_files import read_sql
 
 _CREATE = re.compile(r"^CREATE (?:OR REPLACE )?(TABLE|VIEW)(?: IF NOT EXISTS)? (\w+)\b")
 _TABLE_COLUMN = re.compile(r"^\s*(\w+)\s+([A-Z]+(?:\[\])?)\b.*?--\s*(.+)$")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 
 import orjson
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from warehouse.marts.mart_rows import CostAttributionRow, WeeklyTrendRow, as_frame
 from warehouse.report.structured_output import comparison_sentence, comparisons, structured_rows
 
 
@@ -25,7 +25,7 @@ def _ms(value) -> str:
     return "—" if value is None else f"{value:,.1f} ms"
 
 
-def print_weekly_trends(rows: list[dict], console: Console | None = None) -> None:
+def print_weekly_trends(rows: list[WeeklyTrendRow], console: Console | None = None) -> None:
     console = console or _console()
     table = Table(title="Weekly trends (warehouse table weekly_trends)")
     for column in (
@@ -41,26 +41,26 @@ def print_weekly_trends(rows: list[dict], console: Console | None = None) -> Non
     ):
         table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
     for row in rows:
-        change = row.get("cost_change_pct")
+        change = row.cost_change_pct
         table.add_row(
-            str(row["week_start"]),
-            row["scenario"],
-            "$" + _fmt(row.get("cost_per_request_usd"), ".5f"),
+            str(row.week_start),
+            row.scenario,
+            "$" + _fmt(row.cost_per_request_usd, ".5f"),
             "—" if change is None else f"{change:+.1f}%",
-            _fmt(row.get("p95_ttft_ms"), ",.0f") + " ms",
-            _fmt(row.get("p95_e2e_ms"), ",.0f") + " ms",
-            "—" if row.get("prefix_cache_hit_rate") is None else f"{row['prefix_cache_hit_rate']:.1%}",
-            str(row.get("completed_requests", "")),
-            str(row.get("failed_requests", "")),
+            _fmt(row.p95_ttft_ms, ",.0f") + " ms",
+            _fmt(row.p95_e2e_ms, ",.0f") + " ms",
+            _fmt(row.prefix_cache_hit_rate, ".1%"),
+            str(row.completed_requests),
+            str(row.failed_requests),
         )
     console.print(table)
     print_structured_output(rows, console)
 
 
-def print_structured_output(rows: list[dict], console: Console | None = None) -> None:
+def print_structured_output(rows: list[WeeklyTrendRow], console: Console | None = None) -> None:
     """The weekly_trends rows with structured requests: how often answers parsed and what a valid one cost,
     with the constraint on the server or only in the prompt (nothing printed when no row has any)."""
-    structured = [r for r in rows if r.get("structured_requests")]
+    structured = [r for r in rows if r.structured_requests]
     if not structured:
         return
     console = console or _console()
@@ -79,22 +79,22 @@ def print_structured_output(rows: list[dict], console: Console | None = None) ->
     for column in columns:
         table.add_column(column, justify="left" if column in ("week", "scenario", "sent as") else "right", no_wrap=True)
     for row in structured:
-        rate = row.get("valid_answer_rate")
-        below = rate is not None and row.get("min_valid_rate") is not None and rate < row["min_valid_rate"]
+        rate, floor = row.valid_answer_rate, row.min_valid_rate
+        below = rate is not None and floor is not None and rate < floor
         table.add_row(
-            str(row["week_start"]),
-            row["scenario"],
-            "constraint" if row.get("constrained_requests") else "prompt only",
-            ("[red]" if below and row.get("constrained_requests") else "") + _fmt(rate, ".1%"),
-            _fmt(row.get("retries"), ",.1f"),
-            "$" + _fmt(row.get("cost_per_request_usd"), ".5f"),
-            "$" + _fmt(row.get("usd_per_valid_request"), ".5f"),
-            _ms(row.get("tpot_constrained_ms")),
-            _ms(row.get("tpot_unconstrained_ms")),
+            str(row.week_start),
+            row.scenario,
+            "constraint" if row.constrained_requests else "prompt only",
+            ("[red]" if below and row.constrained_requests else "") + _fmt(rate, ".1%"),
+            _fmt(row.retries, ",.1f"),
+            "$" + _fmt(row.cost_per_request_usd, ".5f"),
+            "$" + _fmt(row.usd_per_valid_request, ".5f"),
+            _ms(row.tpot_constrained_ms),
+            _ms(row.tpot_unconstrained_ms),
         )
     console.print(table)
-    latest = max(row["week_start"] for row in structured)
-    for pair in comparisons(structured_rows(pd.DataFrame(structured), latest)):
+    latest = max(row.week_start for row in structured)
+    for pair in comparisons(structured_rows(as_frame(structured), latest)):
         console.print(f"Week of {latest}: {comparison_sentence(pair)}", highlight=False)
 
 
@@ -102,22 +102,22 @@ def _usd_per_1k(value) -> str:
     return "—" if value is None else f"{1000 * value:+.3f}"
 
 
-def print_cost_attribution(rows: list[dict], console: Console | None = None) -> None:
+def print_cost_attribution(rows: list[CostAttributionRow], console: Console | None = None) -> None:
     """Why cost per request moved against the baseline (warehouse table cost_attribution): its parts add up
     to the change; shown per 1,000 requests so the digits are readable."""
-    rows = [r for r in rows if r.get("change_usd") is not None]
+    rows = [r for r in rows if r.change_usd is not None]
     if not rows:
         return
     console = console or _console()
     table = Table(title="Why cost moved, USD per 1,000 requests vs baseline (warehouse table cost_attribution)")
     # The parts' sub-parts (token mix, latency, occupancy) are in the table and the report's waterfall.
-    keys = {"change": "change_usd", "price": "price_usd", "traffic": "traffic_usd",
-            "of it volume": "traffic_volume_usd", "runtime": "runtime_usd", "of it cache": "runtime_cache_usd",
-            "unattributed": "unattributed_usd"}  # fmt: skip
-    for column in ("week", "scenario", *keys):
+    parts = ("change", "price", "traffic", "of it volume", "runtime", "of it cache", "unattributed")
+    for column in ("week", "scenario", *parts):
         table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
     for row in rows:
-        table.add_row(str(row["week_start"]), row["scenario"], *(_usd_per_1k(row.get(key)) for key in keys.values()))
+        values = (row.change_usd, row.price_usd, row.traffic_usd, row.traffic_volume_usd, row.runtime_usd,
+                  row.runtime_cache_usd, row.unattributed_usd)  # fmt: skip
+        table.add_row(str(row.week_start), row.scenario, *(_usd_per_1k(value) for value in values))
     console.print(table)
 
 
@@ -140,11 +140,11 @@ def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], consol
     console.print(table)
 
 
-def print_regression_verdicts(rows: list[dict], console: Console | None = None) -> None:
+def print_regression_verdicts(rows: list[WeeklyTrendRow], console: Console | None = None) -> None:
     """Every week that was not plainly ok, with the reasons weekly_trends gives."""
     console = console or _console()
     # Live rows are not judged (their traffic moved too): only canary verdicts are flagged.
-    flagged = [r for r in rows if r.get("regression_verdict") not in ("ok", "no_baseline", "not_judged", None)]
+    flagged = [r for r in rows if r.regression_verdict not in ("ok", "no_baseline", "not_judged")]
     if not flagged:
         console.print("Regression verdicts: every week ok against its baseline.")
         return
@@ -152,9 +152,7 @@ def print_regression_verdicts(rows: list[dict], console: Console | None = None) 
     for column in ("week", "scenario", "verdict", "why"):
         table.add_column(column)
     for row in flagged:
-        reasons = orjson.loads(row["regression_reasons"]) if row.get("regression_reasons") else []
-        colour = "red" if row["regression_verdict"] == "regression" else "yellow"
-        table.add_row(
-            str(row["week_start"]), row["scenario"], f"[{colour}]{row['regression_verdict']}[/]", "\n".join(reasons)
-        )
+        reasons = orjson.loads(row.regression_reasons) if row.regression_reasons else []
+        colour = "red" if row.regression_verdict == "regression" else "yellow"
+        table.add_row(str(row.week_start), row.scenario, f"[{colour}]{row.regression_verdict}[/]", "\n".join(reasons))
     console.print(table)

@@ -144,7 +144,7 @@ def run_demo(args: argparse.Namespace) -> int:
         attribution = store.cost_attribution() if store.db_path.exists() else []
         # The regression_notice sensor tells each regressed metric once its week's report is built: give the
         # daemon's next sensor ticks the time to send what the trends hold.
-        expected = sum(len(orjson.loads(r["regressed_metrics"])) for r in rows if r.get("regressed_metrics"))
+        expected = sum(len(orjson.loads(r.regressed_metrics)) for r in rows if r.regressed_metrics)
         waited = time.monotonic()
         while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
             time.sleep(1)

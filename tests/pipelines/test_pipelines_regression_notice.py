@@ -15,6 +15,7 @@ from assets.resources import WarehouseResource
 from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV
 from pipelines.regression_notice import regression_notice_sensor
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.marts.run_rows import RunContext
 from warehouse_builders import endpoint, request, run_info, write_run
 from webhook_collector import start_webhook
@@ -43,22 +44,22 @@ def warehouse(tmp_path_factory) -> Warehouse:
     return store
 
 
-def _row(rows: list[dict], scenario: str, week: date) -> dict:
-    [row] = [r for r in rows if r["scenario"] == scenario and r["week_start"] == week]
+def _row(rows: list[WeeklyTrendRow], scenario: str, week: date) -> WeeklyTrendRow:
+    [row] = [r for r in rows if r.scenario == scenario and r.week_start == week]
     return row
 
 
 def test_the_regression_rule_judges_the_canary_and_leaves_live_traffic_to_the_trend(warehouse):
     rows = warehouse.weekly_trends()
     canary, live = _row(rows, "chat-canary", WEEKS[3]), _row(rows, "chat-live", WEEKS[3])
-    assert canary["role"] == "canary" and canary["regression_verdict"] == "regression"
-    assert json.loads(canary["regressed_metrics"]) == ["cost_per_request_usd"]
+    assert canary.role == "canary" and canary.regression_verdict == "regression"
+    assert json.loads(canary.regressed_metrics) == ["cost_per_request_usd"]
     # The live row carries the same cost trend, and no verdict: its traffic moved too.
-    assert live["role"] == "live" and live["cost_change_pct"] == pytest.approx(canary["cost_change_pct"])
-    assert live["regression_verdict"] == "not_judged" and live["regression_reasons"] is None
-    assert all(r["regression_verdict"] == "not_judged" for r in rows if r["role"] == "live")
-    [run] = [r for r in warehouse.run_summary() if r["run_id"] == f"chat-live-{WEEKS[3].isoformat()}"]
-    assert (run["role"], run["traffic_share"]) == ("live", 0.5)
+    assert live.role == "live" and live.cost_change_pct == pytest.approx(canary.cost_change_pct)
+    assert live.regression_verdict == "not_judged" and live.regression_reasons is None
+    assert all(r.regression_verdict == "not_judged" for r in rows if r.role == "live")
+    [run] = [r for r in warehouse.run_summary() if r.run_id == f"chat-live-{WEEKS[3].isoformat()}"]
+    assert (run.role, run.traffic_share) == ("live", 0.5)
 
 
 def _report(instance: dg.DagsterInstance, week: date, scenario: str, path: str) -> None:

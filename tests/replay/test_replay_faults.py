@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from test_replay_against_sim import running_sim
 
 from replay.runner import ReplayConfig, run_replay
 from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
+from twin_process import running_sim
 
 EARLY = 60  # every 50 ms for 3 s: errors, stalls, disconnects, the 503 period and the crash happen here
 LATE = 5  # at 5 s, long after the crash: nothing listens any more

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import orjson
 import pytest
-from test_replay_against_sim import running_sim
 
 from replay.clients import openai_chat_client, openai_completions_client, sglang_client
 from replay.clients.answer_check import AnswerCheck, answer_text
@@ -16,6 +15,7 @@ from replay.clients.prepared_request import PreparedRequest
 from replay.runner import ReplayConfig, run_replay
 from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
+from twin_process import running_sim
 from workloads.prompts.response_format import (
     JSON_MARKER,
     REGEX_MARKER,

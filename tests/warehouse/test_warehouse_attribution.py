@@ -8,6 +8,7 @@ from datetime import date, timedelta
 import pytest
 
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import CostAttributionRow, WeeklyTrendRow
 from warehouse.marts.run_rows import RunContext
 from warehouse_builders import endpoint, request, run_info, write_run
 
@@ -63,7 +64,7 @@ def _week(
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory) -> dict[tuple[str, date], dict]:
+def store(tmp_path_factory) -> Warehouse:
     store = Warehouse(tmp_path_factory.mktemp("attribution") / "wh")
     for scenario in ("price", "cache-off", "volume", "no-capacity"):
         _week(store, WEEKS[0], scenario)
@@ -90,85 +91,89 @@ def rows(tmp_path_factory) -> dict[tuple[str, date], dict]:
     _week(store, WEEKS[4], "mixed", requests=30, usd_per_gpu_hour=3.5, cached=200, completion=180, window_s=26.0,
           capacity_rps=4.0)  # fmt: skip
     store.refresh()
-    with store.connect() as con:
-        cursor = con.execute("SELECT * FROM cost_attribution")
-        names = [d[0] for d in cursor.description]
-        attribution = [dict(zip(names, row)) for row in cursor.fetchall()]
-    trends = {(r["scenario"], r["week_start"]): r for r in store.weekly_trends()}
-    return {
-        (r["scenario"], r["week_start"]): {**r, "trend": trends[(r["scenario"], r["week_start"])]} for r in attribution
-    }
+    return store
 
 
-def _others_zero(row: dict, *kept: str) -> None:
+@pytest.fixture(scope="module")
+def rows(store) -> dict[tuple[str, date], CostAttributionRow]:
+    return {(r.scenario, r.week_start): r for r in store.cost_attribution()}
+
+
+@pytest.fixture(scope="module")
+def trends(store) -> dict[tuple[str, date], WeeklyTrendRow]:
+    return {(r.scenario, r.week_start): r for r in store.weekly_trends()}
+
+
+def _others_zero(row: CostAttributionRow, *kept: str) -> None:
     for part in PARTS:
         if part not in kept:
-            assert row[part] == pytest.approx(0.0, abs=1e-12), part
+            assert getattr(row, part) == pytest.approx(0.0, abs=1e-12), part
 
 
 def test_every_week_has_a_row_and_the_first_has_no_baseline(rows):
     assert len(rows) == 4 * 2 + 5
     first = rows[("price", WEEKS[0])]
-    assert first["baseline_cost_per_request_usd"] is None and first["change_usd"] is None
-    assert all(first[part] is None for part in PARTS)
-    assert first["traffic_usd"] is None and first["runtime_usd"] is None
+    assert first.baseline_cost_per_request_usd is None and first.change_usd is None
+    assert all(getattr(first, part) is None for part in PARTS)
+    assert first.traffic_usd is None and first.runtime_usd is None
 
 
 def test_a_doubled_price_is_all_price(rows):
     row = rows[("price", WEEKS[1])]
     # 8 GPUs x $4/h x 20 s / 40 requests, against the same at $2/h.
-    assert row["cost_per_request_usd"] == pytest.approx(8 * 4.0 * 20 / 3600 / 40)
-    assert row["change_usd"] == pytest.approx(row["cost_per_request_usd"] / 2)
-    assert row["price_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
+    assert row.cost_per_request_usd == pytest.approx(8 * 4.0 * 20 / 3600 / 40)
+    assert row.change_usd == pytest.approx(row.cost_per_request_usd / 2)
+    assert row.price_usd == pytest.approx(row.change_usd, rel=1e-12)
     _others_zero(row, "price_usd")
-    assert row["unattributed_usd"] == pytest.approx(0.0, abs=1e-15)
-    assert row["usd_per_gpu_hour"] == pytest.approx(4.0)
+    assert row.unattributed_usd == pytest.approx(0.0, abs=1e-15)
+    assert row.usd_per_gpu_hour == pytest.approx(4.0)
 
 
 def test_the_same_traffic_with_the_cache_off_is_all_runtime(rows):
     row = rows[("cache-off", WEEKS[1])]
-    assert row["change_usd"] > 0
-    assert row["price_usd"] == pytest.approx(0.0, abs=1e-15)
-    assert row["traffic_usd"] == pytest.approx(0.0, abs=1e-12)
-    assert row["runtime_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
-    assert row["runtime_cache_usd"] > 0  # the work the cache no longer saved
-    assert row["realised_work_share"] == pytest.approx(1.0)  # nothing cached: every token computed
-    assert row["offered_work_share"] == pytest.approx(1 - 0.5 * 1000 / 1100)  # what the trace offered
-    assert row["capacity_known"] is True
+    assert row.change_usd > 0
+    assert row.price_usd == pytest.approx(0.0, abs=1e-15)
+    assert row.traffic_usd == pytest.approx(0.0, abs=1e-12)
+    assert row.runtime_usd == pytest.approx(row.change_usd, rel=1e-12)
+    assert row.runtime_cache_usd > 0  # the work the cache no longer saved
+    assert row.realised_work_share == pytest.approx(1.0)  # nothing cached: every token computed
+    assert row.offered_work_share == pytest.approx(1 - 0.5 * 1000 / 1100)  # what the trace offered
+    assert row.capacity_known is True
 
 
 def test_half_the_requests_on_the_same_gpus_is_all_traffic_volume(rows):
     row = rows[("volume", WEEKS[1])]
-    assert row["change_usd"] == pytest.approx(row["baseline_cost_per_request_usd"])  # twice the cost each
-    assert row["traffic_volume_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
+    assert row.change_usd == pytest.approx(row.baseline_cost_per_request_usd)  # twice the cost each
+    assert row.traffic_volume_usd == pytest.approx(row.change_usd, rel=1e-12)
     _others_zero(row, "traffic_volume_usd")
-    assert row["offered_rps"] == pytest.approx(2.0)  # 20 requests over a 10 s schedule
+    assert row.offered_rps == pytest.approx(2.0)  # 20 requests over a 10 s schedule
 
 
 def test_without_a_capacity_latency_and_occupancy_are_one_part(rows):
     row = rows[("no-capacity", WEEKS[1])]
-    assert row["capacity_known"] is False
-    assert row["runtime_latency_usd"] is None
-    assert row["traffic_token_mix_usd"] > 0  # 150 output tokens instead of 100
-    total = sum(row[p] for p in PARTS if row[p] is not None)
-    assert total == pytest.approx(row["change_usd"], rel=1e-12)
-    assert row["unattributed_usd"] == pytest.approx(0.0, abs=1e-15)
+    assert row.capacity_known is False
+    assert row.runtime_latency_usd is None
+    assert row.traffic_token_mix_usd > 0  # 150 output tokens instead of 100
+    total = sum(getattr(row, p) for p in PARTS if getattr(row, p) is not None)
+    assert total == pytest.approx(row.change_usd, rel=1e-12)
+    assert row.unattributed_usd == pytest.approx(0.0, abs=1e-15)
 
 
-def test_parts_add_up_to_the_change_against_weekly_trends_own_median(rows):
+def test_parts_add_up_to_the_change_against_weekly_trends_own_median(rows, trends):
     row = rows[("mixed", WEEKS[4])]
-    trend = row["trend"]
-    assert row["baseline_weeks"] == 4 and row["baseline_source"] == "same_config"
-    assert row["baseline_cost_per_request_usd"] == pytest.approx(trend["baseline_cost_per_request_usd"], rel=1e-12)
-    assert row["cost_per_request_usd"] == pytest.approx(trend["cost_per_request_usd"], rel=1e-12)
-    assert len(row["baseline_median_weeks"].split(",")) == 2  # an even count: the middle two weeks
-    assert all(row[part] is not None and row[part] != 0 for part in PARTS if part != "traffic_prefix_reuse_usd")
-    assert sum(row[p] for p in PARTS) == pytest.approx(row["change_usd"], rel=1e-12)
-    assert row["price_usd"] + row["traffic_usd"] + row["runtime_usd"] == pytest.approx(row["change_usd"], rel=1e-12)
-    assert row["unattributed_usd"] == pytest.approx(0.0, abs=1e-15)
+    trend = trends[("mixed", WEEKS[4])]
+    assert row.baseline_weeks == 4 and row.baseline_source == "same_config"
+    assert row.baseline_cost_per_request_usd == pytest.approx(trend.baseline_cost_per_request_usd, rel=1e-12)
+    assert row.cost_per_request_usd == pytest.approx(trend.cost_per_request_usd, rel=1e-12)
+    assert len(row.baseline_median_weeks.split(",")) == 2  # an even count: the middle two weeks
+    parts = {part: getattr(row, part) for part in PARTS}
+    assert all(parts[part] is not None and parts[part] != 0 for part in PARTS if part != "traffic_prefix_reuse_usd")
+    assert sum(getattr(row, p) for p in PARTS) == pytest.approx(row.change_usd, rel=1e-12)
+    assert row.price_usd + row.traffic_usd + row.runtime_usd == pytest.approx(row.change_usd, rel=1e-12)
+    assert row.unattributed_usd == pytest.approx(0.0, abs=1e-15)
     for week in WEEKS[1:4]:  # every week with a baseline adds up, whatever its median weeks
         earlier = rows[("mixed", week)]
-        assert sum(earlier[p] for p in PARTS) + earlier["unattributed_usd"] == pytest.approx(earlier["change_usd"])
+        assert sum(getattr(earlier, p) for p in PARTS) + earlier.unattributed_usd == pytest.approx(earlier.change_usd)
 
 
 def test_the_console_prints_why_cost_moved_for_every_week_with_a_baseline(rows):
@@ -182,5 +187,5 @@ def test_the_console_prints_why_cost_moved_for_every_week_with_a_baseline(rows):
     price = rows[("price", WEEKS[1])]
     line = next(line for line in text.splitlines() if "price" in line and str(WEEKS[1]) in line)
     # The doubled price week: its change, all of it price, per 1,000 requests.
-    assert f"{1000 * price['change_usd']:+.3f}" in line and line.count(f"{1000 * price['price_usd']:+.3f}") >= 2
+    assert f"{1000 * price.change_usd:+.3f}" in line and line.count(f"{1000 * price.price_usd:+.3f}") >= 2
     assert str(WEEKS[0]) not in text  # a week without a baseline has nothing to split

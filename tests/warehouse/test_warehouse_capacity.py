@@ -92,13 +92,13 @@ def test_run_summary_prices_the_slo_capacity_and_sizes_the_fleet_on_it(tmp_path)
     store.refresh()
     [row] = store.run_summary()
     per_second_usd = 8 * 2.0 / 3600  # 8 GPUs at $2/h
-    assert row["cost_per_request_usd"] == pytest.approx(per_second_usd * 20 / 40)
-    assert row["cost_per_request_at_slo_usd"] == pytest.approx(per_second_usd / 4.0)
-    assert row["idle_capacity_usd_per_request"] == pytest.approx(per_second_usd * (0.5 - 0.25))
-    assert row["replicas_for_target"] == math.ceil(10.0 / 4.0)
-    assert row["fleet_usd_per_hour"] == pytest.approx(3 * 8 * 2.0)
-    assert row["break_even_rps"] == pytest.approx(per_second_usd / row["api_cost_per_request_usd"])
-    assert row["price_book"] == "endpoint"
+    assert row.cost_per_request_usd == pytest.approx(per_second_usd * 20 / 40)
+    assert row.cost_per_request_at_slo_usd == pytest.approx(per_second_usd / 4.0)
+    assert row.idle_capacity_usd_per_request == pytest.approx(per_second_usd * (0.5 - 0.25))
+    assert row.replicas_for_target == math.ceil(10.0 / 4.0)
+    assert row.fleet_usd_per_hour == pytest.approx(3 * 8 * 2.0)
+    assert row.break_even_rps == pytest.approx(per_second_usd / row.api_cost_per_request_usd)
+    assert row.price_book == "endpoint"
 
 
 def _workload(requests: int) -> Workload:

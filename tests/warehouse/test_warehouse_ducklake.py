@@ -18,6 +18,7 @@ import pytest
 from warehouse.backends.backend import open_warehouse
 from warehouse.backends.ducklake_store import DuckLakeWarehouse
 from warehouse.backends.store import LAKE_TABLES, Warehouse
+from warehouse.marts.mart_rows import as_dict
 from warehouse.parquet.lake import list_partitions
 from warehouse_builders import (
     endpoint,
@@ -103,7 +104,7 @@ def test_the_marts_equal_the_local_backends_on_the_same_lake(both):
     # The views too: the derived request columns come from the same schema.sql on both.
     order = "week_start, scenario, run_id, request_id"
     assert _table(lake, "requests", order) == _table(local, "requests", order)
-    assert {r["regression_verdict"] for r in lake.weekly_trends()} >= {"no_baseline"}
+    assert {r.regression_verdict for r in lake.weekly_trends()} >= {"no_baseline"}
     assert lake.lake_quarantine() == []
 
 
@@ -124,7 +125,7 @@ def test_time_travel_reads_last_weeks_snapshot_after_the_partition_is_rewritten(
     _local, lake, _db, _tmp = both
     week, scenario = WEEKS[-1], "reason"
     before = lake.current_snapshot()
-    old_summary = [r for r in lake.run_summary() if (r["week_start"], r["scenario"]) == (week, scenario)]
+    old_summary = [r for r in lake.run_summary() if (r.week_start, r.scenario) == (week, scenario)]
     rewritten = [request("reason-2-again", f"q{k}", 50, 500) for k in range(3)]
     lake.write_partition("requests", week, scenario, requests_table(rewritten))
     with lake.connect() as con:
@@ -139,7 +140,7 @@ def test_time_travel_reads_last_weeks_snapshot_after_the_partition_is_rewritten(
     with lake.connect(snapshot=before) as con:
         cursor = con.execute("SELECT * FROM run_summary WHERE week_start = ? AND scenario = ?", [week, scenario])
         columns = [d[0] for d in cursor.description]
-        assert [dict(zip(columns, row)) for row in cursor.fetchall()] == old_summary
+        assert [dict(zip(columns, row)) for row in cursor.fetchall()] == [as_dict(r) for r in old_summary]
     assert [s["snapshot_id"] for s in lake.snapshots()][-1] > before
 
 
@@ -247,7 +248,7 @@ def test_an_analysts_plain_duckdb_session_attaches_read_only_with_only_the_url(b
         timeout=120,
     )
     rows = list(csv.DictReader(io.StringIO(cli.stdout)))
-    expected = sorted((r["scenario"], str(r["week_start"]), r["regression_verdict"]) for r in lake.weekly_trends())
+    expected = sorted((r.scenario, str(r.week_start), r.regression_verdict) for r in lake.weekly_trends())
     assert sorted((r["scenario"], r["week_start"], r["regression_verdict"]) for r in rows) == expected
     # Read-only: the analyst's session cannot write to the shared warehouse.
     assert cli.returncode != 0 and "read-only" in cli.stderr.lower(), cli.stderr

@@ -88,8 +88,8 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
         ]
         assert con.execute("SELECT sum(held_s), count(held_by) FROM requests").fetchone() == (0.0, 0)
     [row] = store.run_summary()  # the stale v1 row is gone, the lake's run is there
-    assert row["run_id"] == "r1" and row["completed_requests"] == 2
-    assert row["cost_per_request_usd"] == pytest.approx(0.20)  # 8 x $2/h x 90 s / 3600 / 2
+    assert row.run_id == "r1" and row.completed_requests == 2
+    assert row.cost_per_request_usd == pytest.approx(0.20)  # 8 x $2/h x 90 s / 3600 / 2
     assert store.refresh().upgrade_notes == ()  # already current: nothing to upgrade
     with store.connect(read_only=True) as con:  # the lake files were read as they are, never rewritten
         assert con.execute("SELECT path, schema_version FROM lake_files ORDER BY path").fetchall() == [
@@ -114,7 +114,7 @@ def test_a_version_2_warehouse_keeps_its_history_and_gains_a_row_for_the_upgrade
             (2, 1_700_000_000.0, "created"),
             (3, 1_800_000_000.0, notes[0]),
         ]
-    assert [r["run_id"] for r in store.run_summary()] == ["r1"]
+    assert [r.run_id for r in store.run_summary()] == ["r1"]
 
 
 def test_a_newer_warehouse_is_refused_with_what_to_do_and_left_untouched(tmp_path):

@@ -84,7 +84,7 @@ def test_a_users_price_file_changes_the_runs_price_and_that_is_the_price_part(tm
         write_run(store.lake_root, week, "chat", run_info(f"r-{week}", 20.0), spec, records)
     store.refresh()
     runs = store.run_summary()
-    assert [(r["price_book"], r["usd_per_gpu_hour"]) for r in runs] == [("h200-rent", 5.0), ("h200-rent", 6.5)]
+    assert [(r.price_book, r.usd_per_gpu_hour) for r in runs] == [("h200-rent", 5.0), ("h200-rent", 6.5)]
     with store.connect() as con:
         change, price = con.execute(
             "SELECT change_usd, price_usd FROM cost_attribution WHERE week_start = DATE '2026-11-09'"

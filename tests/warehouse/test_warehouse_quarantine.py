@@ -37,7 +37,7 @@ def _requests_per_week(store: Warehouse) -> dict[date, int]:
 
 
 def _quarantine_check(store: Warehouse, week: date):
-    rows = [r for r in store.lake_quarantine() if r["week_start"] == week and r["scenario"] == "chat"]
+    rows = [r for r in store.lake_quarantine() if r.week_start == week and r.scenario == "chat"]
     return check_lake_quarantine(pd.DataFrame(rows))
 
 
@@ -67,13 +67,13 @@ def test_a_truncated_file_is_quarantined_by_name_and_the_other_weeks_still_build
     assert not bad.exists() and (store.root / quarantined.quarantined_path).read_bytes()  # moved, not deleted
     # Every query on requests works again and reads the other weeks; the marts have every run.
     assert _requests_per_week(store) == {WEEKS[0]: 3, WEEKS[2]: 3}
-    assert [(r["week_start"], r["completed_requests"]) for r in store.run_summary()] == [
+    assert [(r.week_start, r.completed_requests) for r in store.run_summary()] == [
         (WEEKS[0], 3),
         (WEEKS[1], 0),  # its runs row is intact; its requests are what is missing
         (WEEKS[2], 3),
     ]
     [row] = store.lake_quarantine()
-    assert row["replaced"] is False and row["quarantined_wall_s"] == NOW_WALL_S
+    assert row.replaced is False and row.quarantined_wall_s == NOW_WALL_S
     with pytest.raises(LakeError, match="quarantined it as unreadable"):
         read_partition(store.lake_root, "requests", WEEKS[1], "chat")
 
@@ -93,7 +93,7 @@ def test_the_lake_intact_check_fails_the_affected_week_until_the_partition_is_wr
     assert store.refresh().quarantined == ()
     assert _requests_per_week(store)[WEEKS[1]] == 5
     [row] = store.lake_quarantine()  # kept as history, marked replaced
-    assert row["replaced"] is True
+    assert row.replaced is True
     assert _quarantine_check(store, WEEKS[1]).success
 
 
@@ -141,7 +141,7 @@ def test_a_file_that_rots_after_it_was_checked_is_found_when_duckdb_fails_on_it(
     assert (quarantined.week_start, quarantined.table) == (WEEKS[0], "requests")
     assert "does not decode" in quarantined.reason
     assert result.decoded_files == 5
-    assert [r["completed_requests"] for r in store.run_summary()] == [0, 3, 3]
+    assert [r.completed_requests for r in store.run_summary()] == [0, 3, 3]
 
 
 def test_a_file_outside_any_partition_folder_is_quarantined_not_read(store):
@@ -154,4 +154,4 @@ def test_a_file_outside_any_partition_folder_is_quarantined_not_read(store):
     assert quarantined.reason.startswith("not in a partition folder")
     assert sum(_requests_per_week(store).values()) == 9
     [row] = store.lake_quarantine()
-    assert row["week_start"] is None and row["source_path"] == "lake/requests/week=someday/scenario=chat/part-0.parquet"
+    assert row.week_start is None and row.source_path == "lake/requests/week=someday/scenario=chat/part-0.parquet"

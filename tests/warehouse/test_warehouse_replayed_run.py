@@ -25,6 +25,7 @@ from replay.runner import ReplayConfig, run_replay, run_replay_async
 from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import RunSummaryRow
 from warehouse.marts.run_rows import build_run_row
 from warehouse.parquet.lake import write_partition
 
@@ -40,7 +41,9 @@ def _twin(name: str, *flags: str) -> EndpointSpec:
                         ready_timeout_s=30)  # fmt: skip
 
 
-def _ingest(root: Path, run_dir: Path, replay_dir: Path, spec: EndpointSpec) -> tuple[Warehouse, RunInfo, dict]:
+def _ingest(
+    root: Path, run_dir: Path, replay_dir: Path, spec: EndpointSpec
+) -> tuple[Warehouse, RunInfo, RunSummaryRow]:
     """runs, requests and server_samples of one run into a fresh warehouse, refreshed; its one run_summary row."""
     store = Warehouse(root)
     info = read_run_json(replay_dir)
@@ -70,20 +73,20 @@ def test_warm_up_is_excluded_once_and_the_console_agrees_with_the_warehouse(tmp_
     assert len(warm) == 4 and len(completed) == 8, [(r["request_id"], r["status"], r["error_message"]) for r in rows]
     window_s = max(r["finish_mono_s"] for r in rows) - WARMUP_S
     assert info.window_s == pytest.approx(window_s)  # run.json: warm-up already out
-    assert row["window_s"] == pytest.approx(window_s)  # and not subtracted a second time
-    assert row["completed_requests"] == len(completed)
-    assert row["cost_per_request_usd"] == pytest.approx(GPUS * USD_PER_GPU_HOUR * window_s / 3600 / len(completed))
+    assert row.window_s == pytest.approx(window_s)  # and not subtracted a second time
+    assert row.completed_requests == len(completed)
+    assert row.cost_per_request_usd == pytest.approx(GPUS * USD_PER_GPU_HOUR * window_s / 3600 / len(completed))
 
     # The console's summary is run_summary's numbers.
     console = summarize(read_requests(replay_dir, SUMMARY_COLUMNS), run)
-    assert (console.requests_completed, console.requests_warmup) == (row["completed_requests"], len(warm))
-    assert console.window_s == pytest.approx(row["window_s"])
-    assert console.request_rate_per_s == pytest.approx(row["completed_requests"] / row["window_s"])
-    assert console.output_tokens_per_s == pytest.approx(row["sustained_output_tokens_per_s"])
+    assert (console.requests_completed, console.requests_warmup) == (row.completed_requests, len(warm))
+    assert console.window_s == pytest.approx(row.window_s)
+    assert console.request_rate_per_s == pytest.approx(row.completed_requests / row.window_s)
+    assert console.output_tokens_per_s == pytest.approx(row.sustained_output_tokens_per_s)
     for mine, theirs in [("ttft_p50_ms", "p50_ttft_ms"), ("ttft_p95_ms", "p95_ttft_ms"), ("e2e_p50_ms", "p50_e2e_ms"),
                          ("e2e_p95_ms", "p95_e2e_ms"), ("e2e_from_scheduled_p95_ms", "p95_e2e_from_schedule_ms"),
                          ("prefix_cache_hit_rate", "prefix_cache_hit_rate"), ("schedule_lag_p99_ms", "schedule_lag_p99_ms")]:  # fmt: skip
-        assert getattr(console, mine) == pytest.approx(row[theirs]), mine
+        assert getattr(console, mine) == pytest.approx(getattr(row, theirs)), mine
 
     # schedule_lag_ms: one quantity in requests and runs (sent - scheduled - held, warm-up out).
     with store.connect(read_only=True) as con:
@@ -97,9 +100,9 @@ def test_warm_up_is_excluded_once_and_the_console_agrees_with_the_warehouse(tmp_
 
     # The twin sends meta_info.queue_time under --enable-metrics: the queueing share is measured.
     assert all(r["server_queue_time_s"] is not None and r["server_queue_time_s"] >= 0 for r in completed)
-    assert row["queue_share_source"] == "server" and 0 <= row["p95_queue_share"] <= 1
+    assert row.queue_share_source == "server" and 0 <= row.p95_queue_share <= 1
     # Occupancy against the cap the twin reports it enforces (4).
-    assert row["batch_occupancy"] is not None and 0 < row["batch_occupancy"] <= 1
+    assert row.batch_occupancy is not None and 0 < row.batch_occupancy <= 1
 
 
 @pytest.mark.timeout(120)
@@ -148,5 +151,5 @@ def test_a_fleets_batch_occupancy_divides_each_worker_by_its_own_cap(tmp_path):
         assert max(v for _, v in series) == cap  # each worker ran full at some point: its cap is real
         held = np.diff([t for t, _ in series] + [end])
         means.append(float(np.dot([v for _, v in series], held) / held.sum()))
-    assert row["batch_occupancy"] == pytest.approx(sum(means) / sum(caps))
-    assert 0 < row["batch_occupancy"] <= 1
+    assert row.batch_occupancy == pytest.approx(sum(means) / sum(caps))
+    assert 0 < row.batch_occupancy <= 1

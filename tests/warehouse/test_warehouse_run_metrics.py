@@ -10,6 +10,7 @@ import pytest
 
 from endpoints.probes.probe_records import ServerSample
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import RunSummaryRow
 from warehouse.marts.run_rows import RunContext
 from warehouse_builders import (
     T0_WALL_S,
@@ -144,7 +145,7 @@ def _gpu_samples(run_id: str) -> list:
 
 
 @pytest.fixture(scope="module")
-def row(tmp_path_factory) -> dict:
+def row(tmp_path_factory) -> RunSummaryRow:
     root = tmp_path_factory.mktemp("wh")
     prices = root / "prices.yaml"
     prices.write_text(PRICES)
@@ -165,55 +166,55 @@ def row(tmp_path_factory) -> dict:
 def test_cost_over_the_measured_window_excludes_the_warm_up(row):
     # runs.window_s = 90 s, warm-up already out (not subtracted again); 8 x $2/h x 90 s / 3600 = $0.40;
     # 4 completed -> $0.10 each.
-    assert row["window_s"] == pytest.approx(90.0)
-    assert row["run_cost_usd"] == pytest.approx(0.40)
-    assert (row["completed_requests"], row["failed_requests"]) == (4, 1)
-    assert row["cost_per_request_usd"] == pytest.approx(0.10)
+    assert row.window_s == pytest.approx(90.0)
+    assert row.run_cost_usd == pytest.approx(0.40)
+    assert (row.completed_requests, row.failed_requests) == (4, 1)
+    assert row.cost_per_request_usd == pytest.approx(0.10)
     # 5 + 5 + 3 + 2 = 15 output tokens: $0.40 / 15e-6 Mtok; 15 tokens / 90 s.
-    assert row["cost_per_mtok_output_usd"] == pytest.approx(0.40 / 15e-6)
-    assert row["sustained_output_tokens_per_s"] == pytest.approx(15 / 90)
-    assert row["list_usd_per_gpu_hour"] == pytest.approx(3.0)
+    assert row.cost_per_mtok_output_usd == pytest.approx(0.40 / 15e-6)
+    assert row.sustained_output_tokens_per_s == pytest.approx(15 / 90)
+    assert row.list_usd_per_gpu_hour == pytest.approx(3.0)
 
 
 def test_api_equivalent_cost_and_break_even(row):
     # cached 0+500+1000+500 = 2000 at $1, uncached 4000-2000 = 2000 at $2, output 15 at $10 per Mtok.
     api = (2000 * 1.0 + 2000 * 2.0 + 15 * 10.0) / 1e6
-    assert row["api_price_name"] == "test-api"
-    assert row["api_cost_usd"] == pytest.approx(api)
-    assert row["api_cost_per_request_usd"] == pytest.approx(api / 4)
-    assert row["self_host_to_api_cost_ratio"] == pytest.approx(0.40 / api)
+    assert row.api_price_name == "test-api"
+    assert row.api_cost_usd == pytest.approx(api)
+    assert row.api_cost_per_request_usd == pytest.approx(api / 4)
+    assert row.self_host_to_api_cost_ratio == pytest.approx(0.40 / api)
     # occupancy (below) x the cost ratio.
-    assert row["break_even_utilisation"] == pytest.approx(0.40 / api * (7 / 3 + 1) / 18)
+    assert row.break_even_utilisation == pytest.approx(0.40 / api * (7 / 3 + 1) / 18)
 
 
 def test_client_and_server_hit_rates(row):
-    assert row["prefix_cache_hit_rate"] == pytest.approx(2000 / 4000)
+    assert row.prefix_cache_hit_rate == pytest.approx(2000 / 4000)
     # Counters inside the window: cached 900 - 100 = 800, prompt 2200 - 200 = 2000.
-    assert row["server_prefix_cache_hit_rate"] == pytest.approx(800 / 2000)
-    assert row["retractions"] == 3  # 4 - 1
+    assert row.server_prefix_cache_hit_rate == pytest.approx(800 / 2000)
+    assert row.retractions == 3  # 4 - 1
 
 
 def test_batch_occupancy_and_kv_usage_are_time_weighted(row):
     # Worker A: 2 for 30 s, 4 for 30 s, 1 for 30 s = 7/3 of its 8 slots; worker B: 1 for 90 s of its 10:
     # the fleet ran (7/3 + 1) of 18 slots. Each worker against its own cap, so it stays within 0..1.
-    assert row["batch_occupancy"] == pytest.approx((7 / 3 + 1) / 18)
+    assert row.batch_occupancy == pytest.approx((7 / 3 + 1) / 18)
     # 0.2 for 60 s, 0.5 for 30 s.
-    assert row["kv_usage_mean"] == pytest.approx((0.2 * 60 + 0.5 * 30) / 90)
-    assert row["kv_usage_max"] == pytest.approx(0.5)
-    assert row["gpu_utilisation_pct"] == pytest.approx(60.0)
-    assert (row["server_sample_count"], row["gpu_sample_count"]) == (16, 3)
+    assert row.kv_usage_mean == pytest.approx((0.2 * 60 + 0.5 * 30) / 90)
+    assert row.kv_usage_max == pytest.approx(0.5)
+    assert row.gpu_utilisation_pct == pytest.approx(60.0)
+    assert (row.server_sample_count, row.gpu_sample_count) == (16, 3)
 
 
 def test_latency_percentiles(row):
     # Linear interpolation over 4 values v: rank q x 3.
-    assert [row[f"p{q}_ttft_ms"] for q in (50, 90, 95, 99)] == pytest.approx([250, 370, 385, 397])
-    assert [row[f"p{q}_ttfa_ms"] for q in (50, 90, 95, 99)] == pytest.approx([275, 370, 385, 397])
-    assert [row[f"p{q}_tpot_ms"] for q in (50, 90, 95, 99)] == pytest.approx(
+    assert [getattr(row, f"p{q}_ttft_ms") for q in (50, 90, 95, 99)] == pytest.approx([250, 370, 385, 397])
+    assert [getattr(row, f"p{q}_ttfa_ms") for q in (50, 90, 95, 99)] == pytest.approx([275, 370, 385, 397])
+    assert [getattr(row, f"p{q}_tpot_ms") for q in (50, 90, 95, 99)] == pytest.approx(
         [900, 1350 + 0.7 * 2250, 1350 + 0.85 * 2250, 1350 + 0.97 * 2250]
     )
-    assert [row[f"p{q}_e2e_ms"] for q in (50, 90, 95, 99)] == pytest.approx([2500, 3700, 3850, 3970])
+    assert [getattr(row, f"p{q}_e2e_ms") for q in (50, 90, 95, 99)] == pytest.approx([2500, 3700, 3850, 3970])
     # ITL gaps per token: 150, 300, 400, 500, 1000, 1700, 3600; rank q x 6.
-    assert [row[f"p{q}_itl_ms"] for q in (50, 90, 95, 99)] == pytest.approx(
+    assert [getattr(row, f"p{q}_itl_ms") for q in (50, 90, 95, 99)] == pytest.approx(
         [500, 1700 + 0.4 * 1900, 1700 + 0.7 * 1900, 1700 + 0.94 * 1900]
     )
 
@@ -222,12 +223,12 @@ def test_queueing_share_of_the_p95_tail(row):
     # e2e from schedule 1010..4010 ms: p95 = 3860, so only q4 is in the tail. Fastest prefill: q1 with
     # 1000 uncached tokens in 100 ms = 10 tokens/ms; q4's 500 uncached tokens model 50 ms of prefill, so
     # of its 410 ms to first token from the schedule, 360 ms were waiting: 360 / 4010.
-    assert row["p95_e2e_from_schedule_ms"] == pytest.approx(3860.0)
-    assert row["p95_queue_share"] == pytest.approx(360 / 4010)
-    assert row["queue_share_source"] == "modelled"  # no request reported meta_info.queue_time
+    assert row.p95_e2e_from_schedule_ms == pytest.approx(3860.0)
+    assert row.p95_queue_share == pytest.approx(360 / 4010)
+    assert row.queue_share_source == "modelled"  # no request reported meta_info.queue_time
 
 
-def _queue_share(tmp_path, queue_times_s: dict[str, float]) -> dict:
+def _queue_share(tmp_path, queue_times_s: dict[str, float]) -> RunSummaryRow:
     store = Warehouse(tmp_path / "wh")
     records = [dataclasses.replace(r, server_queue_time_s=queue_times_s.get(r.request_id)) for r in _records("r1")]
     write_run(store.lake_root, WEEK, "chat", run_info("r1", 90.0, warmup_s=10.0), SPEC, records)
@@ -240,26 +241,26 @@ def test_queueing_share_is_measured_where_the_server_reports_queue_time(tmp_path
     # q4 alone is the p95 tail: 10 ms from its schedule to its send, then 200 ms in the server's waiting
     # queue (meta_info.queue_time) -> 210 ms of its 4010 ms from the schedule. Warm-up's value ignored.
     row = _queue_share(tmp_path, {"q1": 0.05, "q2": 0.05, "q3": 0.05, "q4": 0.2, "w1": 9.0})
-    assert (row["p95_queue_share"], row["queue_share_source"]) == (pytest.approx(210 / 4010), "server")
+    assert (row.p95_queue_share, row.queue_share_source) == (pytest.approx(210 / 4010), "server")
 
 
 def test_queueing_share_falls_back_to_the_model_when_the_tail_lacks_queue_time(tmp_path):
     row = _queue_share(tmp_path / "a", {"q1": 0.05, "q2": 0.05, "q3": 0.05})  # q4, the tail, reports none
-    assert (row["p95_queue_share"], row["queue_share_source"]) == (pytest.approx(360 / 4010), "modelled")
+    assert (row.p95_queue_share, row.queue_share_source) == (pytest.approx(360 / 4010), "modelled")
 
 
 def test_reasoning_share_goodput_and_fleet_sizing(row):
     # Requests reporting reasoning: q1 1/5, q2 2/5, q4 0/2 -> 3 / 12.
-    assert row["reasoning_token_share"] == pytest.approx(0.25)
+    assert row.reasoning_token_share == pytest.approx(0.25)
     # SLO TTFT 350 ms from schedule, TPOT 1000 ms: q1 and q2 pass; q3 TPOT 1350, q4 TTFT 410 fail;
     # the failed q5 counts against: 2 / 5.
-    assert row["good_requests"] == 2
-    assert row["goodput"] == pytest.approx(0.4)
-    assert row["goodput_rps"] == pytest.approx(2 / 90)
+    assert row.good_requests == 2
+    assert row.goodput == pytest.approx(0.4)
+    assert row.goodput_rps == pytest.approx(2 / 90)
     # 1 request/s at 2/90 good requests/s per replica -> 45 replicas of 8 GPUs at $2.
-    assert row["replicas_for_target"] == 45
-    assert row["fleet_usd_per_hour"] == pytest.approx(45 * 8 * 2.0)
-    assert (row["schedule_lag_p99_ms"], row["client_degraded"]) == (2.5, False)
+    assert row.replicas_for_target == 45
+    assert row.fleet_usd_per_hour == pytest.approx(45 * 8 * 2.0)
+    assert (row.schedule_lag_p99_ms, row.client_degraded) == (2.5, False)
 
 
 def test_unmeasured_numbers_are_null_not_zero(tmp_path):
@@ -295,7 +296,7 @@ def test_unmeasured_numbers_are_null_not_zero(tmp_path):
         "replicas_for_target",
         "output_tokens",
     ):
-        assert row[column] is None, column
+        assert getattr(row, column) is None, column
     # Without a reported completion count a chunk gap stands for one token: 200 and 700 ms.
-    assert (row["p50_itl_ms"], row["p99_itl_ms"]) == (pytest.approx(450.0), pytest.approx(200 + 0.99 * 500))
-    assert not math.isnan(row["p95_queue_share"])
+    assert (row.p50_itl_ms, row.p99_itl_ms) == (pytest.approx(450.0), pytest.approx(200 + 0.99 * 500))
+    assert not math.isnan(row.p95_queue_share)

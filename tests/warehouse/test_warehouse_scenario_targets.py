@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import MartRow
 from warehouse.marts.run_rows import RunContext
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse_builders import endpoint, request, run_info, server_sample, write_run
@@ -53,38 +54,38 @@ def store(tmp_path_factory):
     return store
 
 
-def _by_scenario(rows: list[dict]) -> dict[str, dict]:
-    return {row["scenario"]: row for row in rows}
+def _by_scenario(rows: list[MartRow]) -> dict[str, MartRow]:
+    return {row.scenario: row for row in rows}
 
 
 def test_target_rps_sizes_the_fleet(store):
     rows = _by_scenario(store.run_summary())
     sized = rows["sized"]
-    assert sized["target_rps"] == 10.0
+    assert sized.target_rps == 10.0
     # 40 requests inside the SLO over the 30 s window: 4/3 req/s a replica; 10 req/s needs 8 replicas.
-    assert sized["goodput_rps"] == pytest.approx(40 / 30)
-    assert sized["replicas_for_target"] == 8
-    assert sized["fleet_usd_per_hour"] == pytest.approx(8 * 8 * 2.0)
-    assert rows["plain"]["target_rps"] is None and rows["plain"]["replicas_for_target"] is None
+    assert sized.goodput_rps == pytest.approx(40 / 30)
+    assert sized.replicas_for_target == 8
+    assert sized.fleet_usd_per_hour == pytest.approx(8 * 8 * 2.0)
+    assert rows["plain"].target_rps is None and rows["plain"].replicas_for_target is None
 
 
 def test_the_scenario_budget_decides_the_verdict(store):
     rows = _by_scenario(store.run_summary())
-    assert rows["sized"]["cost_per_request_usd"] == pytest.approx(8 * 2.0 * 30 / 3600 / 40)
+    assert rows["sized"].cost_per_request_usd == pytest.approx(8 * 2.0 * 30 / 3600 / 40)
     found = _by_scenario(store.diagnoses())
-    assert found["sized"]["verdict"] == "healthy"
-    assert found["sized"]["budget_usd_per_request"] == pytest.approx(0.01)
-    assert json.loads(found["sized"]["reasons"]) == [
+    assert found["sized"].verdict == "healthy"
+    assert found["sized"].budget_usd_per_request == pytest.approx(0.01)
+    assert json.loads(found["sized"].reasons) == [
         "cost per request 0.00333333 USD is within the scenario budget of 0.01 USD"
     ]
-    assert found["tight"]["verdict"] == "model_candidate"
+    assert found["tight"].verdict == "model_candidate"
     assert (
-        json.loads(found["tight"]["reasons"])[0]
+        json.loads(found["tight"].reasons)[0]
         == "cost per request 0.00333333 USD is above the scenario budget of 0.001 USD"
     )
     # Without a budget the same run is judged against the API's price for the same tokens.
-    assert found["plain"]["budget_usd_per_request"] == pytest.approx(rows["plain"]["api_cost_per_request_usd"])
-    assert "the API-equivalent cost of" in json.loads(found["plain"]["reasons"])[0]
+    assert found["plain"].budget_usd_per_request == pytest.approx(rows["plain"].api_cost_per_request_usd)
+    assert "the API-equivalent cost of" in json.loads(found["plain"].reasons)[0]
 
 
 def test_the_report_shows_the_fleet_and_the_budget(store, tmp_path):

@@ -34,20 +34,20 @@ def test_a_version_1_week_before_fingerprinted_weeks_is_not_a_configuration_chan
         _v2_week(store, week, f"v2-{i}")
     store.refresh()
     rows = store.weekly_trends()
-    assert [(r["week_start"], r["config_fingerprint"] is None) for r in rows] == [
+    assert [(r.week_start, r.config_fingerprint is None) for r in rows] == [
         (WEEKS[0], True),
         (WEEKS[1], True),
         (WEEKS[2], False),
         (WEEKS[3], False),
     ]
-    assert [r["config_changed"] for r in rows] == [False, False, False, False]  # unknown is not a change
+    assert [r.config_changed for r in rows] == [False, False, False, False]  # unknown is not a change
     first_v2 = rows[2]
     # Judged against the unrecorded weeks (cost per request $0.20 each), saying why, not claiming a change.
-    assert (first_v2["baseline_source"], first_v2["baseline_weeks"]) == ("unrecorded_config", 2)
-    assert first_v2["baseline_cost_per_request_usd"] == pytest.approx(0.20)
-    assert first_v2["regression_verdict"] == "ok" and first_v2["regression_reasons"] is None
-    assert (rows[1]["baseline_source"], rows[3]["baseline_source"]) == ("same_config", "same_config")
-    assert rows[3]["baseline_weeks"] == 1  # the fingerprinted configuration starts its own baseline
+    assert (first_v2.baseline_source, first_v2.baseline_weeks) == ("unrecorded_config", 2)
+    assert first_v2.baseline_cost_per_request_usd == pytest.approx(0.20)
+    assert first_v2.regression_verdict == "ok" and first_v2.regression_reasons is None
+    assert (rows[1].baseline_source, rows[3].baseline_source) == ("same_config", "same_config")
+    assert rows[3].baseline_weeks == 1  # the fingerprinted configuration starts its own baseline
 
 
 def test_each_files_schema_version_is_recorded(tmp_path):
@@ -112,4 +112,4 @@ def test_a_file_from_a_newer_costbench_stops_the_refresh_before_anything_moves(t
         store.refresh()
 
     assert bad.read_bytes() == b"truncated" and newer.is_file()
-    assert [r["run_id"] for r in store.run_summary()] == ["r0"]  # the previous database, as it was
+    assert [r.run_id for r in store.run_summary()] == ["r0"]  # the previous database, as it was

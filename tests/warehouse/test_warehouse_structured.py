@@ -14,6 +14,7 @@ from rich.console import Console
 
 from pipelines.commands.trend_console import print_weekly_trends
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.marts.run_rows import RunContext, build_run_row
 from warehouse.parquet.lake import write_partition
 from warehouse.quality import check_structured_output
@@ -78,59 +79,59 @@ def store(tmp_path_factory) -> Warehouse:
     return store
 
 
-def _rows(rows: list[dict]) -> dict[tuple[date, str], dict]:
-    return {(row["week_start"], row["scenario"]): row for row in rows}
+def _rows(rows: list[WeeklyTrendRow]) -> dict[tuple[date, str], WeeklyTrendRow]:
+    return {(row.week_start, row.scenario): row for row in rows}
 
 
 def test_run_summary_counts_valid_answers_of_completed_structured_requests(store):
-    runs = {row["run_id"]: row for row in store.run_summary()}
+    runs = {row.run_id: row for row in store.run_summary()}
     constrained, prompt_only, chat = runs["t1"], runs["p1"], runs["c1"]
-    assert constrained["completed_requests"] == 10
-    assert (constrained["structured_requests"], constrained["constrained_requests"], constrained["valid_answers"]) == (
+    assert constrained.completed_requests == 10
+    assert (constrained.structured_requests, constrained.constrained_requests, constrained.valid_answers) == (
         5,
         5,
         5,
     )
-    assert constrained["valid_answer_rate"] == 1.0 and constrained["retries"] == 0.0
-    assert constrained["usd_per_valid_request"] == pytest.approx(COST_PER_REQUEST_USD)
-    assert constrained["min_valid_rate"] == 0.99
+    assert constrained.valid_answer_rate == 1.0 and constrained.retries == 0.0
+    assert constrained.usd_per_valid_request == pytest.approx(COST_PER_REQUEST_USD)
+    assert constrained.min_valid_rate == 0.99
     # Decoding under the grammar against the same run's free-form requests.
-    assert constrained["tpot_constrained_ms"] == pytest.approx(30.0)
-    assert constrained["tpot_unconstrained_ms"] == pytest.approx(20.0)
+    assert constrained.tpot_constrained_ms == pytest.approx(30.0)
+    assert constrained.tpot_unconstrained_ms == pytest.approx(20.0)
 
-    assert (prompt_only["structured_requests"], prompt_only["constrained_requests"], prompt_only["valid_answers"]) == (
+    assert (prompt_only.structured_requests, prompt_only.constrained_requests, prompt_only.valid_answers) == (
         5,
         0,
         4,
     )
-    assert prompt_only["valid_answer_rate"] == pytest.approx(0.8)
+    assert prompt_only.valid_answer_rate == pytest.approx(0.8)
     # A parseable answer costs 1 / 0.8 requests; 5 structured requests need 5 x (1/0.8 - 1) = 1.25 more.
-    assert prompt_only["usd_per_valid_request"] == pytest.approx(COST_PER_REQUEST_USD / 0.8)
-    assert prompt_only["retries"] == pytest.approx(1.25)
-    assert prompt_only["tpot_constrained_ms"] is None and prompt_only["tpot_unconstrained_ms"] == pytest.approx(20.0)
+    assert prompt_only.usd_per_valid_request == pytest.approx(COST_PER_REQUEST_USD / 0.8)
+    assert prompt_only.retries == pytest.approx(1.25)
+    assert prompt_only.tpot_constrained_ms is None and prompt_only.tpot_unconstrained_ms == pytest.approx(20.0)
 
     # Free-form traffic only: nothing to validate, no rate, no made-up cost per valid request.
-    assert (chat["structured_requests"], chat["valid_answers"]) == (0, 0)
-    assert chat["valid_answer_rate"] is None and chat["usd_per_valid_request"] is None and chat["retries"] is None
+    assert (chat.structured_requests, chat.valid_answers) == (0, 0)
+    assert chat.valid_answer_rate is None and chat.usd_per_valid_request is None and chat.retries is None
 
 
 def test_weekly_trends_pool_the_answers_and_the_tpot_of_all_runs(store):
     trends = _rows(store.weekly_trends())
     week = trends[(WEEK_2, "tickets")]
-    assert week["runs"] == 2
-    assert (week["structured_requests"], week["constrained_requests"], week["valid_answers"]) == (10, 10, 9)
-    assert week["valid_answer_rate"] == pytest.approx(0.9)
-    assert week["usd_per_valid_request"] == pytest.approx(COST_PER_REQUEST_USD / 0.9)
-    assert week["retries"] == pytest.approx(10 * (1 / 0.9 - 1))
+    assert week.runs == 2
+    assert (week.structured_requests, week.constrained_requests, week.valid_answers) == (10, 10, 9)
+    assert week.valid_answer_rate == pytest.approx(0.9)
+    assert week.usd_per_valid_request == pytest.approx(COST_PER_REQUEST_USD / 0.9)
+    assert week.retries == pytest.approx(10 * (1 / 0.9 - 1))
     # The median of the pooled requests (5 at 30 ms, 5 at 40 ms), not either run's median.
-    assert week["tpot_constrained_ms"] == pytest.approx(35.0)
-    assert week["tpot_unconstrained_ms"] == pytest.approx(20.0)
-    assert week["min_valid_rate"] == 0.99
-    assert trends[(WEEK_1, "tickets-prompt")]["valid_answer_rate"] == pytest.approx(0.8)
+    assert week.tpot_constrained_ms == pytest.approx(35.0)
+    assert week.tpot_unconstrained_ms == pytest.approx(20.0)
+    assert week.min_valid_rate == 0.99
+    assert trends[(WEEK_1, "tickets-prompt")].valid_answer_rate == pytest.approx(0.8)
 
 
 def _check(store: Warehouse, week: date, scenario: str):
-    rows = [r for r in store.weekly_trends() if r["week_start"] == week and r["scenario"] == scenario]
+    rows = [r for r in store.weekly_trends() if r.week_start == week and r.scenario == scenario]
     return check_structured_output(pd.DataFrame(rows))
 
 
@@ -207,7 +208,7 @@ def test_the_trend_console_prints_the_structured_output_table(store):
     assert "chat " not in table  # no structured requests: not in this table
     assert "Week of" not in table  # the latest week has no prompt-only variant to compare with
     console = Console(record=True, width=300)
-    print_weekly_trends([r for r in store.weekly_trends() if r["week_start"] == WEEK_1], console)
+    print_weekly_trends([r for r in store.weekly_trends() if r.week_start == WEEK_1], console)
     assert (
         "Week of 2026-11-16: The constraint (tickets on v3-8xh200 against the prompt-only tickets-prompt on "
         "v3-8xh200) costs +50.0% TPOT" in console.export_text()
@@ -254,13 +255,12 @@ def test_replayed_against_the_twin_the_warehouse_counts_what_the_replay_validate
     import json
     import statistics
 
-    from test_replay_against_sim import running_sim
-
     from endpoints.spec import EndpointMode, EndpointSpec
     from replay.recording.run_json import read_run_json
     from replay.runner import ReplayConfig, run_replay
     from replay.schedule.requests_reader import read_requests
     from replay_sglang_peer import make_workload
+    from twin_process import running_sim
     from workloads.prompts.response_format import StructuredOutput, json_schema_format, with_structured_output
 
     schema = json.loads((REPO_ROOT / "workloads" / "schemas" / "support_ticket.json").read_text())
@@ -285,27 +285,27 @@ def test_replayed_against_the_twin_the_warehouse_counts_what_the_replay_validate
             write_partition(store.lake_root, "requests", WEEK_1, scenario, read_requests(out))
             parquet[scenario] = read_requests(out).to_pylist()
     store.refresh()
-    runs = {row["run_id"]: row for row in store.run_summary()}
+    runs = {row.run_id: row for row in store.run_summary()}
     for scenario, constrain in (("tickets", True), ("tickets-prompt", False)):
         rows, summary = parquet[scenario], runs[scenario]
         ok = [r for r in rows if r["status"] == "ok" and not r["is_warmup"]]
         structured = [r for r in ok if r["answer_valid"] is not None]
         valid = [r for r in structured if r["answer_valid"]]
         assert len(ok) == 16 and 0 < len(structured) < 16
-        assert (summary["structured_requests"], summary["valid_answers"]) == (len(structured), len(valid))
-        assert summary["constrained_requests"] == (len(structured) if constrain else 0)
+        assert (summary.structured_requests, summary.valid_answers) == (len(structured), len(valid))
+        assert summary.constrained_requests == (len(structured) if constrain else 0)
         rate = len(valid) / len(structured)
-        assert summary["valid_answer_rate"] == pytest.approx(rate)
-        assert summary["usd_per_valid_request"] == pytest.approx(summary["cost_per_request_usd"] / rate)
+        assert summary.valid_answer_rate == pytest.approx(rate)
+        assert summary.usd_per_valid_request == pytest.approx(summary.cost_per_request_usd / rate)
         tpots = [(r["finish_mono_s"] - r["first_token_mono_s"]) * 1000 / (r["completion_tokens"] - 1) for r in ok]
         grammar = [t for t, r in zip(tpots, ok) if r["constrained"]]
         other = [t for t, r in zip(tpots, ok) if not r["constrained"]]
-        assert summary["tpot_unconstrained_ms"] == pytest.approx(statistics.median(other))
+        assert summary.tpot_unconstrained_ms == pytest.approx(statistics.median(other))
         if constrain:
-            assert summary["tpot_constrained_ms"] == pytest.approx(statistics.median(grammar))
+            assert summary.tpot_constrained_ms == pytest.approx(statistics.median(grammar))
     # The constraint holds every answer to the schema; the prompt alone does not (the twin's 50% failures).
-    assert runs["tickets"]["valid_answer_rate"] == 1.0 and runs["tickets"]["retries"] == 0.0
-    assert runs["tickets-prompt"]["valid_answer_rate"] < 1.0 and runs["tickets-prompt"]["retries"] > 0
+    assert runs["tickets"].valid_answer_rate == 1.0 and runs["tickets"].retries == 0.0
+    assert runs["tickets-prompt"].valid_answer_rate < 1.0 and runs["tickets-prompt"].retries > 0
     trends = pd.DataFrame(store.weekly_trends())
     assert check_structured_output(trends[trends["scenario"] == "tickets"]).success
     assert check_structured_output(trends[trends["scenario"] == "tickets-prompt"]).success  # prompt-only: not judged

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.quality import check_weekly_trends
 from warehouse_builders import endpoint, request, run_info, write_run
 
@@ -43,7 +44,7 @@ def _week(store, week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bu
 
 
 @pytest.fixture(scope="module")
-def trends(tmp_path_factory) -> list[dict]:
+def trends(tmp_path_factory) -> list[WeeklyTrendRow]:
     store = Warehouse(tmp_path_factory.mktemp("trends") / "wh")
     for scenario in ("cost-up", "cost-noisy", "ttft-up", "hits-down", "config"):
         for week, cost in zip(WEEKS[:4], (0.10, 0.11, 0.09, 0.10)):  # baseline median 0.10
@@ -58,82 +59,78 @@ def trends(tmp_path_factory) -> list[dict]:
     return store.weekly_trends()
 
 
-def _row(trends, scenario, week) -> dict:
-    [row] = [r for r in trends if r["scenario"] == scenario and r["week_start"] == week]
+def _row(trends, scenario, week) -> WeeklyTrendRow:
+    [row] = [r for r in trends if r.scenario == scenario and r.week_start == week]
     return row
 
 
 def test_a_cost_rise_outside_the_noise_is_a_regression_with_its_reason(trends):
     row = _row(trends, "cost-up", WEEKS[4])
-    assert row["baseline_weeks"] == 4 and row["baseline_cost_per_request_usd"] == pytest.approx(0.10)
-    assert row["cost_change_pct"] == pytest.approx(30.0)
-    assert row["cost_wow_change_pct"] == pytest.approx(30.0) and row["prev_week_start"] == WEEKS[3]
+    assert row.baseline_weeks == 4 and row.baseline_cost_per_request_usd == pytest.approx(0.10)
+    assert row.cost_change_pct == pytest.approx(30.0)
+    assert row.cost_wow_change_pct == pytest.approx(30.0) and row.prev_week_start == WEEKS[3]
     # Every block alike: the interval is the point itself, above the baseline.
-    assert row["cost_per_request_low_usd"] == pytest.approx(0.13)
-    assert row["regression_verdict"] == "regression"
-    [reason] = json.loads(row["regression_reasons"])
+    assert row.cost_per_request_low_usd == pytest.approx(0.13)
+    assert row.regression_verdict == "regression"
+    [reason] = json.loads(row.regression_reasons)
     assert reason.startswith("cost_per_request_usd +30.0% vs baseline 0.1 (threshold +10%)")
     assert reason.endswith("lies above the baseline")
 
 
 def test_a_cost_rise_inside_a_wide_interval_is_drift_not_regression(trends):
     row = _row(trends, "cost-noisy", WEEKS[4])
-    assert row["cost_change_pct"] == pytest.approx(15.0)
-    assert row["cost_per_request_low_usd"] < 0.10 < row["cost_per_request_high_usd"]
-    assert row["regression_verdict"] == "drift"
-    assert "within noise" in json.loads(row["regression_reasons"])[0]
+    assert row.cost_change_pct == pytest.approx(15.0)
+    assert row.cost_per_request_low_usd < 0.10 < row.cost_per_request_high_usd
+    assert row.regression_verdict == "drift"
+    assert "within noise" in json.loads(row.regression_reasons)[0]
 
 
 def test_p95_ttft_and_hit_rate_regressions(trends):
     ttft = _row(trends, "ttft-up", WEEKS[4])
-    assert ttft["p95_ttft_change_pct"] == pytest.approx(50.0)
-    assert ttft["p95_ttft_low_ms"] == pytest.approx(150.0, rel=0.01)  # 1 % log bins
-    assert ttft["regression_verdict"] == "regression"
-    assert json.loads(ttft["regression_reasons"])[0].startswith("p95_ttft_ms +50.0% vs baseline 100")
+    assert ttft.p95_ttft_change_pct == pytest.approx(50.0)
+    assert ttft.p95_ttft_low_ms == pytest.approx(150.0, rel=0.01)  # 1 % log bins
+    assert ttft.regression_verdict == "regression"
+    assert json.loads(ttft.regression_reasons)[0].startswith("p95_ttft_ms +50.0% vs baseline 100")
     hits = _row(trends, "hits-down", WEEKS[4])
-    assert hits["hit_rate_change_pts"] == pytest.approx(-20.0)
-    assert hits["regression_verdict"] == "regression"
-    assert json.loads(hits["regression_reasons"])[0].startswith("prefix_cache_hit_rate -20.0 points vs baseline 0.5000")
+    assert hits.hit_rate_change_pts == pytest.approx(-20.0)
+    assert hits.regression_verdict == "regression"
+    assert json.loads(hits.regression_reasons)[0].startswith("prefix_cache_hit_rate -20.0 points vs baseline 0.5000")
 
 
 def test_a_new_configuration_is_judged_against_the_previous_one_then_starts_its_own_baseline(trends):
     changed = _row(trends, "config", WEEKS[4])
-    assert changed["config_changed"] is True
+    assert changed.config_changed is True
     # No week ran this configuration before: the change itself is judged against the old baseline (0.10).
-    assert changed["baseline_source"] == "previous_config" and changed["baseline_weeks"] == 4
-    assert changed["baseline_cost_per_request_usd"] == pytest.approx(0.10)
-    assert changed["regression_verdict"] == "regression"
-    reasons = json.loads(changed["regression_reasons"])
+    assert changed.baseline_source == "previous_config" and changed.baseline_weeks == 4
+    assert changed.baseline_cost_per_request_usd == pytest.approx(0.10)
+    assert changed.regression_verdict == "regression"
+    reasons = json.loads(changed.regression_reasons)
     assert reasons[0].startswith("configuration changed this week")
     assert reasons[1].startswith("cost_per_request_usd +30.0%")
-    assert changed["cost_wow_change_pct"] is None  # last week ran another configuration
+    assert changed.cost_wow_change_pct is None  # last week ran another configuration
     after = _row(trends, "config", WEEKS[5])
-    assert after["config_changed"] is False
-    assert after["baseline_source"] == "same_config"
-    assert after["baseline_weeks"] == 1 and after["regression_verdict"] == "ok"
-    assert (
-        after["config_fingerprint"]
-        == changed["config_fingerprint"]
-        != _row(trends, "config", WEEKS[3])["config_fingerprint"]
-    )
+    assert after.config_changed is False
+    assert after.baseline_source == "same_config"
+    assert after.baseline_weeks == 1 and after.regression_verdict == "ok"
+    assert after.config_fingerprint == changed.config_fingerprint != _row(trends, "config", WEEKS[3]).config_fingerprint
 
 
 def test_steady_weeks_are_ok(trends):
     row = _row(trends, "cost-up", WEEKS[3])
-    assert row["baseline_weeks"] == 3 and row["regression_verdict"] == "ok" and row["regression_reasons"] is None
+    assert row.baseline_weeks == 3 and row.regression_verdict == "ok" and row.regression_reasons is None
 
 
 def test_the_dagster_check_fails_exactly_where_the_verdict_says_regression(trends):
     for week in WEEKS:
-        rows = [r for r in trends if r["week_start"] == week]
+        rows = [r for r in trends if r.week_start == week]
         result = check_weekly_trends(pd.DataFrame(rows))
-        regressed = sorted(r["scenario"] for r in rows if r["regression_verdict"] == "regression")
+        regressed = sorted(r.scenario for r in rows if r.regression_verdict == "regression")
         assert result.success == (not regressed)
         if regressed:
             [failure] = result.failures
             assert failure.unexpected_count == len(regressed)
             assert sorted(e.split(" ")[1] for e in failure.examples) == regressed
-    assert sorted(r["scenario"] for r in trends if r["regression_verdict"] == "regression") == [
+    assert sorted(r.scenario for r in trends if r.regression_verdict == "regression") == [
         "config",
         "cost-up",
         "hits-down",

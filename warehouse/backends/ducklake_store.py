@@ -38,8 +38,8 @@ import pyarrow as pa
 from warehouse.backends import schema_migrations
 from warehouse.backends.duckdb_extensions import ExtensionError, load_extensions, load_statements, offline_connection
 from warehouse.backends.ducklake_url import DuckLakeLocation, parse_ducklake_url
-from warehouse.backends.store import LAKE_TABLES, RefreshResult, WarehouseError, load_prices, read_sql, render_sql
-from warehouse.marts.bootstrap_interval import rebuild_intervals
+from warehouse.backends.store import LAKE_TABLES, RefreshResult, WarehouseError, load_prices
+from warehouse.marts.build import build_marts
 from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import load_price_table
 from warehouse.parquet.lake import (
@@ -52,6 +52,7 @@ from warehouse.parquet.lake import (
     validate_week_start,
 )
 from warehouse.parquet.lake_columns import PATH_COLUMNS, duckdb_type
+from warehouse.sql_files import read_sql, render_sql
 
 ALIAS = "costbench"  # the name the warehouse is attached under, here and in the analysts' lines
 LAKE_SCHEMA = "lake"
@@ -216,11 +217,7 @@ class DuckLakeWarehouse(MartReaders):
             con.execute("DELETE FROM schema_version")  # rewritten whole from the history read above
             schema_migrations.record_version(con, history, notes, self.clock_wall_s())
             load_prices(con, prices)
-            con.execute(read_sql("sql/run_summary.sql"))
-            rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
-            con.execute(read_sql("sql/weekly_trends.sql"))
-            con.execute(read_sql("sql/cost_attribution.sql"))
-            con.execute(read_sql("sql/diagnoses.sql"))
+            build_marts(con)
             return sum(self._data_files(con, table) for table in LAKE_TABLES)
 
         files = self._transaction(build, "refresh")

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
-from importlib import resources
 from pathlib import Path
 
 import duckdb
@@ -35,7 +33,7 @@ import pyarrow.parquet as pq
 from warehouse.backends import schema_migrations
 from warehouse.backends.schema_migrations import StoredHistory
 from warehouse.errors import WarehouseError
-from warehouse.marts.bootstrap_interval import rebuild_intervals
+from warehouse.marts.build import build_marts
 from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import PriceTable, load_price_table
 from warehouse.parquet.crash_point import crash_point
@@ -44,6 +42,7 @@ from warehouse.parquet.lake import PART_FILE, fsync_path, read_partition, recove
 from warehouse.parquet.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
 from warehouse.parquet.lake_columns import LAKE_COLUMNS
 from warehouse.parquet.lake_quarantine import QuarantinedFile, list_quarantine
+from warehouse.sql_files import read_sql, render_sql
 
 # Lake tables the views read, with the columns and types they must have even while the lake is empty.
 LAKE_TABLES: dict[str, pa.Schema] = {table: columns.schema() for table, columns in LAKE_COLUMNS.items()}
@@ -51,7 +50,6 @@ SCHEMA_DIR = "_schema"  # zero-row stand-ins, inside the lake root but outside e
 DB_FILE = "costbench.duckdb"
 BUILD_PREFIX = f".{DB_FILE}.build-"  # + pid; DuckDB adds .wal and .tmp/ beside it while building
 REFRESH_LOCK = ".refresh.lock"
-_PLACEHOLDER = re.compile(r"@([a-z_]+)@")
 _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
 _UNSAFE_ROOT_CHARS = _UNSAFE_PATH_CHARS | {","}  # file_search_path is a comma-separated list
 _LOCK_POLL_S = 0.2
@@ -74,18 +72,6 @@ class RefreshResult:
 class _Previous:
     history: StoredHistory
     decoded: dict[str, tuple[int, int, float]]  # lake_files path -> (size_bytes, modified_ns, decoded_wall_s)
-
-
-def read_sql(name: str) -> str:
-    return resources.files("warehouse").joinpath(name).read_text()
-
-
-def render_sql(template: str, values: dict[str, str], where: str) -> str:
-    """Replace every @name@ with values[name]; each name must be used and every placeholder known."""
-    used = set(_PLACEHOLDER.findall(template))
-    if used != set(values):
-        raise WarehouseError(f"{where}: placeholders {sorted(used)} do not match the values {sorted(values)}")
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
 def sql_path_literal(path: Path | str, glob: str = "") -> str:
@@ -231,11 +217,7 @@ class Warehouse(MartReaders):
                 schema_migrations.record_version(con, history, notes, now_wall_s)
                 load_prices(con, prices)
                 self._load_lake_tables(con, audit)
-                con.execute(read_sql("sql/run_summary.sql"))
-                rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
-                con.execute(read_sql("sql/weekly_trends.sql"))
-                con.execute(read_sql("sql/cost_attribution.sql"))
-                con.execute(read_sql("sql/diagnoses.sql"))
+                build_marts(con)
                 con.execute("COMMIT")
                 crash_point("refresh-building")
                 con.execute("CHECKPOINT")

@@ -1,19 +1,36 @@
-"""The marts as rows, read the same way from either backend (warehouse/backends/store.py,
-warehouse/backends/ducklake_store.py)."""
+"""The marts as typed rows (warehouse/marts/mart_rows.py), read the same way from either backend
+(warehouse/backends/store.py, warehouse/backends/ducklake_store.py)."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import fields
+from typing import TypeVar
 
 import duckdb
 
 from warehouse.backends import schema_migrations
 from warehouse.errors import WarehouseError
+from warehouse.marts.mart_rows import (
+    CostAttributionRow,
+    DiagnosisRow,
+    LakeQuarantineRow,
+    MartRow,
+    RunSummaryRow,
+    WeeklyTrendRow,
+)
+
+R = TypeVar("R", bound=MartRow)
+# The order weekly_trends and cost_attribution rows are read in: their grain.
+_GRAIN_ORDER = "week_start, scenario, endpoint, backend, config_fingerprint"
+
+
+class MartNotBuiltError(WarehouseError):
+    """The warehouse has no such mart yet (never refreshed, or refreshed before the mart existed)."""
 
 
 class MartReaders:
-    """Mixed into a backend that has `connect(read_only=True)` and `location`; raises `missing_error` (its own
-    WarehouseError) when a mart has not been built yet."""
+    """Mixed into a backend that has `connect(read_only=True)` and `location`."""
 
     @property
     def location(self) -> str:
@@ -22,30 +39,37 @@ class MartReaders:
     def connect(self, read_only: bool = True) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         raise NotImplementedError
 
-    def diagnoses(self) -> list[dict]:
+    def diagnoses(self) -> list[DiagnosisRow]:
         """Every diagnoses row (the four-numbers verdict per run), ordered by week, scenario, run."""
-        return self._rows("diagnoses", "week_start, scenario, run_id")
+        return self._rows(DiagnosisRow, "diagnoses", "week_start, scenario, run_id")
 
-    def weekly_trends(self) -> list[dict]:
+    def weekly_trends(self) -> list[WeeklyTrendRow]:
         """Every weekly_trends row (columns: warehouse/schema.sql), ordered by week, scenario, endpoint."""
-        return self._rows("weekly_trends", "week_start, scenario, endpoint, backend, config_fingerprint")
+        return self._rows(WeeklyTrendRow, "weekly_trends", _GRAIN_ORDER)
 
-    def run_summary(self) -> list[dict]:
+    def run_summary(self) -> list[RunSummaryRow]:
         """Every run_summary row, ordered by week, scenario, run."""
-        return self._rows("run_summary", "week_start, scenario, run_id")
+        return self._rows(RunSummaryRow, "run_summary", "week_start, scenario, run_id")
 
-    def cost_attribution(self) -> list[dict]:
+    def cost_attribution(self) -> list[CostAttributionRow]:
         """Every cost_attribution row (why cost per request moved against the baseline), ordered like weekly_trends."""
-        return self._rows("cost_attribution", "week_start, scenario, endpoint, backend, config_fingerprint")
+        return self._rows(CostAttributionRow, "cost_attribution", _GRAIN_ORDER)
 
-    def lake_quarantine(self) -> list[dict]:
+    def lake_quarantine(self) -> list[LakeQuarantineRow]:
         """Every quarantined lake file, with its partition, reason and whether it was written again since."""
-        return self._rows("lake_quarantine", "quarantined_wall_s, quarantined_path")
+        return self._rows(LakeQuarantineRow, "lake_quarantine", "quarantined_wall_s, quarantined_path")
 
-    def _rows(self, table: str, order_by: str) -> list[dict]:
+    def _rows(self, record: type[R], table: str, order_by: str) -> list[R]:
         with self.connect(read_only=True) as con:
             if not schema_migrations.has_table(con, table):
-                raise WarehouseError(f"{self.location}: no {table} table yet: refresh the warehouse first")
+                raise MartNotBuiltError(f"{self.location}: no {table} table yet: refresh the warehouse first")
             cursor = con.execute(f"SELECT * FROM {table} ORDER BY {order_by}")
             columns = [d[0] for d in cursor.description]
-            return [dict(zip(columns, row)) for row in cursor.fetchall()]
+            expected = [f.name for f in fields(record)]
+            if columns != expected:
+                # A database built by another costbench of the same schema version: rebuilt, it matches.
+                raise WarehouseError(
+                    f"{self.location}: {table} has columns {columns}, this costbench reads {expected}: "
+                    "refresh the warehouse"
+                )
+            return [record(*row) for row in cursor.fetchall()]

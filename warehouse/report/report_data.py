@@ -4,13 +4,15 @@ warehouse/schema.sql)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-import duckdb
 import pandas as pd
 
-from warehouse.backends.store import Warehouse
+from warehouse.backends.backend import WarehouseBackend
+from warehouse.marts.mart_readers import MartNotBuiltError
+from warehouse.marts.mart_rows import CostAttributionRow, MartRow, as_frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +28,9 @@ class ReportData:
         return self.trends[self.trends["week_start"] == self.week_start]
 
 
-def load_report_data(store: Warehouse, week_start: date) -> ReportData:
-    def frame(rows: list[dict]) -> pd.DataFrame:
-        data = pd.DataFrame(rows)
+def load_report_data(store: WarehouseBackend, week_start: date) -> ReportData:
+    def frame(rows: Sequence[MartRow]) -> pd.DataFrame:
+        data = as_frame(rows)
         if not data.empty:
             data["week_start"] = pd.to_datetime(data["week_start"]).dt.date
             data = data[data["week_start"] <= week_start]
@@ -42,11 +44,8 @@ def load_report_data(store: Warehouse, week_start: date) -> ReportData:
     )
 
 
-def _attribution(store: Warehouse) -> list[dict]:
-    with store.connect() as con:
-        try:
-            cursor = con.execute("SELECT * FROM cost_attribution ORDER BY week_start, scenario, endpoint")
-        except duckdb.CatalogException:
-            return []  # a database refreshed before the mart existed: the next refresh builds it
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+def _attribution(store: WarehouseBackend) -> list[CostAttributionRow]:
+    try:
+        return store.cost_attribution()
+    except MartNotBuiltError:
+        return []  # a database refreshed before the mart existed: the next refresh builds it

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pandas as pd
 
-from warehouse.backends.store import Warehouse
+from warehouse.backends.backend import WarehouseBackend
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
 from warehouse.report.report_data import ReportData, load_report_data
@@ -248,13 +248,13 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
     )
 
 
-def write_weekly_report(store: Warehouse, week_start: date, reports_dir: Path | None = None) -> WeeklyReport:
+def write_weekly_report(store: WarehouseBackend, week_start: date, reports_dir: Path | None = None) -> WeeklyReport:
     """Writes the week's page and cost PNG (replacing earlier versions atomically) and says where they are."""
     reports_dir = Path(reports_dir or store.root / "reports")
     reports_dir.mkdir(parents=True, exist_ok=True)
     data = load_report_data(store, week_start)
     if data.this_week.empty:
-        raise ValueError(f"{store.db_path}: weekly_trends has no rows for the week of {week_start}")
+        raise ValueError(f"{store.location}: weekly_trends has no rows for the week of {week_start}")
     plots = trend_figures(data)
     html_path = reports_dir / f"week={week_start.isoformat()}.html"
     png_path = reports_dir / f"cost_trend_week={week_start.isoformat()}.png"

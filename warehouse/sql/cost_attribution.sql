@@ -18,7 +18,16 @@
 -- cached_tokens or the offered reuse not recorded) leaves its part null and the amount in unattributed_usd;
 -- without a capacity on both sides, latency and occupancy are one part, runtime_occupancy_usd.
 INSERT INTO cost_attribution BY NAME
-WITH run_tokens AS (
+WITH trends AS (
+    -- weekly_trends with the keys weekly_trends.sql defines: grain (the row) and series (its scenario, endpoint
+    -- and backend, whatever configuration they ran), struct keys in which a null fingerprint equals itself.
+    SELECT
+        *,
+        struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain,
+        struct_pack(scenario, endpoint, backend) AS series
+    FROM weekly_trends
+),
+run_tokens AS (
     SELECT
         week_start,
         scenario,
@@ -35,11 +44,7 @@ WITH run_tokens AS (
 ),
 run_factors AS (
     SELECT
-        s.week_start,
-        s.scenario,
-        s.endpoint,
-        s.backend,
-        s.config_fingerprint,
+        struct_pack(s.week_start, s.scenario, s.endpoint, s.backend, s.config_fingerprint) AS grain,  -- the row's
         s.run_cost_usd,
         s.completed_requests,
         s.gpu_count * s.window_s / 3600.0 AS gpu_hours,
@@ -59,11 +64,7 @@ run_factors AS (
 weekly AS (
     -- Sums stay null when any run lacks the figure: a pooled factor must cover every costed run.
     SELECT
-        week_start,
-        scenario,
-        endpoint,
-        backend,
-        config_fingerprint,
+        grain,
         sum(run_cost_usd) / sum(completed_requests) AS cost_per_request_usd,
         sum(run_cost_usd) / sum(gpu_hours) AS usd_per_gpu_hour,
         sum(input_tokens) / sum(completed_requests) AS input_tokens_per_request,
@@ -77,7 +78,7 @@ weekly AS (
         CASE WHEN count(capacity_gpu_hours) = count(*) THEN sum(capacity_gpu_hours) END AS capacity_gpu_hours,
         CASE WHEN count(offered_span_s) = count(*) THEN sum(offered_requests) / sum(offered_span_s) END AS offered_rps
     FROM run_factors
-    GROUP BY ALL
+    GROUP BY grain
 ),
 factors AS (
     SELECT
@@ -97,33 +98,22 @@ candidates AS (
     -- weekly_trends' baseline weeks: the same configuration's, or (baseline_source previous_config /
     -- unrecorded_config) the scenario and endpoint's whatever they ran; the 4 most recent earlier rows.
     SELECT
-        w.week_start,
-        w.scenario,
-        w.endpoint,
-        w.backend,
-        w.config_fingerprint,
+        w.grain,
+        b.grain AS baseline_grain,
         b.week_start AS baseline_week,
         b.cost_per_request_usd AS baseline_cost,
-        row_number() OVER (
-            PARTITION BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint
-            ORDER BY b.week_start DESC, b.config_fingerprint
-        ) AS recency,
-        b.config_fingerprint AS baseline_fingerprint
-    FROM weekly_trends AS w
-    JOIN weekly_trends AS b
-        ON b.scenario = w.scenario AND b.endpoint = w.endpoint AND b.backend = w.backend
-        AND b.week_start < w.week_start
+        row_number() OVER (PARTITION BY w.grain ORDER BY b.week_start DESC, b.config_fingerprint) AS recency
+    FROM trends AS w
+    JOIN trends AS b
+        ON b.series = w.series AND b.week_start < w.week_start
         AND (w.baseline_source <> 'same_config' OR b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint)
     WHERE w.baseline_source IS NOT NULL
 ),
 ranked AS (
     SELECT
         *,
-        row_number() OVER (
-            PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint
-            ORDER BY baseline_cost, baseline_week
-        ) AS cost_rank,
-        count(*) OVER (PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint) AS costed_weeks
+        row_number() OVER (PARTITION BY grain ORDER BY baseline_cost, baseline_week) AS cost_rank,
+        count(*) OVER (PARTITION BY grain) AS costed_weeks
     FROM candidates
     WHERE recency <= 4 AND baseline_cost IS NOT NULL
 ),
@@ -135,11 +125,7 @@ median_weeks AS (
 ),
 pairs AS (
     SELECT
-        m.week_start,
-        m.scenario,
-        m.endpoint,
-        m.backend,
-        m.config_fingerprint,
+        m.grain,
         m.weight,
         m.baseline_week,
         c.cost_per_request_usd AS c,
@@ -157,12 +143,8 @@ pairs AS (
         coalesce(ln(c.f_occupancy / b.f_occupancy), ln(c.f_runtime_load / b.f_runtime_load)) AS d_occupancy,
         c.f_latency IS NOT NULL AND b.f_latency IS NOT NULL AS capacity_known
     FROM median_weeks AS m
-    JOIN factors AS c
-        ON c.week_start = m.week_start AND c.scenario = m.scenario AND c.endpoint = m.endpoint
-        AND c.backend = m.backend AND c.config_fingerprint IS NOT DISTINCT FROM m.config_fingerprint
-    JOIN factors AS b
-        ON b.week_start = m.baseline_week AND b.scenario = m.scenario AND b.endpoint = m.endpoint
-        AND b.backend = m.backend AND b.config_fingerprint IS NOT DISTINCT FROM m.baseline_fingerprint
+    JOIN factors AS c ON c.grain = m.grain
+    JOIN factors AS b ON b.grain = m.baseline_grain
 ),
 pair_parts AS (
     SELECT
@@ -178,11 +160,7 @@ pair_parts AS (
 ),
 attributed AS (
     SELECT
-        week_start,
-        scenario,
-        endpoint,
-        backend,
-        config_fingerprint,
+        grain,
         sum(weight * c0) AS baseline_cost_per_request_usd,
         string_agg(baseline_week::VARCHAR, ',' ORDER BY baseline_week) AS baseline_median_weeks,
         bool_and(capacity_known) AS capacity_known,
@@ -195,7 +173,7 @@ attributed AS (
         CASE WHEN count(runtime_latency_usd) = count(*) THEN sum(weight * runtime_latency_usd) END AS runtime_latency_usd,
         CASE WHEN count(runtime_occupancy_usd) = count(*) THEN sum(weight * runtime_occupancy_usd) END AS runtime_occupancy_usd
     FROM pair_parts
-    GROUP BY ALL
+    GROUP BY grain
 )
 SELECT
     w.week_start,
@@ -233,11 +211,7 @@ SELECT
     f.reasoning_tokens_per_request,
     f.offered_work_tokens / nullif(f.tokens, 0) AS offered_work_share,
     f.realised_work_tokens / nullif(f.tokens, 0) AS realised_work_share
-FROM weekly_trends AS w
-LEFT JOIN factors AS f
-    ON f.week_start = w.week_start AND f.scenario = w.scenario AND f.endpoint = w.endpoint
-    AND f.backend = w.backend AND f.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
-LEFT JOIN attributed AS a
-    ON a.week_start = w.week_start AND a.scenario = w.scenario AND a.endpoint = w.endpoint
-    AND a.backend = w.backend AND a.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+FROM trends AS w
+LEFT JOIN factors AS f ON f.grain = w.grain
+LEFT JOIN attributed AS a ON a.grain = w.grain
 ORDER BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint;

@@ -12,7 +12,8 @@
 -- 95% block-bootstrap interval (cost_intervals, computed by warehouse/marts/bootstrap_interval.py). It judges the
 -- canary rows only (role 'canary', or null for runs that did not record a role): a canary replays the same
 -- window every week, so only the runtime moved it. Live rows replay the week's traffic: their changes are
--- the cost trend, and their verdict is 'not_judged'.
+-- the cost trend, and their verdict is 'not_judged'. The metrics it judges, with the columns each is read
+-- from, are declared in warehouse/marts/judged_metrics.py, held to this file by a test.
 INSERT INTO weekly_trends BY NAME
 WITH thresholds AS (
     SELECT
@@ -20,8 +21,27 @@ WITH thresholds AS (
         20.0 AS max_p95_ttft_change_pct,   -- p95 TTFT +20%
         -10.0 AS min_hit_rate_change_pts   -- prefix-cache hit rate -10 points
 ),
+grained_runs AS (
+    -- The keys every join, window and group below uses. grain: a row pools the runs of one week x scenario x
+    -- endpoint x backend x fingerprint. series: the scenario, endpoint and backend, whatever configuration they
+    -- ran, which a baseline follows to earlier weeks. Struct keys compare field by field, a null equal to a
+    -- null: an unrecorded fingerprint matches itself (tests/warehouse/test_warehouse_mart_drift.py keeps every
+    -- spelling of them alike).
+    SELECT
+        *,
+        struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain,
+        struct_pack(scenario, endpoint, backend) AS series
+    FROM run_summary
+),
+intervals AS (
+    -- cost_intervals, one row per grain (warehouse/marts/bootstrap_interval.py), keyed the same way.
+    SELECT *, struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain
+    FROM cost_intervals
+),
 run_groups AS (
     SELECT
+        grain,
+        series,
         week_start,
         scenario,
         endpoint,
@@ -54,30 +74,26 @@ run_groups AS (
         max(min_valid_rate) AS min_valid_rate,  -- the strictest threshold any run of the week carried
         any_value(tpot_constrained_ms) AS one_run_tpot_constrained_ms,
         any_value(tpot_unconstrained_ms) AS one_run_tpot_unconstrained_ms
-    FROM run_summary
+    FROM grained_runs
     GROUP BY ALL
 ),
 pooled_percentiles AS (
     SELECT
-        r.week_start,
-        r.scenario,
-        r.endpoint,
-        r.backend,
-        r.config_fingerprint,
+        r.grain,
         quantile_cont(q.ttft_ms, [0.50, 0.95]) AS ttft_q,
         quantile_cont(q.e2e_ms, [0.50, 0.95]) AS e2e_q,
         quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained) AS tpot_constrained_ms,
         quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained IS NOT TRUE) AS tpot_unconstrained_ms
     FROM requests AS q
-    JOIN run_summary AS r USING (week_start, scenario, run_id)
-    JOIN run_groups AS g
-        ON g.week_start = r.week_start AND g.scenario = r.scenario AND g.endpoint = r.endpoint
-        AND g.backend = r.backend AND g.config_fingerprint IS NOT DISTINCT FROM r.config_fingerprint
+    JOIN grained_runs AS r USING (week_start, scenario, run_id)
+    JOIN run_groups AS g ON g.grain = r.grain
     WHERE q.is_completed AND g.runs > 1
     GROUP BY ALL
 ),
 weekly AS (
     SELECT
+        g.grain,
+        g.series,
         g.week_start,
         g.scenario,
         g.endpoint,
@@ -109,29 +125,20 @@ weekly AS (
         CASE WHEN g.runs = 1 THEN g.one_run_tpot_unconstrained_ms ELSE p.tpot_unconstrained_ms END AS tpot_unconstrained_ms,
         g.min_valid_rate
     FROM run_groups AS g
-    LEFT JOIN pooled_percentiles AS p
-        ON p.week_start = g.week_start AND p.scenario = g.scenario AND p.endpoint = g.endpoint
-        AND p.backend = g.backend AND p.config_fingerprint IS NOT DISTINCT FROM g.config_fingerprint
+    LEFT JOIN pooled_percentiles AS p ON p.grain = g.grain
 ),
 history AS (
     -- Every earlier week of the scenario and endpoint, whatever configuration it ran, with whether it
     -- ran this one and its rank among the earlier weeks (all, and of the same configuration).
     SELECT
         *,
-        row_number() OVER (
-            PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint ORDER BY earlier_week DESC
-        ) AS recency,
-        row_number() OVER (
-            PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint, same_config ORDER BY earlier_week DESC
-        ) AS recency_in_config,
-        max(earlier_week) OVER (PARTITION BY week_start, scenario, endpoint, backend, config_fingerprint) AS latest_earlier_week
+        row_number() OVER (PARTITION BY grain ORDER BY earlier_week DESC) AS recency,
+        row_number() OVER (PARTITION BY grain, same_config ORDER BY earlier_week DESC) AS recency_in_config,
+        max(earlier_week) OVER (PARTITION BY grain) AS latest_earlier_week
     FROM (
         SELECT
+            w.grain,
             w.week_start,
-            w.scenario,
-            w.endpoint,
-            w.backend,
-            w.config_fingerprint,
             b.week_start AS earlier_week,
             b.cost_per_request_usd,
             b.p95_ttft_ms,
@@ -139,19 +146,13 @@ history AS (
             b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint AS same_config,
             b.config_fingerprint IS NOT NULL AND w.config_fingerprint IS NOT NULL AS both_recorded
         FROM weekly AS w
-        JOIN weekly AS b
-            ON b.scenario = w.scenario AND b.endpoint = w.endpoint AND b.backend = w.backend
-            AND b.week_start < w.week_start
+        JOIN weekly AS b ON b.series = w.series AND b.week_start < w.week_start
     )
 ),
 baselines AS (
     -- Up to the 4 most recent earlier weeks of the same configuration.
     SELECT
-        week_start,
-        scenario,
-        endpoint,
-        backend,
-        config_fingerprint,
+        grain,
         count(*) AS baseline_weeks,
         median(cost_per_request_usd) AS baseline_cost_per_request_usd,
         median(p95_ttft_ms) AS baseline_p95_ttft_ms,
@@ -162,28 +163,28 @@ baselines AS (
         max(earlier_week) FILTER (WHERE earlier_week = week_start - 7) AS prev_week_start
     FROM history
     WHERE same_config AND recency_in_config <= 4
-    GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
+    GROUP BY grain
 ),
 previous_config_baselines AS (
     -- For a week with a new configuration: the median of up to the 4 most recent earlier weeks of the
     -- scenario and endpoint, whatever configuration they ran.
-    SELECT week_start, scenario, endpoint, backend, config_fingerprint,
+    SELECT
+        grain,
         count(*) AS baseline_weeks,
         median(cost_per_request_usd) AS baseline_cost_per_request_usd,
         median(p95_ttft_ms) AS baseline_p95_ttft_ms,
         median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate
     FROM history
     WHERE recency <= 4
-    GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
+    GROUP BY grain
 ),
 config_history AS (
     -- The scenario and endpoint's most recent earlier week: whether it ran this configuration, and whether
     -- both configurations were recorded (only then can they be told apart).
-    SELECT week_start, scenario, endpoint, backend, config_fingerprint,
-        bool_or(same_config) AS same_config, bool_and(both_recorded) AS both_recorded
+    SELECT grain, bool_or(same_config) AS same_config, bool_and(both_recorded) AS both_recorded
     FROM history
     WHERE earlier_week = latest_earlier_week
-    GROUP BY week_start, scenario, endpoint, backend, config_fingerprint
+    GROUP BY grain
 ),
 compared AS (
     SELECT
@@ -209,18 +210,10 @@ compared AS (
         i.p95_ttft_low_ms,
         i.p95_ttft_high_ms
     FROM weekly AS w
-    LEFT JOIN baselines AS b
-        ON b.week_start = w.week_start AND b.scenario = w.scenario AND b.endpoint = w.endpoint
-        AND b.backend = w.backend AND b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
-    LEFT JOIN config_history AS h
-        ON h.week_start = w.week_start AND h.scenario = w.scenario AND h.endpoint = w.endpoint
-        AND h.backend = w.backend AND h.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
-    LEFT JOIN previous_config_baselines AS p
-        ON p.week_start = w.week_start AND p.scenario = w.scenario AND p.endpoint = w.endpoint
-        AND p.backend = w.backend AND p.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
-    LEFT JOIN cost_intervals AS i
-        ON i.week_start = w.week_start AND i.scenario = w.scenario AND i.endpoint = w.endpoint
-        AND i.backend = w.backend AND i.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint
+    LEFT JOIN baselines AS b ON b.grain = w.grain
+    LEFT JOIN config_history AS h ON h.grain = w.grain
+    LEFT JOIN previous_config_baselines AS p ON p.grain = w.grain
+    LEFT JOIN intervals AS i ON i.grain = w.grain
 ),
 baselined AS (
     SELECT
@@ -298,7 +291,7 @@ explained AS (
     FROM reasoned
 )
 SELECT
-    * EXCLUDE (cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
+    * EXCLUDE (grain, series, cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
                threshold_reasons, config_reason, config_unrecorded,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
     max_cost_change_pct AS cost_threshold_pct,

@@ -1,0 +1,265 @@
+"""The marts' rows as typed records, one per mart, each field the mart's column of the same name and order.
+
+The columns are defined in warehouse/schema.sql (their one-line comments say what each holds); these records
+restate only their names, order, Python types and whether they may be null, and
+tests/warehouse/test_warehouse_mart_drift.py fails when a record and its mart's columns disagree. The readers
+(warehouse/marts/mart_readers.py) return them; `as_dict` and `as_frame` are for the boundaries that want a
+mapping (Dagster metadata) or a DataFrame (the Great Expectations suites, the report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import date
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummaryRow:
+    """One replay (warehouse/sql/run_summary.sql)."""
+
+    run_id: str
+    week_start: date
+    scenario: str
+    endpoint: str
+    backend: str
+    model: str
+    config_fingerprint: str | None
+    gpu_type: str
+    gpu_count: int
+    usd_per_gpu_hour: float
+    list_usd_per_gpu_hour: float | None
+    window_s: float | None
+    run_cost_usd: float | None
+    completed_requests: int
+    failed_requests: int
+    cancelled_requests: int
+    output_tokens: int | None
+    hit_rate_prompt_tokens: int | None
+    hit_rate_cached_tokens: int | None
+    cost_per_request_usd: float | None
+    cost_per_mtok_output_usd: float | None
+    api_price_name: str | None
+    api_cost_usd: float | None
+    api_cost_per_request_usd: float | None
+    self_host_to_api_cost_ratio: float | None
+    break_even_utilisation: float | None
+    prefix_cache_hit_rate: float | None
+    server_prefix_cache_hit_rate: float | None
+    batch_occupancy: float | None
+    kv_usage_mean: float | None
+    kv_usage_max: float | None
+    retractions: int | None
+    gpu_utilisation_pct: float | None
+    server_sample_count: int
+    gpu_sample_count: int
+    p50_ttft_ms: float | None
+    p90_ttft_ms: float | None
+    p95_ttft_ms: float | None
+    p99_ttft_ms: float | None
+    p50_ttfa_ms: float | None
+    p90_ttfa_ms: float | None
+    p95_ttfa_ms: float | None
+    p99_ttfa_ms: float | None
+    p50_itl_ms: float | None
+    p90_itl_ms: float | None
+    p95_itl_ms: float | None
+    p99_itl_ms: float | None
+    p50_tpot_ms: float | None
+    p90_tpot_ms: float | None
+    p95_tpot_ms: float | None
+    p99_tpot_ms: float | None
+    p50_e2e_ms: float | None
+    p90_e2e_ms: float | None
+    p95_e2e_ms: float | None
+    p99_e2e_ms: float | None
+    p95_e2e_from_schedule_ms: float | None
+    p95_queue_share: float | None
+    queue_share_source: str | None
+    reasoning_token_share: float | None
+    slo_ttft_ms: float | None
+    slo_tpot_ms: float | None
+    good_requests: int | None
+    goodput: float | None
+    goodput_rps: float | None
+    sustained_output_tokens_per_s: float | None
+    target_rps: float | None
+    replicas_for_target: float | None
+    fleet_usd_per_hour: float | None
+    budget_usd_per_request: float | None
+    prefix_reuse_share: float | None
+    structured_requests: int | None
+    constrained_requests: int | None
+    valid_answers: int | None
+    valid_answer_rate: float | None
+    usd_per_valid_request: float | None
+    retries: float | None
+    tpot_constrained_ms: float | None
+    tpot_unconstrained_ms: float | None
+    min_valid_rate: float | None
+    role: str | None
+    traffic_share: float | None
+    price_book: str | None
+    capacity_rps_at_slo: float | None
+    cost_per_request_at_slo_usd: float | None
+    idle_capacity_usd_per_request: float | None
+    break_even_rps: float | None
+    schedule_lag_p99_ms: float | None
+    client_degraded: bool
+    partial: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WeeklyTrendRow:
+    """One week x scenario x endpoint x backend x configuration fingerprint (warehouse/sql/weekly_trends.sql)."""
+
+    week_start: date
+    scenario: str
+    endpoint: str
+    backend: str
+    config_fingerprint: str | None
+    role: str | None
+    config_changed: bool
+    runs: int
+    completed_requests: int
+    failed_requests: int
+    cost_usd: float | None
+    cost_per_request_usd: float | None
+    cost_per_mtok_output_usd: float | None
+    api_cost_per_request_usd: float | None
+    p50_ttft_ms: float | None
+    p95_ttft_ms: float | None
+    p50_e2e_ms: float | None
+    p95_e2e_ms: float | None
+    prefix_cache_hit_rate: float | None
+    goodput: float | None
+    sustained_output_tokens_per_s: float | None
+    structured_requests: int | None
+    constrained_requests: int | None
+    valid_answers: int | None
+    valid_answer_rate: float | None
+    usd_per_valid_request: float | None
+    retries: float | None
+    tpot_constrained_ms: float | None
+    tpot_unconstrained_ms: float | None
+    min_valid_rate: float | None
+    prev_week_start: date | None
+    cost_wow_change_pct: float | None
+    p95_ttft_wow_change_pct: float | None
+    hit_rate_wow_change_pts: float | None
+    baseline_weeks: int
+    baseline_source: str | None
+    baseline_cost_per_request_usd: float | None
+    baseline_p95_ttft_ms: float | None
+    baseline_prefix_cache_hit_rate: float | None
+    cost_change_pct: float | None
+    p95_ttft_change_pct: float | None
+    hit_rate_change_pts: float | None
+    cost_per_request_low_usd: float | None
+    cost_per_request_high_usd: float | None
+    hit_rate_low: float | None
+    hit_rate_high: float | None
+    p95_ttft_low_ms: float | None
+    p95_ttft_high_ms: float | None
+    regression_verdict: str
+    regression_reasons: str | None
+    regressed_metrics: str | None
+    cost_threshold_pct: float | None
+    p95_ttft_threshold_pct: float | None
+    hit_rate_threshold_pts: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CostAttributionRow:
+    """Why cost per request moved, for one weekly_trends row (warehouse/sql/cost_attribution.sql)."""
+
+    week_start: date
+    scenario: str
+    endpoint: str
+    backend: str
+    config_fingerprint: str | None
+    role: str | None
+    baseline_source: str | None
+    baseline_weeks: int
+    baseline_median_weeks: str | None
+    cost_per_request_usd: float | None
+    baseline_cost_per_request_usd: float | None
+    change_usd: float | None
+    price_usd: float | None
+    traffic_volume_usd: float | None
+    traffic_token_mix_usd: float | None
+    traffic_prefix_reuse_usd: float | None
+    runtime_cache_usd: float | None
+    runtime_latency_usd: float | None
+    runtime_occupancy_usd: float | None
+    unattributed_usd: float | None
+    traffic_usd: float | None
+    runtime_usd: float | None
+    capacity_known: bool | None
+    usd_per_gpu_hour: float | None
+    offered_rps: float | None
+    input_tokens_per_request: float | None
+    output_tokens_per_request: float | None
+    reasoning_tokens_per_request: float | None
+    offered_work_share: float | None
+    realised_work_share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisRow:
+    """The four-numbers verdict of one run (warehouse/sql/diagnoses.sql)."""
+
+    run_id: str
+    week_start: date
+    scenario: str
+    endpoint: str
+    verdict: str
+    reasons: str
+    prefix_cache_hit_rate: float | None
+    prefix_reuse_share: float | None
+    batch_occupancy: float | None
+    p95_queue_share: float | None
+    gpu_utilisation_pct: float | None
+    cost_per_request_usd: float | None
+    budget_usd_per_request: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LakeQuarantineRow:
+    """One lake file a refresh took out of the views (warehouse/parquet/lake_audit.py)."""
+
+    table_name: str
+    week_start: date | None
+    scenario: str | None
+    source_path: str
+    quarantined_path: str
+    reason: str
+    quarantined_wall_s: float
+    replaced: bool
+
+
+MartRow = RunSummaryRow | WeeklyTrendRow | CostAttributionRow | DiagnosisRow | LakeQuarantineRow
+# Each mart table and the record of its rows.
+MART_ROWS: dict[str, type[MartRow]] = {
+    "run_summary": RunSummaryRow,
+    "weekly_trends": WeeklyTrendRow,
+    "cost_attribution": CostAttributionRow,
+    "diagnoses": DiagnosisRow,
+    "lake_quarantine": LakeQuarantineRow,
+}
+
+
+def as_dict(row: MartRow) -> dict[str, object]:
+    """The row as {column: value}, for a boundary that takes a mapping."""
+    return asdict(row)
+
+
+def as_frame(rows: Sequence[MartRow]) -> pd.DataFrame:
+    """The rows as a DataFrame, one column per field; no rows give an empty frame without columns."""
+    import pandas as pd  # only the callers that want a frame pay for pandas
+
+    return pd.DataFrame([asdict(row) for row in rows])
