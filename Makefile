@@ -22,7 +22,7 @@ LOCK := requirements.lock
 LOCK_VENV := build/lock-venv
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint lock conformance dagster sql bench validate clean
+.PHONY: demo test test-fast lint lock conformance dagster sql bench validate clean
 
 # The package and what it runs with (all `make demo` needs).
 $(STAMP): pyproject.toml $(LOCK)
@@ -45,6 +45,11 @@ demo: $(STAMP)
 # many tests wait on real-time replays, so the suite's wall time is about that of its slowest files, not their sum.
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+# The edit-test loop: the suite without its slow files (tests/conftest.py SLOW_FILES). `make test` stays the
+# whole suite, and CI runs that.
+test-fast: $(DEV_STAMP)
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --fast
 
 # Lint, format and type checks (config in pyproject.toml); .ci/run runs this beside `make test`.
 lint: $(DEV_STAMP)

@@ -1,22 +1,74 @@
 # Shared fixtures: a throwaway PostgreSQL cluster (postgres_cluster, postgres_database); ahead_of_other_tests.
 import os
+from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 pytest_plugins = ["postgres_cluster"]
 
-# `make test` runs two pytest-xdist workers with --dist loadgroup; every test file is one group (its module
-# fixtures set up once), except the files below, which share a group and so run one after the other: each
-# drives a real Dagster instance whose replays keep a real-time schedule, and two at once on a 2-core
-# machine push the replays' schedule lag past what the runs_quality check allows.
+# `make test` runs two pytest-xdist workers, each taking whole test files, so a file's module fixtures are set up
+# once. xdist's own `--dist loadgroup` cannot do that here: it groups by a suffix it appends to each test's
+# nodeid, which pytest 9 no longer lets it change, so every test went its own way (both workers set up each
+# instance file's daemon, the PostgreSQL one twice). This scheduler groups by file instead, except the files
+# below, which share a group and so run one after the other: each drives a real Dagster instance whose replays
+# keep a real-time schedule, and two at once on a 2-core machine push the replays' schedule lag past what the
+# runs_quality check allows. That group is handed out first: it is the longest, and the rest fills the other
+# worker meanwhile.
 SHARED_GROUPS = {"test_pipelines_instance": "dagster-instance", "test_pipelines_instance_postgres": "dagster-instance"}
+FIRST_GROUP = "dagster-instance"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        stem = item.path.stem
-        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(stem, stem)))
+class _ByFile(LoadScopeScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return SHARED_GROUPS.get(Path(path).stem, path)
+
+    def _assign_work_unit(self, node) -> None:
+        if FIRST_GROUP in self.workqueue:
+            self.workqueue.move_to_end(FIRST_GROUP, last=False)
+        super()._assign_work_unit(node)
+
+
+# `make test-fast` (`pytest --fast`) leaves these files out, not even importing them: each takes a real Dagster
+# instance or `dagster dev`, PostgreSQL, Chromium, or tens of seconds of replays and runs on 2 cores (their sum
+# was about 15 of the suite's 18 test-minutes, 2026-12-02). `make test` runs everything.
+SLOW_FILES = frozenset(
+    {
+        "test_pipelines_instance",
+        "test_pipelines_instance_postgres",
+        "test_pipelines_dagster_dev",
+        "test_pipelines_shards",
+        "test_pipelines_partition_context",
+        "test_pipelines_advertised_endpoint",
+        "test_cli_errors",
+        "test_docs_examples",
+        "test_warehouse_analyst",
+        "test_warehouse_ducklake",
+        "test_warehouse_capacity",
+        "test_replay_against_sim",
+        "test_sim_speculative",
+        "test_endpoints_provision",
+        "test_replay_structured",
+        "test_replay_durability",
+    }
+)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true", help="leave out the slow test files (tests/conftest.py SLOW_FILES)")
+
+
+def pytest_ignore_collect(collection_path, config):
+    if config.getoption("--fast") and collection_path.suffix == ".py" and collection_path.stem in SLOW_FILES:
+        return True
+    return None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadgroup":
+        return _ByFile(config, log)
+    return None
 
 
 REALTIME_NICE = -5
