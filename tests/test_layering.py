@@ -189,3 +189,13 @@ def test_only_the_demo_imports_dagster_when_costbench_starts() -> None:
     probe = "import sys, pipelines.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')[:3])"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_every_module_that_finds_the_repository_from_its_own_path_finds_it() -> None:
+    # A module moved one folder deeper once put the demo's warehouse under pipelines/warehouse/.
+    import importlib
+
+    finders = [m for m, p in MODULES.items() if "REPO_ROOT = Path(__file__)" in p.read_text()]
+    assert len(finders) >= 2
+    for module in finders:
+        assert importlib.import_module(module).REPO_ROOT == REPO_ROOT, module

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pipelines.commands.cli_inputs import positive_int
 
-REPO_ROOT = Path(__file__).resolve().parent.parent  # as assets/resources.py resolves it
+REPO_ROOT = Path(__file__).resolve().parents[2]  # pipelines/commands/ -> the repository; as assets/resources.py has it
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
