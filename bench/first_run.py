@@ -58,12 +58,14 @@ def run_breakdown(dagster_home: Path) -> None:
                 event = entry.dagster_event
                 if event is None:
                     continue
-                if event.step_key and event.event_type_value in ("STEP_START", "STEP_SUCCESS"):
-                    steps[event.step_key][event.event_type_value] = entry.timestamp
-                elif event.event_type_value in ("RUN_STARTING", "RUN_START"):
-                    marks.setdefault(event.event_type_value, entry.timestamp)
-            queued_s = marks.get("RUN_STARTING", t0) - record.create_timestamp.timestamp()
-            worker_s = marks.get("RUN_START", t0) - marks.get("RUN_STARTING", t0)
+                kind = event.event_type
+                if event.step_key and kind in (dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS):
+                    steps[event.step_key][kind.name] = entry.timestamp
+                elif kind in (dg.DagsterEventType.RUN_STARTING, dg.DagsterEventType.RUN_START):
+                    marks.setdefault(kind.name, entry.timestamp)
+            created_s = record.create_timestamp.timestamp()
+            queued_s = marks.get("RUN_STARTING", created_s) - created_s
+            worker_s = marks.get("RUN_START", created_s) - marks.get("RUN_STARTING", created_s)
             run_s = (record.end_time or 0) - (record.start_time or 0)
             by_group: dict[str, float] = defaultdict(float)
             for key, marks in steps.items():

@@ -40,11 +40,13 @@ def story_endpoints(bundled: Path, out: Path, weeks: list[date]) -> Path:
 
 
 def story_partitions(scenarios: dict[str, Scenario], weeks: list[date]) -> list[tuple[date, str]]:
-    """(week, scenario) pairs the demo replays, oldest week first: every week for STORY_ENDPOINT's scenarios,
-    the last week for the others."""
-    return [
-        (week, name)
-        for week in weeks
-        for name in sorted(scenarios)
-        if scenarios[name].endpoint == STORY_ENDPOINT or week == weeks[-1]
-    ]
+    """(week, scenario) pairs the demo replays, in the order they are queued: every week for STORY_ENDPOINT's
+    scenarios, oldest first (each week's baseline exists before it), and the last week for the others.
+
+    The others go in before the story's last week: the story's live scenario is the longest chain of runs
+    that must follow one another, so it starts first, and the single runs fill the other core meanwhile
+    (on 2 cores the two lanes then end together; queued last, they ran alone after it)."""
+    story = sorted(name for name in scenarios if scenarios[name].endpoint == STORY_ENDPOINT)
+    others = sorted(name for name in scenarios if scenarios[name].endpoint != STORY_ENDPOINT)
+    earlier = [(week, name) for week in weeks[:-1] for name in story]
+    return [*earlier, *((weeks[-1], name) for name in others), *((weeks[-1], name) for name in story)]
