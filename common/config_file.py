@@ -4,14 +4,19 @@ Each file is parsed by a pydantic model (`ConfigModel`: unknown keys forbidden, 
 NaN or infinity) at the boundary, then turned into the frozen dataclasses the code uses. Every
 problem is reported as `<file>: <key path>: <reason>`, e.g.
 `workloads/scenarios.yaml: scenarios[2].slo.ttft_ms: must be > 0, got 0 (scenario 'chat-v3')`,
-one line per problem, before anything is started. Lives in `workloads` (the bottom of the data
-flow) so `endpoints` and `warehouse` can share it.
+one line per problem, before anything is started. Lives in `common` so every layer can share it.
+
+A file is read with bounded work whatever it holds: aliases (`*name`) count every time they are used, so an
+"anchor bomb" is refused after MAX_YAML_VALUES values instead of expanding to billions, nesting is limited to
+MAX_YAML_DEPTH levels, and a key written twice in one mapping is an error naming its line (YAML would keep
+the last one without a word).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import reprlib
 import types
 import typing
 from collections.abc import Sequence
@@ -26,6 +31,11 @@ from pydantic_core import ErrorDetails
 # A name that becomes one path component (a folder, a log file name): no '/', no leading dot or dash.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _MAX_REPORTED = 10
+# Far above any real configuration (the bundled files hold a few hundred values), far below a hang.
+MAX_YAML_VALUES = 100_000
+MAX_YAML_DEPTH = 50
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -86,10 +96,56 @@ def read_yaml(path: Path, error: type[ConfigFileError]) -> object:
         text = Path(path).read_text()
     except OSError as exc:
         raise error(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node, path, error, loader)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise error(f"{path}: invalid YAML: {exc}") from None
+    except RecursionError:
+        raise error(f"{path}: nested too deeply to read (a configuration is a few levels deep)") from None
+    finally:
+        loader.dispose()
+
+
+def _check_nodes(root: yaml.Node, path: Path, error: type[ConfigFileError], loader: yaml.SafeLoader) -> None:
+    """Walks the composed document as construction would, aliases expanded, with bounded work; a date that
+    does not exist (2026-02-30) is named with its line here, where construction would only say ValueError."""
+    values = 0
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        values += 1
+        if values > MAX_YAML_VALUES:
+            raise error(
+                f"{path}: more than {MAX_YAML_VALUES:,} values once its aliases (*name) are expanded; "
+                "a configuration file is far smaller (an alias used inside an alias, over and over?)"
+            )
+        if depth > MAX_YAML_DEPTH:
+            raise error(f"{path}: line {node.start_mark.line + 1}: nested deeper than {MAX_YAML_DEPTH} levels")
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
+                    line = key.start_mark.line + 1
+                    first = seen.setdefault((key.tag, key.value), line)
+                    if first != line:
+                        raise error(
+                            f"{path}: line {line}: key {key.value!r} is written twice in one mapping "
+                            f"(first at line {first}); keep one"
+                        )
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
+        elif node.tag == _TIMESTAMP_TAG:
+            try:
+                loader.construct_yaml_timestamp(node)
+            except ValueError as exc:
+                raise error(f"{path}: line {node.start_mark.line + 1}: {node.value!r} is not a date: {exc}") from None
 
 
 def parse_config(model: type[M], raw: object, path: Path, error: type[ConfigFileError], entry_kind: str = "entry") -> M:
@@ -119,9 +175,14 @@ def _entry_name(raw: object, loc: Sequence[str | int], entry_kind: str) -> str:
     return f" ({entry_kind} {name!r})" if isinstance(name, str) and loc[2:] != ("name",) else ""
 
 
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel, _SHORT_REPR.maxlist, _SHORT_REPR.maxdict = 3, 4, 4
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = 60
+
+
 def _got(problem: ErrorDetails) -> str:
-    value = problem.get("input")
-    text = repr(value)
+    # reprlib stops early, so a huge bad value is never formatted whole only to be cut.
+    text = _SHORT_REPR.repr(problem.get("input"))
     return f", got {text if len(text) <= 80 else text[:77] + '...'}"
 
 

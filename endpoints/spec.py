@@ -55,6 +55,13 @@ _BIND_HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
 _RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port")
 
 
+# The range of every number an endpoint may set (a typo such as gpu_count: 1e23 is refused here).
+MAX_GPU_COUNT = 65_536
+MAX_USD_PER_GPU_HOUR = 1_000.0  # also the price books' bound (warehouse/marts/price_table.py)
+MAX_READY_TIMEOUT_S = 86_400.0
+MAX_SCRAPE_INTERVAL_S = 3_600.0
+
+
 @dataclass(frozen=True, slots=True)
 class EndpointRevision:
     """A dated change of the server's flags: from the week starting `from_week` on, it runs `server_args`."""
@@ -214,18 +221,18 @@ class _EndpointEntry(ConfigModel):
     model: NonEmptyStr
     server_args: ServerArgs = []
     gpu_type: NonEmptyStr
-    gpu_count: int = Field(gt=0)
+    gpu_count: int = Field(gt=0, le=MAX_GPU_COUNT)
     # Required unless price_book names where the price comes from (then absent is read as null).
-    usd_per_gpu_hour: float | None = Field(ge=0)
+    usd_per_gpu_hour: float | None = Field(ge=0, le=MAX_USD_PER_GPU_HOUR)
     price_book: SafeName | None = None
     url: HttpUrl | None = None
     api_key_env: Annotated[str, AfterValidator(_env_var_name)] | None = None
     command: list[Annotated[NonEmptyStr, AfterValidator(_command_item)]] | None = Field(None, min_length=1)
-    ready_timeout_s: float = Field(600.0, gt=0)
+    ready_timeout_s: float = Field(600.0, gt=0, le=MAX_READY_TIMEOUT_S)
     worker_urls: list[HttpUrl] = []
     env: dict[str, Annotated[str, BeforeValidator(_env_value)]] = {}
     dcgm_url: HttpUrl | None = None
-    scrape_interval_s: float = Field(1.0, gt=0)
+    scrape_interval_s: float = Field(1.0, gt=0, le=MAX_SCRAPE_INTERVAL_S)
     revisions: list[_Revision] = []
     host: Annotated[str, AfterValidator(_bind_host)] | None = None  # None: 127.0.0.1
     port: Annotated[int, AfterValidator(_tcp_port)] | None = None

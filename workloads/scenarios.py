@@ -42,6 +42,19 @@ class ScenarioError(ConfigFileError):
     """An invalid scenarios file: the message names the file, the key path and the reason."""
 
 
+# The range of every number a scenario may set: wide enough for any real deployment, narrow enough that a typo
+# (1e30 shards, a speedup of 5e-324) is refused here rather than hanging or dividing by nothing later.
+MAX_SLO_MS = 3_600_000.0  # an hour
+MAX_TRACE_S = 10 * 365 * 86_400.0  # ten years of trace seconds
+MIN_SPEEDUP, MAX_SPEEDUP = 1e-3, 1e4
+MAX_PROMPT_TOKENS = 1_000_000
+MAX_SHARDS = 1_024
+MAX_CONCURRENCY = 1_000_000
+MAX_REASONING_RATIO = 1_000.0
+MAX_TARGET_RPS = 1e7
+MAX_USD_PER_REQUEST = 1_000.0
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
@@ -101,13 +114,13 @@ def _trace_format(value: str) -> str:
 
 
 class _Slo(ConfigModel):
-    ttft_ms: float = Field(gt=0)
-    tpot_ms: float = Field(gt=0)
+    ttft_ms: float = Field(gt=0, le=MAX_SLO_MS)
+    tpot_ms: float = Field(gt=0, le=MAX_SLO_MS)
 
 
 class _WeeklyWindow(ConfigModel):
-    start_s: float = Field(ge=0)
-    step_s: float = Field(gt=0)
+    start_s: float = Field(ge=0, le=MAX_TRACE_S)
+    step_s: float = Field(gt=0, le=MAX_TRACE_S)
     anchor_week: date = DEFAULT_ANCHOR_WEEK
 
     @model_validator(mode="after")
@@ -128,24 +141,24 @@ class _ScenarioEntry(ConfigModel):
     description: str | None = None
     trace: Annotated[NonEmptyStr, AfterValidator(_trace_pattern)]
     format: Annotated[str, AfterValidator(_trace_format)]
-    start_s: float | None = Field(None, ge=0)  # required unless weekly_window names the weeks' windows
+    start_s: float | None = Field(None, ge=0, le=MAX_TRACE_S)  # required unless weekly_window names the weeks' windows
     weekly_window: _WeeklyWindow | None = None
     traffic_share: float = Field(1.0, gt=0, le=1)
     role: Literal["live", "canary"] = "live"
-    duration_s: float | None = Field(gt=0)  # required; null: to the end of the trace
-    speedup: float = Field(gt=0)
+    duration_s: float | None = Field(gt=0, le=MAX_TRACE_S)  # required; null: to the end of the trace
+    speedup: float = Field(ge=MIN_SPEEDUP, le=MAX_SPEEDUP)
     endpoint: SafeName
     slo: _Slo
     cold_start: bool = False
-    shared_prefix_tokens: int = Field(0, ge=0)
+    shared_prefix_tokens: int = Field(0, ge=0, le=MAX_PROMPT_TOKENS)
     backend: Literal["sglang", "openai-chat", "openai-completions"] = "sglang"
-    shards: int = Field(1, ge=1)
-    warmup_s: float = Field(0.0, ge=0)
-    max_concurrency: int | None = Field(None, ge=1)
+    shards: int = Field(1, ge=1, le=MAX_SHARDS)
+    warmup_s: float = Field(0.0, ge=0, le=MAX_TRACE_S)
+    max_concurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY)
     require_reasoning: bool = False
-    reasoning_ratio: float = Field(0.0, ge=0)
-    target_rps: float | None = Field(None, gt=0)
-    budget_usd_per_request: float | None = Field(None, gt=0)
+    reasoning_ratio: float = Field(0.0, ge=0, le=MAX_REASONING_RATIO)
+    target_rps: float | None = Field(None, gt=0, le=MAX_TARGET_RPS)
+    budget_usd_per_request: float | None = Field(None, gt=0, le=MAX_USD_PER_REQUEST)
     structured_output: StructuredOutputEntry | None = None
 
     @model_validator(mode="after")

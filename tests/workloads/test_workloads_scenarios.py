@@ -92,8 +92,8 @@ def without(key: str) -> dict:
         ([{**GOOD, "slo": {"ttft_ms": 100, "tpot_ms": 10, "e2e_ms": 1}}], "scenarios[0].slo.e2e_ms: unknown key"),
         ([{**GOOD, "format": "lmsys"}], "scenarios[0].format: unknown trace format 'lmsys': known formats are mooncake, azure, burstgpt"),
         ([GOOD, {**GOOD, "endpoint": "other"}], "scenarios[1].name: duplicate scenario name 'chat-v3' (first at scenarios[0])"),
-        ([{**GOOD, "speedup": 0}], "scenarios[0].speedup: must be > 0, got 0"),
-        ([{**GOOD, "speedup": -1.5}], "speedup: must be > 0, got -1.5"),
+        ([{**GOOD, "speedup": 0}], "scenarios[0].speedup: must be >= 0.001, got 0"),
+        ([{**GOOD, "speedup": -1.5}], "speedup: must be >= 0.001, got -1.5"),
         ([{**GOOD, "speedup": True}], "speedup: must be a number, got True"),
         ([{**GOOD, "speedup": float("nan")}], "speedup: must be a finite number"),
         ([{**GOOD, "start_s": -1}], "start_s: must be >= 0, got -1"),
@@ -132,7 +132,7 @@ def test_every_problem_of_a_file_is_reported_on_its_own_line(tmp_path: Path) -> 
         load_scenarios(path, tmp_path)
     lines = str(caught.value).splitlines()
     assert lines == [
-        f"{path}: scenarios[0].speedup: must be > 0, got 0 (scenario 'chat-v3')",
+        f"{path}: scenarios[0].speedup: must be >= 0.001, got 0 (scenario 'chat-v3')",
         f"{path}: scenarios[1].trace: required key is missing (scenario 'b')",
         f"{path}: scenarios[1].colds_start: unknown key (did you mean 'cold_start'?) (scenario 'b')",
     ]

@@ -28,7 +28,9 @@ from common.config_file import (
     parse_config,
     read_yaml,
 )
-from endpoints.spec import EndpointSpec
+from endpoints.spec import MAX_USD_PER_GPU_HOUR, EndpointSpec
+
+MAX_USD_PER_MTOK = 10_000.0  # an API price per million tokens (a typo such as 1e308 is refused)
 
 
 class PriceTableError(ConfigFileError):
@@ -37,7 +39,7 @@ class PriceTableError(ConfigFileError):
 
 class _GpuPrice(ConfigModel):
     gpu_type: NonEmptyStr
-    usd_per_gpu_hour: float = Field(gt=0)
+    usd_per_gpu_hour: float = Field(gt=0, le=MAX_USD_PER_GPU_HOUR)
     as_of: IsoDate
     source: str = Field(min_length=8)
 
@@ -45,20 +47,20 @@ class _GpuPrice(ConfigModel):
 class _ApiPrice(ConfigModel):
     name: NonEmptyStr
     models: list[NonEmptyStr] = Field(min_length=1)
-    usd_per_mtok_cached_input: float = Field(ge=0)
-    usd_per_mtok_uncached_input: float = Field(ge=0)
-    usd_per_mtok_output: float = Field(ge=0)
+    usd_per_mtok_cached_input: float = Field(ge=0, le=MAX_USD_PER_MTOK)
+    usd_per_mtok_uncached_input: float = Field(ge=0, le=MAX_USD_PER_MTOK)
+    usd_per_mtok_output: float = Field(ge=0, le=MAX_USD_PER_MTOK)
     as_of: IsoDate
     source: str = Field(min_length=8)
 
 
 class _Owning(ConfigModel):
-    capex_usd_per_gpu: float = Field(gt=0)
-    amortisation_years: float = Field(gt=0)
-    power_kw_per_gpu: float = Field(ge=0)
-    pue: float = Field(ge=1)
-    usd_per_kwh: float = Field(ge=0)
-    hosting_usd_per_gpu_month: float = Field(ge=0)
+    capex_usd_per_gpu: float = Field(gt=0, le=10_000_000)
+    amortisation_years: float = Field(gt=0, le=30)
+    power_kw_per_gpu: float = Field(ge=0, le=100)
+    pue: float = Field(ge=1, le=5)
+    usd_per_kwh: float = Field(ge=0, le=10)
+    hosting_usd_per_gpu_month: float = Field(ge=0, le=1_000_000)
 
     def usd_per_gpu_hour(self) -> float:
         """Every hour of the amortisation paid, used or idle: capex share + power + hosting."""
@@ -73,7 +75,8 @@ class _PriceBook(ConfigModel):
     name: SafeName
     gpu_type: NonEmptyStr
     kind: Literal["rent_on_demand", "rent_reserved", "own"]
-    usd_per_gpu_hour: float | None = Field(None, gt=0)  # rent_*: as quoted; own: computed from `own`
+    # rent_*: as quoted; own: computed from `own`
+    usd_per_gpu_hour: float | None = Field(None, gt=0, le=MAX_USD_PER_GPU_HOUR)
     own: _Owning | None = None
     as_of: IsoDate
     source: str = Field(min_length=8)
