@@ -70,8 +70,8 @@ CONF_STAMP := $(CONF_VENV)/.installed-stamp
 CONF_REQS := conformance/requirements.txt
 CONF_UV := $(UV_PIN)
 # Where the CPU build of torch 2.13.0 lies (PyPI has CUDA builds only); this kind of machine ships it here.
-# Elsewhere PyPI's torch 2.13.0 is installed instead, with the nvidia-* libraries it needs to import (about
-# 3 GB more); it runs on a CPU all the same, and its torchvision extension loads, so no shim is needed.
+# Elsewhere PyPI's torch 2.13.0 is installed instead, with the nvidia-* libraries it needs to import (3.5
+# GB more, measured); it runs on a CPU all the same, and its torchvision extension loads, so no shim is needed.
 TORCH_CPU_WHEELS ?= /opt/wheels
 TORCH_PYPI := torch==2.13.0
 

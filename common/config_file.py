@@ -130,9 +130,9 @@ def _check_nodes(root: yaml.Node, path: Path, error: type[ConfigFileError], load
             seen: dict[tuple[str, str], int] = {}
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
-                    line = key.start_mark.line + 1
-                    first = seen.setdefault((key.tag, key.value), line)
-                    if first != line:
+                    line, first = key.start_mark.line + 1, seen.get((key.tag, key.value))
+                    seen.setdefault((key.tag, key.value), line)
+                    if first is not None:
                         raise error(
                             f"{path}: line {line}: key {key.value!r} is written twice in one mapping "
                             f"(first at line {first}); keep one"

@@ -32,7 +32,7 @@ class _ByFile(LoadScopeScheduling):
 
 # `make test-fast` (`pytest --fast`) leaves these files out, not even importing them: each takes a real Dagster
 # instance or `dagster dev`, PostgreSQL, Chromium, or tens of seconds of replays and runs on 2 cores (their sum
-# was about 15 of the suite's 18 test-minutes, 2026-12-02). `make test` runs everything.
+# was 15.9 of the suite's 18.5 test-minutes, 2026-12-02). `make test` runs everything.
 SLOW_FILES = frozenset(
     {
         "test_pipelines_instance",

@@ -126,3 +126,12 @@ def test_shards_past_the_cap_and_a_price_of_1e308_are_refused(tmp_path):
     prices.write_text(_with((REPO / "warehouse" / "prices.yaml").read_text(), "usd_per_gpu_hour", "1.0e+308"))
     with pytest.raises(PriceTableError, match=r"usd_per_gpu_hour: must be <= 1000"):
         load_price_table(prices)
+
+
+def test_a_key_written_twice_on_one_line_is_refused_too(tmp_path):
+    path = tmp_path / "endpoints.yaml"
+    path.write_text("endpoints:\n  - {name: a, name: b}\n")
+    with pytest.raises(
+        EndpointSpecError, match=r"line 2: key 'name' is written twice in one mapping \(first at line 2\)"
+    ):
+        load_endpoint_specs(path)
