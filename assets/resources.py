@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -43,19 +43,19 @@ def _stamp(path: Path) -> _FileStamp | None:
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-# Per-process memos, keyed on the file's stamp (the argument is the key; the loader reads `path`): every step of
+# A per-process memo, keyed on the file's stamp (the argument is the key; the loader reads `path`): every step of
 # a run resolves its partition (ScenarioCatalog.partition), and the steps that share a process (a one-shard run's
 # run worker) read and validate the two files once. A failed load raises and is not memoized.
-@functools.lru_cache(maxsize=8)
-def _cached_endpoint_specs(path: Path, stamp: _FileStamp) -> Mapping[str, EndpointSpec]:
-    return MappingProxyType(load_endpoint_specs(path))
+@functools.lru_cache(maxsize=16)
+def _memoized(load: Callable[..., dict], path: Path, stamp: _FileStamp, *args: object) -> Mapping:
+    return MappingProxyType(load(path, *args))
 
 
-@functools.lru_cache(maxsize=8)
-def _cached_scenarios(
-    path: Path, stamp: _FileStamp, repo_root: Path, endpoint_names: frozenset[str]
-) -> Mapping[str, Scenario]:
-    return MappingProxyType(load_scenarios(path, repo_root, endpoint_names=endpoint_names))
+def _load_once(load: Callable[..., dict], path: Path, *args: object) -> Mapping:
+    """`load(path, *args)`, from the memo while the file is unchanged (a file that cannot be stat'ed: read, so
+    the loader says what is wrong with it)."""
+    stamp = _stamp(path)
+    return load(path, *args) if stamp is None else _memoized(load, path, stamp, *args)
 
 
 class ScenarioCatalog(dg.ConfigurableResource):
@@ -99,16 +99,10 @@ class ScenarioCatalog(dg.ConfigurableResource):
         return specs[name]
 
     def _endpoint_specs(self) -> Mapping[str, EndpointSpec]:
-        path = self.endpoints_file()
-        stamp = _stamp(path)
-        return load_endpoint_specs(path) if stamp is None else _cached_endpoint_specs(path, stamp)
+        return _load_once(load_endpoint_specs, self.endpoints_file())
 
     def _scenarios(self, endpoint_names: frozenset[str]) -> Mapping[str, Scenario]:
-        path, repo_root = Path(self.scenarios_path), Path(self.repo_root)
-        stamp = _stamp(path)
-        if stamp is None:
-            return load_scenarios(path, repo_root, endpoint_names=endpoint_names)
-        return _cached_scenarios(path, stamp, repo_root, endpoint_names)
+        return _load_once(load_scenarios, Path(self.scenarios_path), Path(self.repo_root), endpoint_names)
 
 
 class WarehouseResource(dg.ConfigurableResource):

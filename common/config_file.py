@@ -130,13 +130,13 @@ def _check_nodes(root: yaml.Node, path: Path, error: type[ConfigFileError], load
             seen: dict[tuple[str, str], int] = {}
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode) and key.tag != _MERGE_TAG:
-                    line, first = key.start_mark.line + 1, seen.get((key.tag, key.value))
-                    seen.setdefault((key.tag, key.value), line)
-                    if first is not None:
+                    name, line = (key.tag, key.value), key.start_mark.line + 1
+                    if name in seen:
                         raise error(
                             f"{path}: line {line}: key {key.value!r} is written twice in one mapping "
-                            f"(first at line {first}); keep one"
+                            f"(first at line {seen[name]}); keep one"
                         )
+                    seen[name] = line
                 stack.append((key, depth + 1))
                 stack.append((value, depth + 1))
         elif isinstance(node, yaml.SequenceNode):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date
 
 import dagster as dg
@@ -60,7 +60,6 @@ def regression_notices(
     notices = []
     for name in json.loads(row.regressed_metrics):
         metric = judged_metric(name)
-        reading = metric.reading(row)
         notices.append(
             RegressionNotice(
                 kind="regression",
@@ -70,13 +69,8 @@ def regression_notices(
                 endpoint=row.endpoint,
                 config_fingerprint=row.config_fingerprint,
                 metric=name,
-                value=reading.value,
-                baseline=reading.baseline,
-                change=reading.change,
                 change_unit=metric.change_unit,
-                threshold=reading.threshold,
-                interval_low=reading.interval_low,
-                interval_high=reading.interval_high,
+                **asdict(metric.reading(row)),  # value, baseline, change, threshold, interval_low, interval_high
                 reason=next((r for r in reasons if r.startswith(name + " ")), ""),
                 report_path=report_path,
                 run_id=run_id,
