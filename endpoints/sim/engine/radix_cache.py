@@ -49,9 +49,6 @@ class RadixCache:
         self._tokens = 0
         self._evictable = 0  # tokens in unlocked nodes, kept current so admission checks are O(1)
         self._tick = itertools.count(1)  # access order for LRU; a counter, not a clock, so runs repeat exactly
-        # Every node without children but the root, kept current: eviction looks at these only, instead of
-        # walking the whole tree each time it needs room (it was most of the engine's time on a full pool).
-        self._leaves: set[RadixNode] = set()
 
     @property
     def total_tokens(self) -> int:
@@ -89,8 +86,6 @@ class RadixCache:
                 leaf = RadixNode(key[pos:], node)
                 leaf.last_access = tick
                 node.children[key[pos]] = leaf
-                self._leaves.add(leaf)
-                self._leaves.discard(node)
                 added = len(key) - pos
                 self._tokens += added
                 self._evictable += added
@@ -137,20 +132,16 @@ class RadixCache:
         returns the number freed, less than asked when everything left is locked."""
         if tokens <= 0:
             return 0
-        leaves = [(n.last_access, id(n), n) for n in self._leaves if n.lock_ref == 0]
+        leaves = [(n.last_access, id(n), n) for n in self._nodes() if not n.children and n.lock_ref == 0]
         heapq.heapify(leaves)
         freed = 0
         while leaves and freed < tokens:
             _, _, leaf = heapq.heappop(leaves)
             parent = leaf.parent
-            assert parent is not None  # the root is never a leaf here
             del parent.children[leaf.key[0]]
-            self._leaves.discard(leaf)
             freed += len(leaf.key)
-            if parent is not self.root and not parent.children:
-                self._leaves.add(parent)
-                if parent.lock_ref == 0:
-                    heapq.heappush(leaves, (parent.last_access, id(parent), parent))
+            if parent is not self.root and not parent.children and parent.lock_ref == 0:
+                heapq.heappush(leaves, (parent.last_access, id(parent), parent))
         self._tokens -= freed
         self._evictable -= freed
         return freed
@@ -164,4 +155,10 @@ class RadixCache:
         self.root.lock_ref = 1
         self._tokens = 0
         self._evictable = 0
-        self._leaves = set()
+
+    def _nodes(self):
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children.values())
