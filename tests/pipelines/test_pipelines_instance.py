@@ -259,7 +259,8 @@ def test_a_run_whose_run_worker_is_killed_leaves_no_server_running(instance_path
     run_id, lease, leases = _start_and_wait_for_replay(instance_paths, instance, "2026-10-19")
     os.kill(lease.owner_pid, signal.SIGKILL)  # the run worker: nothing of the run can clean up now
     _wait_for(lambda: not group_alive(lease.process_group), STOP_BOUND_S, "the twin's process group to stop")
-    assert not (leases / f"{run_id}.json").exists()
+    # end_lease removes the file only once the group is gone, so the file outlives the group by a moment.
+    _wait_for(lambda: not (leases / f"{run_id}.json").exists(), STOP_BOUND_S, "the lease file to go")
     # The sensor also marks the run failed, so nothing waits on it and the failure notice goes out.
     _wait_for(
         lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed"
