@@ -13,7 +13,6 @@ endpoint tag (pipelines/schedules.py, dagster.yaml).
 
 import multiprocessing
 import os
-import socket
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +21,7 @@ import dagster as dg
 import orjson
 
 from assets.resources import ScenarioCatalog, WarehouseResource
-from endpoints.lease_file import LeaseRecord, end_lease, write_lease
+from endpoints.lease_file import end_lease, new_lease, write_lease
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
@@ -117,8 +116,7 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     def lease_it(process_group: int | None) -> None:
         # Written the moment the server exists, so the lease sensor can stop it even if this step dies
         # during the health wait (minutes for a real server).
-        record = LeaseRecord(context.run_id, spec.name, process_group, socket.gethostname(), worker_pid)
-        write_lease(warehouse.leases_dir(), record)
+        write_lease(warehouse.leases_dir(), new_lease(context.run_id, spec.name, process_group, worker_pid))
 
     if spec.clock is EndpointClock.VIRTUAL:
         # Nothing to start here: the replay step serves the twin in its own event loop (endpoints/virtual_twin.py).

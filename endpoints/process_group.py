@@ -48,6 +48,18 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def process_start(pid: int) -> str | None:
+    """Which process this pid names: the boot and the clock tick it started at (Linux /proc), so a pid or a
+    process group id handed to another process since can be told apart. None: no such process, or no /proc."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 22, starttime; the command name (field 2) is in parentheses and may hold spaces or parentheses.
+    return f"{boot}:{stat[stat.rindex(')') + 2 :].split()[19]}"
+
+
 def _reap(pid: int) -> None:
     # When this process started the leader (the same step that stops it), its zombie keeps the
     # group alive until reaped; a leader started elsewhere was re-parented and is reaped there.

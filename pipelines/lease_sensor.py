@@ -6,7 +6,8 @@ process holding 8 GPUs) would run on, reparented to init. Every tick this sensor
 (endpoints/lease_file.py) and ends each whose run is finished or cancelling, or whose run worker no
 longer exists; a run left marked as started by a dead worker is marked failed.
 A lease of a run this instance does not know (another instance sharing the warehouse) is ended only
-when its run worker is gone.
+when its run worker is gone. A file in the leases folder that is not a lease (torn, or another release's
+shape) is moved aside into `unreadable/` and logged once; it never stops the sensor from ending the others.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.resources import WarehouseResource
-from endpoints.lease_file import LeaseRecord, end_lease, read_leases
+from endpoints.lease_file import LeaseRecord, end_lease, scan_leases, set_aside
 
 LEASE_SENSOR_INTERVAL_S = 10
 _OVER = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED,
@@ -45,7 +46,10 @@ def lease_over(lease: LeaseRecord, run: dg.DagsterRun | None) -> str | None:
 )
 def endpoint_lease_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SkipReason:
     ended = []
-    for lease in read_leases(warehouse.leases_dir()):
+    scan = scan_leases(warehouse.leases_dir())
+    for error in scan.unreadable:
+        context.log.warning(f"unreadable lease {error.path.name}, moved to {set_aside(error.path)}: {error}")
+    for lease in scan.leases:
         run = context.instance.get_run_by_id(lease.owner_run_id)
         reason = lease_over(lease, run)
         if reason is None:
