@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from common.atomic_file import write_bytes_atomically
-from endpoints.process_group import process_start
+from endpoints.process_group import HAS_PROC, process_start
 from endpoints.provision import stop_detached
 
 UNREADABLE_DIR = "unreadable"  # beside the leases: files that did not read as one, kept for a person to look at
@@ -49,8 +49,10 @@ class LeaseRecord:
             return False
         except PermissionError:
             pass  # exists, someone else's: the start time tells whether it is the owner
-        started = process_start(self.owner_pid)
-        return self.owner_start is None or started is None or started == self.owner_start
+        if not HAS_PROC:
+            return True
+        started = process_start(self.owner_pid)  # None: a zombie, which has ended
+        return started is not None and (self.owner_start is None or started == self.owner_start)
 
     def group_is_the_servers(self) -> bool:
         """Whether `process_group` still names the server's group (on this host).

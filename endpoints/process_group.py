@@ -50,14 +50,19 @@ def group_alive(pgid: int) -> bool:
 
 def process_start(pid: int) -> str | None:
     """Which process this pid names: the boot and the clock tick it started at (Linux /proc), so a pid or a
-    process group id handed to another process since can be told apart. None: no such process, or no /proc."""
+    process group id handed to another process since can be told apart. None: no such process, one that has
+    ended (a zombie, whose exit status its parent has not collected yet), or no /proc to tell."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # Field 22, starttime; the command name (field 2) is in parentheses and may hold spaces or parentheses.
-    return f"{boot}:{stat[stat.rindex(')') + 2 :].split()[19]}"
+    # Fields 3 (state) and 22 (starttime); the command name (field 2) is in parentheses and may hold either.
+    after_name = stat[stat.rindex(")") + 2 :].split()
+    return None if after_name[0] in ("Z", "X") else f"{boot}:{after_name[19]}"
+
+
+HAS_PROC = Path("/proc/self/stat").exists()
 
 
 def _reap(pid: int) -> None:

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import dagster as dg
 import orjson
+from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
-from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV
+from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV, WarehouseResource
 from pipelines.commands.cli_errors import EXIT_FAILED
 from pipelines.commands.cli_inputs import check_output_folder
 from pipelines.commands.trend_console import (
@@ -31,12 +32,15 @@ from pipelines.commands.trend_console import (
     print_weekly_trends,
 )
 from pipelines.definitions import WEEKLY_JOB
+from pipelines.demo.demo_stop import DemoStopped, InstanceInUse, end_orphaned_leases, instance_lock, stopped_by_signals
 from pipelines.demo.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints, story_partitions
 from pipelines.demo.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
     RunsDidNotFinish,
+    cancel_backfill,
     check_evaluations,
+    mark_unfinished_cancelled,
     run_seconds,
     running_daemon,
     submit_backfill,
@@ -87,6 +91,23 @@ def run_demo(args: argparse.Namespace) -> int:
     # Both are written minutes from now, by the runs: a path that cannot be is refused before anything starts.
     check_output_folder(warehouse, "--warehouse")
     check_output_folder(home, "--dagster-home")
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        with instance_lock(home), stopped_by_signals():
+            return _demo(args, started, home, warehouse)
+    except InstanceInUse as exc:
+        print(f"costbench: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except RunsDidNotFinish as exc:
+        print(f"costbench: error: {exc}; the backfill was cancelled", file=sys.stderr)
+        return EXIT_FAILED
+    except DemoStopped as stop:
+        print(f"costbench: demo stopped by {stop.signal_name}; its daemon, runs and twins were stopped and its "
+              f"backfill cancelled ({home})", file=sys.stderr, flush=True)  # fmt: skip
+        return int(stop.code or 1)
+
+
+def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path) -> int:
     weeks = last_complete_weeks(datetime.now(timezone.utc).date(), args.weeks)
     scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
     _prepare_home(home)
@@ -115,40 +136,28 @@ def run_demo(args: argparse.Namespace) -> int:
 
     os.environ["DAGSTER_HOME"] = str(home)
     _create_storage()
-    with running_daemon(paths), dg.DagsterInstance.get() as instance:
-        backfill = submit_backfill(paths, WEEKLY_JOB, keys)
-        print(f"backfill {backfill}: {len(keys)} runs submitted to {home}; dagster-daemon carries them out "
-              "(each scenario's weeks in order, runs on a twin in real time one per endpoint)", flush=True)  # fmt: skip
-
-        def report(run: dg.DagsterRun) -> None:
-            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
-            outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
-            seconds = run_seconds(instance, run.run_id)
-            print(f"  {part}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else ""), flush=True)
-
-        try:
-            runs = wait_for_runs(
-                instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), RUNS_TIMEOUT_S, report
-            )
-        except RunsDidNotFinish as exc:
-            print(f"costbench: error: {exc}", file=sys.stderr)
-            return EXIT_FAILED
-        verdicts = [
-            (run.tags["dagster/partition/week"], run.tags["dagster/partition/scenario"], e.check_name, e.passed,
-             e.severity.value)
-            for run in runs
-            for e in check_evaluations(instance, run)
-        ]  # fmt: skip
-        store = Warehouse(warehouse)
-        rows = store.weekly_trends() if store.db_path.exists() else []
-        attribution = store.cost_attribution() if store.db_path.exists() else []
-        # The regression_notice sensor tells each regressed metric once its week's report is built: give the
-        # daemon's next sensor ticks the time to send what the trends hold.
-        expected = sum(len(orjson.loads(r.regressed_metrics)) for r in rows if r.regressed_metrics)
-        waited = time.monotonic()
-        while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
-            time.sleep(1)
-
+    backfill = None
+    try:
+        with running_daemon(paths), dg.DagsterInstance.get() as instance:
+            try:
+                backfill = submit_backfill(paths, WEEKLY_JOB, keys)
+                print(
+                    f"backfill {backfill}: {len(keys)} runs submitted to {home}; dagster-daemon carries them out "
+                    "(each scenario's weeks in order, runs on a twin in real time one per endpoint)",
+                    flush=True,
+                )
+                outcome = _wait_and_read(instance, backfill, keys, warehouse, notices, notices_before)
+            except BaseException:
+                # While the daemon's code server is up to terminate the started runs (the UI's way); stopped
+                # mid-submission, the backfill may exist all the same.
+                backfill = backfill or _backfill_of(instance, keys)
+                if backfill is not None:
+                    cancel_backfill(instance, backfill)
+                raise
+    except BaseException as exc:
+        _leave_nothing_running(backfill, warehouse, exc)
+        raise
+    runs, verdicts, store, rows, attribution = outcome
     print_weekly_trends(rows)
     print_cost_attribution(attribution)
     print_check_verdicts(sorted(verdicts))
@@ -166,3 +175,47 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"demo finished in {time.monotonic() - started:.0f} s")
     failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
     return 0 if not failed else EXIT_FAILED
+
+
+def _wait_and_read(
+    instance: dg.DagsterInstance, backfill: str, keys: list[str], warehouse: Path, notices: Path, notices_before: int
+):
+    """The backfill's runs, as each ends; then the checks' verdicts, the marts and the notices they led to."""
+
+    def report(run: dg.DagsterRun) -> None:
+        part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+        outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
+        seconds = run_seconds(instance, run.run_id)
+        print(f"  {part}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else ""), flush=True)
+
+    runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), RUNS_TIMEOUT_S, report)
+    verdicts = [
+        (run.tags["dagster/partition/week"], run.tags["dagster/partition/scenario"], e.check_name, e.passed,
+         e.severity.value)
+        for run in runs
+        for e in check_evaluations(instance, run)
+    ]  # fmt: skip
+    store = Warehouse(warehouse)
+    rows = store.weekly_trends() if store.db_path.exists() else []
+    attribution = store.cost_attribution() if store.db_path.exists() else []
+    # The regression_notice sensor tells each regressed metric once its week's report is built: give the
+    # daemon's next sensor ticks the time to send what the trends hold.
+    expected = sum(len(orjson.loads(r.regressed_metrics)) for r in rows if r.regressed_metrics)
+    waited = time.monotonic()
+    while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
+        time.sleep(1)
+    return runs, verdicts, store, rows, attribution
+
+
+def _backfill_of(instance: dg.DagsterInstance, keys: list[str]) -> str | None:
+    requested = instance.get_backfills(filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED]))
+    return next((b.backfill_id for b in requested if list(b.partition_names or []) == keys), None)
+
+
+def _leave_nothing_running(backfill: str | None, warehouse: Path, exc: BaseException) -> None:
+    """After the daemon's group has stopped: runs it could not end marked cancelled, orphaned twins ended."""
+    why = f"the demo was stopped by {exc.signal_name}" if isinstance(exc, DemoStopped) else f"the demo failed: {exc!r}"
+    if backfill is not None:
+        with dg.DagsterInstance.get() as instance:
+            mark_unfinished_cancelled(instance, backfill, why)
+    end_orphaned_leases(WarehouseResource(root=str(warehouse)).leases_dir())

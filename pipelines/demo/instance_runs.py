@@ -21,6 +21,7 @@ from pathlib import Path
 
 import dagster as dg
 import orjson
+from dagster._core.execution.backfill import BULK_ACTION_TERMINAL_STATUSES, BulkActionStatus
 
 from assets.resources import REPO_ROOT
 from endpoints.process_group import stop_group
@@ -116,6 +117,28 @@ def wait_for_runs(
                 f"after {timeout_s:.0f} s, {len(runs)} of {expected} runs submitted; not finished: {waiting or 'none'}"
             )
         time.sleep(poll_s)
+
+
+def cancel_backfill(instance: dg.DagsterInstance, backfill_id: str) -> list[str]:
+    """What the UI's Cancel backfill does, at once: no further run is submitted, and each of the backfill's
+    runs not finished is cancelled through the run coordinator (a queued run is dropped, a started one
+    terminated by its run launcher). Returns the runs cancelled."""
+    backfill = instance.get_backfill(backfill_id)
+    if backfill is not None and backfill.status not in BULK_ACTION_TERMINAL_STATUSES:
+        instance.update_backfill(backfill.with_status(BulkActionStatus.CANCELED))
+    cancelled = []
+    for run in instance.get_runs(filters=dg.RunsFilter(tags={BACKFILL_TAG: backfill_id})):
+        if not run.is_finished:
+            instance.run_coordinator.cancel_run(run.run_id)
+            cancelled.append(run.run_id)
+    return cancelled
+
+
+def mark_unfinished_cancelled(instance: dg.DagsterInstance, backfill_id: str, why: str) -> None:
+    """A run whose worker was stopped before it could record its end is marked cancelled, not left started."""
+    for run in instance.get_runs(filters=dg.RunsFilter(tags={BACKFILL_TAG: backfill_id})):
+        if not run.is_finished:
+            instance.report_run_canceled(run, message=why)
 
 
 def run_seconds(instance: dg.DagsterInstance, run_id: str) -> float | None:

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -16,7 +17,7 @@ import dagster as dg
 
 from assets.resources import WarehouseResource
 from endpoints.lease_file import UNREADABLE_DIR, LeaseRecord, end_lease, new_lease, write_lease
-from endpoints.process_group import group_alive
+from endpoints.process_group import group_alive, process_start
 from pipelines.lease_sensor import endpoint_lease_sensor, lease_over
 
 
@@ -138,3 +139,17 @@ def test_a_lease_of_the_servers_own_group_stops_it(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_lease_whose_owner_has_exited_but_not_been_reaped_counts_as_a_dead_owner():
+    owner = subprocess.Popen(["sleep", "0.5"])
+    try:
+        lease = new_lease("run-1", "v3-8xh200", None, owner.pid)
+        assert lease.owner_alive() is True
+        deadline = time.monotonic() + 10
+        while process_start(owner.pid) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)  # it exits; its zombie stays until this test collects it
+        os.kill(owner.pid, 0)  # the pid still answers a signal
+        assert lease.owner_alive() is False
+    finally:
+        owner.wait()
