@@ -175,6 +175,10 @@ def replay_shard(
             shard_index=task.shard_index,
             shard_count=task.shard_count,
             rendezvous_dir=task.rendezvous_dir,
+            # The rendezvous folder outlives a Dagster run (re-execution reuses start_endpoint's task) and a step
+            # attempt: only this run's and this attempt's ready files count.
+            rendezvous_run_id=context.run_id,
+            rendezvous_attempt=context.retry_number,
         )
 
     if task.endpoint is None:

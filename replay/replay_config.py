@@ -52,6 +52,9 @@ class ReplayConfig:
     # Shards meet here (a folder every shard can see) and fix t0 once all are ready (replay/schedule/rendezvous.py).
     rendezvous_dir: str | None = None
     rendezvous_timeout_s: float = 600.0
+    # Whose ready files count there: shards of one run and attempt (a ready file of another is stale). None: run_id.
+    rendezvous_run_id: str | None = None
+    rendezvous_attempt: int = 0  # a retried step's number (Dagster's retry_number)
     arrival_process: ArrivalProcess = ArrivalProcess.TRACE
     rate_rps: float | None = None  # synthetic arrivals: mean request rate
     burstiness: float = 1.0  # gamma shape: 1 = Poisson, < 1 burstier, > 1 smoother
@@ -95,6 +98,7 @@ class ReplayConfig:
             (self.rendezvous_dir is None or self.start_at_epoch_s is None,
              "give shards either a start time or a rendezvous folder, not both"),
             (self.rendezvous_timeout_s > 0, f"rendezvous_timeout_s must be > 0, got {self.rendezvous_timeout_s}"),
+            (self.rendezvous_attempt >= 0, f"rendezvous_attempt must be >= 0, got {self.rendezvous_attempt}"),
             (
                 self.api_key_env is None or bool(_ENV_NAME.match(self.api_key_env)),
                 "api_key_env must name an environment variable (like SGLANG_API_KEY), not hold the key",

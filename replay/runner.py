@@ -157,6 +157,7 @@ async def _t0(config: ReplayConfig, clock: Clock) -> tuple[float, float]:
     start_at = config.start_at_epoch_s
     if config.rendezvous_dir is not None:
         rendezvous = Rendezvous(Path(config.rendezvous_dir), config.shard_index, config.shard_count,
+                                config.rendezvous_run_id or config.run_id, config.rendezvous_attempt,
                                 timeout_s=config.rendezvous_timeout_s)  # fmt: skip
         start_at = await asyncio.to_thread(agree_start, rendezvous, clock.wall_s)
     if start_at is None:

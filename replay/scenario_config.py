@@ -23,10 +23,14 @@ def replay_config_for(
     shard_index: int = 0,
     shard_count: int = 1,
     rendezvous_dir: str | None = None,
+    rendezvous_run_id: str | None = None,
+    rendezvous_attempt: int = 0,
 ) -> ReplayConfig:
     """How shard `shard_index` of `shard_count` replays `scenario` at `url`.
 
     The window is the week's (`traffic`), not the scenario's `start_s`: a weekly window moves it on every week.
+    `rendezvous_run_id` and `rendezvous_attempt` say whose ready files count at the rendezvous (the Dagster run
+    and the step's retry), so a re-executed run or a retried step never counts a ready file an earlier one left.
     What the scenario does not set (request timeout, seed, flush cadence) keeps ReplayConfig's defaults.
     """
     return ReplayConfig(
@@ -43,5 +47,7 @@ def replay_config_for(
         shard_count=shard_count,
         rendezvous_dir=rendezvous_dir,
         rendezvous_timeout_s=SHARD_RENDEZVOUS_TIMEOUT_S,
+        rendezvous_run_id=rendezvous_run_id,
+        rendezvous_attempt=rendezvous_attempt,
         require_reasoning=scenario.require_reasoning,
     )

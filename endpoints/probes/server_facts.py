@@ -3,8 +3,10 @@ same way for launch, attach and sim, and saved with the run as `server_facts.jso
 
 Plain urllib (blocking): provisioning runs before the replay's event loop exists. Errors say which
 URL and what came back, so "not an SGLang server" and "nothing listens there" read differently.
-Secrets a server echoes (SGLang has sent `api_key` in /server_info) are redacted as the answers
-arrive, and the saved file is redacted again as a whole (common/secret_redaction.py: the rule).
+Of /server_info only the fields costbench reads are kept (common/server_info_fields.py); a field
+nothing reads is not in the file at all. Secrets a server echoes (SGLang has sent `api_key` in
+/server_info) are redacted as the answers arrive, and the saved file is redacted again as a whole
+(common/secret_redaction.py: the rule, by name and by shape).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.secret_redaction import redact_secrets
+from common.server_info_fields import keep_read_fields
 from endpoints.spec import EndpointSpec
 
 SERVER_FACTS_FILE = "server_facts.json"
@@ -92,7 +95,7 @@ def fetch_server_facts(url: str, headers: dict[str, str]) -> tuple[dict, dict]:
     # Every ServerArgs field is in server_info; tp_size has been there in every SGLang version.
     server_info = _json_object(url, SERVER_INFO_PATHS, headers, required="tp_size")
     model_info = _json_object(url, MODEL_INFO_PATHS, headers, required="model_path")
-    return redact_secrets(server_info), redact_secrets(model_info)
+    return redact_secrets(keep_read_fields(server_info)), redact_secrets(model_info)
 
 
 def save_server_facts(path: Path, facts: dict) -> Path:

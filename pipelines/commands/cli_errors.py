@@ -12,7 +12,7 @@ import duckdb
 from common.config_file import ConfigFileError
 from replay.recording.shard_merge import ShardMergeError
 from replay.replay_config import ReplayInputError
-from replay.schedule.rendezvous import RendezvousTimeout
+from replay.schedule.rendezvous import RendezvousError
 from warehouse.backends.schema_migrations import SchemaVersionError
 from warehouse.backends.store import WarehouseError
 from warehouse.parquet.lake import LakeError
@@ -33,7 +33,7 @@ USER_ERRORS: tuple[tuple[type[BaseException], int], ...] = (
     (TraceFormatError, EXIT_BAD_INPUT),
     (ConfigFileError, EXIT_BAD_INPUT),  # scenarios, endpoints, prices: bad YAML or bad values
     (ReplayInputError, EXIT_BAD_INPUT),
-    (RendezvousTimeout, EXIT_BAD_INPUT),
+    (RendezvousError, EXIT_BAD_INPUT),  # a shard that did not come, a ready file that is not one
     (ShardMergeError, EXIT_BAD_INPUT),
     (WarehouseError, EXIT_BAD_INPUT),
     (LakeError, EXIT_BAD_INPUT),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -31,6 +32,8 @@ from workloads.workload_file import open_workload
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+# A run id names the default output folder, runs/<run_id>: a folder name, no path.
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 DEFAULT_FLUSH_INTERVAL_S = next(f.default for f in dataclasses.fields(ReplayConfig) if f.name == "flush_interval_s")
 
 
@@ -74,6 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="shared t0 in epoch seconds, so shards on several machines start together")  # fmt: skip
     timing.add_argument("--rendezvous", default=None, metavar="DIR",
                         help="a folder every shard sees: t0 is fixed once all n shards are ready there")  # fmt: skip
+    timing.add_argument("--run-id", default=None, metavar="ID",
+                        help="this run's id (default: a new one); shards meeting at --rendezvous need the same one, "
+                             "a new one for each attempt")  # fmt: skip
     timing.add_argument("--rendezvous-timeout-s", type=float, default=600.0,
                         help="how long a ready shard waits for the others before failing (default 600)")  # fmt: skip
     timing.add_argument("--request-timeout-s", type=float, default=600.0, help="per-request deadline")
@@ -84,14 +90,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="a completed record is on disk within this (plus its write), even after SIGKILL "
                              f"(default {DEFAULT_FLUSH_INTERVAL_S:g})")  # fmt: skip
     parser.add_argument("--require-reasoning", action="store_true", help="native backend: send require_reasoning (R1)")
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default runs/<run_id>)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output directory (default runs/<run_id>; shard k: runs/<run_id>/shard-<k>)")  # fmt: skip
     parser.add_argument("--api-key-env", default=None, help="name of the environment variable holding the API key")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="live progress bar (default: on a terminal, off when CI is set)")  # fmt: skip
     parser.set_defaults(func=run_command)
 
 
-def _config(args: argparse.Namespace, run_id: str) -> ReplayConfig:
+def _config(args: argparse.Namespace) -> ReplayConfig:
     try:
         shard_index, shard_count = parse_shard(args.shard)
     except ValueError as exc:
@@ -105,7 +112,7 @@ def _config(args: argparse.Namespace, run_id: str) -> ReplayConfig:
         request_timeout_s=args.request_timeout_s,
         api_key_env=args.api_key_env,
         seed=args.seed,
-        run_id=run_id,
+        run_id=_run_id(args, shard_count),
         lag_degraded_ms=args.lag_degraded_ms,
         flush_interval_s=args.flush_interval_s,
         max_requests=args.max_requests,
@@ -124,15 +131,40 @@ def _config(args: argparse.Namespace, run_id: str) -> ReplayConfig:
     )
 
 
+def _run_id(args: argparse.Namespace, shard_count: int) -> str:
+    """The --run-id given, else a new one; shards meeting at a rendezvous must be given theirs (one id for all)."""
+    if args.run_id is not None and not RUN_ID_PATTERN.match(args.run_id):
+        raise ReplayInputError(
+            f"--run-id {args.run_id!r}: use 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or "
+            "digit (it names the folder runs/<run_id>)"
+        )
+    if args.run_id is None and args.rendezvous is not None and shard_count > 1:
+        # Each shard process would make its own id, and a shard tells this run's ready files from a stale one's
+        # by the id: the shards must be told theirs.
+        raise ReplayInputError(
+            f"--rendezvous {args.rendezvous} needs --run-id ID, the same for every shard of this run and a new one "
+            f"for each attempt (ready files of another run id are ignored), e.g. --run-id {new_run_id()}"
+        )
+    return args.run_id if args.run_id is not None else new_run_id()
+
+
+def _out_dir(args: argparse.Namespace, config: ReplayConfig) -> Path:
+    if args.out is not None:
+        return args.out
+    # Shards of one run share its id: each gets a folder of its own under it.
+    run_dir = Path("runs") / config.run_id
+    return run_dir / f"shard-{config.shard_index}" if config.shard_count > 1 else run_dir
+
+
 def run_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     console = Console()
-    run_id = new_run_id()
-    out_dir = args.out if args.out is not None else Path("runs") / run_id
     progress = ReplayProgress()
     show = progress_wanted(console) if args.progress is None else args.progress
+    out_dir = args.out
     try:
-        config = _config(args, run_id)
+        config = _config(args)
+        out_dir = _out_dir(args, config)
         # Only the window is held in memory; the trace is spooled to a temporary folder once.
         with tempfile.TemporaryDirectory(prefix="costbench-replay-") as spool_dir:
             workload = rows_to_replay(open_workload(args.trace, args.trace_format, Path(spool_dir)), config)

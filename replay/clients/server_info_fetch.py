@@ -2,7 +2,8 @@
 
 An endpoint that cannot be reached at all is bad input (the run would only record connection errors);
 one that answers but has no usable /server_info still gets replayed, with empty server facts.
-Secrets the server echoes (`api_key`, `admin_api_key`, ...) are redacted here, before anything keeps them.
+Only the fields costbench reads are kept (common/server_info_fields.py), and secrets among them (by
+name or by shape) are redacted here, before anything keeps them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import aiohttp
 import orjson
 
 from common.secret_redaction import redact_secrets, redact_text, redact_url
+from common.server_info_fields import keep_read_fields
 
 # Newer SGLang serves /server_info; older builds only the now-deprecated alias.
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
@@ -52,7 +54,7 @@ async def fetch_server_info(
             problems.append(f"GET {path}: body is not JSON")
             continue
         if isinstance(info, dict):
-            return redact_secrets(info), None
+            return redact_secrets(keep_read_fields(info)), None
         problems.append(f"GET {path}: body is not a JSON object")
     return {}, "; ".join(problems)
 

@@ -1,8 +1,9 @@
 """run.json: the RunInfo of a replay, next to its requests.parquet.
 
 Written at t0 with partial=true and rewritten at the end with partial=false, each time atomically
-(temporary file + rename) so a reader never sees half a file. What is written passes through
-common/secret_redaction.py, so no secret the server echoed (or a URL carried) reaches the file.
+(temporary file + rename) so a reader never sees half a file. Its server_info keeps only the fields
+costbench reads (common/server_info_fields.py), whichever path built the RunInfo, and all of it passes
+through common/secret_redaction.py, so no secret the server echoed (or a URL carried) reaches the file.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import orjson
 
 from common.atomic_file import write_bytes_atomically
 from common.secret_redaction import redact_secrets
+from common.server_info_fields import keep_read_fields
 from replay.recording.records import RunInfo
 
 RUN_FILE = "run.json"
 
 
 def write_run_json(out_dir: Path, run: RunInfo) -> Path:
-    body = redact_secrets(run.to_dict())
+    body = run.to_dict()
+    body["server_info"] = keep_read_fields(body["server_info"])
+    body = redact_secrets(body)
     data = orjson.dumps(body, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
     return write_bytes_atomically(Path(out_dir) / RUN_FILE, data)
 

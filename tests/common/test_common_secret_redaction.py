@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import random
+import string
+import textwrap
+
 import pytest
 
 from common.secret_redaction import REDACTED, is_secret_name, redact_args, redact_secrets, redact_text, redact_url
@@ -108,3 +113,96 @@ def test_secrets_inside_text(text, expected):
 def test_urls_lose_their_user_info_and_secret_query_values():
     assert redact_url("http://u:p@h:1/v1?api_key=sk&x=1") == "http://h:1/v1?api_key=%3Credacted%3E&x=1"
     assert redact_url(None) is None
+
+
+# Secrets by other names (issue item 7). Test values are made up at run time from a fixed seed: none sits in
+# the repository, and the base64 ones, which the rule judges by their look, are the same on every run.
+def _b64(rng: random.Random, n_bytes: int, alphabet=base64.b64encode) -> str:
+    return alphabet(rng.randbytes(n_bytes)).decode().rstrip("=")
+
+
+def _alnum(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(n - 2)) + "a1"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["auth", "proxy_auth", "api_key_value", "hf_token_str", "private_key_pem", "client_secret_b64", "cert_b64",
+     "sessionKeyB64", "signing_key_base64", "bearer"],
+)  # fmt: skip
+def test_secret_names_by_other_words(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["auth_mode", "value", "name", "base_url", "thumb64", "kb64", "ssl_keyfile"])
+def test_names_near_the_new_words_are_kept(name):
+    assert not is_secret_name(name)
+
+
+def _shaped_secrets() -> dict[str, str]:
+    """One value of each shape a secret has when no name says so."""
+    rng = random.Random(7)
+    pem_body = "\n".join(textwrap.wrap(_b64(rng, 96), 64))
+    header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
+    claims = base64.urlsafe_b64encode(b'{"sub":"costbench-test"}').decode().rstrip("=")
+    return {
+        "openai": "sk-" + _alnum(rng, 48),
+        "openai_project": "sk-proj-" + _alnum(rng, 24) + "_" + _alnum(rng, 24),
+        "huggingface": "hf_" + _alnum(rng, 34),
+        "github": "ghp_" + _alnum(rng, 36),
+        "github_pat": "github_pat_" + _alnum(rng, 22) + "_" + _alnum(rng, 59),
+        "slack": "xoxb-" + "-".join(str(rng.randrange(10**12)) for _ in range(2)) + "-" + _alnum(rng, 24),
+        "aws": "AKIA" + "".join(rng.choice(string.ascii_uppercase + string.digits) for _ in range(16)),
+        "jwt": f"{header}.{claims}.{_alnum(rng, 43)}",
+        "pem": f"-----BEGIN PRIVATE KEY-----\n{pem_body}\n-----END PRIVATE KEY-----",
+        "base64": _b64(rng, 32) + "=",
+        "base64url": _b64(rng, 32, base64.urlsafe_b64encode),
+        "alnum": _alnum(rng, 40),
+        "hex": rng.randbytes(16).hex() + "a1",
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(_shaped_secrets()))
+def test_a_secret_is_hidden_by_its_shape_under_any_name(shape):
+    value = _shaped_secrets()[shape]
+    out = redact_secrets({"note": value, "args": ["--model", "m", value], "said": f"it is {value}, keep it safe"})
+    assert out == {"note": REDACTED, "args": ["--model", "m", REDACTED], "said": f"it is {REDACTED}, keep it safe"}
+
+
+def test_a_name_value_pair_is_hidden_by_its_name_anywhere():
+    value = "plain-looking"
+    out = redact_secrets({"extra": [{"name": "HF_TOKEN", "value": value}, {"name": "HF_HOME", "value": "/h"}],
+                          "pair": {"Name": "OPENAI_API_KEY", "Value": 7}})  # fmt: skip
+    assert out == {"extra": [{"name": "HF_TOKEN", "value": REDACTED}, {"name": "HF_HOME", "value": "/h"}],
+                   "pair": {"Name": "OPENAI_API_KEY", "Value": REDACTED}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "deepseek-ai/DeepSeek-V3-0324",
+        "nvidia/Llama-3_3-Nemotron-Super-49B-v1_5",
+        "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8-dynamic",
+        "/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V3/snapshots/86518964eaef84e3fdd98e9861759a1384f9c29d",
+        "/models/Qwen2VLForConditionalGeneration/weights",
+        "Qwen2VLForConditionalGeneration",
+        "sk-learn-compatible-estimator",
+        "0.5.4.post2.dev123+g1a2b3c4d",
+        "20261116-chat-v3-h200-1a2b3c4d",
+        "fp8_e4m3",
+        "http://127.0.0.1:30000",
+        "3f2a9c1e7b4d",  # a config fingerprint: 12 hex digits
+        "a3f2b9c1e7d40516",  # a workload hash: 16 hex digits
+    ],
+)
+def test_facts_shaped_like_paths_names_and_short_digests_are_kept(value):
+    assert redact_secrets({"model_path": value, "note": f"model {value} ok"}) == {
+        "model_path": value, "note": f"model {value} ok"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["workload_hash", "git_commit", "config_fingerprint", "sha256", "revision", "digest"])
+def test_a_digest_under_a_digest_name_is_kept(name):
+    rng = random.Random(7)
+    for digest in (rng.randbytes(19).hex() + "a1", rng.randbytes(31).hex() + "a1"):  # a git hash, a sha256
+        assert redact_secrets({name: digest}) == {name: digest}

@@ -1,9 +1,12 @@
 """No secret on disk: a server that answers as SGLang does, but echoes its `api_key` and
-`admin_api_key` in /server_info (as SGLang releases have), is attached, probed, replayed and ingested
-into the warehouse; then every byte the run wrote is searched for the secrets.
+`admin_api_key` in /server_info (as SGLang releases have), plus secrets under names and in shapes no
+name rule knows (`auth`, `private_key_pem`, a `*_b64` blob, a bare `sk-...`, a name/value pair), is
+attached, probed, replayed and ingested into the warehouse; then every byte the run wrote is searched
+for the secrets.
 
-A non-secret fact of the same answer (a random `served_model_name`) must be found where server facts
-are kept, so the search is shown to see what is stored, not merely to miss it.
+A fact costbench reads from the same answer (a random `version`) must be found where server facts are
+kept, so the search is shown to see what is stored, not merely to miss it; a field nothing reads (a
+random `served_model_name`) must be found nowhere.
 """
 
 from __future__ import annotations
@@ -39,12 +42,12 @@ MONDAY = date(2026, 11, 16)
 KEY_ENV = "COSTBENCH_TEST_SECRET_KEY"
 
 
-def _sglang_server_info(api_key: str, admin_api_key: str, hf_token: str, marker: str) -> dict:
+def _sglang_server_info(api_key: str, admin_api_key: str, hf_token: str, marker: str, unread: str) -> dict:
     """/server_info as SGLang serves it: the ServerArgs fields, then scheduler_info, internal_states, version."""
     return {
         "model_path": "deepseek-ai/DeepSeek-V3",
         "tokenizer_path": "deepseek-ai/DeepSeek-V3",
-        "served_model_name": marker,
+        "served_model_name": unread,
         "host": "0.0.0.0",
         "port": 30000,
         "api_key": api_key,
@@ -62,10 +65,24 @@ def _sglang_server_info(api_key: str, admin_api_key: str, hf_token: str, marker:
         "ssl_keyfile_password": None,
         "scheduler_info": {"max_total_num_tokens": 400000, "max_req_input_len": 163835},
         "internal_states": [{"last_gen_throughput": 0.0, "memory_usage": {"kvcache": 0.5}}],
-        "version": "0.5.4",
-        # Not sent by SGLang today; a proxy or another build might: still redacted.
+        "version": marker,
+        # Not sent by SGLang today; a proxy or another build might: still kept off disk.
         "env": {"HF_TOKEN": hf_token, "SGLANG_ENABLE_JIT_DEEPGEMM": "1"},
         "launch_command": f"python -m sglang.launch_server --api-key {api_key} --tp 8",
+        **_secrets_by_other_names(api_key, hf_token),
+    }
+
+
+def _secrets_by_other_names(api_key: str, hf_token: str) -> dict:
+    """The shapes of issue item 7: secret names no `*_key`/`*_token` rule knew, and secrets with no name."""
+    return {
+        "auth": api_key,
+        "api_key_value": api_key,
+        "private_key_pem": f"-----BEGIN PRIVATE KEY-----\n{hf_token}\n-----END PRIVATE KEY-----",
+        "client_cert_b64": hf_token,
+        "note": api_key,  # a bare sk-... under a harmless name
+        "extra_settings": [{"name": "HF_TOKEN", "value": hf_token}],
+        "proxy": {"auth": api_key, "timeout_s": 30},  # an object nothing reads: dropped whole
     }
 
 
@@ -73,8 +90,9 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
     api_key = "sk-" + secrets.token_hex(16)
     admin_api_key = "sk-admin-" + secrets.token_hex(16)
     hf_token = "hf_" + secrets.token_hex(16)
-    marker = "served-" + secrets.token_hex(8)
-    leaked = (api_key, admin_api_key, hf_token)
+    marker = "0.5.4+" + secrets.token_hex(8)
+    unread = "served-" + secrets.token_hex(8)
+    leaked = (api_key, admin_api_key, hf_token, unread)
     # The client sends the same key the server was started with, only ever in a header.
     monkeypatch.setenv(KEY_ENV, api_key)
     caplog.set_level(logging.DEBUG)
@@ -82,8 +100,14 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
     run_id = "20261116-secrets-0001"
     run_dir = root / "runs" / "week=2026-11-16" / "scenario=secrets" / run_id
     behaviour = PeerBehaviour(
-        server_info=_sglang_server_info(api_key, admin_api_key, hf_token, marker),
-        model_info={"model_path": "deepseek-ai/DeepSeek-V3", "is_generation": True, "hf_token": hf_token},
+        server_info=_sglang_server_info(api_key, admin_api_key, hf_token, marker, unread),
+        # /model_info is kept whole (nothing is cut from it), so a bare secret there goes by its shape.
+        model_info={
+            "model_path": "deepseek-ai/DeepSeek-V3",
+            "is_generation": True,
+            "hf_token": hf_token,
+            "note": api_key,
+        },  # fmt: skip
     )
     with peer_in_thread(behaviour) as peer:
         spec = EndpointSpec(
@@ -130,22 +154,21 @@ def test_no_secret_of_the_server_reaches_any_file_of_the_run(tmp_path, monkeypat
     for secret in leaked:
         assert secret not in logs
 
-    # The search sees stored server facts: the harmless ones are all there, the secrets marked.
+    # The search sees stored server facts: the ones costbench reads are all there, the rest is not.
     facts = orjson.loads((run_dir / "server_facts.json").read_bytes())
-    assert facts["server_info"]["served_model_name"] == marker
-    assert facts["server_info"]["api_key"] == facts["server_info"]["admin_api_key"] == "<redacted>"
-    assert facts["server_info"]["scheduler_info"]["max_total_num_tokens"] == 400000
-    assert facts["server_info"]["enable_cache_report"] is True and facts["server_info"]["ssl_keyfile_password"] is None
-    assert facts["model_info"]["hf_token"] == "<redacted>"
-    assert merged.server_info["served_model_name"] == marker and merged.server_info["api_key"] == "<redacted>"
+    kept = {"model_path": "deepseek-ai/DeepSeek-V3", "tp_size": 8, "dp_size": 1, "schedule_policy": "lpm",
+            "max_running_requests": 64, "max_prefill_tokens": 16384, "chunked_prefill_size": 8192,
+            "enable_cache_report": True, "version": marker, "internal_states": [{}]}  # fmt: skip
+    for info in (facts["server_info"], merged.server_info, read_run_json(run_dir / "shard-0").server_info):
+        assert info == kept
+    assert facts["version"] == marker and facts["model_info"]["hf_token"] == facts["model_info"]["note"] == "<redacted>"
     assert marker.encode() in (run_dir / "shard-0" / "run.json").read_bytes()
     assert marker in decoded_text(next(p for p in files if p.suffix == ".duckdb"))
     runs_part = next(p for p in files if "runs" in p.parts and p.suffix == ".parquet" and "_schema" not in p.parts)
     assert marker in decoded_text(runs_part)
     with store.connect() as con:
         stored = orjson.loads(con.execute("SELECT server_info_json FROM runs").fetchone()[0])
-    assert stored["api_key"] == "<redacted>" and stored["max_prefill_tokens"] == 16384
-    assert stored["launch_command"] == "python -m sglang.launch_server --api-key <redacted> --tp 8"
+    assert stored == kept
 
 
 def test_the_replay_alone_redacts_what_it_fetches(tmp_path):
@@ -158,4 +181,4 @@ def test_the_replay_alone_redacts_what_it_fetches(tmp_path):
     raw = (tmp_path / "run.json").read_bytes()
     assert api_key.encode() not in raw
     info = read_run_json(tmp_path).server_info
-    assert info == {"tp_size": 8, "api_key": "<redacted>", "max_running_requests": 8}
+    assert info == {"tp_size": 8, "max_running_requests": 8}  # api_key: read by nothing, so not kept

@@ -62,7 +62,7 @@ def test_two_shards_in_parallel_replay_exactly_the_unsharded_requests(tmp_path):
         rendezvous = tmp_path / "rendezvous"
         shards = [
             _replay(trace, peer.url, tmp_path / f"shard{k}", "--max-requests", "30", "--shard", f"{k}/2",
-                    "--rendezvous", str(rendezvous))
+                    "--rendezvous", str(rendezvous), "--run-id", "two-shards")
             for k in range(2)
         ]  # fmt: skip
         for proc in shards:
