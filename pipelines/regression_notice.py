@@ -6,7 +6,10 @@ The sensor watches the weekly report's materializations (the report is built aft
 regression does not block it): for each newly reported (week, scenario) it reads that partition's
 weekly_trends rows and sends what regressed, with the size of the change, the threshold, the week's
 interval and the report's path. Its cursor is the last materialization it handled, so a notice is sent
-once per materialization (a re-run week that still regresses is told again).
+once per materialization (a re-run week that still regresses is told again). It moves past a report only
+once every notice of it is written to the notice file (when set) and POSTed or kept in the outbox (when a
+webhook is set); each tick first POSTs again what the outbox keeps (pipelines/failure_notice.py), failure
+notices included.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from datetime import date
 import dagster as dg
 
 from assets.resources import WarehouseResource
-from pipelines.failure_notice import deliver
+from pipelines.failure_notice import NoticeChannels, outbox_dir
 from warehouse.marts.judged_metrics import judged_metric
 from warehouse.marts.mart_rows import WeeklyTrendRow
 
@@ -80,14 +83,6 @@ def regression_notices(
     return notices
 
 
-def send_regression_notices(notices: list[RegressionNotice], environ: dict[str, str] | None = None) -> list[str]:
-    """Sends each notice through the failure channel; returns where they went (empty: nowhere configured)."""
-    sent: list[str] = []
-    for notice in notices:
-        sent = deliver(notice, environ)
-    return sent
-
-
 def _week_and_scenario(partition_key: str) -> tuple[str, str]:
     # A (week, scenario) multi-partition key: its two values joined by "|"; the week is the ISO date.
     first, second = partition_key.split("|")
@@ -109,6 +104,13 @@ def _is_date(text: str) -> bool:
     description="Sends every regression verdict of a newly reported week to the failure-notice file and/or webhook.",
 )
 def regression_notice_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SkipReason:
+    channels = NoticeChannels(outbox_dir(warehouse.root_path()))
+    retried, kept = channels.retry_outbox()
+    if retried:
+        context.log.info(f"{retried} notice(s) kept in {channels.outbox} POSTed to the webhook")
+    if kept:
+        why = channels.webhook_failure or "no webhook is configured"
+        context.log.warning(f"{kept} notice(s) still kept in {channels.outbox}: {why}")
     after = int(context.cursor) if context.cursor else None
     records = context.instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=REPORT_ASSET, after_storage_id=after), limit=100, ascending=True
@@ -126,13 +128,13 @@ def regression_notice_sensor(context: dg.SensorEvaluationContext, warehouse: War
         report_path = str(report.value) if report is not None else None
         for row in trends:
             if row.week_start.isoformat() == week and row.scenario == scenario:
-                notices = regression_notices(row, report_path, record.run_id)
-                where = send_regression_notices(notices)
-                told += len(notices)
-                for notice in notices:
-                    context.log.info(
+                for notice in regression_notices(row, report_path, record.run_id):
+                    delivery = channels.send(notice)  # raises when the notice could not be kept: cursor stays
+                    told += 1
+                    log = context.log.warning if delivery.kept_in else context.log.info
+                    log(
                         f"regression notice: {notice.scenario} week {notice.week_start} {notice.metric} "
-                        f"{notice.change:+.1f} {notice.change_unit} sent to {where or 'nowhere (none configured)'}"
+                        f"{notice.change:+.1f} {notice.change_unit}: {delivery.describe()}"
                     )
         context.update_cursor(str(record.storage_id))
     return dg.SkipReason(f"{told} regression notice(s) sent for {len(records)} weekly report(s)")

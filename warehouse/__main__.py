@@ -1,6 +1,8 @@
 """`python -m warehouse refresh [--root DIR | --warehouse LOCATION]`: upgrade the warehouse if it is older and
 rebuild its views and marts. `python -m warehouse attach-sql [--warehouse LOCATION]`: print the lines a plain
-`duckdb` session runs to open the warehouse read-only.
+`duckdb` session runs to open the warehouse read-only. `python -m warehouse cleanup [--min-age-s S]`: remove what
+killed writers left (the local lake's staged files; a DuckLake's uncommitted data files older than S, default an
+hour) and print each removed path.
 
 LOCATION is a folder (the local backend) or a `ducklake:postgresql://...` URL (warehouse/backends/backend.py); the
 default is $COSTBENCH_WAREHOUSE, else the folder `warehouse`.
@@ -23,8 +25,15 @@ from typing import NoReturn
 import duckdb
 
 from common.config_file import ConfigFileError
-from warehouse.backends.backend import WAREHOUSE_ENV, WarehouseLocationError, open_warehouse, scheme_of
+from warehouse.backends.backend import (
+    WAREHOUSE_ENV,
+    WarehouseBackend,
+    WarehouseLocationError,
+    open_warehouse,
+    scheme_of,
+)
 from warehouse.backends.duckdb_extensions import ExtensionError
+from warehouse.backends.ducklake_store import DEFAULT_ORPHAN_MIN_AGE_S
 from warehouse.backends.schema_migrations import SchemaVersionError
 from warehouse.backends.store import WarehouseError
 from warehouse.parquet.lake import LakeError
@@ -71,7 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     refresh = sub.add_parser("refresh", help="upgrade (if older) and rebuild views and marts from the lake")
     attach = sub.add_parser("attach-sql", help="print the lines that open the warehouse in a plain duckdb session")
-    for command in (refresh, attach):
+    cleanup = sub.add_parser("cleanup", help="remove the files killed writers left, naming each")
+    cleanup.add_argument(
+        "--min-age-s",
+        type=float,
+        default=DEFAULT_ORPHAN_MIN_AGE_S,
+        help="DuckLake: leave data files younger than this, a live writer's until it commits (default: %(default)g)",
+    )
+    for command in (refresh, attach, cleanup):
         where = command.add_mutually_exclusive_group()
         where.add_argument("--root", type=Path, help="local warehouse folder (lake/ and costbench.duckdb)")
         where.add_argument(
@@ -98,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED
         print("\n".join(lines))
         return 0
+    if args.command == "cleanup":
+        return _cleanup(store, args.min_age_s)
     try:
         result = store.refresh()
     except KeyboardInterrupt:
@@ -112,6 +130,22 @@ def main(argv: list[str] | None = None) -> int:
     count = len(result.quarantined)
     quarantined = f" ({count} lake files quarantined: see table lake_quarantine)" if count else ""
     print(f"refreshed {result.db_path or result.location}{quarantined}")
+    return 0
+
+
+def _cleanup(store: WarehouseBackend, min_age_s: float) -> int:
+    if min_age_s < 0:
+        print(f"{PROG}: error: --min-age-s {min_age_s:g}: must be >= 0", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        removed = store.cleanup(min_age_s)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except REFRESH_ERRORS as exc:
+        print(f"{PROG}: error: cleanup of {store.location} failed: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+    print("\n".join(f"removed {path}" for path in removed) or "removed nothing")
     return 0
 
 

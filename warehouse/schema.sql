@@ -13,8 +13,9 @@
 -- (warehouse/backends/ducklake_store.py): the lake table lake.<table>, whose week and scenario are columns.
 -- The local globs are relative, so the database holds no absolute path: a session resolves them
 -- against its file_search_path (Warehouse.connect sets it to the warehouse folder) or, when that is
--- unset, its working directory. Every file a view reads passed the refresh's checks (lake_files);
--- those that did not are in lake_quarantine. Older lake files that lack newer columns read them as null (union_by_name); a file whose column has another type is quarantined,
+-- unset, its working directory. The globs are over the refresh's snapshot (lake/_snapshots/<id>/, hard links
+-- nothing is ever added to), so a session reads the files the marts were built from. Every file a view reads
+-- passed the refresh's checks (lake_files); those that did not are in lake_quarantine. Older lake files that lack newer columns read them as null (union_by_name); a file whose column has another type is quarantined,
 -- never allowed to change the view's type. Times called *_mono_s are seconds on the replay's monotonic clock from the run's
 -- t0; *_wall_s are seconds since the Unix epoch.
 --
@@ -428,11 +429,13 @@ CREATE OR REPLACE TABLE lake_files (
     week_start DATE NOT NULL,         -- Monday that starts the partition's week, from its path
     scenario VARCHAR NOT NULL,        -- scenario name, from its path
     path VARCHAR NOT NULL,            -- the Parquet file, relative to the warehouse folder
+    frozen_path VARCHAR NOT NULL,     -- the refresh's hard link to it under lake/_snapshots/, which the views read (relative to the warehouse folder)
+    sha256 VARCHAR NOT NULL,          -- its sha256, recorded when it was written (part-0.parquet.sha256) and matched by this refresh
     schema_version INTEGER,           -- schema version stamped in the file's key-value metadata (null: written before files were stamped)
     row_count BIGINT,                 -- rows in the file, from its footer (count)
     size_bytes BIGINT NOT NULL,       -- file size when checked (bytes)
     modified_ns BIGINT NOT NULL,      -- file modification time when checked (ns since the Unix epoch)
-    decoded_wall_s DOUBLE NOT NULL    -- when every page was last decoded with its checksum verified; later refreshes only re-read the footer of an unchanged file (s since the Unix epoch)
+    decoded_wall_s DOUBLE NOT NULL    -- when this refresh verified its content: its sha256 matched the recorded one, or every page was decoded (s since the Unix epoch)
 );
 
 CREATE OR REPLACE TABLE lake_quarantine (

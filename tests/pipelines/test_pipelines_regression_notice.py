@@ -1,6 +1,6 @@
 """The regression rule judges the canary, and a regression verdict reaches people through the failure channel:
 a JSON line in the notice file and a POST to a loopback webhook, with what moved, by how much, the threshold,
-the week's interval and the report's path."""
+the week's interval and the report's path. A webhook that is down loses no verdict: it waits in the outbox."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import orjson
 import pytest
 
 from assets.resources import WarehouseResource
-from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV
+from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV, outbox_dir
 from pipelines.regression_notice import regression_notice_sensor
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.marts.run_rows import RunContext
 from warehouse_builders import endpoint, request, run_info, write_run
-from webhook_collector import start_webhook
+from webhook_collector import closed_port, start_webhook
 
 WEEKS = [date(2026, 10, 19) + timedelta(days=7 * i) for i in range(4)]
 N = 40
@@ -70,10 +70,10 @@ def _report(instance: dg.DagsterInstance, week: date, scenario: str, path: str) 
 
 
 def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(warehouse, tmp_path, monkeypatch):
-    server, bodies = start_webhook()
+    webhook = start_webhook()
     notice_file = tmp_path / "notices" / "failures.jsonl"
     monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
-    monkeypatch.setenv(WEBHOOK_URL_ENV, f"http://127.0.0.1:{server.server_port}/hook")
+    monkeypatch.setenv(WEBHOOK_URL_ENV, webhook.url())
     report = str(warehouse.root / "reports" / f"week={WEEKS[3].isoformat()}.html")
     resources = {"warehouse": WarehouseResource(root=str(warehouse.root))}
     try:
@@ -87,7 +87,7 @@ def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(wa
             again = dg.build_sensor_context(instance=instance, resources=resources, cursor=context.cursor)
             regression_notice_sensor(again)
     finally:
-        server.shutdown()
+        webhook.stop()
 
     [line] = notice_file.read_bytes().splitlines()
     notice = orjson.loads(line)
@@ -99,4 +99,39 @@ def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(wa
     assert notice["interval_low"] <= notice["value"] <= notice["interval_high"]
     assert notice["interval_low"] > notice["baseline"]
     assert notice["report_path"] == report and notice["reason"].startswith("cost_per_request_usd +30.0%")
-    assert [orjson.loads(b) for b in bodies] == [notice]
+    assert [orjson.loads(b) for b in webhook.delivered] == [notice]
+
+
+def test_a_regression_verdict_outlives_an_unreachable_webhook(warehouse, tmp_path, monkeypatch, capfd):
+    port = closed_port()
+    notice_file = tmp_path / "failures.jsonl"
+    monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
+    monkeypatch.setenv(WEBHOOK_URL_ENV, f"http://127.0.0.1:{port}/hook/PATHSECRET?token=QUERYSECRET")
+    resources = {"warehouse": WarehouseResource(root=str(warehouse.root))}
+    outbox = outbox_dir(warehouse.root)
+    with dg.instance_for_test() as instance:
+        _report(instance, WEEKS[3], "chat-canary", "report.html")
+        tick = dg.build_sensor_context(instance=instance, resources=resources)
+        regression_notice_sensor(tick)  # the webhook refuses: no error, the verdict is kept
+        [line] = notice_file.read_bytes().splitlines()
+        assert [p.read_bytes() for p in outbox.glob("*.json")] == [line]
+        assert tick.cursor is not None  # moved on: the verdict is in the outbox, not lost
+        logged = capfd.readouterr().err  # Dagster's log handler writes to stderr
+        assert f"webhook at http://127.0.0.1:{port} failed" in logged and str(outbox) in logged
+        assert "PATHSECRET" not in logged and "QUERYSECRET" not in logged
+
+        # Still down on the next tick: the verdict stays, and the file is not written again.
+        regression_notice_sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=tick.cursor))
+        assert len(list(outbox.glob("*.json"))) == 1 and notice_file.read_bytes().splitlines() == [line]
+
+        # Back up: the next tick POSTs it, once.
+        webhook = start_webhook(port=port)
+        try:
+            for _ in range(2):
+                regression_notice_sensor(
+                    dg.build_sensor_context(instance=instance, resources=resources, cursor=tick.cursor)
+                )
+        finally:
+            webhook.stop()
+    assert webhook.delivered == [line]
+    assert list(outbox.glob("*.json")) == []

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from warehouse.backends.backend import open_warehouse
-from warehouse.backends.ducklake_store import DuckLakeWarehouse
+from warehouse.backends.ducklake_store import ALIAS, DuckLakeWarehouse
 from warehouse.backends.store import LAKE_TABLES, Warehouse
 from warehouse.marts.mart_rows import as_dict
+from warehouse.parquet.crash_point import CRASH_AT_ENV
 from warehouse.parquet.lake import list_partitions
 from warehouse_builders import (
     endpoint,
@@ -413,3 +414,103 @@ def test_one_setting_chooses_the_backend_for_the_pipeline_and_the_tools(monkeypa
     # The resource's own config wins over the environment, as before.
     resource = WarehouseResource(root=url)
     assert isinstance(resource.warehouse(), DuckLakeWarehouse)
+
+
+def _view_and_marts(con) -> tuple[int, int, int]:
+    """requests in the view, completed requests in run_summary, rows in the lake table itself."""
+    view = con.execute("SELECT count(*) FROM requests").fetchone()[0]
+    marts = con.execute("SELECT coalesce(sum(completed_requests), 0) FROM run_summary").fetchone()[0]
+    lake = con.execute("SELECT count(*) FROM lake.requests").fetchone()[0]
+    return view, int(marts), lake
+
+
+def test_the_views_read_the_snapshot_the_marts_were_built_from_until_the_next_refresh(postgres_cluster, tmp_path):
+    db = postgres_cluster.create_database("ducklake_session")
+    url = ducklake_url(db, tmp_path / "data")
+    lake = open_warehouse(url, tmp_path)
+    writer = open_warehouse(url, tmp_path)  # another process's warehouse: its own DuckDB, its own commits
+    assert isinstance(lake, DuckLakeWarehouse) and isinstance(writer, DuckLakeWarehouse)
+    for week in WEEKS[:2]:
+        write_run_to(lake, week, "chat", 3)
+    lake.refresh()
+    session = lake._instance().cursor()  # a plain session: autocommit, one snapshot per statement
+    try:
+        session.execute(f"USE {ALIAS}")
+        assert _view_and_marts(session) == (6, 6, 6)
+        write_run_to(writer, WEEKS[0], "chat", 5)  # re-materialized, and a new week, between refreshes
+        write_run_to(writer, WEEKS[2], "chat", 4)
+        assert _view_and_marts(session) == (6, 6, 12)  # the lake table moves; the views stay with the marts
+        with lake.connect() as con:
+            assert _view_and_marts(con) == (6, 6, 12)
+        writer.refresh()
+        assert _view_and_marts(session) == (12, 12, 12)
+    finally:
+        session.close()
+        lake.close()
+        writer.close()
+
+
+def write_run_to(store: DuckLakeWarehouse, week: date, scenario: str, requests: int) -> None:
+    run_id = f"{scenario}-{week.isoformat()}"
+    staging = Warehouse(store.root / f"staging-{run_id}-{requests}")
+    records = [request(run_id, f"q{k}", 100, 1000) for k in range(requests)]
+    write_run(staging.lake_root, week, scenario, run_info(run_id, 30.0), endpoint(), records)
+    for table in ("runs", "requests"):
+        store.write_partition(table, week, scenario, staging.read_partition(table, week, scenario))
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from datetime import date
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[4])
+    from warehouse.backends.backend import open_warehouse
+    from warehouse_builders import request, requests_table
+    url, week, scenario = sys.argv[1], date.fromisoformat(sys.argv[2]), sys.argv[3]
+    rows = [request(f"{scenario}-killed", f"q{k}", 100, 1000) for k in range(50)]
+    open_warehouse(url, Path(".")).write_partition("requests", week, scenario, requests_table(rows))
+    """
+)
+
+
+def test_data_files_of_writers_killed_before_their_commit_are_removed_by_cleanup_which_names_them(
+    postgres_cluster, tmp_path
+):
+    db = postgres_cluster.create_database("ducklake_orphans")
+    data = tmp_path / "data"
+    url = ducklake_url(db, data)
+    lake = open_warehouse(url, tmp_path)
+    assert isinstance(lake, DuckLakeWarehouse)
+    write_run_to(lake, WEEKS[0], "chat", 60)  # committed: its files must stay
+    kept = {p for p in data.rglob("*.parquet")}
+    env = {**os.environ, CRASH_AT_ENV: "ducklake-inserted"}
+    for scenario in SCENARIOS:  # SIGKILLed after DuckLake wrote the data file, before the commit
+        killed = subprocess.run(
+            [sys.executable, "-c", KILLED_WRITER, url, WEEKS[1].isoformat(), scenario, str(REPO / "tests")],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert killed.returncode == -9, killed.stderr
+    orphans = {p for p in data.rglob("*.parquet")} - kept
+    assert len(orphans) == 2
+    done = subprocess.run(
+        [sys.executable, "-m", "warehouse", "cleanup", "--warehouse", url, "--min-age-s", "0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.splitlines()) == sorted(f"removed {p}" for p in orphans)
+    assert {p for p in data.rglob("*.parquet")} == kept
+    assert lake.read_partition("requests", WEEKS[0], "chat").num_rows == 60
+    # A young file may be a live writer's, not yet committed: the default minimum age leaves it.
+    again = subprocess.run(
+        [sys.executable, "-m", "warehouse", "cleanup", "--warehouse", url], cwd=REPO, capture_output=True, text=True
+    )
+    assert again.returncode == 0 and again.stdout.strip() == "removed nothing", again.stderr
+    lake.close()

@@ -7,12 +7,14 @@ import os
 from datetime import date
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
 from warehouse.backends.store import Warehouse
 from warehouse.parquet.lake import LakeError, partition_path, read_partition
+from warehouse.parquet.lake_checksum import read_checksums, sha256_of, sidecar_of, write_checksums
 from warehouse.quality import check_lake_quarantine
 from warehouse_builders import endpoint, request, run_info, write_run
 
@@ -108,21 +110,27 @@ def _flip_a_byte_inside_a_page(path: Path, column: str) -> None:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
-def test_a_flipped_bit_inside_a_page_is_caught_by_its_checksum(store):
+def test_a_file_written_before_checksums_is_decoded_its_page_checksums_verified_then_gets_one(store):
+    files = sorted(store.lake_root.glob("*/week=*/scenario=*/part-0.parquet"))
+    for path in files:
+        sidecar_of(path).unlink()  # as a lake written before checksums has them
     # DuckDB does not verify page checksums: it would read the flipped value as data.
     _flip_a_byte_inside_a_page(_requests_file(store, WEEKS[2]), "finish_mono_s")
-    [quarantined] = store.refresh().quarantined
+    result = store.refresh()
+    [quarantined] = result.quarantined
     assert quarantined.week_start == WEEKS[2]
     assert "does not decode" in quarantined.reason and "CRC" in quarantined.reason
     assert _requests_per_week(store) == {WEEKS[0]: 3, WEEKS[1]: 3}
+    # The others passed the full decode, so their checksums are recorded now; from then on those are checked.
+    assert result.decoded_files == 5 and all(read_checksums(p) for p in files if p.exists())
+    assert store.refresh().decoded_files == 0
 
 
-def test_a_file_that_rots_after_it_was_checked_is_found_when_duckdb_fails_on_it(store):
+def test_a_file_damaged_before_its_checksum_was_taken_is_found_when_duckdb_fails_on_it(store):
     first = store.refresh()
-    assert (first.lake_files, first.decoded_files) == (6, 6)
-    again = store.refresh()
-    assert (again.lake_files, again.decoded_files) == (6, 0)  # unchanged files: only their footers re-read
-    # A damaged page header, same size, same mtime: the footer still reads, DuckDB cannot decode the column.
+    assert (first.lake_files, first.decoded_files) == (6, 0)  # every sha256 matched: nothing to decode
+    # A damaged page header, its checksum taken after the damage (a tool that rewrote the file and its
+    # sidecar): the footer still reads and the sha256 matches, but DuckDB cannot decode the column.
     path = _requests_file(store, WEEKS[0])
     metadata = pq.ParquetFile(path).metadata.row_group(0)
     chunk = next(
@@ -134,6 +142,7 @@ def test_a_file_that_rots_after_it_was_checked_is_found_when_duckdb_fails_on_it(
     data[start : start + 8] = b"\xff" * 8
     path.write_bytes(bytes(data))
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    write_checksums(path, (sha256_of(path),))
 
     result = store.refresh()  # DuckDB fails, every file is decoded, the culprit goes, the build runs again
 
@@ -155,3 +164,32 @@ def test_a_file_outside_any_partition_folder_is_quarantined_not_read(store):
     assert sum(_requests_per_week(store).values()) == 9
     [row] = store.lake_quarantine()
     assert row.week_start is None and row.source_path == "lake/requests/week=someday/scenario=chat/part-0.parquet"
+
+
+def test_a_value_flipped_in_a_file_already_checked_is_caught_by_the_next_refresh(store):
+    # The refresh decodes a file once; after that its size and mtime said "unchanged", and a flipped value
+    # (same size, same mtime restored) was served. The checksum recorded when it was written is checked every time.
+    store.refresh()
+    path = _requests_file(store, WEEKS[2])
+    with store.connect() as con:
+        before = con.execute("SELECT sum(finish_mono_s) FROM requests WHERE week_start = ?", [WEEKS[2]]).fetchone()
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(_column_index(path, "finish_mono_s"))
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    data[chunk.data_page_offset - 1] ^= 0x01  # the dictionary's last byte: the one distinct value, 2.0, changes
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    served = duckdb.sql(f"SELECT sum(finish_mono_s) FROM read_parquet('{path}')").fetchone()
+    assert served != before  # DuckDB reads the flipped value as data
+
+    [quarantined] = store.refresh().quarantined
+
+    assert quarantined.source_path == "lake/requests/week=2025-03-17/scenario=chat/part-0.parquet"
+    assert "sha256" in quarantined.reason and "recorded when it was written" in quarantined.reason
+    assert _requests_per_week(store) == {WEEKS[0]: 3, WEEKS[1]: 3}  # not served
+    assert not path.exists()
+
+
+def _column_index(path: Path, column: str) -> int:
+    metadata = pq.ParquetFile(path).metadata.row_group(0)
+    return next(i for i in range(metadata.num_columns) if metadata.column(i).path_in_schema == column)

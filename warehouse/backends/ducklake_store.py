@@ -14,7 +14,11 @@ their sources. Every write is a DuckLake transaction, so:
 - every reader's transaction reads one snapshot, and earlier snapshots stay readable (time travel:
   `lake.requests AT (VERSION => n)`, or `connect(snapshot=n)` for the whole warehouse as it was), until an
   operator expires them;
-- a refresh rebuilds the marts in one transaction: readers see the old marts until it commits.
+- a refresh rebuilds the marts in one transaction: readers see the old marts until it commits. The views
+  read the lake tables `AT (VERSION => n)`, n the snapshot that transaction read, so the views and the
+  marts show the same lake, whatever is written before the next refresh (the lake tables themselves move);
+- `cleanup()` removes the data files of writers killed before their commit (DuckLake's
+  ducklake_delete_orphaned_files), only those older than a minimum age, so a live writer's are left.
 
 Nothing here downloads an extension (warehouse/backends/duckdb_extensions.py). Messages name the catalog by
 `DuckLakeLocation.describe()`, never with its password.
@@ -28,7 +32,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import date
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TypeVar
 
@@ -42,6 +46,7 @@ from warehouse.backends.store import LAKE_TABLES, RefreshResult, WarehouseError,
 from warehouse.marts.build import build_marts
 from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import load_price_table
+from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.lake import (
     LakeError,
     check_partition_columns,
@@ -64,6 +69,8 @@ _RETRY_FIRST_S = 0.005
 _RETRY_MAX_S = 0.05
 _MAX_ATTEMPTS = 1000
 _CREATE_ATTEMPTS = 5
+# A data file younger than this may be a live writer's, not committed yet: cleanup leaves it.
+DEFAULT_ORPHAN_MIN_AGE_S = 3600.0
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -195,6 +202,7 @@ class DuckLakeWarehouse(MartReaders):
                     [week_start, scenario],
                 )
                 con.unregister("_rows")
+            crash_point("ducklake-inserted")  # the data files are written, the commit is not
 
         self._transaction(replace, name)
         return f"{self.location} {target} week={week_start.isoformat()} scenario={scenario}"
@@ -206,12 +214,17 @@ class DuckLakeWarehouse(MartReaders):
         """
         prices = load_price_table(self.prices_path)
         self._ensure_lake_tables()
-        sources = {f"{table}_source": f"{LAKE_SCHEMA}.{table}" for table in LAKE_TABLES}
-        schema_sql = render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql")
+        template = read_sql("schema.sql")
         notes: list[str] = []
 
         def build(con: duckdb.DuckDBPyConnection) -> int:
             history = schema_migrations.read_history(con, self.location)  # refuses a newer warehouse
+            # The snapshot this transaction reads: the views stay on it, with the marts built from it.
+            row = con.execute(f"SELECT id FROM {ALIAS}.current_snapshot()").fetchone()
+            assert row is not None
+            at = f"AT (VERSION => {int(row[0])})"
+            sources = {f"{table}_source": f"{LAKE_SCHEMA}.{table} {at}" for table in LAKE_TABLES}
+            schema_sql = render_sql(template, sources, "warehouse/schema.sql")
             notes[:] = schema_migrations.upgrade_notes(history.version)
             con.execute(schema_sql)
             con.execute("DELETE FROM schema_version")  # rewritten whole from the history read above
@@ -222,6 +235,23 @@ class DuckLakeWarehouse(MartReaders):
 
         files = self._transaction(build, "refresh")
         return RefreshResult(None, tuple(notes), (), files, 0, location=self.location)
+
+    def cleanup(self, min_age_s: float = DEFAULT_ORPHAN_MIN_AGE_S) -> list[str]:
+        """Remove the data files under data_path that no snapshot references (a writer killed before its commit
+        left them) and that are older than `min_age_s`. Returns what was removed."""
+        if min_age_s < 0:
+            raise WarehouseError(f"min_age_s must be >= 0, got {min_age_s!r}")
+        older_than = datetime.fromtimestamp(self.clock_wall_s(), timezone.utc) - timedelta(seconds=min_age_s)
+        con = self._instance().cursor()
+        try:
+            rows = con.execute(
+                "SELECT path FROM ducklake_delete_orphaned_files(?, older_than => ?) ORDER BY 1", [ALIAS, older_than]
+            ).fetchall()
+        except duckdb.Error as exc:
+            raise WarehouseError(f"cleanup of {self.location} failed: {self._clean(exc)}") from None
+        finally:
+            con.close()
+        return [str(r[0]) for r in rows]
 
     # --- the DuckLake --------------------------------------------------------------------------
 

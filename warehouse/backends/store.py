@@ -8,10 +8,12 @@ hidden file beside costbench.duckdb, checkpoints and closes it (no WAL left), an
 costbench.duckdb: a session already open keeps reading the old file (its inode lives until the session
 closes it), a connection opened afterwards reads the new one. Refreshes are serialized by an flock on
 `.refresh.lock` in the warehouse folder, which the OS releases if the refresher dies; the next refresh
-removes what a killed one left. Before building, every lake file is checked (warehouse/parquet/lake_audit.py) and
-the unfit ones are quarantined, so one bad file costs its own week, not the warehouse. The views read the
-lake by paths relative to the warehouse folder (connect() sets DuckDB's file_search_path to it), so the
-database holds no absolute path and a copied warehouse reads its own lake.
+removes what a killed one left. Before building, every lake file is frozen into a snapshot (hard links,
+warehouse/parquet/lake_snapshot.py) and checked (warehouse/parquet/lake_audit.py), and the unfit ones are
+quarantined, so one bad file costs its own week, not the warehouse. The views read only the snapshot, so a
+session reads the lake its marts were built from, whatever is written meanwhile. They read it by paths relative
+to the warehouse folder (connect() sets DuckDB's file_search_path to it), so the database holds no absolute path
+and a copied warehouse reads its own lake.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,10 +41,18 @@ from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import PriceTable, load_price_table
 from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.file_lock import flock_within
-from warehouse.parquet.lake import PART_FILE, fsync_path, read_partition, recover_lake, write_partition
+from warehouse.parquet.lake import (
+    PART_FILE,
+    clean_staging,
+    fsync_path,
+    read_partition,
+    recover_lake,
+    write_partition,
+)
 from warehouse.parquet.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
 from warehouse.parquet.lake_columns import LAKE_COLUMNS
 from warehouse.parquet.lake_quarantine import QuarantinedFile, list_quarantine
+from warehouse.parquet.lake_snapshot import SNAPSHOTS_DIR, mark_superseded, prune_snapshots
 from warehouse.sql_files import read_sql, render_sql
 
 # Lake tables the views read, with the columns and types they must have even while the lake is empty.
@@ -53,6 +64,8 @@ REFRESH_LOCK = ".refresh.lock"
 _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
 _UNSAFE_ROOT_CHARS = _UNSAFE_PATH_CHARS | {","}  # file_search_path is a comma-separated list
 _LOCK_POLL_S = 0.2
+# How long a snapshot stays after a newer refresh superseded it: a session opened before reads it until then.
+DEFAULT_SNAPSHOT_KEEP_S = 24 * 3600.0
 # How the views read the hive-partitioned lake: the partition keys come from the folder names.
 _HIVE_OPTIONS = "hive_partitioning = true, union_by_name = true, hive_types = {'week': DATE, 'scenario': VARCHAR}"
 logger = logging.getLogger(__name__)
@@ -64,14 +77,14 @@ class RefreshResult:
     upgrade_notes: tuple[str, ...]  # the schema upgrades applied (usually none)
     quarantined: tuple[QuarantinedFile, ...]  # lake files this refresh moved out, each with its message
     lake_files: int  # files the views read
-    decoded_files: int  # of those, fully decoded this time (new or changed since the last refresh)
+    decoded_files: int  # of those, fully decoded this time (no recorded checksum; the others' sha256 matched)
     location: str = ""  # the warehouse as messages name it (a path, or a DuckLake catalog without password)
 
 
 @dataclass(frozen=True, slots=True)
 class _Previous:
     history: StoredHistory
-    decoded: dict[str, tuple[int, int, float]]  # lake_files path -> (size_bytes, modified_ns, decoded_wall_s)
+    snapshot: str | None  # the folder under lake/_snapshots its views read (None: none, or an empty lake)
 
 
 def sql_path_literal(path: Path | str, glob: str = "") -> str:
@@ -106,6 +119,7 @@ class Warehouse(MartReaders):
         prices_path: Path | None = None,
         memory_limit: str | None = None,
         clock_wall_s: Callable[[], float] = time.time,
+        snapshot_keep_s: float = DEFAULT_SNAPSHOT_KEEP_S,
     ) -> None:
         self.root = Path(root)
         # How long a refresh waits for another refresh to finish (and any open for a legacy writer's lock).
@@ -113,6 +127,7 @@ class Warehouse(MartReaders):
         self.prices_path = prices_path  # None: warehouse/prices.yaml
         self.memory_limit = memory_limit  # DuckDB memory_limit, e.g. "3GB"; None: DuckDB's default
         self.clock_wall_s = clock_wall_s
+        self.snapshot_keep_s = snapshot_keep_s
 
     @property
     def db_path(self) -> Path:
@@ -155,6 +170,11 @@ class Warehouse(MartReaders):
         finally:
             con.close()
 
+    def cleanup(self, min_age_s: float = 0.0) -> list[str]:
+        """Remove the staged files of killed lake writers (their partition locks are free, so age does not
+        matter here; `min_age_s` is for the DuckLake backend). Returns what was removed."""
+        return [str(p) for p in clean_staging(self.lake_root)]
+
     def refresh(self) -> RefreshResult:
         """Check the lake, quarantine unfit files, build views and marts in a new file and swap it in.
 
@@ -173,19 +193,30 @@ class Warehouse(MartReaders):
             previous = self._previous()
             now_wall_s = self.clock_wall_s()
             notes = schema_migrations.upgrade_notes(previous.history.version)
-            audit = audit_lake(self.lake_root, LAKE_TABLES, previous.decoded, now_wall_s)
-            quarantined = list(audit.quarantined)
+            snapshots = self.lake_root / SNAPSHOTS_DIR
+            snapshot = snapshots / f"{int(now_wall_s * 1000)}-{uuid.uuid4().hex[:12]}"
             try:
-                self._build_and_swap(root, prices, previous.history, notes, audit, now_wall_s)
-            except duckdb.Error:
-                if audit.trusted == 0:
-                    raise
-                # DuckDB failed on a file that looked unchanged: decode every file, then build once more.
-                audit = audit_lake(self.lake_root, LAKE_TABLES, previous.decoded, now_wall_s, decode_all=True)
-                if not audit.quarantined:
-                    raise
-                quarantined += audit.quarantined
-                self._build_and_swap(root, prices, previous.history, notes, audit, now_wall_s)
+                audit = audit_lake(self.lake_root, LAKE_TABLES, snapshot, now_wall_s)
+                quarantined = list(audit.quarantined)
+                try:
+                    self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
+                except duckdb.Error:
+                    if audit.trusted == 0:
+                        raise
+                    # DuckDB failed on a file that passed: decode every file, then build once more.
+                    shutil.rmtree(snapshot, ignore_errors=True)
+                    audit = audit_lake(self.lake_root, LAKE_TABLES, snapshot, now_wall_s, decode_all=True)
+                    if not audit.quarantined:
+                        raise
+                    quarantined += audit.quarantined
+                    self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
+            except BaseException:
+                shutil.rmtree(snapshot, ignore_errors=True)  # not swapped in: no database reads it
+                raise
+            fsync_path(root)
+            keep_s = self.snapshot_keep_s
+            for old in prune_snapshots(snapshots, {snapshot.name}, now_wall_s, keep_s):
+                logger.info("removed the lake snapshot %s: superseded over %g s ago, or never used", old, keep_s)
         for q in quarantined:
             logger.error("%s", q.message)
         return RefreshResult(
@@ -198,12 +229,17 @@ class Warehouse(MartReaders):
         self,
         root: Path,
         prices: PriceTable,
-        history: StoredHistory,
+        previous: _Previous,
         notes: list[str],
         audit: LakeAudit,
+        snapshot: Path,
         now_wall_s: float,
     ) -> None:
-        sources = {f"{table}_source": self._source_files(table, audit.has_files(table)) for table in LAKE_TABLES}
+        history = previous.history
+        sources = {
+            f"{table}_source": self._source_files(table, snapshot if audit.has_files(table) else None)
+            for table in LAKE_TABLES
+        }
         schema_sql = render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql")
         build = root / f"{BUILD_PREFIX}{os.getpid()}"
         try:
@@ -230,8 +266,9 @@ class Warehouse(MartReaders):
             # A WAL beside the live file belongs to the old database (a writer of it died, or costbench before
             # v3): DuckDB would refuse to open the new file with it ("WAL does not match database file").
             _wal_of(self.db_path).unlink(missing_ok=True)
-            os.replace(build, self.db_path)
-            fsync_path(root)
+            if previous.snapshot is not None:
+                mark_superseded(self.lake_root / SNAPSHOTS_DIR / previous.snapshot, now_wall_s)
+            os.replace(build, self.db_path)  # the last step: an exception before it leaves the old database live
         except BaseException:
             _remove(build)
             raise
@@ -245,6 +282,8 @@ class Warehouse(MartReaders):
                     "week_start": f.week_start,
                     "scenario": f.scenario,
                     "path": f.path,
+                    "frozen_path": f.frozen_path,
+                    "sha256": f.sha256,
                     "schema_version": f.schema_version,
                     "row_count": f.rows,
                     "size_bytes": f.size_bytes,
@@ -276,9 +315,9 @@ class Warehouse(MartReaders):
                 con.unregister("_rows")
 
     def _previous(self) -> _Previous:
-        """What the database being replaced carries over: its version history and which lake files it decoded."""
+        """What the database being replaced carries over: its version history; and the snapshot its views read."""
         if not self.db_path.exists():
-            return _Previous(StoredHistory(None, ()), {})
+            return _Previous(StoredHistory(None, ()), None)
         try:
             con = self._open(self.db_path, read_only=True)
         except duckdb.Error as exc:
@@ -288,24 +327,28 @@ class Warehouse(MartReaders):
             ) from exc
         try:
             history = schema_migrations.read_history(con, str(self.db_path))
-            decoded: dict[str, tuple[int, int, float]] = {}
+            snapshot = None
             if schema_migrations.has_table(con, "lake_files"):
-                rows = con.execute("SELECT path, size_bytes, modified_ns, decoded_wall_s FROM lake_files").fetchall()
-                decoded = {path: (size, modified, at) for path, size, modified, at in rows}
-            return _Previous(history, decoded)
+                try:  # lake/_snapshots/<name>/...: one name for every row
+                    row = con.execute("SELECT split_part(min(frozen_path), '/', 3) FROM lake_files").fetchone()
+                    snapshot = row[0] if row and row[0] else None
+                except duckdb.BinderException:
+                    pass  # a database from before snapshots: its views read the lake itself
+            return _Previous(history, snapshot)
         finally:
             con.close()
 
-    def _source_files(self, table: str, has_files: bool) -> str:
+    def _source_files(self, table: str, snapshot: Path | None) -> str:
         """The read_parquet call the table's view reads, over paths relative to the warehouse folder: the zero-row
-        stand-in, plus the lake glob if the table has files. Globs even for the one stand-in: DuckDB resolves a
-        relative glob against file_search_path only, but a plain relative file against the working directory
-        first, where another warehouse's lake could sit."""
+        stand-in, plus the glob of the table's files in the snapshot if it has any (nothing is ever added to a
+        snapshot, so the glob is a fixed list). Globs even for the one stand-in: DuckDB resolves a relative glob
+        against file_search_path only, but a plain relative file against the working directory first, where
+        another warehouse's lake could sit."""
         self._write_stand_in(table, LAKE_TABLES[table])
         lake = self.lake_root.relative_to(self.root)
         files = [sql_path_literal(lake / SCHEMA_DIR / table, glob=f"/{VIEW_GLOB}")]
-        if has_files:
-            files.append(sql_path_literal(lake / table, glob=f"/{VIEW_GLOB}"))
+        if snapshot is not None:
+            files.append(sql_path_literal(snapshot.relative_to(self.root) / table, glob=f"/{VIEW_GLOB}"))
         return "read_parquet([" + ", ".join(files) + "], " + _HIVE_OPTIONS + ")"
 
     def _write_stand_in(self, table: str, schema: pa.Schema) -> None:

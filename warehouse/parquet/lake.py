@@ -14,11 +14,13 @@ after its partition, and its writer holds that partition's lock until it is rena
 file whose partition lock is free was left by a killed writer: every write removes those. Staging
 lives in `<lake_root>/_staging`, outside every table's folder, because DuckDB's glob matches hidden
 names too. Every file is stamped with the schema version that wrote it (Parquet key-value metadata
-`costbench.schema_version`, warehouse/backends/schema_migrations.py).
+`costbench.schema_version`, warehouse/backends/schema_migrations.py), and its sha256, taken after the
+read-back, is recorded beside it (`part-0.parquet.sha256`, warehouse/parquet/lake_checksum.py).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
@@ -37,6 +39,7 @@ import pyarrow.parquet as pq
 from warehouse.backends.schema_migrations import SCHEMA_VERSION
 from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.file_lock import flock_within
+from warehouse.parquet.lake_checksum import read_checksums, sha256_of, write_checksums
 
 PART_FILE = "part-0.parquet"
 STAGING_DIR = "_staging"  # table names start with a letter, so no table can be called this
@@ -152,11 +155,27 @@ def write_partition(
         staged = Path(lake_root) / STAGING_DIR / "tmp" / f"{name}.{uuid.uuid4().hex}.parquet"
         staged.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _write_durably(stamped, staged)
+            try:
+                _write_durably(stamped, staged)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                # pyarrow's own message names neither the file nor the partition.
+                full = (
+                    f"No space left on device: the disk under {lake_root} is full; lake partition {name} was not "
+                    "written, any previous copy is untouched"
+                )
+                raise OSError(errno.ENOSPC, full, str(final / PART_FILE)) from exc
             _check_staged(staged, stamped, name)
+            checksum = sha256_of(staged)  # of the bytes just read back whole
             crash_point("lake-staged")
             final.mkdir(parents=True, exist_ok=True)
+            write_checksums(final / PART_FILE, (checksum, *read_checksums(final / PART_FILE)))
             os.replace(staged, final / PART_FILE)
+            try:
+                write_checksums(final / PART_FILE, (checksum,))
+            except OSError:
+                pass  # the sidecar still lists the new checksum (beside the old one): the file passes as written
             fsync_path(final)
         finally:
             staged.unlink(missing_ok=True)

@@ -1,32 +1,40 @@
-"""Every file the lake's views would read, checked before a refresh builds on it; the unfit ones quarantined.
+"""Every file the lake's views would read, frozen into the refresh's snapshot and checked before a refresh builds
+on it; the unfit ones quarantined.
 
-A refresh (warehouse/backends/store.py) reads only what passes: one truncated or retyped file costs its own week
-and scenario, not every query of every week. Each file matched by a view's glob
-(`<table>/week=*/scenario=*/part-0.parquet`) is checked by warehouse/parquet/lake_check.py: footer and schema
-always; every page decoded, checksums verified, when the file is new or changed since the last refresh
-decoded it (its size and mtime recorded in the lake_files table), or when `decode_all` is set (the
-store's second pass after DuckDB failed on a file that looked unchanged). A file stamped by a newer
-schema version stops the refresh before anything is moved. A file under folders that are not a
-partition's (DuckDB would fail to read their week) is quarantined like an unreadable one.
+A refresh (warehouse/backends/store.py) reads only what passes: one truncated, retyped or rotted file costs its own
+week and scenario, not every query of every week. Each file matched by a view's glob
+(`<table>/week=*/scenario=*/part-0.parquet`) is first hard-linked into the snapshot
+(warehouse/parquet/lake_snapshot.py), and the link is what is checked, so what the views read is what passed.
+Every refresh checks every file: its sha256 against the one recorded when it was written
+(warehouse/parquet/lake_checksum.py; the writer decoded every page before recording it), then its footer and
+schema (warehouse/parquet/lake_check.py). A file with no recorded checksum (written before checksums) has every
+page decoded, checksums verified, and, when it passes, gets its sha256 recorded. `decode_all` (the store's second
+pass after DuckDB failed on a file that passed) decodes every file. A file stamped by a newer schema version stops
+the refresh before anything is moved. A file under folders that are not a partition's (DuckDB would fail to read
+their week) is quarantined like an unreadable one.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
 
 from warehouse.backends.schema_migrations import SCHEMA_VERSION, SchemaVersionError
-from warehouse.parquet.lake import PART_FILE, parse_partition, partition_lock
+from warehouse.parquet.lake import PART_FILE, LakeError, parse_partition, partition_lock
 from warehouse.parquet.lake_check import FileCheck, check_file
+from warehouse.parquet.lake_checksum import read_checksums, sha256_of, write_checksums
 from warehouse.parquet.lake_quarantine import QuarantinedFile, quarantine_file
+from warehouse.parquet.lake_snapshot import freeze
 
 VIEW_GLOB = f"week=*/scenario=*/{PART_FILE}"  # under each table's folder; what the views read
-_DECODE_THREADS = 4  # pyarrow decodes without the GIL
+_DECODE_THREADS = 4  # pyarrow decodes and hashlib hashes without the GIL
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,19 +45,21 @@ class LakeFile:
     week_start: date
     scenario: str
     path: str  # relative to the warehouse root
+    frozen_path: str  # the snapshot's hard link to it, which the views read; relative to the warehouse root
+    sha256: str  # what it hashed to this time: the one recorded when it was written, or recorded now
     schema_version: int | None
     rows: int | None
     size_bytes: int
     modified_ns: int
-    decoded_wall_s: float  # when its every page was last decoded and checksummed
+    decoded_wall_s: float  # when its content was verified: its sha256 matched, or every page decoded
 
 
 @dataclass(frozen=True, slots=True)
 class LakeAudit:
     files: tuple[LakeFile, ...]
     quarantined: tuple[QuarantinedFile, ...]  # moved out by this audit
-    decoded: int  # files decoded this time (new, changed, or every one with decode_all)
-    trusted: int  # files not decoded this time: unchanged since a refresh decoded them
+    decoded: int  # files decoded this time (those without a recorded checksum, or every one with decode_all)
+    trusted: int  # files not decoded this time: their sha256 matched the one recorded when they were written
 
     def has_files(self, table: str) -> bool:
         return any(f.table == table for f in self.files)
@@ -58,36 +68,42 @@ class LakeAudit:
 @dataclass(frozen=True, slots=True)
 class _Candidate:
     table: str
-    path: Path
+    path: Path  # in the lake
+    frozen: Path  # its hard link in the snapshot, what is checked
     relative: str
     size_bytes: int
     modified_ns: int
-    decoded_wall_s: float | None  # from the last refresh, when unchanged since
+    recorded: tuple[str, ...]  # the checksums recorded when it was written
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    check: FileCheck
+    sha256: str | None  # what the frozen file hashes to (None: not hashed, no checksum was recorded)
+
+    @property
+    def problem(self) -> str | None:
+        return self.check.problem
 
 
 def audit_lake(
     lake_root: Path,
     tables: dict[str, pa.Schema],
-    decoded_before: dict[str, tuple[int, int, float]],
+    snapshot: Path,
     now_wall_s: float,
     decode_all: bool = False,
 ) -> LakeAudit:
-    """`decoded_before`: path -> (size_bytes, modified_ns, decoded_wall_s) of the last refresh's lake_files."""
+    """Freeze every file the views would read into `snapshot` (an empty folder), check it, quarantine the unfit."""
     lake_root = Path(lake_root)
     candidates = [
-        _candidate(lake_root, table, path, decoded_before)
+        _candidate(lake_root, table, path, snapshot)
         for table in tables
         for path in sorted((lake_root / table).glob(VIEW_GLOB))
         if path.is_file()
     ]
     with ThreadPoolExecutor(max_workers=min(_DECODE_THREADS, os.cpu_count() or 1)) as pool:
-        checks = list(
-            pool.map(
-                lambda c: check_file(c.path, tables[c.table], decode=decode_all or c.decoded_wall_s is None),
-                candidates,
-            )
-        )
-    newer = [(c, k) for c, k in zip(candidates, checks) if k.newer]
+        verdicts = list(pool.map(lambda c: _verify(c, tables[c.table], decode_all), candidates))
+    newer = [(c, v.check) for c, v in zip(candidates, verdicts) if v.check.newer]
     if newer:
         candidate, check = newer[0]
         raise SchemaVersionError(
@@ -97,63 +113,99 @@ def audit_lake(
         )
     kept: list[LakeFile] = []
     quarantined: list[QuarantinedFile] = []
-    for candidate, check in zip(candidates, checks):
+    for candidate, verdict in zip(candidates, verdicts):
         parsed = parse_partition(candidate.table, candidate.path.parent.parent.name, candidate.path.parent.name)
         if parsed is None:
             reason = "not in a partition folder (week=<a Monday>/scenario=<name>), so no week can be read from its path"
+            candidate.frozen.unlink()
             quarantined.append(quarantine_file(lake_root, candidate.path, reason, now_wall_s))
             continue
         week_start, scenario = parsed
-        if check.problem is not None:
+        if verdict.problem is not None or (not candidate.recorded and verdict.sha256 is not None):
             with partition_lock(lake_root, candidate.table, week_start, scenario):
-                rechecked = _recheck_if_rewritten(lake_root, candidate, check, tables, decoded_before)
+                rechecked = _recheck_if_rewritten(lake_root, candidate, verdict, tables)
                 if rechecked is None:
                     continue  # deleted meanwhile: nothing to read, nothing to move
-                candidate, check = rechecked
-                if check.problem is not None:
-                    quarantined.append(quarantine_file(lake_root, candidate.path, check.problem, now_wall_s))
+                candidate, verdict = rechecked
+                if verdict.problem is not None:
+                    candidate.frozen.unlink()
+                    quarantined.append(quarantine_file(lake_root, candidate.path, verdict.problem, now_wall_s))
                     continue
-        decoded_wall_s = now_wall_s if check.decoded else candidate.decoded_wall_s
+                if not candidate.recorded:
+                    _record_checksum(candidate, verdict)
+        assert verdict.sha256 is not None  # every fit file was hashed: against its record, or after a full decode
         kept.append(
             LakeFile(
                 table=candidate.table,
                 week_start=week_start,
                 scenario=scenario,
                 path=candidate.relative,
-                schema_version=check.schema_version,
-                rows=check.rows,
+                frozen_path=str(candidate.frozen.relative_to(lake_root.parent)),
+                sha256=verdict.sha256,
+                schema_version=verdict.check.schema_version,
+                rows=verdict.check.rows,
                 size_bytes=candidate.size_bytes,
                 modified_ns=candidate.modified_ns,
-                decoded_wall_s=decoded_wall_s if decoded_wall_s is not None else now_wall_s,
+                decoded_wall_s=now_wall_s,
             )
         )
-    decoded = sum(1 for k in checks if k.decoded)
-    trusted = sum(1 for k in checks if not k.decoded and k.problem is None)
+    decoded = sum(1 for v in verdicts if v.check.decoded)
+    trusted = sum(1 for v in verdicts if not v.check.decoded and v.problem is None)
     return LakeAudit(tuple(kept), tuple(quarantined), decoded, trusted)
 
 
-def _candidate(
-    lake_root: Path, table: str, path: Path, decoded_before: dict[str, tuple[int, int, float]]
-) -> _Candidate:
-    stat = path.stat()
+def _candidate(lake_root: Path, table: str, path: Path, snapshot: Path) -> _Candidate:
+    recorded = read_checksums(path)  # before the link: a write swapping the file in between adds its own line first
+    frozen = snapshot / path.relative_to(lake_root)
+    try:
+        freeze(path, frozen)
+    except OSError as exc:
+        raise LakeError(
+            f"cannot hard-link {path} into the refresh's snapshot {snapshot} ({exc}): the lake's file system must "
+            "support hard links; nothing was changed"
+        ) from exc
+    stat = frozen.stat()
     relative = str(path.relative_to(lake_root.parent))
-    before = decoded_before.get(relative)
-    decoded_wall_s = before[2] if before is not None and before[:2] == (stat.st_size, stat.st_mtime_ns) else None
-    return _Candidate(table, path, relative, stat.st_size, stat.st_mtime_ns, decoded_wall_s)
+    return _Candidate(table, path, frozen, relative, stat.st_size, stat.st_mtime_ns, recorded)
+
+
+def _verify(candidate: _Candidate, expected: pa.Schema, decode_all: bool) -> _Verdict:
+    """The frozen file's checksum against the recorded ones, then its footer and schema (and its pages, when it
+    has no recorded checksum or decode_all is set)."""
+    check = check_file(candidate.frozen, expected, decode=decode_all or not candidate.recorded)
+    if check.newer or check.problem is not None or not (candidate.recorded or check.decoded):
+        return _Verdict(check, None)
+    checksum = sha256_of(candidate.frozen)
+    if candidate.recorded and checksum not in candidate.recorded:
+        problem = (
+            f"its sha256 {checksum} does not match the one recorded when it was written "
+            f"({', '.join(candidate.recorded)}): the file changed after it was written"
+        )
+        return _Verdict(replace(check, problem=problem), None)
+    return _Verdict(check, checksum)
 
 
 def _recheck_if_rewritten(
-    lake_root: Path,
-    candidate: _Candidate,
-    check: FileCheck,
-    tables: dict[str, pa.Schema],
-    decoded_before: dict[str, tuple[int, int, float]],
-) -> tuple[_Candidate, FileCheck] | None:
-    """Under the partition lock: a writer may have replaced the bad file since it was checked (None: gone)."""
+    lake_root: Path, candidate: _Candidate, verdict: _Verdict, tables: dict[str, pa.Schema]
+) -> tuple[_Candidate, _Verdict] | None:
+    """Under the partition lock: a writer may have replaced the file since it was frozen (None: gone)."""
     if not candidate.path.is_file():
+        candidate.frozen.unlink()
         return None
-    stat = candidate.path.stat()
-    if (stat.st_size, stat.st_mtime_ns) == (candidate.size_bytes, candidate.modified_ns):
-        return candidate, check
-    fresh = _candidate(lake_root, candidate.table, candidate.path, decoded_before)
-    return fresh, check_file(fresh.path, tables[fresh.table], decode=True)
+    if candidate.path.samefile(candidate.frozen):
+        return candidate, verdict
+    fresh = _candidate(lake_root, candidate.table, candidate.path, candidate.frozen.parents[3])
+    return fresh, _verify(fresh, tables[fresh.table], decode_all=True)
+
+
+def _record_checksum(candidate: _Candidate, verdict: _Verdict) -> None:
+    """A file written before checksums, every page just decoded: record its sha256 now (under the partition lock,
+    the file unchanged since it was frozen). A lake that cannot be written keeps decoding it at every refresh."""
+    if verdict.sha256 is None or read_checksums(candidate.path):
+        return
+    try:
+        write_checksums(candidate.path, (verdict.sha256,))
+    except OSError as exc:
+        logger.warning(
+            "%s: could not record its checksum (%s); it is decoded again at every refresh", candidate.path, exc
+        )

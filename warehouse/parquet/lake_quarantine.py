@@ -1,7 +1,8 @@
 """Lake files a refresh found unfit, moved out of every view's glob into `<lake_root>/_quarantine`, with why.
 
 Layout: `_quarantine/<table>/<week dir>/<scenario dir>/part-0.<ms>.parquet`, and beside it `part-0.<ms>.json`
-(table, week, scenario, where it was, why, when). The record is written first, then the file moves with
+(table, week, scenario, where it was, why, when) and the checksum recorded when it was written, if any
+(`part-0.<ms>.parquet.sha256`). The record is written first, then the file moves with
 one rename, so a kill between leaves a record without a file, which is ignored. Nothing here deletes a
 quarantined file: someone looks at it, then writes the partition again (re-materializes it), which
 brings its week back; the record stays as history. Paths are relative to the warehouse root (the lake
@@ -17,6 +18,7 @@ from datetime import date
 from pathlib import Path
 
 from warehouse.parquet.lake import QUARANTINE_DIR, parse_partition
+from warehouse.parquet.lake_checksum import sidecar_of
 
 _RECORD_SUFFIX = ".json"
 
@@ -70,6 +72,8 @@ def quarantine_file(lake_root: Path, path: Path, reason: str, now_wall_s: float)
     tmp.write_text(json.dumps({**asdict(record), "week_start": parsed[0].isoformat() if parsed else None}))
     os.replace(tmp, record_path)
     os.replace(path, target)
+    if sidecar_of(path).exists():  # its checksum goes with it, so the partition folder can go too
+        os.replace(sidecar_of(path), sidecar_of(target))
     try:
         path.parent.rmdir()  # the partition folder, now empty: it is not a partition any more
     except OSError:
