@@ -3,7 +3,8 @@
 A sharded replay starts its server in one step and stops it in another, so the server's process group
 is written down where every step and the lease sensor can find it: `<leases>/<owner run id>.json`.
 The file also names the process that runs the owning run (host and pid), so an owner killed outright
-(SIGKILL, OOM) can be told from one that is still replaying.
+(SIGKILL, OOM) can be told from one that is still replaying. A fleet (its replicas and the router) is one
+process group led by its first replica (endpoints/provision.py), so the lease's one group stops all of it.
 
 A pid, and a process group's id, can be handed to another process once theirs has ended, so the lease also
 records when each started (endpoints/process_group.py: process_start): a living process with the owner's pid

@@ -4,6 +4,11 @@ The server gets its own session, so a Ctrl-C in the terminal reaches only costbe
 then stops the whole group (a router's workers, a container shim, SGLang's scheduler processes).
 SIGTERM to costbench would end Python without running any `finally`: `terminate_on_sigterm` turns
 it into an exception for the span of a launch, so the teardown runs then too.
+
+A fleet (several workers and a router) is one process group, so a lease naming one group stops all of it.
+Its members cannot have a session of their own: a process may only join a group of its own session. Its
+group is a new one in costbench's session instead, never the terminal's foreground group, so Ctrl-C still
+reaches only costbench.
 """
 
 from __future__ import annotations
@@ -38,6 +43,23 @@ def start_in_own_group(command: Sequence[str], log_path: Path, extra_env: Mappin
         )
 
 
+def start_in_group(
+    command: Sequence[str], log_path: Path, extra_env: Mapping[str, str], group: int | None
+) -> subprocess.Popen:
+    """A fleet's member: `group` None starts a new process group led by this process (its pid is the
+    group id), else the process joins `group` (which must still have a member)."""
+    env = {**os.environ, **extra_env}
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            list(command),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            process_group=0 if group is None else group,
+        )
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -65,11 +87,13 @@ def process_start(pid: int) -> str | None:
 HAS_PROC = Path("/proc/self/stat").exists()
 
 
-def _reap(pid: int) -> None:
-    # When this process started the leader (the same step that stops it), its zombie keeps the
-    # group alive until reaped; a leader started elsewhere was re-parented and is reaped there.
+def _reap(pgid: int) -> None:
+    # When this process started the group (the same step that stops it), its members' zombies keep the
+    # group alive until reaped (a fleet has several); members started elsewhere were re-parented and are
+    # reaped there. waitpid(-pgid) collects any child of ours in that group.
     try:
-        os.waitpid(pid, os.WNOHANG)
+        while os.waitpid(-pgid, os.WNOHANG)[0] != 0:
+            pass
     except ChildProcessError:
         pass
 
@@ -104,13 +128,22 @@ def stop_group_by_id(pgid: int, grace_s: float = 15.0, reap: Callable[[], object
 
 def stop_group(process: subprocess.Popen, grace_s: float = 15.0) -> None:
     """stop_group_by_id for a server this process started (start_new_session: pid = group id)."""
+    stop_members([process], grace_s)
+
+
+def stop_members(processes: Sequence[subprocess.Popen], grace_s: float = 15.0) -> None:
+    """stop_group_by_id for a group this process started: the first process leads it (pid = group id), and
+    every member's exit status is collected, so no zombie keeps the group alive."""
+    if not processes:
+        return
     try:
-        stop_group_by_id(process.pid, grace_s, reap=process.poll)
+        stop_group_by_id(processes[0].pid, grace_s, reap=lambda: [p.poll() for p in processes])
     finally:
-        try:
-            process.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pass
+        for process in processes:
+            try:
+                process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 @contextmanager

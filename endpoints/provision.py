@@ -9,6 +9,12 @@ A started server binds the spec's `host` and `port` (127.0.0.1 and a free port b
 reached by replay shards at its `advertise_url` when the spec has one (a Service name, the pod's IP).
 It lives as long as the host (or pod) that started it: a server started by a step that has its own
 pod ends with that step, so `start_detached` refuses sim and launch where steps do not share a host.
+
+A fleet (`replicas`, `router` in endpoints.yaml) is N such servers on loopback ports and SGLang's router
+(smg) in front of them at the spec's host and port, all in one process group (endpoints/process_group.py),
+so one lease and one teardown stop every process. The router starts once every worker is healthy (smg
+checks its workers at startup, then only every 30 s by default) and is ready when its `/readiness` counts
+every worker healthy.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from endpoints.fingerprint import ConfigFingerprint, config_fingerprint
+from endpoints.fleet_commands import router_command, smg_program, worker_extra_args
 from endpoints.probes.server_facts import (
     SERVER_FACTS_FILE,
     NotSglangError,
@@ -32,10 +41,17 @@ from endpoints.probes.server_facts import (
     auth_headers,
     fetch_server_facts,
     health_status,
+    http_get,
     save_server_facts,
 )
-from endpoints.process_group import start_in_own_group, stop_group, stop_group_by_id, terminate_on_sigterm
-from endpoints.spec import EndpointMode, EndpointSpec
+from endpoints.process_group import (
+    start_in_group,
+    start_in_own_group,
+    stop_group_by_id,
+    stop_members,
+    terminate_on_sigterm,
+)
+from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec
 
 LOOPBACK = "127.0.0.1"
 _ANY_ADDRESS = ("0.0.0.0", "::")  # bound to every interface: this host dials it on loopback
@@ -65,6 +81,9 @@ class RunningEndpoint:
     fingerprint: ConfigFingerprint | None = None
     facts_path: Path | None = None
     worker_server_infos: tuple[dict, ...] = ()
+    # A fleet: its workers' base URLs (in the order of worker_server_infos) and the router's own /metrics.
+    worker_urls: tuple[str, ...] = ()
+    router_metrics_url: str | None = None
 
     @property
     def version(self) -> str | None:
@@ -105,7 +124,7 @@ def advertised_url(spec: EndpointSpec, port: int) -> str:
     return _ENV_REFERENCE.sub(value, spec.advertise_url)
 
 
-def server_command(spec: EndpointSpec, port: int) -> list[str]:
+def server_command(spec: EndpointSpec, port: int, host: str | None = None) -> list[str]:
     """The exact command line: SGLang's flags for the real server and the twin alike."""
     if spec.command:
         program = list(spec.command)
@@ -113,14 +132,15 @@ def server_command(spec: EndpointSpec, port: int) -> list[str]:
         program = [sys.executable, "-m", "endpoints.sim"]
     else:
         program = [sys.executable, "-m", "sglang.launch_server"]
-    return [*program, *server_flags(spec, port)]
+    return [*program, *server_flags(spec, port, host)]
 
 
-def server_flags(spec: EndpointSpec, port: int) -> list[str]:
-    """The server's flags (after the program): what the twin parses whether launched or served in-process."""
+def server_flags(spec: EndpointSpec, port: int, host: str | None = None) -> list[str]:
+    """The server's flags (after the program): what the twin parses whether launched or served in-process.
+    `host`: where it binds, if not the spec's (a fleet's workers: loopback, behind the router)."""
     return [
         "--model-path", spec.model,
-        "--host", spec.host,
+        "--host", host or spec.host,
         "--port", str(port),
         "--enable-metrics",
         "--enable-cache-report",
@@ -151,7 +171,9 @@ def _running(
     server_info: dict,
     model_info: dict,
     workers: tuple[dict, ...] = (),
-    command: list[str] | None = None,
+    command: list[str] | list[list[str]] | None = None,  # a fleet: each worker's, then the router's
+    worker_urls: tuple[str, ...] = (),
+    router: dict | None = None,
 ) -> RunningEndpoint:
     fingerprint = config_fingerprint(server_info, spec.model, spec.gpu_type, spec.gpu_count)
     facts = {
@@ -163,14 +185,19 @@ def _running(
         "version": server_info.get("version"),
         "server_info": server_info,
         "model_info": model_info,
-        "workers": [{"url": u, "server_info": info} for u, info in zip(spec.worker_urls, workers)],
+        "workers": [{"url": u, "server_info": info} for u, info in zip(worker_urls, workers)],
+        "router": router,  # a fleet's router: policy, flags, command, metrics URL (None: no router of ours to name)
         "config_fingerprint": fingerprint.digest,
         "config_facts": fingerprint.facts,
         "command": command,
         "log_file": log_path.name if log_path else None,
     }
     facts_path = save_server_facts(run_dir / SERVER_FACTS_FILE, facts)
-    return RunningEndpoint(spec, url, server_info, model_info, log_path, metrics_urls, fingerprint, facts_path, workers)
+    router_metrics_url = router.get("metrics_url") if router else None
+    return RunningEndpoint(
+        spec, url, server_info, model_info, log_path, metrics_urls, fingerprint, facts_path, workers, worker_urls,
+        router_metrics_url,
+    )  # fmt: skip
 
 
 def describe_served(spec: EndpointSpec, url: str, run_dir: Path, log_path: Path, flags: list[str]) -> RunningEndpoint:
@@ -180,14 +207,22 @@ def describe_served(spec: EndpointSpec, url: str, run_dir: Path, log_path: Path,
     return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=flags)
 
 
-def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_path: Path) -> None:
-    deadline = time.monotonic() + spec.ready_timeout_s
+def _wait_healthy(
+    spec: EndpointSpec,
+    url: str,
+    process: subprocess.Popen,
+    log_path: Path,
+    deadline: float | None = None,
+    ready: Callable[[str, dict[str, str], float], tuple[bool, object]] | None = None,
+) -> None:
+    """Polls until `ready` (default: /health_generate answers 200) or the deadline; fails on the process's exit."""
+    deadline = deadline if deadline is not None else time.monotonic() + spec.ready_timeout_s
     headers = auth_headers(spec)
     pause_s = _POLL_FIRST_S
     while True:
         remaining_s = deadline - time.monotonic()
-        answer = health_status(url, headers, timeout_s=max(0.5, min(25.0, remaining_s)))
-        if answer.status == 200:
+        done, answer = (ready or _generates)(url, headers, max(0.5, min(25.0, remaining_s)))
+        if done:
             return
         if process.poll() is not None:
             raise EndpointStartError(
@@ -195,21 +230,46 @@ def _wait_healthy(spec: EndpointSpec, url: str, process: subprocess.Popen, log_p
                 f"log {log_path}:\n{_log_tail(log_path)}"
             )
         if time.monotonic() > deadline:
-            last = f"HTTP {answer.status}" if answer.status is not None else answer.problem
             raise EndpointStartError(
-                f"endpoint {spec.name!r} not healthy at {url}/health_generate after "
-                f"{spec.ready_timeout_s:g} s (last answer: {last}); log {log_path}:\n{_log_tail(log_path)}"
+                f"endpoint {spec.name!r} not healthy at {url} after {spec.ready_timeout_s:g} s (last answer: "
+                f"{answer}); log {log_path}:\n{_log_tail(log_path)}"
             )
         time.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
         pause_s = min(pause_s * 2, _POLL_MAX_S)
 
 
+def _generates(url: str, headers: dict[str, str], timeout_s: float) -> tuple[bool, object]:
+    answer = health_status(url, headers, timeout_s=timeout_s)
+    last = f"/health_generate: HTTP {answer.status}" if answer.status is not None else answer.problem
+    return answer.status == 200, last
+
+
+def _router_ready(replicas: int) -> Callable[[str, dict[str, str], float], tuple[bool, object]]:
+    """smg's /readiness: 200 with {"healthy_workers": n, "total_workers": n} once its workers pass its checks."""
+
+    def ready(url: str, headers: dict[str, str], timeout_s: float) -> tuple[bool, object]:
+        answer = http_get(f"{url}/readiness", headers, timeout_s)
+        if answer.status != 200:
+            return False, f"/readiness: HTTP {answer.status}" if answer.status is not None else answer.problem
+        try:
+            body = orjson.loads(answer.body)
+        except orjson.JSONDecodeError:
+            return False, f"/readiness: not JSON: {answer.body[:100]!r}"
+        healthy = body.get("healthy_workers") if isinstance(body, dict) else None
+        return healthy == replicas, f"/readiness: {healthy} of {replicas} workers healthy"
+
+    return ready
+
+
 def _start(
     spec: EndpointSpec, run_dir: Path, on_spawned: Callable[[int], None] | None = None
-) -> tuple[RunningEndpoint, subprocess.Popen]:
-    """Starts the server and waits until it is healthy; stops it again if it never gets there.
-    `on_spawned` gets the server's process group as soon as it exists, before the (long) health wait."""
+) -> tuple[RunningEndpoint, list[subprocess.Popen]]:
+    """Starts the server (or the fleet) and waits until it is healthy; stops it again if it never gets there.
+    `on_spawned` gets the server's process group as soon as it exists, before the (long) health wait.
+    The first process returned leads the group (its pid is the group id)."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    if spec.fleet is not None:
+        return _start_fleet(spec, spec.fleet, run_dir, on_spawned)
     port = spec.port or free_port(spec.host)
     here = local_url(spec, port)
     url = advertised_url(spec, port)  # before the server starts: an unset ${VAR} fails with nothing to stop
@@ -225,9 +285,66 @@ def _start(
         if url != here:
             _check_advertised(spec, url, here)
         server_info, model_info = _facts(spec, url)
-        return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=command), process
+        return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=command), [process]
     except BaseException:
-        stop_group(process)
+        stop_members([process])
+        raise
+
+
+def _start_fleet(
+    spec: EndpointSpec, fleet: FleetSpec, run_dir: Path, on_spawned: Callable[[int], None] | None
+) -> tuple[RunningEndpoint, list[subprocess.Popen]]:
+    smg = smg_program()
+    if smg is None:
+        raise EndpointStartError(
+            f"endpoint {spec.name!r} is a fleet: its router, smg, is not installed (pip install smg)"
+        )
+    deadline = time.monotonic() + spec.ready_timeout_s  # one budget for the whole fleet, as for one server
+    port = spec.port or free_port(spec.host)
+    here = local_url(spec, port)
+    url = advertised_url(spec, port)
+    processes: list[subprocess.Popen] = []
+    try:
+        workers: list[tuple[str, subprocess.Popen, Path]] = []
+        commands: list[list[str]] = []
+        for index in range(fleet.replicas):
+            worker_port = free_port(LOOPBACK)
+            command = [*server_command(spec, worker_port, LOOPBACK), *worker_extra_args(spec, fleet, index)]
+            log_path = run_dir / f"{spec.name}.worker-{index}.server.log"
+            log_path.write_text(f"# costbench: {' '.join(command)}\n")
+            process = start_in_group(command, log_path, dict(spec.env), processes[0].pid if processes else None)
+            if not processes and on_spawned is not None:
+                on_spawned(process.pid)  # the group's leader: the lease names the whole fleet from here on
+            processes.append(process)
+            commands.append(command)
+            workers.append((_http_url(LOOPBACK, worker_port), process, log_path))
+        for worker_url, process, log_path in workers:
+            _wait_healthy(spec, worker_url, process, log_path, deadline)
+        worker_urls = [worker_url for worker_url, _, _ in workers]
+        metrics_port = free_port(spec.host)
+        command = router_command(smg, fleet, worker_urls, spec.host, port, metrics_port)
+        router_log = run_dir / f"{spec.name}.server.log"  # the endpoint's entry point: its router
+        router_log.write_text(f"# costbench: {' '.join(command)}\n")
+        router = start_in_group(command, router_log, {}, processes[0].pid)
+        processes.append(router)
+        _wait_healthy(spec, here, router, router_log, deadline, _router_ready(fleet.replicas))
+        if url != here:
+            _check_advertised(spec, url, here)
+        infos = tuple(_facts(spec, worker_url) for worker_url in worker_urls)
+        router_facts = {
+            "policy": fleet.router.policy,
+            "args": list(fleet.router.args),
+            "command": command,
+            "metrics_url": local_url(spec, metrics_port) + "/metrics",
+            "log_file": router_log.name,
+        }
+        endpoint = _running(
+            spec, url, run_dir, router_log, tuple(worker_urls), infos[0][0], infos[0][1],
+            tuple(info for info, _ in infos), [*commands, command], tuple(worker_urls), router_facts,
+        )  # fmt: skip
+        return endpoint, processes
+    except BaseException:
+        stop_members(processes)
         raise
 
 
@@ -244,11 +361,11 @@ def _check_advertised(spec: EndpointSpec, url: str, here: str) -> None:
 @contextmanager
 def _launched(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
     with terminate_on_sigterm():
-        endpoint, process = _start(spec, run_dir)
+        endpoint, processes = _start(spec, run_dir)
         try:
             yield endpoint
         finally:
-            stop_group(process)
+            stop_members(processes)
 
 
 def _check_health(spec: EndpointSpec, url: str) -> None:
@@ -282,7 +399,14 @@ def _attached(spec: EndpointSpec, run_dir: Path) -> Iterator[RunningEndpoint]:
         workers.append(_facts(spec, worker))
     server_info, model_info = workers[0]
     infos = tuple(info for info, _ in workers)
-    yield _running(spec, url, run_dir, None, spec.worker_urls, server_info, model_info, infos)
+    router = None
+    if spec.fleet is not None:  # the router block says what the router runs: recorded, not checked
+        router = {"policy": spec.fleet.router.policy, "args": list(spec.fleet.router.args),
+                  "metrics_url": spec.router_metrics_url}  # fmt: skip
+    yield _running(
+        spec, url, run_dir, None, spec.worker_urls, server_info, model_info, infos, worker_urls=spec.worker_urls,
+        router=router,
+    )  # fmt: skip
 
 
 _PROVISIONERS = {
@@ -336,8 +460,8 @@ def start_detached(
     if spec.mode is EndpointMode.ATTACH:
         with _attached(spec, Path(run_dir)) as endpoint:
             return EndpointLease(endpoint, None)
-    endpoint, process = _start(spec, Path(run_dir), on_spawned)
-    return EndpointLease(endpoint, process.pid)  # start_new_session: the leader's pid is the group id
+    endpoint, processes = _start(spec, Path(run_dir), on_spawned)
+    return EndpointLease(endpoint, processes[0].pid)  # the leader's pid is the group id
 
 
 def stop_detached(process_group: int | None, grace_s: float = 15.0, host: str | None = None) -> bool:

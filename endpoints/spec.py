@@ -9,6 +9,7 @@ becomes a file name (its server log), so it is restricted to config_file.SAFE_NA
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 from enum import Enum
@@ -28,6 +29,7 @@ from common.config_file import (
     read_yaml,
 )
 from common.secret_redaction import is_secret_name
+from endpoints.router.router_spec import DEFAULT_POLICY, RouterSpec
 
 
 class EndpointMode(str, Enum):
@@ -41,6 +43,33 @@ class EndpointClock(str, Enum):
     # sim only: the twin is served inside the replay step's process, on one virtual clock with the replay
     # client, over real HTTP on loopback; waits jump, so a window of trace costs CPU time, not its length
     VIRTUAL = "virtual"
+
+
+class WorkerRole(str, Enum):
+    """What a fleet's worker does. Aggregated replicas only for now; prefill and decode workers of a
+    disaggregated fleet would be more roles (smg launch --pd-disaggregation --prefill ... --decode ...)."""
+
+    REGULAR = "regular"  # prefill and decode in one server, as sglang.launch_server runs by default
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerGroup:
+    role: WorkerRole
+    count: int  # workers of this role
+    gpus_per_worker: int
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSpec:
+    """Several SGLang workers behind SGLang's router (smg). The endpoint's gpu_count is the fleet's total and
+    its price covers every GPU, so every cost figure stays gpu_count x price, as for one server."""
+
+    router: RouterSpec
+    groups: tuple[WorkerGroup, ...]
+
+    @property
+    def replicas(self) -> int:
+        return sum(group.count for group in self.groups)
 
 
 class EndpointSpecError(ConfigFileError):
@@ -60,6 +89,15 @@ MAX_GPU_COUNT = 65_536
 MAX_USD_PER_GPU_HOUR = 1_000.0  # also the price books' bound (warehouse/marts/price_table.py)
 MAX_READY_TIMEOUT_S = 86_400.0
 MAX_SCRAPE_INTERVAL_S = 3_600.0
+MAX_REPLICAS = 1_024
+# smg 1.13.0's `launch --policy` choices (smg launch --help); a typo fails the file, not the router's start.
+ROUTER_POLICIES = ("random", "round_robin", "passthrough", "cache_aware", "power_of_two", "least_load", "manual",
+                   "consistent_hashing", "prefix_hash")  # fmt: skip
+# costbench sets these on the smg command line itself (router.policy has its own key); a disaggregated
+# fleet is another shape, not flags on this one.
+_ROUTER_RESERVED_FLAGS = ("--worker-urls", "--host", "--port", "--prometheus-host", "--prometheus-port", "--policy",
+                          "--pd-disaggregation", "--epd-disaggregation", "--prefill", "--decode", "--encode",
+                          "--service-discovery")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +134,8 @@ class EndpointSpec:
     price_book: str | None = None  # a price book of warehouse/prices.yaml (warehouse/marts/price_table.py resolves it)
     advertise_url: str | None = None  # launch/sim: the URL replay shards dial, ${VAR}s from the environment
     clock: EndpointClock = EndpointClock.WALL
+    fleet: FleetSpec | None = None  # several workers behind SGLang's router; None: one server
+    router_metrics_url: str | None = None  # attach: the router's own Prometheus /metrics (smg --prometheus-port)
 
     def as_of(self, week: date) -> "EndpointSpec":
         """The endpoint as it was configured in the week starting `week`."""
@@ -209,6 +249,33 @@ ServerArgs = Annotated[
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 
 
+def _router_arg(arg: str) -> str:
+    if _is_value(arg):
+        return arg
+    if not _FLAG.match(arg):
+        raise ValueError(f"{arg!r} is not a flag like --cache-threshold (two dashes, lower case)")
+    flag = arg.split("=", 1)[0]
+    if is_secret_name(flag.lstrip("-")):
+        raise ValueError(f"{flag} would write a secret in plain text in endpoints.yaml")
+    if flag in _ROUTER_RESERVED_FLAGS:
+        raise ValueError(f"{flag} is set by costbench (router.policy, the workers, host and ports)")
+    return arg
+
+
+def _router_policy(value: str) -> str:
+    if value not in ROUTER_POLICIES:
+        raise ValueError(f"unknown router policy {value!r} (smg 1.13.0 has {', '.join(ROUTER_POLICIES)})")
+    return value
+
+
+class _Router(ConfigModel):
+    policy: Annotated[str, AfterValidator(_router_policy)] = DEFAULT_POLICY
+    args: Annotated[
+        list[Annotated[str, BeforeValidator(_scalar_text), AfterValidator(_router_arg)]],
+        AfterValidator(_starts_with_flag),
+    ] = []
+
+
 class _Revision(ConfigModel):
     from_week: Annotated[IsoDate, AfterValidator(_monday)]
     server_args: ServerArgs
@@ -238,6 +305,9 @@ class _EndpointEntry(ConfigModel):
     port: Annotated[int, AfterValidator(_tcp_port)] | None = None
     advertise_url: HttpUrl | None = None
     clock: Annotated[str, AfterValidator(_clock)] = EndpointClock.WALL.value
+    replicas: int | None = Field(None, gt=0, le=MAX_REPLICAS)  # launch/sim: workers behind the router
+    router: _Router | None = None
+    router_metrics_url: HttpUrl | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -293,6 +363,7 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
                            "command, host, port or advertise_url")  # fmt: skip
         if entry.env:
             raise fail("env", "a twin on a virtual clock runs in the replay step's own process: no env")
+    fleet = _fleet(entry, mode, clock, fail)
     weeks = [r.from_week for r in entry.revisions]
     if weeks != sorted(set(weeks)):
         raise fail("revisions", "must be in date order, one per week")
@@ -318,7 +389,40 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
         port=entry.port,
         advertise_url=entry.advertise_url,
         clock=clock,
+        fleet=fleet,
+        router_metrics_url=entry.router_metrics_url,
     )
+
+
+def _fleet(
+    entry: _EndpointEntry, mode: EndpointMode, clock: EndpointClock, fail: Callable[..., EndpointSpecError]
+) -> FleetSpec | None:
+    """The fleet the entry describes: `replicas` (launch, sim) or `worker_urls` (attach) behind `router`."""
+    if mode is EndpointMode.ATTACH:
+        if entry.replicas is not None:
+            raise fail("replicas", "attach counts its replicas in worker_urls; replicas is for launch and sim")
+        if entry.router is not None and not entry.worker_urls:
+            raise fail("router", "a router block describes a fleet: list its workers in worker_urls")
+        if entry.router_metrics_url is not None and entry.router is None:
+            raise fail("router_metrics_url", "is a fleet's router's: give the fleet's router block too")
+        if entry.router is None:
+            return None  # the router's policy is not known here: worker_urls alone, as before fleets
+        count = len(entry.worker_urls)
+    else:
+        if entry.router_metrics_url is not None:
+            raise fail("router_metrics_url", "is for attach: costbench finds the metrics of a router it starts")
+        count = entry.replicas or 1
+    if entry.router is None and count < 2:
+        return None
+    if clock is EndpointClock.VIRTUAL:
+        raise fail("clock", f"fleets on the virtual clock: not yet (endpoint {entry.name!r} has {count} replicas "
+                   "behind a router); use clock: wall, which starts the twins and the real router")  # fmt: skip
+    if entry.gpu_count % count:
+        raise fail("gpu_count", f"is the fleet's total: {entry.gpu_count} GPUs do not split evenly over {count} "
+                   "replicas")  # fmt: skip
+    router = entry.router or _Router()
+    group = WorkerGroup(WorkerRole.REGULAR, count, entry.gpu_count // count)
+    return FleetSpec(RouterSpec(router.policy, tuple(router.args)), (group,))
 
 
 def load_endpoint_specs(path: Path) -> dict[str, EndpointSpec]:

@@ -39,3 +39,52 @@ def running_sim(*extra_args: str):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+SMG = REPO / ".venv" / "bin" / "smg"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def running_smg(worker_urls: list[str], *router_args: str, ready_timeout_s: float = 30.0):
+    """Real smg (SGLang's router, `smg launch`) on loopback in front of `worker_urls`; yields its base URL once
+    every worker is registered and healthy. Its Prometheus listener is on loopback too."""
+    import json
+    import time
+    import urllib.request
+
+    port = _free_port()
+    command = [str(SMG), "launch", "--worker-urls", *worker_urls, "--host", "127.0.0.1", "--port", str(port),
+               "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port()), *router_args]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_timeout_s
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"smg exited ({proc.returncode}) before its workers were ready: {command}")
+            try:
+                with urllib.request.urlopen(f"{base}/workers", timeout=2) as resp:
+                    workers = json.loads(resp.read()).get("workers", [])
+                if sum(1 for w in workers if w.get("is_healthy")) == len(worker_urls):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"smg's workers were not healthy within {ready_timeout_s} s")
+            time.sleep(0.05)
+        yield base
+    finally:
+        proc.terminate()  # smg then keeps its listener open 5 s for load balancers; a test needs no drain
+        try:
+            proc.wait(1)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

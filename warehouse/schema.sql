@@ -126,6 +126,7 @@ SELECT
     constrained,              -- the format was sent to the server as a constraint; false: only written into the prompt (null when no format)
     answer_valid,             -- the answer after reasoning has the requested format (jsonschema Draft 2020-12, or a full regex match) (null when no format or the request did not complete)
     answer_error,             -- first validation error of the answer: JSON path and message (null when valid, no format, or not completed)
+    worker,                   -- the fleet's worker that served it, as SGLang's router (smg) names it in its x-smg-routed-worker-id response header: the worker's URL (null: not through smg, or no answer)
     status = 'ok' AND NOT is_warmup AS is_completed,                     -- counts as a completed request of the measured window
     status IN ('error', 'timeout') AND NOT is_warmup AS is_failed,       -- counts as a failed request of the measured window
     (sent_mono_s - scheduled_mono_s - coalesce(held_s, 0.0)) * 1000 AS schedule_lag_ms,  -- how late the client sent it past the schedule and any deliberate hold, as runs.schedule_lag_*_ms (ms)
@@ -146,11 +147,13 @@ SELECT
     scenario,                 -- scenario name, from the lake path
     run_id,                   -- the replay the sample belongs to (runs.run_id)
     sample_wall_s,            -- when /metrics was scraped (s since the Unix epoch)
-    source_url,               -- the worker whose /metrics was scraped
+    source_url,               -- whose /metrics was scraped: a worker, or a fleet's router at its metrics port
     metric,                   -- full Prometheus name, e.g. sglang:num_running_reqs; or server_info:max_running_requests (kind info)
     kind,                     -- counter | gauge | histogram | info (the worker's cap on running requests from its /server_info, one row per run)
     labels_json,              -- sorted JSON of the labels, dp_rank summed away
-    value                     -- gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
+    value,                    -- gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
+    role,                     -- what was scraped: router (a fleet's smg router, smg_* series) | worker (one of a fleet's SGLang servers) | server (a single server) (null: written before fleets)
+    worker                    -- the worker the row describes: the scraped worker's URL, or a router series' worker label (null: a router-wide series, or written before fleets)
 FROM @server_samples_source@;
 
 CREATE OR REPLACE VIEW gpu_samples AS

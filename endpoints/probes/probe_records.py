@@ -25,6 +25,8 @@ class ServerSample:
     kind: str
     labels_json: str
     value: float
+    role: str | None = None
+    worker: str | None = None
 
 
 # Gauges are summed over dp_rank (fractions such as token_usage: averaged); counters and histograms are
@@ -34,7 +36,13 @@ SERVER_SAMPLE_COLUMNS = ColumnList(
     (
         Column("run_id", pa.string(), "", "the replay the sample belongs to (runs.run_id)", nullable=False),
         Column("sample_wall_s", pa.float64(), "s since the Unix epoch", "when /metrics was scraped", nullable=False),
-        Column("source_url", pa.string(), "", "the worker whose /metrics was scraped", nullable=False),
+        Column(
+            "source_url",
+            pa.string(),
+            "",
+            "whose /metrics was scraped: a worker, or a fleet's router at its metrics port",
+            nullable=False,
+        ),
         Column(
             "metric",
             pa.string(),
@@ -57,6 +65,21 @@ SERVER_SAMPLE_COLUMNS = ColumnList(
             "",
             "gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape",
             nullable=False,
+        ),
+        Column(
+            "role",
+            pa.string(),
+            "",
+            "what was scraped: router (a fleet's smg router, smg_* series) | worker (one of a fleet's SGLang "
+            "servers) | server (a single server)",
+            note="null: written before fleets",
+        ),
+        Column(
+            "worker",
+            pa.string(),
+            "",
+            "the worker the row describes: the scraped worker's URL, or a router series' worker label",
+            note="null: a router-wide series, or written before fleets",
         ),
     )
 )

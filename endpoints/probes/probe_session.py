@@ -11,6 +11,10 @@ Usage (the replay asset):
 Time comes from an injected clock; ticks are due at absolute offsets from the start, so a slow
 scrape delays one sample, not every later one. A failed scrape loses that sample only and is counted.
 
+A fleet's router (smg) is scraped too, at its own metrics URL, for its smg_* routing series (role `router`);
+its workers' rows are role `worker`, a single server's `server`. The warehouse adds up only the workers'
+sglang:* counters, so nothing the router reports is counted twice.
+
 The first tick also writes, for each worker whose /server_info gave one, the cap on running requests
 it enforces (endpoints/running_cap.py) as a row of kind `info`, metric `server_info:max_running_requests`:
 batch occupancy divides each worker's running requests by its own cap.
@@ -23,7 +27,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,7 +38,7 @@ import pyarrow.parquet as pq
 
 from endpoints.probes.gpu_protocol import GpuSampler
 from endpoints.probes.gpu_sampler import open_gpu_sampler
-from endpoints.probes.metrics_scrape import DeltaTracker, parse_sglang_metrics
+from endpoints.probes.metrics_scrape import DeltaTracker, SeriesValue, parse_router_metrics, parse_sglang_metrics
 from endpoints.probes.probe_records import (
     GPU_SAMPLE_SCHEMA,
     GPU_SAMPLES_FILE,
@@ -50,6 +54,7 @@ PROBES_SUMMARY_FILE = "probes.json"
 _MAX_NOTES = 20
 CAP_METRIC = "server_info:max_running_requests"  # a fact from /server_info, not a /metrics series
 CAP_KIND = "info"
+ROLE_SERVER, ROLE_WORKER, ROLE_ROUTER = "server", "worker", "router"
 
 
 class ProbeClock(Protocol):
@@ -117,9 +122,13 @@ class ProbeSession:
         interval_s: float = 1.0,
         clock: ProbeClock | None = None,
         worker_caps: Mapping[str, int] | None = None,
+        router_metrics_url: str | None = None,
+        is_fleet: bool = False,
     ) -> None:
         self.run_id = run_id
         self.metrics_urls = metrics_urls
+        self.router_metrics_url = router_metrics_url  # the full /metrics URL of a fleet's router
+        self.worker_role = ROLE_WORKER if is_fleet or router_metrics_url else ROLE_SERVER
         self.worker_caps = dict(worker_caps or {})  # metrics URL -> the cap that worker enforces
         self.headers = headers
         self.gpu_sampler = gpu_sampler
@@ -139,34 +148,45 @@ class ProbeSession:
         wall_s = self.clock.wall_s()
         self.summary.ticks += 1
         if self.summary.ticks == 1 and self.worker_caps:
-            caps = [ServerSample(self.run_id, wall_s, url, CAP_METRIC, CAP_KIND, "{}", float(cap))
+            role = self.worker_role
+            caps = [ServerSample(self.run_id, wall_s, url, CAP_METRIC, CAP_KIND, "{}", float(cap), role, url)
                     for url, cap in self.worker_caps.items()]  # fmt: skip
             self._server.add(caps)
             self.summary.server_rows += len(caps)
-        timeout_s = max(0.5, min(5.0, self.interval_s))
         for url in self.metrics_urls:
-            answer = http_get(f"{url}/metrics", self.headers, timeout_s)
-            if answer.status != 200:
-                self.summary.scrape_failures += 1
-                why = answer.problem if answer.status is None else f"HTTP {answer.status}"
-                hint = " (launched without --enable-metrics?)" if answer.status == 404 else ""
-                self.summary.note(f"{url}/metrics: {why}{hint}")
-                continue
-            try:
-                series = parse_sglang_metrics(answer.body.decode("utf-8", "replace"))
-            except ValueError as exc:
-                self.summary.scrape_failures += 1
-                self.summary.note(f"{url}/metrics: not Prometheus text ({exc})")
-                continue
-            rows = self._deltas.samples(self.run_id, wall_s, url, series)
-            self._server.add(rows)
-            self.summary.server_rows += len(rows)
+            series = self._scrape(f"{url}/metrics", parse_sglang_metrics, " (launched without --enable-metrics?)")
+            if series is not None:
+                self._add(self._deltas.samples(self.run_id, wall_s, url, series, self.worker_role, url))
+        if self.router_metrics_url:
+            series = self._scrape(self.router_metrics_url, parse_router_metrics, " (not smg's --prometheus-port?)")
+            if series is not None:
+                base = self.router_metrics_url.removesuffix("/metrics")
+                self._add(self._deltas.samples(self.run_id, wall_s, base, series, ROLE_ROUTER))
         gpu_rows = self.gpu_sampler.sample(self.run_id, wall_s)
         self._gpu.add(gpu_rows)
         self.summary.gpu_rows += len(gpu_rows)
         for row in gpu_rows:
             if row.note:
                 self.summary.note(row.note)
+
+    def _scrape(self, url: str, parse: Callable[[str], list[SeriesValue]], hint_404: str) -> list[SeriesValue] | None:
+        """One exposition's series; None (counted, and noted once) when it could not be read."""
+        answer = http_get(url, self.headers, max(0.5, min(5.0, self.interval_s)))
+        if answer.status != 200:
+            self.summary.scrape_failures += 1
+            why = answer.problem if answer.status is None else f"HTTP {answer.status}"
+            self.summary.note(f"{url}: {why}{hint_404 if answer.status == 404 else ''}")
+            return None
+        try:
+            return parse(answer.body.decode("utf-8", "replace"))
+        except ValueError as exc:
+            self.summary.scrape_failures += 1
+            self.summary.note(f"{url}: not Prometheus text ({exc})")
+            return None
+
+    def _add(self, rows: list[ServerSample]) -> None:
+        self._server.add(rows)
+        self.summary.server_rows += len(rows)
 
     def _loop(self) -> None:
         start_s = self.clock.now_s()
@@ -263,6 +283,8 @@ def probe_session(
         interval_s=interval_s or spec.scrape_interval_s,
         clock=clock,
         worker_caps=worker_caps(endpoint, metrics_urls),
+        router_metrics_url=endpoint.router_metrics_url,
+        is_fleet=len(metrics_urls) > 1 or endpoint.spec.fleet is not None,
     )
 
 
@@ -270,7 +292,7 @@ def worker_caps(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dic
     """Each scraped worker's cap on running requests, from the /server_info provisioning read: a fleet's
     workers each their own, a single server its one. Workers that report none are left out."""
     if endpoint.worker_server_infos:
-        infos = dict(zip(endpoint.spec.worker_urls, endpoint.worker_server_infos))
+        infos = dict(zip(endpoint.worker_urls or endpoint.spec.worker_urls, endpoint.worker_server_infos))
     else:
         infos = {url: endpoint.server_info for url in metrics_urls}
     caps = {url: max_running_requests(infos[url]) for url in metrics_urls if url in infos}

@@ -63,4 +63,5 @@ def record_from_stream(
         error_message=clip_message(error[2]) if error else None,
         server_e2e_latency_s=server_e2e_latency_s,
         server_queue_time_s=server_queue_time_s,
+        worker=outcome.worker,
     )

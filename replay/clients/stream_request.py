@@ -21,6 +21,8 @@ from replay.recording.records import RequestStatus
 from replay.schedule.clock import Clock
 
 Failure = tuple[RequestStatus, ErrorKind, str]
+# SGLang's router (smg 1.13.0) names the worker it sent a request to in this response header (its URL).
+ROUTED_WORKER_HEADER = "x-smg-routed-worker-id"
 
 
 class StreamFold(Protocol):
@@ -40,6 +42,7 @@ class StreamOutcome:
     finish_s: float | None  # arrival of the last byte ([DONE] or end of body); None on timeout
     http_status: int | None
     error: Failure | None
+    worker: str | None = None  # the worker a router says served it (ROUTED_WORKER_HEADER)
 
 
 async def stream_request(
@@ -56,12 +59,14 @@ async def stream_request(
     finish_s: float | None = None
     http_status: int | None = None
     error: Failure | None = None
+    worker: str | None = None
     completed = False  # [DONE] seen: a failure after it (while draining) does not undo the request
     try:
         async with asyncio.timeout(timeout_s):
             sent_s = clock.now_s() - t0_s
             async with session.post(url, data=body, headers=headers) as response:
                 http_status = response.status
+                worker = response.headers.get(ROUTED_WORKER_HEADER)
                 if response.status != 200:
                     text = await response.text(errors="replace")
                     finish_s = clock.now_s() - t0_s
@@ -92,7 +97,7 @@ async def stream_request(
     except (aiohttp.ClientError, OSError) as exc:
         if not completed:
             error = (RequestStatus.ERROR, ErrorKind.CONNECTION, f"{type(exc).__name__}: {exc}")
-    return StreamOutcome(sent_s, finish_s, http_status, error)
+    return StreamOutcome(sent_s, finish_s, http_status, error, worker)
 
 
 DRAIN_LIMIT_S = 1.0  # a server that keeps a finished response open this long loses the connection instead

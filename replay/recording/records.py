@@ -58,6 +58,7 @@ class RequestRecord:
     constrained: bool | None = None
     answer_valid: bool | None = None
     answer_error: str | None = None
+    worker: str | None = None
 
     def to_row(self) -> dict:
         row = asdict(self)
@@ -166,6 +167,14 @@ REQUEST_COLUMNS = ColumnList(
             "",
             "first validation error of the answer: JSON path and message",
             note="null when valid, no format, or not completed",
+        ),
+        Column(
+            "worker",
+            pa.string(),
+            "",
+            "the fleet's worker that served it, as SGLang's router (smg) names it in its x-smg-routed-worker-id "
+            "response header: the worker's URL",
+            note="null: not through smg, or no answer",
         ),
     )
 )

@@ -14,11 +14,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from assets.resources import WarehouseResource
+from endpoints.fleet_commands import smg_program
 from endpoints.lease_file import UNREADABLE_DIR, LeaseRecord, end_lease, new_lease, write_lease
-from endpoints.process_group import group_alive, process_start
+from endpoints.process_group import group_alive, process_start, stop_group_by_id
+from endpoints.provision import start_detached
+from endpoints.router.router_spec import RouterSpec
+from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec, WorkerGroup, WorkerRole
 from pipelines.lease_sensor import endpoint_lease_sensor, lease_over
+from process_members import group_members
 
 
 def _dead_pid() -> int:
@@ -153,3 +159,24 @@ def test_a_lease_whose_owner_has_exited_but_not_been_reaped_counts_as_a_dead_own
         assert lease.owner_alive() is False
     finally:
         owner.wait()
+
+
+@pytest.mark.skipif(smg_program() is None, reason="smg (SGLang's router) is pinned in pyproject.toml")
+def test_a_fleets_lease_ended_stops_every_twin_and_the_router(tmp_path):
+    # A real fleet (two `costbench sim` twins behind the real smg), leased to a run whose worker is gone.
+    leases = tmp_path / "warehouse" / "runs" / "leases"
+    fleet = FleetSpec(RouterSpec("cache_aware"), (WorkerGroup(WorkerRole.REGULAR, 2, 8),))
+    spec = EndpointSpec("v3-fleet", EndpointMode.SIM, "deepseek-ai/DeepSeek-V3",
+                        ("--tp", "8", "--sim-hardware", "h200", "--sim-warmup-s", "0"), "H200", 16, 3.5,
+                        ready_timeout_s=60.0, fleet=fleet)  # fmt: skip
+    lease = start_detached(spec, tmp_path / "run", on_spawned=lambda group: write_lease(
+        leases, new_lease("run-gone", spec.name, group, _dead_pid())))  # fmt: skip
+    members = group_members(lease.process_group)
+    try:
+        assert len(members) >= 3  # the twins and the router share the one group the lease names
+        message, _ = _tick(tmp_path)
+        assert "v3-fleet" in message and not (leases / "run-gone.json").exists()
+        assert [pid for pid in members if process_start(pid) is not None] == []  # every one of them stopped
+    finally:
+        if group_members(lease.process_group):  # only when the test failed: a stopped group's id may be reused
+            stop_group_by_id(lease.process_group, grace_s=1.0)

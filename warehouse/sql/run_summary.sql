@@ -112,6 +112,8 @@ WITH window_samples AS (
     SELECT s.*, w.window_start_wall_s, w.window_end_wall_s, w.max_running_requests
     FROM server_samples AS s
     JOIN run_windows AS w USING (week_start, scenario, run_id)
+    -- The servers' own series only: a fleet's router (smg_*) would count its workers' requests again.
+    WHERE s.role IS DISTINCT FROM 'router'
 ),
 counters AS (
     -- Counters are stored as deltas from the run's first scrape: the window's delta is last - first.

@@ -1,0 +1,162 @@
+"""The router on the virtual clock: an aiohttp app in front of N worker base URLs that routes each request
+with the policy model, as smg would, and proxies it unchanged (a stream stays a stream, chunk by chunk).
+
+It runs on whatever clock it is given (the VirtualClock loop the virtual twins share, or a monotonic one in
+real time) and talks real HTTP to its workers. Like smg it tells the client which worker served the request
+in the `x-smg-routed-worker-id` response header (smg 1.13.0 sends the worker's URL there), counts requests
+per worker (`routed_counts`, and `/metrics` as `costbench_router_requests_total{worker}`), polls every
+worker's SGLang /metrics gauges every --load-monitor-interval seconds of its clock (the first poll before
+any request), and counts a request in flight from dispatch until its answer's last byte.
+
+    router = FleetRouter(worker_urls, parse_router_spec(spec), clock)
+    runner = web.AppRunner(router.app()); ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+
+import orjson
+from aiohttp import ClientSession, ClientTimeout, web
+
+from endpoints.router.policy_params import RouterModelParams
+from endpoints.router.routing_policy import RoutingPolicy, build_policy
+from endpoints.router.routing_text import routing_text
+from endpoints.router.worker_loads import EngineLoad, fleet_view
+from endpoints.sim.engine.clock import Clock
+
+ROUTED_WORKER_HEADER = "x-smg-routed-worker-id"  # smg 1.13.0's header, the worker's URL as its value
+ROUTED_PATHS = ("/generate", "/v1/chat/completions", "/v1/completions")
+_HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "date", "server"}
+_GAUGE = re.compile(r"^sglang:(num_running_reqs|num_queue_reqs|token_usage|gen_throughput)(?:\{[^}]*\})? (\S+)$")
+
+
+def engine_load_from_metrics(text: str) -> EngineLoad | None:
+    """The load smg reads from one worker's SGLang /metrics, or None when the gauges are missing."""
+    seen: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _GAUGE.match(line)
+        if match:
+            seen[match.group(1)] = seen.get(match.group(1), 0.0) + float(match.group(2))
+    if "num_queue_reqs" not in seen:
+        return None
+    return EngineLoad(
+        running_reqs=int(seen.get("num_running_reqs", 0)),
+        waiting_reqs=int(seen["num_queue_reqs"]),
+        token_usage=seen.get("token_usage", 0.0),
+        gen_throughput_tok_s=seen.get("gen_throughput", 0.0),
+    )
+
+
+class FleetRouter:
+    def __init__(self, worker_urls: tuple[str, ...], params: RouterModelParams, clock: Clock) -> None:
+        if not worker_urls:
+            raise ValueError("a fleet router needs at least one worker URL")
+        self.worker_urls = tuple(u.rstrip("/") for u in worker_urls)
+        self.params = params
+        self._clock = clock
+        self._policy: RoutingPolicy = build_policy(params)
+        self._in_flight = [0] * len(self.worker_urls)
+        self._routed = [0] * len(self.worker_urls)
+        self._loads: dict[int, EngineLoad] = {}
+        self._session: ClientSession | None = None
+        self._poller: asyncio.Task[None] | None = None
+
+    def routed_counts(self) -> dict[str, int]:
+        return dict(zip(self.worker_urls, self._routed, strict=True))
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=1 << 30)
+        for path in ROUTED_PATHS:
+            app.router.add_post(path, self._route)
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/metrics", self._metrics)
+        app.on_startup.append(self._start)
+        app.on_cleanup.append(self._stop)
+        return app
+
+    async def _start(self, _app: web.Application) -> None:
+        self._session = ClientSession(timeout=ClientTimeout(total=None, sock_connect=30))
+        await self._poll_once()
+        self._poller = asyncio.get_running_loop().create_task(self._poll_forever(), name="router-load-poll")
+
+    async def _stop(self, _app: web.Application) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+        if self._session is not None:
+            await self._session.close()
+
+    async def _poll_forever(self) -> None:
+        next_s = self._clock.now_s()
+        while True:
+            next_s += self.params.load_monitor_interval_s
+            await self._clock.sleep_until(next_s)
+            await self._poll_once()
+
+    async def _poll_once(self) -> None:
+        assert self._session is not None
+        polled: dict[int, EngineLoad] = {}
+        for i, url in enumerate(self.worker_urls):
+            try:
+                async with self._session.get(f"{url}/metrics") as resp:
+                    load = engine_load_from_metrics(await resp.text()) if resp.status == 200 else None
+            except (OSError, asyncio.TimeoutError):
+                load = None  # a worker that does not answer keeps its last load, as smg's monitor does
+            if load is not None:
+                polled[i] = load
+        self._loads.update(polled)
+        self._policy.update_loads(polled)
+
+    async def _health(self, _request: web.Request) -> web.Response:
+        return web.Response(text="OK")
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        return await self._proxy(request, 0, await request.read())
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        lines = ["# TYPE costbench_router_requests_total counter"]
+        for url, n in self.routed_counts().items():
+            lines.append(f'costbench_router_requests_total{{worker="{url}",policy="{self.params.policy}"}} {n}')
+        return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            parsed = {}
+        text = routing_text(request.path, parsed if isinstance(parsed, dict) else {})
+        fleet = fleet_view(self.worker_urls, tuple(self._in_flight), self._loads, self.params.overload)
+        worker = self._policy.select(text, fleet, self._clock.now_s())
+        self._routed[worker] += 1
+        self._in_flight[worker] += 1
+        try:
+            return await self._proxy(request, worker, body)
+        finally:
+            self._in_flight[worker] -= 1
+
+    async def _proxy(self, request: web.Request, worker: int, body: bytes) -> web.StreamResponse:
+        assert self._session is not None
+        url = self.worker_urls[worker]
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        try:
+            target = f"{url}{request.path_qs}"
+            upstream = await self._session.request(request.method, target, data=body, headers=headers)
+        except (OSError, asyncio.TimeoutError) as err:
+            return web.json_response({"error": {"message": f"worker {url} unreachable: {err}"}}, status=502)
+        async with upstream:
+            out = web.StreamResponse(status=upstream.status)
+            for key, value in upstream.headers.items():
+                if key.lower() not in _HOP_BY_HOP:
+                    out.headers[key] = value
+            out.headers[ROUTED_WORKER_HEADER] = url
+            await out.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await out.write(chunk)
+            await out.write_eof()
+            return out

