@@ -53,6 +53,10 @@ from workloads.scenarios import load_scenarios
 SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
 ENDPOINTS_PATH = REPO_ROOT / "workloads" / "endpoints.yaml"
 RUNS_TIMEOUT_S = 1200.0
+# A run worker busy replaying does not end on SIGTERM until its step returns (measured: none of them did within
+# 30 s), and whatever a run writes is staged and renamed, so SIGKILL loses nothing stored: a demo someone stops
+# waits this long, not the 30 s a test instance gives its daemon.
+STOP_GRACE_S = 10.0
 NOTICE_WAIT_S = 30.0  # the sensor's ticks: every 5 s at most, as the daemon's sensor loop gets to it
 
 
@@ -138,7 +142,7 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
     _create_storage()
     backfill = None
     try:
-        with running_daemon(paths), dg.DagsterInstance.get() as instance:
+        with running_daemon(paths, stop_grace_s=STOP_GRACE_S), dg.DagsterInstance.get() as instance:
             try:
                 backfill = submit_backfill(paths, WEEKLY_JOB, keys)
                 print(

@@ -50,8 +50,11 @@ class InstancePaths:
 
 
 @contextmanager
-def running_daemon(paths: InstancePaths, log_path: Path | None = None) -> Iterator[subprocess.Popen]:
-    """`dagster-daemon run` for the block: the scheduler, sensors, backfills and the run queue."""
+def running_daemon(
+    paths: InstancePaths, log_path: Path | None = None, stop_grace_s: float = 30.0
+) -> Iterator[subprocess.Popen]:
+    """`dagster-daemon run` for the block: the scheduler, sensors, backfills and the run queue. At the end its
+    whole process group gets SIGTERM, and SIGKILL after `stop_grace_s`."""
     log_path = log_path or Path(paths.dagster_home) / "daemon.log"
     with open(log_path, "ab") as log:
         daemon = subprocess.Popen(
@@ -62,7 +65,7 @@ def running_daemon(paths: InstancePaths, log_path: Path | None = None) -> Iterat
     try:
         yield daemon
     finally:
-        stop_group(daemon, grace_s=30.0)  # the daemon and the code server it started
+        stop_group(daemon, grace_s=stop_grace_s)  # the daemon, its code server and their run workers
 
 
 def _dagster(paths: InstancePaths, *args: str) -> str:

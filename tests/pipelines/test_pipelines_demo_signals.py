@@ -24,7 +24,7 @@ from endpoints.process_group import group_alive
 
 COSTBENCH = str(Path(sys.executable).parent / "costbench")
 START_BOUND_S = 240.0  # a fresh instance, the daemon, the backfill and the first run's twin on 2 cores
-STOP_BOUND_S = 90.0  # the demo's own bound: the daemon's 30 s grace, the runs' teardown, the leases
+STOP_BOUND_S = 60.0  # the demo's own bound: the daemon's 10 s grace (pipelines/demo/demo_run.py), the leases' 10 s
 
 
 def _wait_for(condition: Callable[[], object], timeout_s: float, what: str, demo: subprocess.Popen, log: Path):
