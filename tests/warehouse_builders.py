@@ -78,12 +78,14 @@ def request(
     constrained: bool | None = None,
     answer_valid: bool | None = None,
     answer_error: str | None = None,
+    worker: str | None = None,
 ) -> RequestRecord:
     """A request sent at `sent_mono_s` (scheduled `lag_ms` earlier) with the given latencies from send.
 
     chunks_ms: arrival of every token-carrying chunk, ms after the send (default: one chunk at the TTFT);
     ttfa_ms: first answer token after the send (default: the TTFT). response_format_type .. answer_error:
-    the structured-output columns as the replay records them (None: a free-form request).
+    the structured-output columns as the replay records them (None: a free-form request). worker: the fleet's
+    worker the router named (None: a single server).
     """
     first = None if ttft_ms is None else sent_mono_s + ttft_ms / 1000
     finish = None if e2e_ms is None else sent_mono_s + e2e_ms / 1000
@@ -119,6 +121,7 @@ def request(
         constrained=constrained,
         answer_valid=answer_valid,
         answer_error=answer_error,
+        worker=worker,
     )
 
 

@@ -89,7 +89,10 @@ SELECT
     price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
     capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
     capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
-    replay_clock              -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
+    replay_clock,             -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
+    replicas,                 -- SGLang workers serving the endpoint: a fleet's replicas behind its router, attach's worker_urls, else 1 (count; null: recorded before fleets)
+    router_policy,            -- the fleet's router (smg) --policy: cache_aware | round_robin | prefix_hash | power_of_two | ... (null: no router block (one server, or attach without one), or recorded before fleets)
+    router_args_json          -- JSON list of the router's other smg launch flags, as endpoints.yaml gives them (null: no router block, or recorded before fleets)
 FROM @runs_source@;
 
 CREATE OR REPLACE VIEW requests AS
@@ -287,9 +290,30 @@ CREATE OR REPLACE TABLE run_summary (
     cost_per_request_at_slo_usd DOUBLE,  -- gpu_count x usd_per_gpu_hour / 3600 / capacity_rps_at_slo: what a request costs when the endpoint carries as much of this traffic as its SLO allows (USD)
     idle_capacity_usd_per_request DOUBLE,  -- cost_per_request_usd - cost_per_request_at_slo_usd: the price of idle capacity in each request (USD; negative: the run was loaded past its SLO capacity)
     break_even_rps DOUBLE,            -- gpu_count x usd_per_gpu_hour / 3600 / api_cost_per_request_usd: requests/s above which one replica costs less per request than the API; reachable inside the SLO only up to capacity_rps_at_slo (requests/s)
+    replicas INTEGER,                 -- runs.replicas: SGLang workers serving the endpoint (count; null: recorded before fleets)
+    router_policy VARCHAR,            -- runs.router_policy: the fleet's smg --policy (null: no router block, or recorded before fleets)
+    router_args_json VARCHAR,         -- runs.router_args_json: the router's other flags (JSON list)
+    workers_served BIGINT,            -- run_workers rows with a named worker: workers that served at least one completed request (count; null: no request named its worker)
+    max_worker_share DOUBLE,          -- largest run_workers.request_share of a named worker: the busiest worker's share of the completed requests (ratio 0-1; 1 / replicas is even; null: no request named its worker)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
     client_degraded BOOLEAN NOT NULL, -- the client fell behind its schedule: latency from send understates
     partial BOOLEAN NOT NULL          -- the run did not finish
+);
+
+-- One row per run x worker that served its completed requests: how the router spread them and what each
+-- worker's cache realised (warehouse/sql/run_workers.sql). A single server's requests name no worker: one row,
+-- worker null.
+CREATE OR REPLACE TABLE run_workers (
+    run_id VARCHAR NOT NULL,          -- the replay (runs.run_id)
+    week_start DATE NOT NULL,         -- Monday that starts the week
+    scenario VARCHAR NOT NULL,        -- scenario name
+    worker VARCHAR,                   -- requests.worker: the URL smg named in x-smg-routed-worker-id (null: no router named one: a single server, or not through smg)
+    completed_requests BIGINT NOT NULL,  -- completed requests this worker served (count)
+    request_share DOUBLE NOT NULL,    -- completed_requests / the run's completed requests (ratio 0-1)
+    hit_rate_prompt_tokens BIGINT,    -- sum of prompt_tokens over its completed requests reporting both prompt and cached tokens (tokens)
+    hit_rate_cached_tokens BIGINT,    -- sum of cached_tokens over the same requests (tokens)
+    prefix_cache_hit_rate DOUBLE,     -- hit_rate_cached_tokens / hit_rate_prompt_tokens: what this worker's cache realised (ratio 0-1; null when not reported)
+    p95_ttft_ms DOUBLE                -- 95th percentile ttft_ms of its completed requests (ms)
 );
 
 CREATE OR REPLACE TABLE cost_intervals (
@@ -408,7 +432,12 @@ CREATE OR REPLACE TABLE cost_attribution (
     output_tokens_per_request DOUBLE, -- completion tokens, reasoning included, per completed request (tokens)
     reasoning_tokens_per_request DOUBLE,  -- reasoning tokens per completed request (tokens; null when not reported)
     offered_work_share DOUBLE,        -- offered work / tokens: what is left to compute after the reuse the trace offers (ratio 0-1)
-    realised_work_share DOUBLE        -- realised work / tokens: what was left after the cached_tokens reported (ratio 0-1)
+    realised_work_share DOUBLE,       -- realised work / tokens: what was left after the cached_tokens reported (ratio 0-1)
+    replicas INTEGER,                 -- this week's run_summary.replicas (count; null: its runs differ, or one is not recorded)
+    router_policy VARCHAR,            -- this week's run_summary.router_policy (null: no router, its runs differ, or not recorded)
+    baseline_fleet VARCHAR,           -- the baseline median week(s)' fleet, e.g. '2 x round_robin' or '1 server', comma-separated when they differ (null: no baseline, or not recorded)
+    routing_changed BOOLEAN,          -- the router's policy or flags, or the replica count, differ between this week and a baseline median week, both recorded: the runtime parts are (in part) a routing change's (null: no baseline, or a fleet not recorded)
+    runtime_changes VARCHAR           -- JSON list naming what changed in the runtime against the baseline median week(s): 'routing: <before> -> <now>', 'router flags: ...', 'replicas: ...', 'configuration: <fingerprint> -> <fingerprint>' (null: no baseline; [] nothing recorded changed)
 );
 
 CREATE OR REPLACE TABLE diagnoses (
@@ -424,7 +453,11 @@ CREATE OR REPLACE TABLE diagnoses (
     p95_queue_share DOUBLE,           -- run_summary.p95_queue_share (ratio 0-1)
     gpu_utilisation_pct DOUBLE,       -- run_summary.gpu_utilisation_pct (%)
     cost_per_request_usd DOUBLE,      -- run_summary.cost_per_request_usd (USD)
-    budget_usd_per_request DOUBLE     -- the scenario's budget, else the API-equivalent cost per request (USD)
+    budget_usd_per_request DOUBLE,    -- the scenario's budget, else the API-equivalent cost per request (USD)
+    levers VARCHAR NOT NULL,          -- JSON list of the runtime levers that apply, by name: prefix_cache | routing | batch_occupancy | queueing ([] when none)
+    replicas INTEGER,                 -- run_summary.replicas (count; null: recorded before fleets)
+    router_policy VARCHAR,            -- run_summary.router_policy (null: no router block)
+    single_replica_hit_rate DOUBLE    -- what one replica would realise on the same traffic, an upper bound: prefix_reuse_share, the reuse an unbounded cache sees on the replayed window (ratio 0-1)
 );
 
 CREATE OR REPLACE TABLE lake_files (

@@ -24,7 +24,14 @@ import duckdb
 import pyarrow as pa
 
 from warehouse.backends.store import RefreshResult, Warehouse
-from warehouse.marts.mart_rows import CostAttributionRow, DiagnosisRow, LakeQuarantineRow, RunSummaryRow, WeeklyTrendRow
+from warehouse.marts.mart_rows import (
+    CostAttributionRow,
+    DiagnosisRow,
+    LakeQuarantineRow,
+    RunSummaryRow,
+    RunWorkerRow,
+    WeeklyTrendRow,
+)
 
 WAREHOUSE_ENV = "COSTBENCH_WAREHOUSE"
 # With a URL-backed warehouse: the local folder for run folders, leases, spooled workloads and reports (on
@@ -52,6 +59,8 @@ class WarehouseBackend(Protocol):
     def connect(self, read_only: bool = True) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
 
     def run_summary(self) -> list[RunSummaryRow]: ...
+
+    def run_workers(self) -> list[RunWorkerRow]: ...
 
     def weekly_trends(self) -> list[WeeklyTrendRow]: ...
 

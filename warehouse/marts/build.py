@@ -1,8 +1,9 @@
 """The marts' build, one order for both backends: each mart after the ones it reads.
 
-run_summary reads the lake's views; cost_intervals (warehouse/marts/bootstrap_interval.py) run_summary and
-requests; weekly_trends both; cost_attribution weekly_trends; diagnoses run_summary. The caller has created the
-schema (warehouse/schema.sql) and loaded the prices, in the transaction it commits.
+run_workers reads the lake's views; run_summary them and run_workers; cost_intervals
+(warehouse/marts/bootstrap_interval.py) run_summary and requests; weekly_trends both; cost_attribution
+weekly_trends and run_summary; diagnoses run_summary. The caller has created the schema (warehouse/schema.sql)
+and loaded the prices, in the transaction it commits.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from warehouse.sql_files import read_sql
 
 def build_marts(con: duckdb.DuckDBPyConnection) -> None:
     """Fill every mart from the views, in order, on `con` (inside the caller's transaction)."""
+    con.execute(read_sql("sql/run_workers.sql"))
     con.execute(read_sql("sql/run_summary.sql"))
     rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
     con.execute(read_sql("sql/weekly_trends.sql"))

@@ -17,6 +17,7 @@ from warehouse.marts.mart_rows import (
     LakeQuarantineRow,
     MartRow,
     RunSummaryRow,
+    RunWorkerRow,
     WeeklyTrendRow,
 )
 
@@ -50,6 +51,10 @@ class MartReaders:
     def run_summary(self) -> list[RunSummaryRow]:
         """Every run_summary row, ordered by week, scenario, run."""
         return self._rows(RunSummaryRow, "run_summary", "week_start, scenario, run_id")
+
+    def run_workers(self) -> list[RunWorkerRow]:
+        """Every run_workers row (a run's completed requests per worker), ordered by week, scenario, run, worker."""
+        return self._rows(RunWorkerRow, "run_workers", "week_start, scenario, run_id, worker NULLS FIRST")
 
     def cost_attribution(self) -> list[CostAttributionRow]:
         """Every cost_attribution row (why cost per request moved against the baseline), ordered like weekly_trends."""

@@ -108,6 +108,11 @@ class RunSummaryRow:
     cost_per_request_at_slo_usd: float | None
     idle_capacity_usd_per_request: float | None
     break_even_rps: float | None
+    replicas: int | None
+    router_policy: str | None
+    router_args_json: str | None
+    workers_served: int | None
+    max_worker_share: float | None
     schedule_lag_p99_ms: float | None
     client_degraded: bool
     partial: bool
@@ -207,6 +212,11 @@ class CostAttributionRow:
     reasoning_tokens_per_request: float | None
     offered_work_share: float | None
     realised_work_share: float | None
+    replicas: int | None
+    router_policy: str | None
+    baseline_fleet: str | None
+    routing_changed: bool | None
+    runtime_changes: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +236,27 @@ class DiagnosisRow:
     gpu_utilisation_pct: float | None
     cost_per_request_usd: float | None
     budget_usd_per_request: float | None
+    levers: str
+    replicas: int | None
+    router_policy: str | None
+    single_replica_hit_rate: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunWorkerRow:
+    """How a run's completed requests spread over a fleet's workers, and each one's hit rate
+    (warehouse/sql/run_workers.sql)."""
+
+    run_id: str
+    week_start: date
+    scenario: str
+    worker: str | None
+    completed_requests: int
+    request_share: float
+    hit_rate_prompt_tokens: int | None
+    hit_rate_cached_tokens: int | None
+    prefix_cache_hit_rate: float | None
+    p95_ttft_ms: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,10 +273,11 @@ class LakeQuarantineRow:
     replaced: bool
 
 
-MartRow = RunSummaryRow | WeeklyTrendRow | CostAttributionRow | DiagnosisRow | LakeQuarantineRow
+MartRow = RunSummaryRow | RunWorkerRow | WeeklyTrendRow | CostAttributionRow | DiagnosisRow | LakeQuarantineRow
 # Each mart table and the record of its rows.
 MART_ROWS: dict[str, type[MartRow]] = {
     "run_summary": RunSummaryRow,
+    "run_workers": RunWorkerRow,
     "weekly_trends": WeeklyTrendRow,
     "cost_attribution": CostAttributionRow,
     "diagnoses": DiagnosisRow,

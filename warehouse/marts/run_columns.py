@@ -166,6 +166,29 @@ RUNS_COLUMNS = ColumnList(
             "a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time)",
             note="null: recorded before clocks",
         ),
+        # The fleet, from the endpoint spec the run was provisioned from (server_facts.json's `router` is
+        # written from the same spec). Routing decides which replica's cache a request meets.
+        Column(
+            "replicas",
+            pa.int32(),
+            "count",
+            "SGLang workers serving the endpoint: a fleet's replicas behind its router, attach's worker_urls, else 1",
+            note="null: recorded before fleets",
+        ),
+        Column(
+            "router_policy",
+            pa.string(),
+            "",
+            "the fleet's router (smg) --policy: cache_aware | round_robin | prefix_hash | power_of_two | ...",
+            note="null: no router block (one server, or attach without one), or recorded before fleets",
+        ),
+        Column(
+            "router_args_json",
+            pa.string(),
+            "",
+            "JSON list of the router's other smg launch flags, as endpoints.yaml gives them",
+            note="null: no router block, or recorded before fleets",
+        ),
     )
 )
 

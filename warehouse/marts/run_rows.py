@@ -68,6 +68,19 @@ def run_backend(run_info: RunInfo, endpoint: EndpointSpec) -> str:
     return "sglang"
 
 
+def _fleet_columns(endpoint: EndpointSpec) -> dict[str, object]:
+    """replicas, router_policy and router_args_json of the endpoint (run_columns.py defines them)."""
+    fleet = endpoint.fleet
+    if fleet is None:
+        # attach with worker_urls but no router block: the workers are known, the policy is not
+        return {"replicas": max(1, len(endpoint.worker_urls)), "router_policy": None, "router_args_json": None}
+    return {
+        "replicas": fleet.replicas,
+        "router_policy": fleet.router.policy,
+        "router_args_json": json.dumps(redact_args(fleet.router.args)),
+    }
+
+
 def build_run_row(
     run_info: RunInfo, endpoint: EndpointSpec, scenario: str, week_start: date, context: RunContext = RunContext()
 ) -> pa.Table:
@@ -133,6 +146,7 @@ def build_run_row(
         "capacity_rps_at_slo": context.capacity_rps_at_slo,
         "capacity_source": context.capacity_source,
         "replay_clock": endpoint.clock.value,
+        **_fleet_columns(endpoint),
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

@@ -17,6 +17,9 @@
 -- baseline_cost_per_request_usd equals weekly_trends'. A factor unknown on either side (no capacity sweep,
 -- cached_tokens or the offered reuse not recorded) leaves its part null and the amount in unattributed_usd;
 -- without a capacity on both sides, latency and occupancy are one part, runtime_occupancy_usd.
+-- What changed in the runtime is named against the same median week(s): the fleet's routing (router policy and
+-- flags, replica count, from run_summary) and the configuration fingerprint. A routing change moves the
+-- runtime parts (the hit rate the fleet realises, its load); the parts stay what they measure.
 INSERT INTO cost_attribution BY NAME
 WITH trends AS (
     -- weekly_trends with the keys weekly_trends.sql defines: grain (the row) and series (its scenario, endpoint
@@ -94,6 +97,33 @@ factors AS (
         offered_rps * gpu_hours / nullif(realised_work_tokens, 0) AS f_runtime_load
     FROM weekly
 ),
+run_fleets AS (
+    SELECT
+        struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain,
+        replicas,
+        router_policy,
+        coalesce(router_args_json, '[]') AS router_args,
+        CASE WHEN router_policy IS NOT NULL THEN format('{} x {}', replicas, router_policy)
+             WHEN replicas = 1 THEN '1 server' ELSE format('{} servers', replicas) END AS fleet
+    FROM run_summary
+    WHERE run_cost_usd IS NOT NULL  -- the runs the factors pool
+),
+fleets AS (
+    -- The week's fleet; unknown (null) when any of its runs was recorded before fleets.
+    SELECT
+        grain,
+        CASE WHEN count(replicas) = count(*) AND count(DISTINCT replicas) = 1 THEN any_value(replicas) END AS replicas,
+        CASE WHEN count(replicas) = count(*) AND count(DISTINCT coalesce(router_policy, '')) = 1
+            THEN any_value(router_policy) END AS router_policy,
+        CASE WHEN count(replicas) = count(*)
+            THEN array_to_string(list_sort(list(DISTINCT coalesce(router_policy, 'none'))), ', ') END AS policies,
+        CASE WHEN count(replicas) = count(*) THEN array_to_string(list_sort(list(DISTINCT router_args)), ', ') END AS router_args,
+        CASE WHEN count(replicas) = count(*)
+            THEN array_to_string(list_sort(list(DISTINCT replicas::VARCHAR)), ', ') END AS replica_counts,
+        CASE WHEN count(replicas) = count(*) THEN array_to_string(list_sort(list(DISTINCT fleet)), ', ') END AS fleet
+    FROM run_fleets
+    GROUP BY grain
+),
 candidates AS (
     -- weekly_trends' baseline weeks: the same configuration's, or (baseline_source previous_config /
     -- unrecorded_config) the scenario and endpoint's whatever they ran; the 4 most recent earlier rows.
@@ -141,10 +171,24 @@ pairs AS (
         ln(c.f_cache / b.f_cache) AS d_cache,
         ln(c.f_latency / b.f_latency) AS d_latency,
         coalesce(ln(c.f_occupancy / b.f_occupancy), ln(c.f_runtime_load / b.f_runtime_load)) AS d_occupancy,
-        c.f_latency IS NOT NULL AND b.f_latency IS NOT NULL AS capacity_known
+        c.f_latency IS NOT NULL AND b.f_latency IS NOT NULL AS capacity_known,
+        fb.fleet AS baseline_fleet,
+        fc.policies <> fb.policies OR fc.router_args <> fb.router_args OR fc.replica_counts <> fb.replica_counts
+            AS routing_changed,
+        list_filter([
+            CASE WHEN fc.policies <> fb.policies THEN format('routing: {} -> {}', fb.policies, fc.policies) END,
+            CASE WHEN fc.router_args <> fb.router_args
+                THEN format('router flags: {} -> {}', fb.router_args, fc.router_args) END,
+            CASE WHEN fc.replica_counts <> fb.replica_counts
+                THEN format('replicas: {} -> {}', fb.replica_counts, fc.replica_counts) END,
+            CASE WHEN m.grain.config_fingerprint <> m.baseline_grain.config_fingerprint THEN format(
+                'configuration: {} -> {}', m.baseline_grain.config_fingerprint, m.grain.config_fingerprint) END
+        ], lambda change: change IS NOT NULL) AS runtime_changes
     FROM median_weeks AS m
     JOIN factors AS c ON c.grain = m.grain
     JOIN factors AS b ON b.grain = m.baseline_grain
+    LEFT JOIN fleets AS fc ON fc.grain = m.grain
+    LEFT JOIN fleets AS fb ON fb.grain = m.baseline_grain
 ),
 pair_parts AS (
     SELECT
@@ -164,6 +208,9 @@ attributed AS (
         sum(weight * c0) AS baseline_cost_per_request_usd,
         string_agg(baseline_week::VARCHAR, ',' ORDER BY baseline_week) AS baseline_median_weeks,
         bool_and(capacity_known) AS capacity_known,
+        nullif(array_to_string(list_sort(list_distinct(list(baseline_fleet))), ', '), '') AS baseline_fleet,
+        bool_or(routing_changed) AS routing_changed,
+        list_sort(list_distinct(flatten(list(runtime_changes)))) AS runtime_changes,
         -- A part is known only when it is known against every median week.
         CASE WHEN count(price_usd) = count(*) THEN sum(weight * price_usd) END AS price_usd,
         CASE WHEN count(traffic_volume_usd) = count(*) THEN sum(weight * traffic_volume_usd) END AS traffic_volume_usd,
@@ -210,8 +257,14 @@ SELECT
     f.output_tokens_per_request,
     f.reasoning_tokens_per_request,
     f.offered_work_tokens / nullif(f.tokens, 0) AS offered_work_share,
-    f.realised_work_tokens / nullif(f.tokens, 0) AS realised_work_share
+    f.realised_work_tokens / nullif(f.tokens, 0) AS realised_work_share,
+    fl.replicas,
+    fl.router_policy,
+    a.baseline_fleet,
+    a.routing_changed,
+    to_json(a.runtime_changes)::VARCHAR AS runtime_changes
 FROM trends AS w
 LEFT JOIN factors AS f ON f.grain = w.grain
 LEFT JOIN attributed AS a ON a.grain = w.grain
+LEFT JOIN fleets AS fl ON fl.grain = w.grain
 ORDER BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint;

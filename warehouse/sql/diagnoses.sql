@@ -1,8 +1,11 @@
 -- diagnoses: the four numbers of docs/warehouse.md as a verdict per run (column definitions: schema.sql).
 -- Read together: prefix-cache hit rate (against what the traffic could reuse), batch occupancy, the
 -- queueing share of p95 latency, and GPU utilisation.
---   runtime_lever   any lever applies: the hit rate trails the reusable share by >= 20 points; batch
---                   occupancy < 0.5; queueing >= 50% of the p95 tail's latency.
+--   runtime_lever   any lever applies: the hit rate trails the reusable share by >= 20 points (prefix_cache;
+--                   on a fleet, routing: the fleet's hit rate trails what one replica would realise on the
+--                   same traffic); batch occupancy < 0.5; queueing >= 50% of the p95 tail's latency.
+-- The single-replica figure is an upper bound: prefix_reuse_share, what an unbounded cache reuses on the
+-- replayed window. On a fleet the same gap is named routing, not prefix_cache, so it is counted once.
 --   model_candidate no lever, occupancy and queueing measured, GPU utilisation >= 50% (or unmeasured),
 --                   and the cost per request still above budget (the scenario's, else the API's).
 --   healthy         no lever and the cost per request within budget.
@@ -11,6 +14,7 @@ INSERT INTO diagnoses BY NAME
 WITH limits AS (
     SELECT
         0.20 AS max_cache_gap,            -- reusable share minus hit rate
+        0.20 AS max_routing_gap,          -- a fleet: single-replica hit rate minus the fleet's
         0.50 AS min_batch_occupancy,
         0.50 AS max_p95_queue_share,
         50.0 AS min_gpu_utilisation_pct
@@ -28,32 +32,50 @@ numbers AS (
         s.queue_share_source,
         s.gpu_utilisation_pct,
         s.cost_per_request_usd,
+        s.replicas,
+        s.router_policy,
+        s.prefix_reuse_share AS single_replica_hit_rate,
+        coalesce(s.replicas, 1) > 1 AS is_fleet,
         coalesce(s.budget_usd_per_request, s.api_cost_per_request_usd) AS budget_usd_per_request,
         CASE WHEN s.budget_usd_per_request IS NOT NULL THEN 'the scenario budget' ELSE 'the API-equivalent cost' END AS budget_kind,
         l.*
     FROM run_summary AS s, limits AS l
 ),
-levers AS (
+found AS (
     SELECT
         *,
         list_filter(
             [
-                CASE WHEN prefix_reuse_share - prefix_cache_hit_rate >= max_cache_gap THEN format(
+                {'name': 'prefix_cache', 'reason': CASE WHEN NOT is_fleet
+                    AND prefix_reuse_share - prefix_cache_hit_rate >= max_cache_gap THEN format(
                     'prefix-cache hit rate {:.3f} trails the {:.3f} the traffic could reuse by {:.1f} points (lever at {:g})',
                     prefix_cache_hit_rate, prefix_reuse_share, 100 * (prefix_reuse_share - prefix_cache_hit_rate),
-                    100 * max_cache_gap) END,
-                CASE WHEN batch_occupancy < min_batch_occupancy THEN format(
+                    100 * max_cache_gap) END},
+                {'name': 'routing', 'reason': CASE WHEN is_fleet
+                    AND single_replica_hit_rate - prefix_cache_hit_rate >= max_routing_gap THEN format(
+                    'routing: the fleet''s hit rate {:.3f} ({} replicas, router policy {}) trails the {:.3f} one replica '
+                    'would realise on the same traffic (at most: an unbounded cache) by {:.1f} points (lever at {:g})',
+                    prefix_cache_hit_rate, replicas, coalesce(router_policy, 'not recorded'), single_replica_hit_rate,
+                    100 * (single_replica_hit_rate - prefix_cache_hit_rate), 100 * max_routing_gap) END},
+                {'name': 'batch_occupancy', 'reason': CASE WHEN batch_occupancy < min_batch_occupancy THEN format(
                     'batch occupancy {:.3f} is below {:g}: the GPUs run nearly empty batches',
-                    batch_occupancy, min_batch_occupancy) END,
-                CASE WHEN p95_queue_share >= max_p95_queue_share THEN format(
+                    batch_occupancy, min_batch_occupancy) END},
+                {'name': 'queueing', 'reason': CASE WHEN p95_queue_share >= max_p95_queue_share THEN format(
                     'queueing is {:.1f}% of the p95 tail''s latency (lever at {:g}%){}',
                     100 * p95_queue_share, 100 * max_p95_queue_share,
                     CASE WHEN queue_share_source = 'modelled'
-                        THEN '; a modelled estimate: the server reported no queue_time' ELSE '' END) END
+                        THEN '; a modelled estimate: the server reported no queue_time' ELSE '' END) END}
             ],
-            lambda reason: reason IS NOT NULL
-        ) AS lever_reasons
+            lambda lever: lever.reason IS NOT NULL
+        ) AS found_levers
     FROM numbers
+),
+levers AS (
+    SELECT
+        *,
+        list_transform(found_levers, lambda lever: lever.reason) AS lever_reasons,
+        list_transform(found_levers, lambda lever: lever.name) AS lever_names
+    FROM found
 ),
 judged AS (
     SELECT
@@ -100,6 +122,10 @@ SELECT
     p95_queue_share,
     gpu_utilisation_pct,
     cost_per_request_usd,
-    budget_usd_per_request
+    budget_usd_per_request,
+    to_json(lever_names)::VARCHAR AS levers,
+    replicas,
+    router_policy,
+    single_replica_hit_rate
 FROM judged
 ORDER BY week_start, scenario, run_id;

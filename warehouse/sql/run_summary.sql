@@ -200,6 +200,17 @@ sample_counts AS (
     WHERE kind <> 'info'  -- scraped samples only, not the facts the probes copied from /server_info
     GROUP BY week_start, scenario, run_id
 ),
+worker_spread AS (
+    -- How the router spread the completed requests (run_workers, built before this mart).
+    SELECT
+        week_start,
+        scenario,
+        run_id,
+        nullif(count(worker), 0) AS workers_served,
+        max(request_share) FILTER (WHERE worker IS NOT NULL) AS max_worker_share
+    FROM run_workers
+    GROUP BY week_start, scenario, run_id
+),
 gpu AS (
     SELECT
         g.week_start,
@@ -240,6 +251,8 @@ costed AS (
         coalesce(n.server_sample_count, 0) AS server_sample_count,
         u.gpu_utilisation_pct,
         coalesce(u.gpu_sample_count, 0) AS gpu_sample_count,
+        ws.workers_served,
+        ws.max_worker_share,
         gp.usd_per_gpu_hour AS list_usd_per_gpu_hour,
         ap.name AS api_price_name,
         (q.api_cached_tokens * ap.usd_per_mtok_cached_input
@@ -254,6 +267,7 @@ costed AS (
     LEFT JOIN gauges AS g USING (week_start, scenario, run_id)
     LEFT JOIN sample_counts AS n USING (week_start, scenario, run_id)
     LEFT JOIN gpu AS u USING (week_start, scenario, run_id)
+    LEFT JOIN worker_spread AS ws USING (week_start, scenario, run_id)
     LEFT JOIN gpu_prices AS gp ON gp.gpu_type = r.gpu_type
     LEFT JOIN api_prices AS ap ON ap.model = lower(r.model)
 )
@@ -352,6 +366,11 @@ SELECT
     run_cost_usd / nullif(completed_requests, 0) - gpu_count * usd_per_gpu_hour / 3600.0 / capacity_rps_at_slo
         AS idle_capacity_usd_per_request,
     gpu_count * usd_per_gpu_hour / 3600.0 / nullif(api_cost_usd / nullif(completed_requests, 0), 0) AS break_even_rps,
+    replicas,
+    router_policy,
+    router_args_json,
+    workers_served,
+    max_worker_share,
     schedule_lag_p99_ms,
     client_degraded,
     partial
