@@ -237,6 +237,13 @@ def measure_capacity(
     capacity.json beside run.json for the runs row."""
     part = catalog.partition(context, endpoint=replay.endpoint)
     scenario, spec = part.scenario, part.endpoint
+    if spec.fleet is not None:
+        # The sweep replays one twin with the replica's flags: its rate priced at the fleet's GPUs would halve a
+        # two-replica fleet's capacity. A fleet's capacity needs its router too (a fleet shape's own search).
+        context.log.info(
+            f"no capacity sweep for {spec.name}: a fleet of {spec.fleet.replicas}; the sweep is one replica's"
+        )
+        return replay
     traffic = part.traffic(warehouse.workloads_dir())
     window = workload.window(traffic.start_s, traffic.duration_s)
     # Swept once per (requests, flags, SLO): a canary's fixed window only when its configuration changes.

@@ -200,11 +200,26 @@ def _running(
     )  # fmt: skip
 
 
-def describe_served(spec: EndpointSpec, url: str, run_dir: Path, log_path: Path, flags: list[str]) -> RunningEndpoint:
+def describe_served(
+    spec: EndpointSpec,
+    url: str,
+    run_dir: Path,
+    log_path: Path,
+    flags: list[str],
+    worker_urls: tuple[str, ...] = (),
+    router: dict | None = None,
+) -> RunningEndpoint:
     """A server costbench serves in its own process (the twin on a virtual clock, endpoints/virtual_twin.py),
-    described and recorded exactly like a launched one."""
-    server_info, model_info = _facts(spec, url)
-    return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=flags)
+    described and recorded exactly like a launched one; a fleet's `worker_urls` behind `router` at `url`,
+    like a started fleet."""
+    if not worker_urls:
+        server_info, model_info = _facts(spec, url)
+        return _running(spec, url, run_dir, log_path, (url,), server_info, model_info, command=flags)
+    infos = tuple(_facts(spec, worker_url) for worker_url in worker_urls)
+    return _running(
+        spec, url, run_dir, log_path, worker_urls, infos[0][0], infos[0][1], tuple(info for info, _ in infos),
+        [flags] * len(worker_urls), worker_urls, router,
+    )  # fmt: skip
 
 
 def _wait_healthy(

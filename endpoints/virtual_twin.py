@@ -9,6 +9,12 @@ virtual time. Timings are virtual: what the modelled GPUs took, without the twin
 CPU time (which a wall-clock twin adds to every latency when the host is busy). The run records it
 (runs.replay_clock, server_facts.json "clock").
 
+A fleet (`replicas`, `router` in endpoints.yaml) on a virtual clock is N twin apps and the router's model
+(endpoints/router/fleet_router.py: smg 1.13.0's policy as costbench models it, not the smg binary) on the same
+loop, each on a loopback port of its own; the replay talks to the router's URL, the probes scrape every
+worker (role worker) and the model's /metrics (role router), and server_facts.json's router entry says the
+router was modelled. Which worker served a request is the model's x-smg-routed-worker-id header.
+
     info = replay_on_virtual_twin(spec, run_dir, run_id, cold_start, replay)
     # replay(endpoint, clock) -> awaitable RunInfo: run_replay_async(..., clock=clock) at endpoint.url
 """
@@ -26,12 +32,15 @@ from aiohttp import web
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probe_session
 from endpoints.provision import LOOPBACK, RunningEndpoint, describe_served, server_flags
+from endpoints.router.fleet_router import FleetRouter
+from endpoints.router.policy_params import parse_router_spec
 from endpoints.sim.engine.clock import VirtualClock
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
-from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec
+from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec
 
 T = TypeVar("T")
+ROUTER_MODEL = "costbench FleetRouter: a model of smg 1.13.0's routing (endpoints/router/), not the smg binary"
 
 
 class VirtualTime:
@@ -79,25 +88,20 @@ async def _serve_and_replay(
 ) -> T:
     run_dir.mkdir(parents=True, exist_ok=True)
     flags = server_flags(spec, 0)
-    log_path = run_dir / f"{spec.name}.server.log"
-    log_path.write_text(f"# costbench: the twin in-process on a virtual clock: {' '.join(flags)}\n")
-    runner: web.AppRunner | None = None
-
-    def crash() -> None:  # --fault-crash-after: the server goes away, the replay's process does not
-        if runner is not None:
-            asyncio.get_running_loop().create_task(runner.cleanup())
-
-    runner = web.AppRunner(create_app(parse_server_args(flags), clock, on_crash=crash), access_log=None)
-    await runner.setup()
+    runners: list[web.AppRunner] = []
     try:
-        site = web.TCPSite(runner, LOOPBACK, 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        url = f"http://{LOOPBACK}:{port}"
-        endpoint = await asyncio.to_thread(describe_served, spec, url, run_dir, log_path, flags)
+        if spec.fleet is None:
+            log_path = run_dir / f"{spec.name}.server.log"
+            log_path.write_text(f"# costbench: the twin in-process on a virtual clock: {' '.join(flags)}\n")
+            url = await _serve_twin(flags, clock, runners)
+            endpoint = await asyncio.to_thread(describe_served, spec, url, run_dir, log_path, flags)
+            logs: tuple[tuple[Path, str], ...] = ((log_path, url),)
+        else:
+            endpoint, logs = await _serve_fleet(spec, spec.fleet, flags, run_dir, clock, runners)
         cache = await asyncio.to_thread(prepare_cache, endpoint, cold_start)
-        with log_path.open("a") as log:
-            log.write(f"costbench-sim listening on {url} (virtual clock); {cache.note}\n")
+        for log_path, url in logs:
+            with log_path.open("a") as log:
+                log.write(f"costbench-sim listening on {url} (virtual clock); {cache.note}\n")
         probes = probe_session(endpoint, run_dir, run_id, clock=time_source)
         stop = asyncio.Event()
         ticks = asyncio.create_task(probes.tick_on(stop), name=f"probes-{run_id}")
@@ -108,4 +112,65 @@ async def _serve_and_replay(
             await ticks
             await asyncio.to_thread(probes.stop, True)  # one last sample (the counters after the replay), the files
     finally:
-        await runner.cleanup()
+        for runner in reversed(runners):  # the router first: it holds sessions to the twins
+            await runner.cleanup()
+
+
+async def _listen(app: web.Application, runners: list[web.AppRunner]) -> str:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    runners.append(runner)  # cleaned up by the caller, however the rest goes
+    await web.TCPSite(runner, LOOPBACK, 0).start()
+    return f"http://{LOOPBACK}:{runner.addresses[0][1]}"
+
+
+async def _serve_twin(flags: list[str], clock: VirtualClock, runners: list[web.AppRunner]) -> str:
+    """One twin app on a free loopback port; its base URL."""
+    box: list[web.AppRunner] = []
+
+    def crash() -> None:  # --fault-crash-after: the server goes away, the replay's process does not
+        if box:
+            asyncio.get_running_loop().create_task(box[0].cleanup())
+
+    url = await _listen(create_app(parse_server_args(flags), clock, on_crash=crash), runners)
+    box.append(runners[-1])
+    return url
+
+
+async def _serve_fleet(
+    spec: EndpointSpec,
+    fleet: FleetSpec,
+    flags: list[str],
+    run_dir: Path,
+    clock: VirtualClock,
+    runners: list[web.AppRunner],
+) -> tuple[RunningEndpoint, tuple[tuple[Path, str], ...]]:
+    """N twins and the router's model in front of them, on this loop; the endpoint as the replay sees it."""
+    params = parse_router_spec(fleet.router)  # refused by name if the policy or a flag is not modelled
+    logs: list[tuple[Path, str]] = []
+    worker_urls: list[str] = []
+    for index in range(fleet.replicas):
+        log_path = run_dir / f"{spec.name}.worker-{index}.server.log"
+        log_path.write_text(f"# costbench: twin {index} in-process on a virtual clock: {' '.join(flags)}\n")
+        worker_urls.append(await _serve_twin(flags, clock, runners))
+        logs.append((log_path, worker_urls[-1]))
+    router = FleetRouter(tuple(worker_urls), params, clock)
+    router_url = await _listen(router.app(), runners)  # its startup polls every worker's /metrics once
+    router_log = run_dir / f"{spec.name}.server.log"
+    router_log.write_text(
+        f"# costbench: {ROUTER_MODEL}; --policy {fleet.router.policy} {' '.join(fleet.router.args)} in front of "
+        f"{' '.join(worker_urls)} at {router_url}\n"
+    )
+    router_facts = {
+        "policy": fleet.router.policy,
+        "args": list(fleet.router.args),
+        "modelled": True,
+        "model": ROUTER_MODEL,
+        "command": None,  # nothing was launched: the router is code in the replay's process
+        "metrics_url": f"{router_url}/metrics",
+        "log_file": router_log.name,
+    }
+    endpoint = await asyncio.to_thread(
+        describe_served, spec, router_url, run_dir, router_log, flags, tuple(worker_urls), router_facts
+    )
+    return endpoint, ((router_log, router_url), *logs)

@@ -4,7 +4,8 @@ with the policy model, as smg would, and proxies it unchanged (a stream stays a 
 It runs on whatever clock it is given (the VirtualClock loop the virtual twins share, or a monotonic one in
 real time) and talks real HTTP to its workers. Like smg it tells the client which worker served the request
 in the `x-smg-routed-worker-id` response header (smg 1.13.0 sends the worker's URL there), counts requests
-per worker (`routed_counts`, and `/metrics` as `costbench_router_requests_total{worker}`), polls every
+per worker (`routed_counts`, and `/metrics` as `costbench_router_requests_total{worker}` and smg's
+`smg_worker_requests_total{worker}`, with `smg_worker_requests_active`), polls every
 worker's SGLang /metrics gauges every --load-monitor-interval seconds of its clock (the first poll before
 any request), and counts a request in flight from dispatch until its answer's last byte.
 
@@ -72,7 +73,11 @@ class FleetRouter:
         for path in ROUTED_PATHS:
             app.router.add_post(path, self._route)
         app.router.add_get("/health", self._health)
-        app.router.add_get("/v1/models", self._models)
+        # The GET routes smg 1.13.0 answers from a worker (tried: /server_info and /model_info are 404 there,
+        # the get_ aliases 200); the replay reads /get_server_info through it before t0.
+        for path in ("/v1/models", "/get_server_info", "/get_model_info"):
+            app.router.add_get(path, self._first_worker)
+        app.router.add_get("/health_generate", self._health)
         app.router.add_get("/metrics", self._metrics)
         app.on_startup.append(self._start)
         app.on_cleanup.append(self._stop)
@@ -115,13 +120,21 @@ class FleetRouter:
     async def _health(self, _request: web.Request) -> web.Response:
         return web.Response(text="OK")
 
-    async def _models(self, request: web.Request) -> web.StreamResponse:
+    async def _first_worker(self, request: web.Request) -> web.StreamResponse:
         return await self._proxy(request, 0, await request.read())
 
     async def _metrics(self, _request: web.Request) -> web.Response:
+        # smg's own family names for what the model counts, so the probes keep them as they keep smg's
+        # (role router); costbench_router_requests_total also names the policy.
         lines = ["# TYPE costbench_router_requests_total counter"]
         for url, n in self.routed_counts().items():
             lines.append(f'costbench_router_requests_total{{worker="{url}",policy="{self.params.policy}"}} {n}')
+        lines.append("# TYPE smg_worker_requests_total counter")
+        lines.extend(f'smg_worker_requests_total{{worker="{url}"}} {n}' for url, n in self.routed_counts().items())
+        lines.append("# TYPE smg_worker_requests_active gauge")
+        lines.extend(
+            f'smg_worker_requests_active{{worker="{url}"}} {n}' for url, n in zip(self.worker_urls, self._in_flight)
+        )
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
     async def _route(self, request: web.Request) -> web.StreamResponse:

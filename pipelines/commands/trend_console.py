@@ -156,3 +156,26 @@ def print_regression_verdicts(rows: list[WeeklyTrendRow], console: Console | Non
         colour = "red" if row.regression_verdict == "regression" else "yellow"
         table.add_row(str(row.week_start), row.scenario, f"[{colour}]{row.regression_verdict}[/]", "\n".join(reasons))
     console.print(table)
+
+
+def print_fleet_routing(rows, policies: dict[str, str], console: Console | None = None) -> None:
+    """Per fleet scenario (rows: pipelines/demo/fleet_routing.FleetRoutingRow), its router's policy, each worker's
+    share of the completed requests and hit rate, and the fleet's hit rate (nothing printed without a fleet)."""
+    if not rows:
+        return
+    console = console or _console()
+    table = Table(title="Fleet routing, last week (requests.worker, server_samples role router)")
+    for column in ("scenario", "router", "worker", "requests", "share", "router count", "hit rate", "fleet hit"):
+        table.add_column(column, justify="left" if column in ("scenario", "router", "worker") else "right")
+    for row in rows:
+        table.add_row(
+            row.scenario,
+            policies.get(row.scenario, "—"),
+            row.worker,
+            str(row.requests),
+            f"{row.request_share:.1%}",
+            _fmt(row.router_requests, ",.0f"),
+            _fmt(row.prefix_cache_hit_rate, ".1%"),
+            _fmt(row.fleet_hit_rate, ".1%"),
+        )
+    console.print(table)

@@ -23,17 +23,20 @@ import orjson
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
 from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV, WarehouseResource
+from endpoints.spec import EndpointClock, load_endpoint_specs
 from pipelines.commands.cli_errors import EXIT_FAILED
 from pipelines.commands.cli_inputs import check_output_folder
 from pipelines.commands.trend_console import (
     print_check_verdicts,
     print_cost_attribution,
+    print_fleet_routing,
     print_regression_verdicts,
     print_weekly_trends,
 )
 from pipelines.definitions import WEEKLY_JOB
 from pipelines.demo.demo_stop import DemoStopped, InstanceInUse, end_orphaned_leases, instance_lock, stopped_by_signals
 from pipelines.demo.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints, story_partitions
+from pipelines.demo.fleet_routing import fleet_routing
 from pipelines.demo.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
@@ -163,6 +166,8 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
         raise
     runs, verdicts, store, rows, attribution = outcome
     print_weekly_trends(rows)
+    if store.db_path.exists():
+        print_fleet_routing(fleet_routing(store, weeks[-1]), _router_policies(endpoints, scenarios))
     print_cost_attribution(attribution)
     print_check_verdicts(sorted(verdicts))
     print_regression_verdicts(rows)
@@ -179,6 +184,18 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
     print(f"demo finished in {time.monotonic() - started:.0f} s")
     failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
     return 0 if not failed else EXIT_FAILED
+
+
+def _router_policies(endpoints_path: Path, scenarios: dict) -> dict[str, str]:
+    """Each fleet scenario's router policy as its endpoint names it; on the virtual clock, costbench's model of smg."""
+    specs = load_endpoint_specs(endpoints_path)
+    policies = {}
+    for name, scenario in scenarios.items():
+        spec = specs[scenario.endpoint]
+        if spec.fleet is not None:
+            model = " (modelled)" if spec.clock is EndpointClock.VIRTUAL else ""
+            policies[name] = f"{spec.fleet.router.policy}{model}"
+    return policies
 
 
 def _wait_and_read(

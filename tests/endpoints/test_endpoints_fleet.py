@@ -57,7 +57,14 @@ def test_a_fleet_is_replicas_behind_a_router_and_gpu_count_is_its_total(tmp_path
 @pytest.mark.parametrize(
     "entry, message",
     [
-        ({"replicas": 2, "clock": "virtual"}, r"clock: fleets on the virtual clock: not yet \(endpoint 'v3-fleet'"),
+        (
+            {"replicas": 2, "clock": "virtual", "router": {"policy": "least_load"}},
+            r"router: router policy 'least_load' is not modelled on the virtual clock",
+        ),
+        (
+            {"replicas": 2, "clock": "virtual", "router": {"args": ["--cache-index", "hash"]}},
+            r"router: router flag --cache-index hash: only smg's default \(tree\) is modelled",
+        ),
         ({"replicas": 3}, r"gpu_count: is the fleet's total: 16 GPUs do not split evenly over 3 replicas"),
         ({"replicas": 2, "router": {"policy": "cache-aware"}}, r"router.policy: unknown router policy 'cache-aware'"),
         ({"replicas": 2, "router": {"args": ["--port", "1"]}}, r"router.args\[0\]: --port is set by costbench"),

@@ -5,6 +5,8 @@ job's own executor (pipelines/weekly_executor.py), never by execute_in_process.
 - a schedule tick: every run request it yields succeeds;
 - a two-week backfill of one scenario: both weeks land, one replay at a time on the endpoint;
 - a run terminated mid-replay, and a run whose run worker is killed: the lease sensor stops the twin;
+- a fleet in real time: two twins behind the real smg router, its run scraped per worker and router, every
+  request naming its worker, and nothing of it left running;
 - no secret on disk: one endpoint is attached to a server that answers /server_info as SGLang does,
   echoing its api_key; nothing the runs leave (event log, compute logs, daemon log, lake, DuckDB, run
   folders) holds the key.
@@ -53,6 +55,10 @@ ATTACHED = "v3-8xh200-chat"  # the endpoint of chat-v3-h200 (and its canary), at
 TWIN_SCENARIO = "reasoning-r1-h200-canary"  # on the twin: r1-8xh200, behind a 2,048-token system prompt
 TWIN_ENDPOINT = "r1-8xh200"  # here a twin in real time, its own process (the lease tests stop it)
 VIRTUAL_SCENARIO = "reasoning-r1-h200-prompt-json"  # on r1-8xh200-b, a twin on a virtual clock as bundled
+# Only in this instance's files (not a bundled partition): the chat canary's seconds through the real smg router in
+# front of two twin processes, in real time.
+FLEET_SCENARIO = "chat-v3-h200-real-router"
+FLEET_ENDPOINT = "v3-2x8xh200-smg"
 SECRET = f"sk-{secrets.token_hex(16)}"
 ADMIN_SECRET = f"adm-{secrets.token_hex(16)}"
 
@@ -73,6 +79,9 @@ def _short_scenarios(path: Path) -> Path:
     raw = yaml.safe_load((REPO / "workloads" / "scenarios.yaml").read_text())
     for entry in raw["scenarios"]:
         entry.update(duration_s=10, speedup=1.0)
+    [canary] = [entry for entry in raw["scenarios"] if entry["name"] == "chat-v3-h200-canary"]
+    # 20 s of the canary's stretch (~150 requests) in real time through the fleet
+    raw["scenarios"].append({**canary, "name": FLEET_SCENARIO, "endpoint": FLEET_ENDPOINT, "duration_s": 20})
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
 
@@ -86,6 +95,11 @@ def _endpoints_with_attached(path: Path, url: str) -> Path:
             entry.clear()
             entry.update(name=ATTACHED, mode="attach", model="deepseek-ai/DeepSeek-V3", url=url, api_key_env=KEY_ENV,
                          gpu_type="H200", gpu_count=8, usd_per_gpu_hour=3.5)  # fmt: skip
+    raw["endpoints"].append({
+        "name": FLEET_ENDPOINT, "mode": "sim", "model": "deepseek-ai/DeepSeek-V3", "replicas": 2,
+        "server_args": ["--tp", "8", "--schedule-policy", "lpm", "--sim-hardware", "h200", "--sim-warmup-s", "0"],
+        "router": {"policy": "round_robin"}, "gpu_type": "H200", "gpu_count": 16, "usd_per_gpu_hour": 3.5,
+    })  # fmt: skip
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
 
@@ -265,6 +279,40 @@ def test_a_run_whose_run_worker_is_killed_leaves_no_server_running(instance_path
     _wait_for(
         lambda: instance.get_run_by_id(run_id).status is dg.DagsterRunStatus.FAILURE, STOP_BOUND_S, "the run failed"
     )
+
+
+def test_a_fleet_behind_the_real_router_runs_the_weekly_job_and_leaves_nothing(instance_paths, instance):
+    key = dg.MultiPartitionKey({"week": "2026-11-16", "scenario": FLEET_SCENARIO})
+    run_id = submit_run(
+        instance_paths, WEEKLY_JOB, {ENDPOINT_TAG: FLEET_ENDPOINT, **_partition_tags(key)}, str(uuid.uuid4())
+    )
+    leases = _warehouse(instance_paths) / "runs" / "leases"
+    groups: list[int] = []
+
+    def leased() -> bool:
+        groups.extend(x.process_group for x in read_leases(leases) if x.owner_run_id == run_id and x.process_group)
+        return bool(groups) or instance.get_run_by_id(run_id).is_finished
+
+    _wait_for(leased, RUN_TIMEOUT_S, "the fleet's lease")
+    runs = wait_for_runs(instance, dg.RunsFilter(run_ids=[run_id]), 1, RUN_TIMEOUT_S)
+    assert not unsuccessful(instance, runs), unsuccessful(instance, runs)
+    # Every twin and the router were in the one leased group, and it is gone with the lease.
+    assert groups and not group_alive(groups[0])
+    assert not [x for x in read_leases(leases) if x.owner_run_id == run_id]
+    with Warehouse(_warehouse(instance_paths)).connect() as con:
+        served = con.execute(
+            "SELECT worker, count(*) FROM requests WHERE scenario = ? AND NOT is_warmup GROUP BY worker",
+            [FLEET_SCENARIO],
+        ).fetchall()
+        roles = dict(
+            con.execute(
+                "SELECT role, count(DISTINCT worker) FROM server_samples WHERE scenario = ? GROUP BY role",
+                [FLEET_SCENARIO],
+            ).fetchall()
+        )
+    # smg named a worker for every request (x-smg-routed-worker-id), both workers served some
+    assert len(served) == 2 and all(worker is not None and n > 0 for worker, n in served), served
+    assert set(roles) == {"router", "worker"} and roles["worker"] == 2 and roles["router"] == 2, roles
 
 
 def _stored_bytes(path: Path) -> bytes:
