@@ -25,6 +25,7 @@ from endpoints.lease_file import end_lease, new_lease, write_lease
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
+from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity
 from endpoints.sim.calibration.slo_capacity import measure_slo_capacity, write_capacity_json
 from endpoints.spec import EndpointClock
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
@@ -233,22 +234,20 @@ def measure_capacity(
     warehouse: WarehouseResource,
 ) -> ReplayOutput:
     """After the replay (the endpoint already stopped): the load sweep in virtual time that finds the rate
-    the endpoint sustains inside the SLO on this week's window (endpoints/sim/calibration/slo_capacity.py), written as
-    capacity.json beside run.json for the runs row."""
+    the endpoint sustains inside the SLO on this week's window (endpoints/sim/calibration/slo_capacity.py; a
+    fleet's through its router's model, fleet_capacity.py), written as capacity.json beside run.json for the
+    runs row."""
     part = catalog.partition(context, endpoint=replay.endpoint)
     scenario, spec = part.scenario, part.endpoint
-    if spec.fleet is not None:
-        # The sweep replays one twin with the replica's flags: its rate priced at the fleet's GPUs would halve a
-        # two-replica fleet's capacity. A fleet's capacity needs its router too (a fleet shape's own search).
-        context.log.info(
-            f"no capacity sweep for {spec.name}: a fleet of {spec.fleet.replicas}; the sweep is one replica's"
-        )
-        return replay
     traffic = part.traffic(warehouse.workloads_dir())
     window = workload.window(traffic.start_s, traffic.duration_s)
-    # Swept once per (requests, flags, SLO): a canary's fixed window only when its configuration changes.
+    # Swept once per (requests, flags, SLO, fleet shape): a canary's fixed window only when its configuration changes.
     cache_dir = warehouse.root_path() / "runs" / "capacity_cache"
-    capacity = measure_slo_capacity(spec, window, scenario.slo_ttft_ms, scenario.slo_tpot_ms, cache_dir)
+    slo = (scenario.slo_ttft_ms, scenario.slo_tpot_ms)
+    if spec.fleet is not None:
+        capacity = measure_fleet_capacity(spec, window, *slo, cache_dir)
+    else:
+        capacity = measure_slo_capacity(spec, window, *slo, cache_dir)
     if capacity is None:
         context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
         return replay
@@ -257,6 +256,8 @@ def measure_capacity(
         f"capacity at SLO {capacity.capacity_rps_at_slo} requests/s (this window at speedup 1: "
         f"{capacity.offered_rps:.3g}); {len(capacity.probes)} probes, {capacity.cpu_s:.1f} s CPU"
     )
+    # The fleet plan (fleet_plan.measure_fleet_plan, fleet_plans.json) is not run here yet: on chat-v3-h200's
+    # window (target 40 requests/s, ~8 replicas) it took minutes of CPU, past the demo's first-run budget.
     return replay
 
 

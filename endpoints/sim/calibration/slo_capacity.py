@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -44,7 +44,7 @@ MAX_FACTOR = 1024.0  # rate factors probed: the workload's own rate x [1/MAX_FAC
 MAX_SWEEP_REQUESTS = 300
 BISECTIONS = 2  # after bracketing: the capacity is known to within a factor 2^(1/4), about 19%
 # Everything that changes a sweep's answer besides its requests, flags and SLO (part of the cache key).
-_SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 1)
+SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +88,21 @@ def sweep_slo_capacity(
 ) -> SloCapacity:
     """The highest rate (requests/s) at which the twin built from `flags` keeps MIN_GOOD_SHARE of the
     idle endpoint's share of `requests` inside the SLO, by doubling then bisecting the arrival rate factor."""
+    return search_capacity(
+        requests, lambda scaled: good_share(run_bench(flags, scaled), slo_ttft_ms, slo_tpot_ms), bisections
+    )
+
+
+def search_capacity(
+    requests: Sequence[BenchRequest],
+    share_of: Callable[[list[BenchRequest]], float],
+    bisections: int = BISECTIONS,
+    start_factor: float = 1.0,
+) -> SloCapacity:
+    """The sweep itself, for any server model: `share_of(scaled)` replays the requests (arrivals already
+    compressed, counted from 0) on a fresh, cold model and returns the share inside the SLO. One replica
+    (sweep_slo_capacity) and a fleet behind its router (fleet_capacity.py) share it. The bracket starts at
+    `start_factor` (a fleet plan starts near the rate it expects, saving the doublings up to it)."""
     requests = sorted(requests, key=lambda r: r.arrival_s)[:MAX_SWEEP_REQUESTS]
     if len(requests) < 2 or arrival_span_s(requests) <= 0:
         raise ValueError("a capacity sweep needs at least two requests arriving at different times")
@@ -98,7 +113,7 @@ def sweep_slo_capacity(
 
     def share_at(factor: float) -> float:
         scaled = [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / factor) for r in requests]
-        share = good_share(run_bench(flags, scaled), slo_ttft_ms, slo_tpot_ms)
+        share = share_of(scaled)
         probes.append(CapacityProbe(factor, len(requests) * factor / span_s, share))
         return share
 
@@ -113,15 +128,16 @@ def sweep_slo_capacity(
     # Bracket: `good` sustained, `bad` not (None: not found inside the probed range).
     good: float | None
     bad: float | None
-    if probe(1.0):
-        good, bad = 1.0, None
+    start_factor = min(max(start_factor, IDLE_FACTOR * 2), MAX_FACTOR)
+    if probe(start_factor):
+        good, bad = start_factor, None
         while good < MAX_FACTOR:
             if not probe(good * 2):
                 bad = good * 2
                 break
             good *= 2
     else:
-        good, bad = None, 1.0
+        good, bad = None, start_factor
         while bad > IDLE_FACTOR:
             if probe(bad / 2):
                 good = bad / 2
@@ -223,7 +239,7 @@ def measure_slo_capacity(
         return None
     flags = list(endpoint.server_args)
     key = hashlib.sha256(
-        json.dumps([workload.content_hash, flags, slo_ttft_ms, slo_tpot_ms, _SWEEP_RULES]).encode()
+        json.dumps([workload.content_hash, flags, slo_ttft_ms, slo_tpot_ms, SWEEP_RULES]).encode()
     ).hexdigest()[:24]
     cached = None if cache_dir is None else Path(cache_dir) / f"{key}.json"
     if cached is not None and cached.exists():

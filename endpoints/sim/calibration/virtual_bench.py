@@ -116,7 +116,7 @@ def random_requests(
     return out
 
 
-async def _one(engine: SimEngine, i: int, request: BenchRequest) -> RequestTiming:
+async def timed_request(engine: SimEngine, i: int, request: BenchRequest) -> RequestTiming:
     clock = engine.clock
     sent_s = clock.now_s()
     spec = GenerateInput(f"bench-{i}", request.input_ids, request.output_tokens, ignore_eos=True, stream=True)
@@ -155,12 +155,12 @@ def run_bench(
 
         async def warmup(i: int) -> RequestTiming:
             async with limit:
-                return await _one(engine, -1 - i, requests[0])
+                return await timed_request(engine, -1 - i, requests[0])
 
         async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
             await clock.sleep_until(start_s + request.arrival_s)
             async with limit:
-                return await _one(engine, i, request)
+                return await timed_request(engine, i, request)
 
         try:
             await asyncio.gather(*(warmup(i) for i in range(warmups)))

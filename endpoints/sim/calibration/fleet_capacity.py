@@ -1,0 +1,253 @@
+"""A fleet's capacity at the SLO: the same load sweep as slo_capacity.py, through N twin engines on one
+virtual clock with the router's policy model choosing each request's engine.
+
+Each probe builds N cold engines from the replica's flags and one fresh policy (endpoints/router/: smg
+1.13.0's routing as costbench models it). At its arrival a request's routing text (what smg routes a
+/generate with input_ids on: the ids as decimals joined by spaces) goes to the policy with what smg knows
+of the fleet: its own in-flight count per worker, always current, and each engine's gauges (running,
+queued, KV usage, generation throughput) as last polled, every --load-monitor-interval seconds from a first
+poll before any request. The realised fleet hit rate is the cached share of prompt tokens at the capacity
+probe (the fastest sustained rate), so it is the hit rate the fleet has when it carries its capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from common.atomic_file import write_bytes_atomically
+from endpoints.router.policy_params import RouterModelParams, parse_router_spec
+from endpoints.router.router_spec import RouterSpec
+from endpoints.router.routing_policy import build_policy
+from endpoints.router.routing_text import routing_text
+from endpoints.router.worker_loads import EngineLoad, fleet_view
+from endpoints.sim.calibration.slo_capacity import (
+    SWEEP_RULES,
+    CapacityProbe,
+    SloCapacity,
+    arrival_span_s,
+    good_share,
+    search_capacity,
+    sweep_requests,
+)
+from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, RequestTiming, timed_request
+from endpoints.sim.engine.clock import VirtualClock
+from endpoints.sim.engine.engine import SimEngine
+from endpoints.sim.engine.engine_builder import build_engine
+from endpoints.sim.server_args import parse_server_args
+from endpoints.spec import EndpointMode, EndpointSpec
+from workloads.workload import Workload
+
+FLEET_RULES = (SWEEP_RULES, "fleet", 1)  # what changes a fleet sweep's answer besides its inputs (cache key)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetBenchResult:
+    bench: BenchResult  # every request's timing, in request order (engine: worker 0's)
+    workers: tuple[int, ...]  # the worker each request was routed to, in request order
+
+
+@dataclass(frozen=True, slots=True)
+class FleetCapacity:
+    replicas: int  # workers behind the router (count)
+    policy: str  # smg's --policy
+    capacity: SloCapacity  # the sweep, its rates the fleet's (requests/s)
+    hit_rate: float | None  # cached ÷ prompt tokens at the capacity probe (ratio 0-1; None: no rate sustained)
+    worker_shares: tuple[float, ...]  # share of requests each worker served at the capacity probe (ratio 0-1)
+    p95_ttft_ms: float | None  # TTFT from arrival at the capacity probe, 95th percentile (ms)
+
+
+def engine_load(engine: SimEngine) -> EngineLoad:
+    """The gauges smg's load monitor reads from a worker's SGLang /metrics (sim_metrics.py serves the same)."""
+    scheduler = engine.scheduler
+    return EngineLoad(
+        running_reqs=len(scheduler.running),
+        waiting_reqs=len(scheduler.waiting),
+        token_usage=scheduler.token_usage(),
+        gen_throughput_tok_s=engine.gen_throughput_tok_s(),
+    )
+
+
+def run_fleet_bench(
+    flags: list[str], replicas: int, params: RouterModelParams, requests: Sequence[BenchRequest]
+) -> FleetBenchResult:
+    """Open-loop arrivals (request.arrival_s from the start) through `replicas` cold twins built from `flags`
+    and the policy model, in virtual time."""
+    if replicas < 1:
+        raise ValueError("a fleet needs at least one replica")
+    clock = VirtualClock()
+    urls = tuple(f"http://worker-{i}" for i in range(replicas))  # names only: nothing listens
+
+    async def main() -> FleetBenchResult:
+        engines = [build_engine(parse_server_args(flags), clock) for _ in range(replicas)]
+        for engine in engines:
+            engine.start()
+        policy = build_policy(params)
+        loads: dict[int, EngineLoad] = {}
+        in_flight = [0] * replicas
+        workers = [0] * len(requests)
+
+        def poll() -> None:
+            polled = {i: engine_load(e) for i, e in enumerate(engines)}
+            loads.update(polled)
+            policy.update_loads(polled)
+
+        async def poll_forever() -> None:
+            next_s = clock.now_s()
+            while True:
+                next_s += params.load_monitor_interval_s
+                await clock.sleep_until(next_s)
+                poll()
+
+        async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
+            await clock.sleep_until(start_s + request.arrival_s)
+            text = routing_text("/generate", {"input_ids": list(request.input_ids)})
+            fleet = fleet_view(urls, tuple(in_flight), loads, params.overload)
+            worker = policy.select(text, fleet, clock.now_s())
+            workers[i] = worker
+            in_flight[worker] += 1
+            try:
+                return await timed_request(engines[worker], i, request)
+            finally:
+                in_flight[worker] -= 1
+
+        poll()  # smg polls once before it routes anything
+        poller = asyncio.get_running_loop().create_task(poll_forever())
+        try:
+            start_s = clock.now_s()
+            timings = await asyncio.gather(*(client(i, r, start_s) for i, r in enumerate(requests)))
+        finally:
+            poller.cancel()
+            for engine in engines:
+                await engine.stop()
+        return FleetBenchResult(BenchResult(clock.now_s() - start_s, tuple(timings), engines[0]), tuple(workers))
+
+    return clock.run(main())
+
+
+def cached_share(result: BenchResult) -> float:
+    prompt = sum(r.prompt_tokens for r in result.requests)
+    return sum(r.cached_tokens for r in result.requests) / prompt if prompt else 0.0
+
+
+def sweep_fleet_capacity(
+    flags: list[str],
+    replicas: int,
+    router: RouterSpec,
+    requests: Sequence[BenchRequest],
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    start_factor: float = 1.0,
+) -> FleetCapacity:
+    """The highest rate the fleet keeps inside the SLO (slo_capacity's sweep and verdict), with its hit rate,
+    per-worker shares and p95 TTFT there; the bracket starts at `start_factor` (search_capacity). A policy or
+    flag the model does not implement is refused by name."""
+    params = parse_router_spec(router)
+    seen: list[tuple[float, tuple[float, ...], float]] = []  # (hit rate, worker shares, p95 TTFT), probe order
+
+    def share_of(scaled: list[BenchRequest]) -> float:
+        result = run_fleet_bench(flags, replicas, params, scaled)
+        counts = [result.workers.count(w) for w in range(replicas)]
+        ttfts_ms = sorted(r.ttft_s * 1000 for r in result.bench.requests)
+        p95_ms = ttfts_ms[min(len(ttfts_ms) - 1, math.ceil(0.95 * len(ttfts_ms)) - 1)]  # nearest rank
+        seen.append((cached_share(result.bench), tuple(c / len(scaled) for c in counts), p95_ms))
+        return good_share(result.bench, slo_ttft_ms, slo_tpot_ms)
+
+    capacity = search_capacity(requests, share_of, start_factor=start_factor)
+    at = _capacity_probe(capacity)
+    found = None if at is None else seen[at]
+    return FleetCapacity(
+        replicas=replicas,
+        policy=router.policy,
+        capacity=capacity,
+        hit_rate=None if found is None else found[0],
+        worker_shares=() if found is None else found[1],
+        p95_ttft_ms=None if found is None else found[2],
+    )
+
+
+def _capacity_probe(capacity: SloCapacity) -> int | None:
+    """The index of the probe the capacity was read from (the fastest sustained rate)."""
+    rate_rps = capacity.capacity_rps_at_slo
+    if rate_rps is None:
+        return None
+    return min(range(len(capacity.probes)), key=lambda i: abs(capacity.probes[i].rate_rps - rate_rps))
+
+
+def write_fleet_capacity_json(path: Path, fleet: FleetCapacity) -> Path:
+    body = {
+        "replicas": fleet.replicas,
+        "policy": fleet.policy,
+        "hit_rate": fleet.hit_rate,
+        "worker_shares": list(fleet.worker_shares),
+        "p95_ttft_ms": fleet.p95_ttft_ms,
+        "capacity": {**asdict(fleet.capacity), "probes": [asdict(p) for p in fleet.capacity.probes]},
+    }
+    return write_bytes_atomically(path, json.dumps(body, indent=2).encode() + b"\n")
+
+
+def read_fleet_capacity_json(path: Path) -> FleetCapacity:
+    try:
+        raw = json.loads(Path(path).read_bytes())
+        cap = raw["capacity"]
+        capacity = SloCapacity(**{**cap, "probes": tuple(CapacityProbe(**p) for p in cap["probes"])})
+        return FleetCapacity(
+            raw["replicas"], raw["policy"], capacity, raw["hit_rate"], tuple(raw["worker_shares"]), raw["p95_ttft_ms"]
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a costbench fleet capacity file ({exc})") from None
+
+
+def cached_fleet_capacity(
+    content_hash: str,
+    flags: list[str],
+    replicas: int,
+    router: RouterSpec,
+    requests: Sequence[BenchRequest],
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    cache_dir: Path | None,
+    start_factor: float = 1.0,
+) -> FleetCapacity:
+    """sweep_fleet_capacity, done once per (requests, flags, fleet shape, router flags, SLO) with `cache_dir`:
+    the twin and the policy model are deterministic (the model's draws are seeded)."""
+    key = hashlib.sha256(
+        json.dumps(
+            [content_hash, flags, replicas, router.policy, list(router.args), slo_ttft_ms, slo_tpot_ms]
+            + [round(start_factor, 6), FLEET_RULES]
+        ).encode()
+    ).hexdigest()[:24]
+    cached = None if cache_dir is None else Path(cache_dir) / f"fleet-{key}.json"
+    if cached is not None and cached.exists():
+        return read_fleet_capacity_json(cached)
+    fleet = sweep_fleet_capacity(flags, replicas, router, requests, slo_ttft_ms, slo_tpot_ms, start_factor)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_fleet_capacity_json(cached, fleet)
+    return fleet
+
+
+def measure_fleet_capacity(
+    endpoint: EndpointSpec,
+    workload: Workload,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    cache_dir: Path | None = None,
+) -> SloCapacity | None:
+    """measure_slo_capacity for a fleet endpoint: its replicas (each with the endpoint's flags) behind its
+    router's model. None where no sweep applies (not a twin, fewer than two distinct arrivals)."""
+    if endpoint.mode is not EndpointMode.SIM or endpoint.fleet is None:
+        return None
+    requests = sweep_requests(workload)
+    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+        return None
+    fleet = cached_fleet_capacity(
+        workload.content_hash, list(endpoint.server_args), endpoint.fleet.replicas, endpoint.fleet.router,
+        requests, slo_ttft_ms, slo_tpot_ms, cache_dir,
+    )  # fmt: skip
+    return fleet.capacity
