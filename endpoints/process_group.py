@@ -30,17 +30,20 @@ class TerminatedError(SystemExit):
         super().__init__(128 + signal.SIGTERM)
 
 
-def start_in_own_group(command: Sequence[str], log_path: Path, extra_env: Mapping[str, str]) -> subprocess.Popen:
-    env = {**os.environ, **extra_env}
+def _start_logged(command: Sequence[str], log_path: Path, extra_env: Mapping[str, str], **grouping) -> subprocess.Popen:
     with open(log_path, "ab") as log:
         return subprocess.Popen(
             list(command),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
+            env={**os.environ, **extra_env},
+            **grouping,
         )
+
+
+def start_in_own_group(command: Sequence[str], log_path: Path, extra_env: Mapping[str, str]) -> subprocess.Popen:
+    return _start_logged(command, log_path, extra_env, start_new_session=True)
 
 
 def start_in_group(
@@ -48,16 +51,7 @@ def start_in_group(
 ) -> subprocess.Popen:
     """A fleet's member: `group` None starts a new process group led by this process (its pid is the
     group id), else the process joins `group` (which must still have a member)."""
-    env = {**os.environ, **extra_env}
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            list(command),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            process_group=0 if group is None else group,
-        )
+    return _start_logged(command, log_path, extra_env, process_group=0 if group is None else group)
 
 
 def group_alive(pgid: int) -> bool:
