@@ -13,7 +13,6 @@ probe (the fastest sustained rate), so it is the hit rate the fleet has when it 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from endpoints.sim.calibration.slo_capacity import (
     arrival_span_s,
     good_share,
     search_capacity,
+    sweep_cache_path,
     sweep_requests,
 )
 from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, RequestTiming, timed_request
@@ -216,13 +216,8 @@ def cached_fleet_capacity(
 ) -> FleetCapacity:
     """sweep_fleet_capacity, done once per (requests, flags, fleet shape, router flags, SLO) with `cache_dir`:
     the twin and the policy model are deterministic (the model's draws are seeded)."""
-    key = hashlib.sha256(
-        json.dumps(
-            [content_hash, flags, replicas, router.policy, list(router.args), slo_ttft_ms, slo_tpot_ms]
-            + [round(start_factor, 6), FLEET_RULES]
-        ).encode()
-    ).hexdigest()[:24]
-    cached = None if cache_dir is None else Path(cache_dir) / f"fleet-{key}.json"
+    key_parts = [content_hash, flags, replicas, router.policy, list(router.args), slo_ttft_ms, slo_tpot_ms]
+    cached = sweep_cache_path(cache_dir, key_parts + [round(start_factor, 6), FLEET_RULES], prefix="fleet-")
     if cached is not None and cached.exists():
         return read_fleet_capacity_json(cached)
     fleet = sweep_fleet_capacity(flags, replicas, router, requests, slo_ttft_ms, slo_tpot_ms, start_factor)

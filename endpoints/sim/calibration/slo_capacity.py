@@ -223,6 +223,13 @@ def read_capacity_json(run_dir: Path, name: str = CAPACITY_FILE) -> SloCapacity 
         raise ValueError(f"{path}: not a costbench capacity.json ({exc})") from None
 
 
+def sweep_cache_path(cache_dir: Path | None, key_parts: list, prefix: str = "") -> Path | None:
+    """Where a sweep with these inputs is kept (a hash of them), or None without a cache folder."""
+    if cache_dir is None:
+        return None
+    return Path(cache_dir) / f"{prefix}{hashlib.sha256(json.dumps(key_parts).encode()).hexdigest()[:24]}.json"
+
+
 def measure_slo_capacity(
     endpoint: EndpointSpec,
     workload: Workload,
@@ -238,10 +245,7 @@ def measure_slo_capacity(
     if endpoint.mode is not EndpointMode.SIM:
         return None
     flags = list(endpoint.server_args)
-    key = hashlib.sha256(
-        json.dumps([workload.content_hash, flags, slo_ttft_ms, slo_tpot_ms, SWEEP_RULES]).encode()
-    ).hexdigest()[:24]
-    cached = None if cache_dir is None else Path(cache_dir) / f"{key}.json"
+    cached = sweep_cache_path(cache_dir, [workload.content_hash, flags, slo_ttft_ms, slo_tpot_ms, SWEEP_RULES])
     if cached is not None and cached.exists():
         return read_capacity_json(cached.parent, cached.name)
     requests = sweep_requests(workload)
