@@ -18,6 +18,7 @@ from endpoints.probes.probe_records import (
     SERVER_SAMPLE_SCHEMA,
     SERVER_SAMPLES_FILE,
 )
+from endpoints.sim.calibration.fleet_plan import fleet_plan_text, read_fleet_plans_json
 from endpoints.sim.calibration.slo_capacity import read_capacity_json
 from replay.recording.run_json import read_run_json
 from replay.schedule.requests_reader import read_requests
@@ -103,6 +104,9 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
             run_context = replace(
                 run_context, capacity_rps_at_slo=capacity.capacity_rps_at_slo, capacity_source="twin_sweep"
             )
+        plan = read_fleet_plans_json(Path(replay_run.run_dir))
+        if plan is not None:
+            run_context = replace(run_context, fleet_plan_json=fleet_plan_text(plan))
         run = read_run_json(Path(replay_run.run_dir))
         row = build_run_row(run, part.endpoint, part.scenario.name, part.week_start, run_context)
         _write(context, warehouse, "runs", row)

@@ -26,6 +26,7 @@ from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
 from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity
+from endpoints.sim.calibration.fleet_plan import measure_fleet_plan, write_fleet_plans_json
 from endpoints.sim.calibration.slo_capacity import measure_slo_capacity, write_capacity_json
 from endpoints.spec import EndpointClock
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
@@ -236,7 +237,7 @@ def measure_capacity(
     """After the replay (the endpoint already stopped): the load sweep in virtual time that finds the rate
     the endpoint sustains inside the SLO on this week's window (endpoints/sim/calibration/slo_capacity.py; a
     fleet's through its router's model, fleet_capacity.py), written as capacity.json beside run.json for the
-    runs row."""
+    runs row; with a target_rps, the fleet plan for it (fleet_plan.py), as fleet_plans.json."""
     part = catalog.partition(context, endpoint=replay.endpoint)
     scenario, spec = part.scenario, part.endpoint
     traffic = part.traffic(warehouse.workloads_dir())
@@ -256,8 +257,16 @@ def measure_capacity(
         f"capacity at SLO {capacity.capacity_rps_at_slo} requests/s (this window at speedup 1: "
         f"{capacity.offered_rps:.3g}); {len(capacity.probes)} probes, {capacity.cpu_s:.1f} s CPU"
     )
-    # The fleet plan (fleet_plan.measure_fleet_plan, fleet_plans.json) is not run here yet: on chat-v3-h200's
-    # window (target 40 requests/s, ~8 replicas) it took minutes of CPU, past the demo's first-run budget.
+    if scenario.target_rps is not None:
+        plan = measure_fleet_plan(spec, window, scenario.target_rps, slo, capacity, cache_dir)
+        if plan is not None:
+            write_fleet_plans_json(Path(replay.run_dir), plan)
+            chosen = plan.chosen
+            context.log.info(
+                f"fleet plan for {scenario.target_rps:g} requests/s: "
+                + ("no shape tried held it" if chosen is None else f"{chosen.replicas} x {chosen.policy}")
+                + f" ({len(plan.shapes)} shapes, {plan.probes} replays, {plan.cpu_s:.1f} s CPU)"
+            )
     return replay
 
 

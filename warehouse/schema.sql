@@ -89,6 +89,7 @@ SELECT
     price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
     capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
     capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
+    fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
     replay_clock,             -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
     replicas,                 -- SGLang workers serving the endpoint: a fleet's replicas behind its router, attach's worker_urls, else 1 (count; null: recorded before fleets)
     router_policy,            -- the fleet's router (smg) --policy: cache_aware | round_robin | prefix_hash | power_of_two | ... (null: no router block (one server, or attach without one), or recorded before fleets)
@@ -175,6 +176,43 @@ SELECT
     sm_clock_mhz,             -- SM clock (MHz)
     note                      -- why the values are null (written once per run when no source exists)
 FROM @gpu_samples_source@;
+
+-- One row per shape a run's fleet plan tried (runs.fleet_plan_json unnested; endpoints/sim/calibration/fleet_plan.py):
+-- the window replayed once at the scenario's target rate through `replicas` twins behind the router policy's model.
+CREATE OR REPLACE VIEW fleet_plan_shapes AS
+WITH plans AS (
+    SELECT
+        run_id,
+        week_start,
+        scenario,
+        from_json(fleet_plan_json, '{"target_rps": "DOUBLE", "slo_ttft_ms": "DOUBLE", "slo_tpot_ms": "DOUBLE",
+            "requests": "BIGINT", "idle_good_share": "DOUBLE", "shapes": [{"replicas": "INTEGER", "policy": "VARCHAR",
+            "gpus": "INTEGER", "good_share": "DOUBLE", "holds_target": "BOOLEAN", "hit_rate": "DOUBLE",
+            "p95_ttft_ms": "DOUBLE", "max_worker_share": "DOUBLE", "capacity_rps_at_slo": "DOUBLE",
+            "chosen": "BOOLEAN"}]}') AS plan
+    FROM runs
+    WHERE fleet_plan_json IS NOT NULL
+), shapes AS (
+    SELECT run_id, week_start, scenario, plan, unnest(plan.shapes) AS shape FROM plans
+)
+SELECT
+    run_id,                   -- the run whose window was planned (runs.run_id)
+    week_start,               -- Monday that starts the week
+    scenario,                 -- scenario name
+    plan.target_rps AS target_rps,  -- the scenario's target rate every shape was replayed at (requests/s)
+    plan.requests AS plan_requests,  -- requests each shape's replay sent: 300 per replica the endpoint's capacity predicts, at most 3,000 (count)
+    plan.idle_good_share AS idle_good_share,  -- share inside the SLO on one idle replica, the verdict's reference (ratio 0-1)
+    shape.replicas AS replicas,  -- workers behind the router, each with the endpoint's flags and GPUs per worker (count)
+    shape.policy AS router_policy,  -- the router's --policy in the shape: cache_aware | round_robin
+    shape.gpus AS gpus,       -- replicas x GPUs per worker (count)
+    shape.good_share AS good_share,  -- requests inside both SLO parts at the target rate (ratio 0-1)
+    shape.holds_target AS holds_target,  -- good_share >= 0.95 x idle_good_share, the capacity sweep's verdict
+    shape.hit_rate AS hit_rate,  -- cached / prompt tokens the fleet realised at the target rate (ratio 0-1)
+    shape.p95_ttft_ms AS p95_ttft_ms,  -- TTFT from arrival at the target rate, 95th percentile, nearest rank (ms)
+    shape.max_worker_share AS max_worker_share,  -- the busiest worker's share of the requests (ratio 0-1; 1 / replicas is even)
+    shape.capacity_rps_at_slo AS capacity_rps_at_slo,  -- the chosen shape's capacity at the SLO, to within a factor 2^(1/2) below (requests/s; null: not swept, every other shape)
+    shape.chosen AS chosen    -- the fewest replicas holding the target (ties: the larger good_share, then the lower p95 TTFT)
+FROM shapes;
 
 CREATE OR REPLACE TABLE price_books (
     name VARCHAR NOT NULL,            -- the price book, named by an endpoint's price_book (runs.price_book)
@@ -270,8 +308,10 @@ CREATE OR REPLACE TABLE run_summary (
     goodput_rps DOUBLE,               -- good_requests / window_s (requests/s)
     sustained_output_tokens_per_s DOUBLE,  -- output_tokens / window_s (tokens/s)
     target_rps DOUBLE,                -- runs.target_rps (requests/s)
-    replicas_for_target DOUBLE,       -- ceil(target_rps / capacity_rps_at_slo): replicas of this endpoint to carry the target inside the SLO; without a measured capacity, ceil(target_rps / goodput_rps), conservative when the replica was not saturated (count)
-    fleet_usd_per_hour DOUBLE,        -- replicas_for_target x gpu_count x usd_per_gpu_hour (USD per hour)
+    replicas_for_target DOUBLE,       -- workers of this endpoint's kind (gpu_count / replicas GPUs each) to carry the target inside the SLO: the fleet plan's chosen replicas (fleet_plan_shapes.chosen); without a plan, ceil(target_rps x replicas / capacity_rps_at_slo), or with no capacity ceil(target_rps x replicas / goodput_rps), conservative when the run was not saturated (count)
+    replicas_for_target_source VARCHAR,  -- where replicas_for_target came from: fleet_plan | capacity | goodput (null: no target_rps)
+    fleet_plan_policy VARCHAR,        -- the chosen plan's router policy (null: no plan, or no shape held the target)
+    fleet_usd_per_hour DOUBLE,        -- replicas_for_target x gpu_count / replicas x usd_per_gpu_hour (USD per hour)
     budget_usd_per_request DOUBLE,    -- runs.budget_usd_per_request (USD)
     prefix_reuse_share DOUBLE,        -- runs.prefix_reuse_share (ratio 0-1)
     structured_requests BIGINT,       -- completed requests that carried a response format, their answer validated (answer_valid not null) (count)
@@ -314,6 +354,38 @@ CREATE OR REPLACE TABLE run_workers (
     hit_rate_cached_tokens BIGINT,    -- sum of cached_tokens over the same requests (tokens)
     prefix_cache_hit_rate DOUBLE,     -- hit_rate_cached_tokens / hit_rate_prompt_tokens: what this worker's cache realised (ratio 0-1; null when not reported)
     p95_ttft_ms DOUBLE                -- 95th percentile ttft_ms of its completed requests (ms)
+);
+
+-- The fleet plans priced: one row per run x shape tried x price book of the endpoint's GPU type (and the run's
+-- own price when it is no book), from fleet_plan_shapes, run_summary and price_books (warehouse/sql/fleet_plans.sql).
+-- Across books the chosen shape is the same: every GPU of a shape is priced alike, so fewer GPUs cost less in all.
+CREATE OR REPLACE TABLE fleet_plans (
+    run_id VARCHAR NOT NULL,          -- the run whose window was planned (runs.run_id)
+    week_start DATE NOT NULL,         -- Monday that starts the week
+    scenario VARCHAR NOT NULL,        -- scenario name
+    endpoint VARCHAR NOT NULL,        -- the endpoint whose replica the shapes repeat
+    gpu_type VARCHAR NOT NULL,        -- GPU model of every shape
+    target_rps DOUBLE NOT NULL,       -- fleet_plan_shapes.target_rps (requests/s)
+    slo_ttft_ms DOUBLE,               -- run_summary.slo_ttft_ms
+    slo_tpot_ms DOUBLE,               -- run_summary.slo_tpot_ms
+    replicas INTEGER NOT NULL,        -- fleet_plan_shapes.replicas (count)
+    router_policy VARCHAR NOT NULL,   -- fleet_plan_shapes.router_policy
+    gpus INTEGER NOT NULL,            -- fleet_plan_shapes.gpus (count)
+    holds_target BOOLEAN NOT NULL,    -- fleet_plan_shapes.holds_target
+    good_share DOUBLE NOT NULL,       -- fleet_plan_shapes.good_share (ratio 0-1)
+    p95_ttft_ms DOUBLE NOT NULL,      -- fleet_plan_shapes.p95_ttft_ms (ms)
+    hit_rate DOUBLE NOT NULL,         -- fleet_plan_shapes.hit_rate (ratio 0-1)
+    max_worker_share DOUBLE NOT NULL, -- fleet_plan_shapes.max_worker_share (ratio 0-1)
+    capacity_rps_at_slo DOUBLE,       -- fleet_plan_shapes.capacity_rps_at_slo (requests/s; null: not swept)
+    chosen BOOLEAN NOT NULL,          -- fleet_plan_shapes.chosen
+    price_book VARCHAR NOT NULL,      -- the price book (price_books.name), or the run's own price_book ('endpoint': the endpoint's own figure)
+    run_price BOOLEAN NOT NULL,       -- this is the price the run's own cost used (run_summary.usd_per_gpu_hour)
+    usd_per_gpu_hour DOUBLE NOT NULL, -- the book's price of one GPU for one hour (USD)
+    fleet_usd_per_hour DOUBLE NOT NULL,  -- gpus x usd_per_gpu_hour (USD per hour)
+    usd_per_request_at_target DOUBLE NOT NULL,  -- fleet_usd_per_hour / 3600 / target_rps: a request's cost when the fleet carries the target (USD)
+    usd_per_request_at_slo DOUBLE,    -- fleet_usd_per_hour / 3600 / capacity_rps_at_slo: a request's cost when the fleet carries as much as its SLO allows (USD; null: not swept)
+    api_cost_per_request_usd DOUBLE,  -- run_summary.api_cost_per_request_usd: this window's requests at API prices (USD; null: no API price for the model)
+    break_even_rps DOUBLE             -- fleet_usd_per_hour / 3600 / api_cost_per_request_usd: the rate above which this fleet costs less per request than the API (requests/s)
 );
 
 CREATE OR REPLACE TABLE cost_intervals (

@@ -8,7 +8,8 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from warehouse.marts.mart_rows import CostAttributionRow, WeeklyTrendRow, as_frame
+from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, WeeklyTrendRow, as_frame
+from warehouse.report.fleet_plan_summary import plan_sentences, run_price_rows
 from warehouse.report.structured_output import comparison_sentence, comparisons, structured_rows
 
 
@@ -179,3 +180,32 @@ def print_fleet_routing(rows, policies: dict[str, str], console: Console | None 
             _fmt(row.fleet_hit_rate, ".1%"),
         )
     console.print(table)
+
+
+def print_fleet_plans(rows: list[FleetPlanRow], console: Console | None = None) -> None:
+    """One week's fleet plans at each run's own price: every shape tried, and per scenario the cheapest shape
+    holding the target beside what the other policy needs (nothing printed without a plan)."""
+    if not rows:
+        return
+    console = console or _console()
+    table = Table(title="Fleet plan, last week (warehouse table fleet_plans; each shape one replay at the target rate)")
+    for column in ("scenario", "router", "replicas", "GPUs", "holds", "in SLO", "p95 TTFT", "hit rate", "fleet $/h",
+                   "$/request", "capacity"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("scenario", "router", "holds") else "right")
+    for r in run_price_rows(rows):
+        table.add_row(
+            r.scenario,
+            r.router_policy + (" (chosen)" if r.chosen else ""),
+            str(r.replicas),
+            str(r.gpus),
+            "yes" if r.holds_target else "no",
+            f"{r.good_share:.1%}",
+            _ms(r.p95_ttft_ms),
+            f"{r.hit_rate:.1%}",
+            f"{r.fleet_usd_per_hour:,.2f}",
+            f"{r.usd_per_request_at_target:.5f}",
+            _fmt(r.capacity_rps_at_slo, ".3g"),
+        )
+    console.print(table)
+    for scenario, sentence in plan_sentences(rows).items():
+        console.print(f"{scenario}: {sentence}")

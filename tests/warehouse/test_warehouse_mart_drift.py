@@ -11,10 +11,12 @@ from datetime import date
 
 import pytest
 
+from endpoints.sim.calibration.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from warehouse.backends.store import Warehouse, WarehouseError
 from warehouse.marts.judged_metrics import JUDGED_METRICS, judged_metric
 from warehouse.marts.mart_readers import MartNotBuiltError, MartReaders
 from warehouse.marts.mart_rows import MART_ROWS, WeeklyTrendRow, as_dict
+from warehouse.marts.run_rows import RunContext
 from warehouse.sql_files import read_sql
 from warehouse_builders import endpoint, request, run_info, write_run
 
@@ -27,9 +29,13 @@ PYTHON_TYPES = {"DATE": date, "VARCHAR": str, "DOUBLE": float, "BIGINT": int, "I
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Warehouse:
     store = Warehouse(tmp_path_factory.mktemp("drift") / "wh")
+    shape = ShapeProbe(2, "cache_aware", 16, 0.99, True, 0.6, 300.0, 0.5, 12.0, True)
+    plan = FleetPlan(10.0, 1000.0, 100.0, 600, 1.0, (shape,), 2, 1.0)  # every mart gets a row: fleet_plans too
+    context = RunContext(target_rps=10.0, fleet_plan_json=fleet_plan_text(plan))
     write_run(
-        store.lake_root, date(2026, 3, 2), "chat", run_info("r1", 90.0), endpoint(), [request("r1", "q1", 100, 900)]
-    )
+        store.lake_root, date(2026, 3, 2), "chat", run_info("r1", 90.0), endpoint(), [request("r1", "q1", 100, 900)],
+        context,
+    )  # fmt: skip
     store.refresh()
     return store
 

@@ -27,6 +27,7 @@ from warehouse.backends.store import RefreshResult, Warehouse
 from warehouse.marts.mart_rows import (
     CostAttributionRow,
     DiagnosisRow,
+    FleetPlanRow,
     LakeQuarantineRow,
     RunSummaryRow,
     RunWorkerRow,
@@ -61,6 +62,8 @@ class WarehouseBackend(Protocol):
     def run_summary(self) -> list[RunSummaryRow]: ...
 
     def run_workers(self) -> list[RunWorkerRow]: ...
+
+    def fleet_plans(self) -> list[FleetPlanRow]: ...
 
     def weekly_trends(self) -> list[WeeklyTrendRow]: ...
 

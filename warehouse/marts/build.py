@@ -1,6 +1,6 @@
 """The marts' build, one order for both backends: each mart after the ones it reads.
 
-run_workers reads the lake's views; run_summary them and run_workers; cost_intervals
+run_workers reads the lake's views; run_summary them and run_workers; fleet_plans run_summary; cost_intervals
 (warehouse/marts/bootstrap_interval.py) run_summary and requests; weekly_trends both; cost_attribution
 weekly_trends and run_summary; diagnoses run_summary. The caller has created the schema (warehouse/schema.sql)
 and loaded the prices, in the transaction it commits.
@@ -18,6 +18,7 @@ def build_marts(con: duckdb.DuckDBPyConnection) -> None:
     """Fill every mart from the views, in order, on `con` (inside the caller's transaction)."""
     con.execute(read_sql("sql/run_workers.sql"))
     con.execute(read_sql("sql/run_summary.sql"))
+    con.execute(read_sql("sql/fleet_plans.sql"))
     rebuild_intervals(con, read_sql("sql/interval_blocks.sql"))
     con.execute(read_sql("sql/weekly_trends.sql"))
     con.execute(read_sql("sql/cost_attribution.sql"))

@@ -14,6 +14,7 @@ from warehouse.errors import WarehouseError
 from warehouse.marts.mart_rows import (
     CostAttributionRow,
     DiagnosisRow,
+    FleetPlanRow,
     LakeQuarantineRow,
     MartRow,
     RunSummaryRow,
@@ -55,6 +56,11 @@ class MartReaders:
     def run_workers(self) -> list[RunWorkerRow]:
         """Every run_workers row (a run's completed requests per worker), ordered by week, scenario, run, worker."""
         return self._rows(RunWorkerRow, "run_workers", "week_start, scenario, run_id, worker NULLS FIRST")
+
+    def fleet_plans(self) -> list[FleetPlanRow]:
+        """Every fleet_plans row (a plan's shape at one price), by week, scenario, run, price, policy, replicas."""
+        order = "week_start, scenario, run_id, NOT run_price, price_book, router_policy, replicas"
+        return self._rows(FleetPlanRow, "fleet_plans", order)
 
     def cost_attribution(self) -> list[CostAttributionRow]:
         """Every cost_attribution row (why cost per request moved against the baseline), ordered like weekly_trends."""

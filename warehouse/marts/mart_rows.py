@@ -89,6 +89,8 @@ class RunSummaryRow:
     sustained_output_tokens_per_s: float | None
     target_rps: float | None
     replicas_for_target: float | None
+    replicas_for_target_source: str | None
+    fleet_plan_policy: str | None
     fleet_usd_per_hour: float | None
     budget_usd_per_request: float | None
     prefix_reuse_share: float | None
@@ -260,6 +262,38 @@ class RunWorkerRow:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetPlanRow:
+    """One shape a run's fleet plan tried, at one price (warehouse/sql/fleet_plans.sql)."""
+
+    run_id: str
+    week_start: date
+    scenario: str
+    endpoint: str
+    gpu_type: str
+    target_rps: float
+    slo_ttft_ms: float | None
+    slo_tpot_ms: float | None
+    replicas: int
+    router_policy: str
+    gpus: int
+    holds_target: bool
+    good_share: float
+    p95_ttft_ms: float
+    hit_rate: float
+    max_worker_share: float
+    capacity_rps_at_slo: float | None
+    chosen: bool
+    price_book: str
+    run_price: bool
+    usd_per_gpu_hour: float
+    fleet_usd_per_hour: float
+    usd_per_request_at_target: float
+    usd_per_request_at_slo: float | None
+    api_cost_per_request_usd: float | None
+    break_even_rps: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class LakeQuarantineRow:
     """One lake file a refresh took out of the views (warehouse/parquet/lake_audit.py)."""
 
@@ -273,11 +307,14 @@ class LakeQuarantineRow:
     replaced: bool
 
 
-MartRow = RunSummaryRow | RunWorkerRow | WeeklyTrendRow | CostAttributionRow | DiagnosisRow | LakeQuarantineRow
+MartRow = (
+    RunSummaryRow | RunWorkerRow | FleetPlanRow | WeeklyTrendRow | CostAttributionRow | DiagnosisRow | LakeQuarantineRow
+)
 # Each mart table and the record of its rows.
 MART_ROWS: dict[str, type[MartRow]] = {
     "run_summary": RunSummaryRow,
     "run_workers": RunWorkerRow,
+    "fleet_plans": FleetPlanRow,
     "weekly_trends": WeeklyTrendRow,
     "cost_attribution": CostAttributionRow,
     "diagnoses": DiagnosisRow,

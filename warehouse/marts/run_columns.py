@@ -159,6 +159,15 @@ RUNS_COLUMNS = ColumnList(
             note="null: no sweep ran",
         ),
         Column(
+            "fleet_plan_json",
+            pa.string(),
+            "",
+            "the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/"
+            "fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the "
+            "view fleet_plan_shapes unnests it",
+            note="null: no plan: no target_rps or SLO, not a twin, or recorded before plans",
+        ),
+        Column(
             "replay_clock",
             pa.string(),
             "",
@@ -207,6 +216,7 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "traffic_share",
             "capacity_rps_at_slo",
             "capacity_source",
+            "fleet_plan_json",
         )
     )
 )

@@ -45,6 +45,7 @@ class RunContext:
         None  # endpoints/sim/calibration/slo_capacity.py's sweep of the run (capacity.json)
     )
     capacity_source: str | None = None  # twin_sweep when a sweep ran
+    fleet_plan_json: str | None = None  # fleet_plan.py's plan for the scenario's target_rps (fleet_plans.json)
 
     @staticmethod
     def of_scenario(scenario: Scenario, prefix_reuse_share: float | None = None) -> "RunContext":
@@ -145,6 +146,7 @@ def build_run_row(
         "price_book": price_book,
         "capacity_rps_at_slo": context.capacity_rps_at_slo,
         "capacity_source": context.capacity_source,
+        "fleet_plan_json": context.fleet_plan_json,
         "replay_clock": endpoint.clock.value,
         **_fleet_columns(endpoint),
     }

@@ -224,6 +224,11 @@ gpu AS (
     JOIN run_windows AS w USING (week_start, scenario, run_id)
     GROUP BY g.week_start, g.scenario, g.run_id
 ),
+plan_choice AS (
+    SELECT week_start, scenario, run_id, replicas AS plan_replicas, router_policy AS fleet_plan_policy
+    FROM fleet_plan_shapes
+    WHERE chosen
+),
 costed AS (
     SELECT
         r.*,
@@ -253,6 +258,8 @@ costed AS (
         coalesce(u.gpu_sample_count, 0) AS gpu_sample_count,
         ws.workers_served,
         ws.max_worker_share,
+        pc.plan_replicas,
+        pc.fleet_plan_policy,
         gp.usd_per_gpu_hour AS list_usd_per_gpu_hour,
         ap.name AS api_price_name,
         (q.api_cached_tokens * ap.usd_per_mtok_cached_input
@@ -268,8 +275,18 @@ costed AS (
     LEFT JOIN sample_counts AS n USING (week_start, scenario, run_id)
     LEFT JOIN gpu AS u USING (week_start, scenario, run_id)
     LEFT JOIN worker_spread AS ws USING (week_start, scenario, run_id)
+    LEFT JOIN plan_choice AS pc USING (week_start, scenario, run_id)
     LEFT JOIN gpu_prices AS gp ON gp.gpu_type = r.gpu_type
     LEFT JOIN api_prices AS ap ON ap.model = lower(r.model)
+),
+sized AS (
+    SELECT
+        *,
+        -- Workers of this endpoint's kind: the plan's fewest that held the target in its replays; else the
+        -- measured SLO capacity per worker; else the goodput per worker this run happened to see.
+        coalesce(plan_replicas, ceil(target_rps * coalesce(replicas, 1) / coalesce(capacity_rps_at_slo,
+            nullif(good_requests / nullif(measured_window_s, 0), 0)))) AS replicas_for_target
+    FROM costed
 )
 SELECT
     run_id,
@@ -341,10 +358,13 @@ SELECT
         THEN coalesce(good_requests, 0) / nullif(measured_window_s, 0) END AS goodput_rps,
     output_tokens / nullif(measured_window_s, 0) AS sustained_output_tokens_per_s,
     target_rps,
-    -- Sized on the SLO capacity when the sweep measured it; else on the goodput this run happened to see.
-    ceil(target_rps / coalesce(capacity_rps_at_slo, nullif(good_requests / nullif(measured_window_s, 0), 0))) AS replicas_for_target,
-    ceil(target_rps / coalesce(capacity_rps_at_slo, nullif(good_requests / nullif(measured_window_s, 0), 0)))
-        * gpu_count * usd_per_gpu_hour AS fleet_usd_per_hour,
+    replicas_for_target,
+    CASE WHEN replicas_for_target IS NOT NULL
+        THEN CASE WHEN plan_replicas IS NOT NULL THEN 'fleet_plan'
+                  WHEN capacity_rps_at_slo IS NOT NULL THEN 'capacity' ELSE 'goodput' END END
+        AS replicas_for_target_source,
+    fleet_plan_policy,
+    replicas_for_target * gpu_count / coalesce(replicas, 1) * usd_per_gpu_hour AS fleet_usd_per_hour,
     budget_usd_per_request,
     prefix_reuse_share,
     structured_requests,
@@ -374,7 +394,7 @@ SELECT
     schedule_lag_p99_ms,
     client_degraded,
     partial
-FROM costed
+FROM sized
 ORDER BY week_start, scenario, run_id;
 
 DROP TABLE run_windows;

@@ -1,57 +1,76 @@
 """The cheapest fleet that holds a scenario's SLO at its target rate on a week's window: a virtual-time search
-over fleet shapes (replica count x routing policy) priced with each price book of the endpoint's GPU type.
+over fleet shapes (replica count x routing policy).
 
-Capacity grows with replicas, so the search does not sweep every count: it sweeps 1 and 2 replicas per
-policy (fleet_capacity.py), reads the gain per added replica from them, estimates the count N whose capacity
-reaches the target, then walks from N to the fewest replicas that hold it (down while they hold, else up, at
-most MAX_EXTRA_COUNTS counts past N), each sweep starting its bracket at the rate it expects. Capacity does
-not depend on the price, so a shape is swept once and priced with every book. Every sweep is cached
-(cache_dir), so a canary's fixed window is planned once. The chosen shape holds the target at the lowest
-fleet $/hour (ties: fewer GPUs, then the better hit rate).
+A shape either holds the target or not, so the plan does not sweep each shape's capacity: it replays the
+window once per shape tried, at the target rate, through the shape's replicas and the router's policy model
+(fleet_capacity.run_fleet_bench), and reads the share of requests inside the SLO there. A shape holds the
+target when that share is at least MIN_GOOD_SHARE of the idle share (the capacity sweep's verdict; the idle
+reference is the endpoint's own sweep's, else one replica with arrivals IDLE_FACTOR wider). Per policy the
+search starts at the count the measured capacity of one replica predicts and steps away from it, doubling
+the step, until the verdict flips, then bisects: two replays when the prediction is right. Each probe
+replays REQUESTS_PER_REPLICA requests per predicted replica, so every replica sees as many requests as one
+replica's sweep does: a short burst spread over many replicas fits in their queues and makes any count
+look sufficient.
+
+Every replica of a shape is priced alike, so in every price book the cheapest shape is the one with the
+fewest GPUs: the chosen shape is the fewest replicas that hold the target (ties: the larger share inside
+the SLO, the margin on the verdict, then the lower p95 TTFT). The warehouse prices each shape with every
+book (warehouse/sql/fleet_plans.sql). The chosen shape alone also gets its capacity at the SLO
+(search_capacity from the target, one bisection: a lower bound within a factor of 2^(1/2)). The whole plan
+is cached (cache_dir): it is deterministic.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from common.atomic_file import write_bytes_atomically
+from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet_capacity import FleetCapacity, cached_fleet_capacity
-from endpoints.sim.calibration.slo_capacity import arrival_span_s, sweep_requests
-from endpoints.sim.calibration.virtual_bench import BenchRequest
+from endpoints.sim.calibration.fleet_capacity import cached_share, run_fleet_bench
+from endpoints.sim.calibration.slo_capacity import (
+    IDLE_FACTOR,
+    MAX_SWEEP_REQUESTS,
+    MIN_GOOD_SHARE,
+    SWEEP_RULES,
+    SloCapacity,
+    arrival_span_s,
+    good_share,
+    search_capacity,
+    sweep_cache_path,
+    workload_bench_requests,
+)
+from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, run_bench
 from endpoints.spec import EndpointMode, EndpointSpec
 from workloads.workload import Workload
 
 PLAN_POLICIES = ("cache_aware", "round_robin")  # the routing lever the plan compares
-MAX_EXTRA_COUNTS = 4  # counts tried past N+1 before the plan gives up on a policy
+REQUESTS_PER_REPLICA = MAX_SWEEP_REQUESTS  # requests a probe replays per predicted replica
+MAX_PLAN_REQUESTS = 3000  # CPU grows with the requests: about 2 s a probe per 1,000 on this twin
 MAX_PLAN_REPLICAS = 64
+CAPACITY_BISECTIONS = 1
+PLAN_RULES = (SWEEP_RULES, REQUESTS_PER_REPLICA, MAX_PLAN_REQUESTS, CAPACITY_BISECTIONS, "plan", 2)  # cache key
 FLEET_PLANS_FILE = "fleet_plans.json"  # beside capacity.json in the run's folder
 
 
 @dataclass(frozen=True, slots=True)
-class PlanPrice:
-    book: str  # a price book's name (warehouse/prices.yaml), or "endpoint" for the endpoint's own price
-    usd_per_gpu_hour: float
-
-
-@dataclass(frozen=True, slots=True)
-class FleetPlanRow:
-    replicas: int
+class ShapeProbe:
+    replicas: int  # workers behind the router (count)
     policy: str  # smg --policy
-    price_book: str
-    gpus: int  # replicas x GPUs per replica
-    capacity_rps_at_slo: float | None  # the fleet's capacity at the SLO (requests/s; None: no rate held)
-    usd_per_request_at_slo: float | None  # fleet $/hour / 3600 / capacity (USD)
-    hit_rate: float | None  # cached ÷ prompt tokens at that capacity (ratio 0-1)
-    p95_ttft_ms: float | None  # at that capacity (ms)
-    fleet_usd_per_hour: float  # gpus x the book's GPU-hour price (USD/h)
-    holds_target: bool  # capacity_rps_at_slo >= target_rps
-    chosen: bool
+    gpus: int  # replicas x GPUs per replica (count)
+    good_share: float  # requests inside both SLO parts at the target rate (ratio 0-1)
+    holds_target: bool  # good_share >= MIN_GOOD_SHARE x the plan's idle_good_share
+    hit_rate: float  # cached / prompt tokens at the target rate (ratio 0-1)
+    p95_ttft_ms: float  # TTFT from arrival at the target rate, 95th percentile, nearest rank (ms)
+    max_worker_share: float  # the busiest worker's share of the requests (ratio 0-1; 1 / replicas is even)
+    capacity_rps_at_slo: float | None  # the chosen shape's capacity at the SLO (requests/s; None: not swept)
+    chosen: bool  # the fewest replicas holding the target
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,132 +78,189 @@ class FleetPlan:
     target_rps: float  # the scenario's target rate (requests/s)
     slo_ttft_ms: float
     slo_tpot_ms: float
-    rows: tuple[FleetPlanRow, ...]  # one per (shape, price book) tried
-    sweeps: int  # fleet sweeps the plan used (count; cached ones included)
-    cpu_s: float  # process CPU time the plan took (s; near 0 when every sweep was cached)
+    requests: int  # requests each probe replayed (count)
+    idle_good_share: float  # inside the SLO on one idle replica (ratio 0-1): the verdict's reference
+    shapes: tuple[ShapeProbe, ...]  # every shape tried, by policy then replicas
+    probes: int  # fleet replays the plan ran, the capacity sweep's included (count)
+    cpu_s: float  # process CPU time the plan took (s)
 
     @property
-    def chosen(self) -> FleetPlanRow | None:
-        return next((r for r in self.rows if r.chosen), None)
+    def chosen(self) -> ShapeProbe | None:
+        return next((s for s in self.shapes if s.chosen), None)
+
+    def fewest_holding(self, policy: str) -> ShapeProbe | None:
+        """The fewest replicas of `policy` that hold the target (None: none tried did)."""
+        return min((s for s in self.shapes if s.policy == policy and s.holds_target), default=None,
+                   key=lambda s: s.replicas)  # fmt: skip
 
 
-def _estimate(c1: float | None, c2: float | None, target_rps: float) -> int:
-    """The count whose capacity reaches the target, with capacity linear in replicas through c1 and c2."""
-    if c1 is not None and c1 >= target_rps:
+def predicted_replicas(target_rps: float, replica_rps: float | None) -> int:
+    """The count whose capacity reaches the target if capacity grew in proportion to replicas."""
+    if not replica_rps or replica_rps <= 0:
         return 1
-    base = c1 or 0.0
-    gain = (c2 - base) if c2 is not None and c2 > base else (c2 or base) / 2
-    if gain <= 0:
-        return MAX_PLAN_REPLICAS
-    return min(MAX_PLAN_REPLICAS, max(2, 1 + math.ceil((target_rps - base) / gain)))
+    return min(MAX_PLAN_REPLICAS, max(1, math.ceil(target_rps / replica_rps)))
+
+
+def plan_requests(target_rps: float, replica_rps: float | None) -> int:
+    """Requests a plan's probes replay: REQUESTS_PER_REPLICA per predicted replica, at most MAX_PLAN_REQUESTS."""
+    return min(MAX_PLAN_REQUESTS, REQUESTS_PER_REPLICA * predicted_replicas(target_rps, replica_rps))
+
+
+def _at_factor(requests: Sequence[BenchRequest], factor: float) -> list[BenchRequest]:
+    first_s = min(r.arrival_s for r in requests)
+    return [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / factor) for r in requests]
+
+
+def _p95_ms(result: BenchResult) -> float:
+    ttfts_ms = sorted(r.ttft_s * 1000 for r in result.requests)
+    return ttfts_ms[min(len(ttfts_ms) - 1, math.ceil(0.95 * len(ttfts_ms)) - 1)]
 
 
 def plan_fleet(
-    content_hash: str,
     flags: list[str],
     gpus_per_replica: int,
     router_args: tuple[str, ...],
-    prices: Sequence[PlanPrice],
     requests: Sequence[BenchRequest],
     target_rps: float,
     slo: tuple[float, float],  # (TTFT ms, TPOT ms)
-    cache_dir: Path | None = None,
+    replica_rps: float | None,  # one replica's measured capacity at the SLO, the search's starting point
+    idle_good_share: float | None = None,  # the capacity sweep's idle reference, when it ran on these requests
+    policies: Sequence[str] = PLAN_POLICIES,
 ) -> FleetPlan:
-    if target_rps <= 0 or not prices:
-        raise ValueError("a fleet plan needs a positive target_rps and at least one price")
+    """The plan on `requests` (arrivals as in the trace; compressed here to the target rate). Without
+    `idle_good_share` the idle reference is replayed here, on the first MAX_SWEEP_REQUESTS requests."""
+    requests = sorted(requests, key=lambda r: r.arrival_s)
+    if target_rps <= 0:
+        raise ValueError("a fleet plan needs a positive target_rps")
+    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+        raise ValueError("a fleet plan needs at least two requests arriving at different times")
     started_cpu_s = time.process_time()
     slo_ttft_ms, slo_tpot_ms = slo
-    swept: dict[tuple[int, str], FleetCapacity] = {}
+    factor = target_rps * arrival_span_s(requests) / len(requests)
+    at_target = _at_factor(requests, factor)
+    runs = [0]  # replays run (a list: the probes count into it)
+    idle_share = idle_good_share
+    if idle_share is None:
+        idle = _at_factor(requests[:MAX_SWEEP_REQUESTS], IDLE_FACTOR)
+        idle_share = good_share(run_bench(flags, idle), slo_ttft_ms, slo_tpot_ms)
+        runs[0] += 1
+    probes: dict[tuple[int, str], ShapeProbe] = {}
 
-    def sweep(replicas: int, policy: str, expected_rps: float | None = None) -> FleetCapacity:
-        if (replicas, policy) not in swept:
-            offered = len(requests) / max(max(r.arrival_s for r in requests) - min(r.arrival_s for r in requests), 1e-9)
-            start = 1.0 if expected_rps is None else expected_rps / offered
-            swept[replicas, policy] = cached_fleet_capacity(
-                content_hash, flags, replicas, RouterSpec(policy, router_args), requests,
-                slo_ttft_ms, slo_tpot_ms, cache_dir, start,
-            )  # fmt: skip
-        return swept[replicas, policy]
+    def probe(n: int, policy: str) -> ShapeProbe:
+        if (n, policy) not in probes:
+            result = run_fleet_bench(flags, n, parse_router_spec(RouterSpec(policy, router_args)), at_target)
+            runs[0] += 1
+            share = good_share(result.bench, slo_ttft_ms, slo_tpot_ms)
+            probes[n, policy] = ShapeProbe(
+                replicas=n,
+                policy=policy,
+                gpus=n * gpus_per_replica,
+                good_share=share,
+                holds_target=idle_share > 0 and share >= MIN_GOOD_SHARE * idle_share,
+                hit_rate=cached_share(result.bench),
+                p95_ttft_ms=_p95_ms(result.bench),
+                max_worker_share=max(result.workers.count(w) for w in range(n)) / len(at_target),
+                capacity_rps_at_slo=None,
+                chosen=False,
+            )
+        return probes[n, policy]
 
-    for policy in PLAN_POLICIES:
-        c1 = sweep(1, policy).capacity.capacity_rps_at_slo
-        c2 = sweep(2, policy, None if c1 is None else 2 * c1).capacity.capacity_rps_at_slo
-        estimate = _estimate(c1, c2, target_rps)
-        base, gain = (c1 or 0.0), max((c2 or 0.0) - (c1 or 0.0), 0.0)
+    start = predicted_replicas(target_rps, replica_rps)
+    for policy in policies:
+        _fewest_holding(start, functools.partial(_holds, probe, policy))
+    shapes = sorted(probes.values(), key=lambda s: (policies.index(s.policy), s.replicas))
+    holding = [s for s in shapes if s.holds_target]
+    if holding:
+        best = min(holding, key=lambda s: (s.gpus, -s.good_share, s.p95_ttft_ms, policies.index(s.policy)))
+        capacity = _capacity(flags, best, router_args, requests, slo, factor, idle_share, runs)
+        shapes = [replace(s, chosen=True, capacity_rps_at_slo=capacity.capacity_rps_at_slo) if s is best else s
+                  for s in shapes]  # fmt: skip
+    return FleetPlan(target_rps, slo_ttft_ms, slo_tpot_ms, len(requests), idle_share, tuple(shapes), runs[0],
+                     time.process_time() - started_cpu_s)  # fmt: skip
 
-        def holds(n: int, policy: str = policy, base: float = base, gain: float = gain) -> bool:
-            fleet = sweep(n, policy, base + (n - 1) * gain if gain > 0 else None)
-            return (fleet.capacity.capacity_rps_at_slo or 0.0) >= target_rps
 
-        # Walk from the estimate to the fewest replicas that hold the target: down while they hold, else up.
-        n = max(estimate, 2)
-        if holds(n):
-            while n > 1 and holds(n - 1):
-                n -= 1
+def _holds(probe: Callable[[int, str], ShapeProbe], policy: str, n: int) -> bool:
+    return probe(n, policy).holds_target
+
+
+def _fewest_holding(start: int, holds: Callable[[int], bool]) -> int | None:
+    """The fewest count in [1, MAX_PLAN_REPLICAS] for which `holds` is true, holding being monotone in the
+    count (None: not even MAX_PLAN_REPLICAS): from `start`, steps doubling away from it (down while the counts
+    hold, up while they do not) until the verdict flips, then bisecting between the two."""
+    failing, holding = 0, None  # 0: no count below is known to fail
+    step = 1
+    if holds(start):
+        holding = start
+        while holding > 1:
+            trying = max(start - step, 1)
+            if not holds(trying):
+                failing = trying
+                break
+            holding, step = trying, step * 2
+    else:
+        failing = start
+        while holding is None:
+            trying = min(start + step, MAX_PLAN_REPLICAS)
+            if holds(trying):
+                holding = trying
+            elif trying == MAX_PLAN_REPLICAS:
+                return None
+            else:
+                failing, step = trying, step * 2
+    while holding - failing > 1:
+        middle = (failing + holding) // 2
+        if holds(middle):
+            holding = middle
         else:
-            last = min(estimate + MAX_EXTRA_COUNTS, MAX_PLAN_REPLICAS)
-            while n < last and not holds(n + 1):
-                n += 1
-    rows = [_row(fleet, price, gpus_per_replica, target_rps) for _, fleet in sorted(swept.items()) for price in prices]
-    rows = _mark_chosen(rows)
-    return FleetPlan(target_rps, slo_ttft_ms, slo_tpot_ms, tuple(rows), len(swept), time.process_time() - started_cpu_s)
+            failing = middle
+    return holding
 
 
-def _any_holds(swept: dict[tuple[int, str], FleetCapacity], policy: str, target_rps: float) -> bool:
-    return any(
-        p == policy and f.capacity.capacity_rps_at_slo is not None and f.capacity.capacity_rps_at_slo >= target_rps
-        for (_, p), f in swept.items()
-    )
+def _capacity(
+    flags: list[str],
+    shape: ShapeProbe,
+    router_args: tuple[str, ...],
+    requests: list[BenchRequest],
+    slo: tuple[float, float],
+    target_factor: float,
+    idle_share: float,
+    runs: list[int],
+) -> SloCapacity:
+    """The shape's capacity at the SLO on the plan's requests, its bracket starting at the target."""
+    params = parse_router_spec(RouterSpec(shape.policy, router_args))
+    target_last_s = _at_factor(requests, target_factor)[-1].arrival_s
+
+    def share_of(scaled: list[BenchRequest]) -> float:
+        if math.isclose(scaled[-1].arrival_s, target_last_s, rel_tol=1e-12):
+            return shape.good_share  # the plan's own probe at the target: the same replay
+        runs[0] += 1
+        return good_share(run_fleet_bench(flags, shape.replicas, params, scaled).bench, *slo)
+
+    # The plan's requests, all of them: each replica sees as many as in one replica's sweep.
+    return search_capacity(requests, share_of, CAPACITY_BISECTIONS, target_factor, len(requests), idle_share)
 
 
-def _row(fleet: FleetCapacity, price: PlanPrice, gpus_per_replica: int, target_rps: float) -> FleetPlanRow:
-    gpus = fleet.replicas * gpus_per_replica
-    usd_per_hour = gpus * price.usd_per_gpu_hour
-    capacity = fleet.capacity.capacity_rps_at_slo
-    return FleetPlanRow(
-        replicas=fleet.replicas,
-        policy=fleet.policy,
-        price_book=price.book,
-        gpus=gpus,
-        capacity_rps_at_slo=capacity,
-        usd_per_request_at_slo=None if not capacity else usd_per_hour / 3600 / capacity,
-        hit_rate=fleet.hit_rate,
-        p95_ttft_ms=fleet.p95_ttft_ms,
-        fleet_usd_per_hour=usd_per_hour,
-        holds_target=capacity is not None and capacity >= target_rps,
-        chosen=False,
-    )
+def _plan_body(plan: FleetPlan) -> dict:
+    return {**asdict(plan), "shapes": [asdict(s) for s in plan.shapes]}
 
 
-def _mark_chosen(rows: list[FleetPlanRow]) -> list[FleetPlanRow]:
-    holding = [r for r in rows if r.holds_target]
-    if not holding:
-        return rows
-    best = min(holding, key=lambda r: (r.fleet_usd_per_hour, r.gpus, -(r.hit_rate or 0.0), r.policy, r.price_book))
-    return [FleetPlanRow(**{**asdict(r), "chosen": r is best}) for r in rows]
+def fleet_plan_text(plan: FleetPlan) -> str:
+    """The plan as compact JSON, as the lake's runs.fleet_plan_json keeps it (fleet_plans.json's fields)."""
+    return json.dumps(_plan_body(plan), separators=(",", ":"))
 
 
-def write_fleet_plans_json(run_dir: Path, plan: FleetPlan) -> Path:
-    body = {
-        "target_rps": plan.target_rps,
-        "slo_ttft_ms": plan.slo_ttft_ms,
-        "slo_tpot_ms": plan.slo_tpot_ms,
-        "sweeps": plan.sweeps,
-        "cpu_s": plan.cpu_s,
-        "rows": [asdict(r) for r in plan.rows],
-    }
-    return write_bytes_atomically(Path(run_dir) / FLEET_PLANS_FILE, json.dumps(body, indent=2).encode() + b"\n")
+def write_fleet_plans_json(run_dir: Path, plan: FleetPlan, name: str = FLEET_PLANS_FILE) -> Path:
+    return write_bytes_atomically(Path(run_dir) / name, json.dumps(_plan_body(plan), indent=2).encode() + b"\n")
 
 
-def read_fleet_plans_json(run_dir: Path) -> FleetPlan | None:
+def read_fleet_plans_json(run_dir: Path, name: str = FLEET_PLANS_FILE) -> FleetPlan | None:
     """The plan written for a run, or None when none was."""
-    path = Path(run_dir) / FLEET_PLANS_FILE
+    path = Path(run_dir) / name
     if not path.exists():
         return None
     try:
         raw = json.loads(path.read_bytes())
-        rows = tuple(FleetPlanRow(**r) for r in raw["rows"])
-        return FleetPlan(raw["target_rps"], raw["slo_ttft_ms"], raw["slo_tpot_ms"], rows, raw["sweeps"], raw["cpu_s"])
+        return FleetPlan(**{**raw, "shapes": tuple(ShapeProbe(**s) for s in raw["shapes"])})
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a costbench fleet_plans.json ({exc})") from None
 
@@ -194,20 +270,35 @@ def measure_fleet_plan(
     workload: Workload,
     target_rps: float,
     slo: tuple[float, float],
-    prices: Sequence[PlanPrice],
+    capacity: SloCapacity | None,
     cache_dir: Path | None = None,
 ) -> FleetPlan | None:
-    """The plan for a twin endpoint (one server or a fleet: its replica's flags and GPUs, its router's flags)
-    on the window's sweep requests; None where no sweep applies or no price is known for its GPU type."""
-    if endpoint.mode is not EndpointMode.SIM or not prices:
-        return None
-    requests = sweep_requests(workload)
-    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+    """The plan for a twin endpoint (one server or a fleet: its replica's flags and GPUs, its router's flags),
+    started from the endpoint's capacity sweep of the same window (its capacity divided by its replicas, its
+    idle reference); None where no plan
+    applies (not a twin, fewer than two distinct arrivals). With `cache_dir`, a plan is made once per inputs."""
+    if endpoint.mode is not EndpointMode.SIM:
         return None
     fleet = endpoint.fleet
-    gpus_per_replica = endpoint.gpu_count // fleet.replicas if fleet is not None else endpoint.gpu_count
+    replicas = fleet.replicas if fleet is not None else 1
+    gpus_per_replica = endpoint.gpu_count // replicas
     router_args = fleet.router.args if fleet is not None else ()
-    return plan_fleet(
-        workload.content_hash, list(endpoint.server_args), gpus_per_replica, router_args, prices, requests,
-        target_rps, slo, cache_dir,
-    )  # fmt: skip
+    measured = None if capacity is None else capacity.capacity_rps_at_slo
+    replica_rps = None if measured is None else measured / replicas
+    idle_share = None if capacity is None else capacity.idle_good_share
+    count = plan_requests(target_rps, replica_rps)
+    flags = list(endpoint.server_args)
+    key = [workload.content_hash, flags, gpus_per_replica, list(router_args), target_rps, list(slo), count,
+           replica_rps, idle_share, PLAN_RULES]  # fmt: skip
+    cached = sweep_cache_path(cache_dir, key, prefix="plan-")
+    if cached is not None and cached.exists():
+        return read_fleet_plans_json(cached.parent, cached.name)
+    window = replace(workload, table=workload.table.slice(0, count))
+    requests = workload_bench_requests(window, count)
+    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+        return None
+    plan = plan_fleet(flags, gpus_per_replica, router_args, requests, target_rps, slo, replica_rps, idle_share)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        write_fleet_plans_json(cached.parent, plan, cached.name)
+    return plan

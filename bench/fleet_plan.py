@@ -1,0 +1,73 @@
+"""The fleet plan of a bundled scenario with a target_rps (workloads/scenarios.yaml), as the weekly job makes it
+(endpoints/sim/calibration/fleet_plan.py) after its capacity sweep (slo_capacity.py, or fleet_capacity.py for a
+fleet endpoint), on the workload its materialize step builds for the week.
+
+    python bench/fleet_plan.py                                   # chat-v3-h200, the week of 2026-11-30
+    python bench/fleet_plan.py --week 2026-11-23 --target-rps 40
+
+Prints the capacity sweep's figures, then one row per shape tried: the share of the window inside the SLO at the
+target rate, the verdict, p95 TTFT, hit rate and the busiest worker's share, and the CPU both took. Twin endpoints
+only. Under a minute on one core at 20 requests/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity  # noqa: E402
+from endpoints.sim.calibration.fleet_plan import measure_fleet_plan  # noqa: E402
+from endpoints.sim.calibration.slo_capacity import measure_slo_capacity  # noqa: E402
+from endpoints.spec import load_endpoint_specs  # noqa: E402
+from workloads.scenario_workload import scenario_workload  # noqa: E402
+from workloads.scenarios import load_scenarios  # noqa: E402
+from workloads.weekly_traffic import week_traffic  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="chat-v3-h200")
+    parser.add_argument("--week", type=date.fromisoformat, default=date(2026, 11, 30), help="a Monday")
+    parser.add_argument("--target-rps", type=float, help="instead of the scenario's target_rps")
+    args = parser.parse_args(argv)
+    endpoints = load_endpoint_specs(REPO / "workloads/endpoints.yaml")
+    scenario = load_scenarios(REPO / "workloads/scenarios.yaml", REPO, endpoints)[args.scenario]
+    target_rps = args.target_rps or scenario.target_rps
+    if target_rps is None or scenario.slo_ttft_ms is None or scenario.slo_tpot_ms is None:
+        parser.error(f"{args.scenario} has no target_rps or SLO: give --target-rps, or pick another scenario")
+    spec = endpoints[scenario.endpoint].as_of(args.week)
+    slo = (scenario.slo_ttft_ms, scenario.slo_tpot_ms)
+    with tempfile.TemporaryDirectory() as spool:
+        traffic = week_traffic(scenario, args.week, Path(spool))
+        window = scenario_workload(scenario, traffic).window(traffic.start_s, traffic.duration_s)
+    started = time.process_time()
+    sweep = measure_fleet_capacity if spec.fleet is not None else measure_slo_capacity
+    capacity = sweep(spec, window, *slo)
+    sweep_cpu_s = time.process_time() - started
+    plan = measure_fleet_plan(spec, window, target_rps, slo, capacity)
+    if capacity is None or plan is None:
+        print(f"{spec.name} is not a twin endpoint, or its window has no two arrivals: nothing to plan")
+        return 1
+    print(f"{args.scenario} on {spec.name}, week of {args.week}: SLO TTFT {slo[0]:g} ms / TPOT {slo[1]:g} ms; the "
+          f"endpoint's sweep: {capacity.capacity_rps_at_slo} requests/s ({sweep_cpu_s:.1f} s CPU); plan for "
+          f"{target_rps:g} requests/s: {plan.requests} requests a replay, {plan.probes} replays, {plan.cpu_s:.1f} s "
+          f"CPU, idle share {plan.idle_good_share:.3f}\n")  # fmt: skip
+    print("| shape | GPUs | share inside the SLO | holds | p95 TTFT ms | hit rate | busiest worker | capacity req/s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in plan.shapes:
+        capacity_text = "-" if s.capacity_rps_at_slo is None else f"{s.capacity_rps_at_slo:.3g}"
+        print(f"| {s.replicas} x {s.policy}{' (chosen)' if s.chosen else ''} | {s.gpus} | {s.good_share:.1%} | "
+              f"{'yes' if s.holds_target else 'no'} | {s.p95_ttft_ms:.0f} | {s.hit_rate:.1%} | "
+              f"{s.max_worker_share:.1%} | {capacity_text} |")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

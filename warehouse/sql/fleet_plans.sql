@@ -1,0 +1,57 @@
+-- fleet_plans: every shape a run's fleet plan tried (fleet_plan_shapes), priced with each price book of the
+-- endpoint's GPU type and with the run's own price (column definitions: schema.sql). The run's price is a
+-- book's unless the endpoint set its own figure ('endpoint'); a book the run used is listed once.
+INSERT INTO fleet_plans BY NAME
+WITH prices AS (
+    SELECT r.run_id, r.price_book, true AS run_price, r.usd_per_gpu_hour
+    FROM run_summary AS r
+    UNION ALL
+    SELECT r.run_id, b.name, false, b.usd_per_gpu_hour
+    FROM run_summary AS r
+    JOIN price_books AS b ON b.gpu_type = r.gpu_type AND b.name IS DISTINCT FROM r.price_book
+),
+priced AS (
+    SELECT
+        s.*,
+        r.endpoint,
+        r.gpu_type,
+        r.slo_ttft_ms,
+        r.slo_tpot_ms,
+        coalesce(p.price_book, 'endpoint') AS price_book,
+        p.run_price,
+        p.usd_per_gpu_hour,
+        s.gpus * p.usd_per_gpu_hour AS fleet_usd_per_hour,
+        r.api_cost_per_request_usd
+    FROM fleet_plan_shapes AS s
+    JOIN run_summary AS r USING (week_start, scenario, run_id)
+    JOIN prices AS p USING (run_id)
+)
+SELECT
+    run_id,
+    week_start,
+    scenario,
+    endpoint,
+    gpu_type,
+    target_rps,
+    slo_ttft_ms,
+    slo_tpot_ms,
+    replicas,
+    router_policy,
+    gpus,
+    holds_target,
+    good_share,
+    p95_ttft_ms,
+    hit_rate,
+    max_worker_share,
+    capacity_rps_at_slo,
+    chosen,
+    price_book,
+    run_price,
+    usd_per_gpu_hour,
+    fleet_usd_per_hour,
+    fleet_usd_per_hour / 3600.0 / target_rps AS usd_per_request_at_target,
+    fleet_usd_per_hour / 3600.0 / capacity_rps_at_slo AS usd_per_request_at_slo,
+    api_cost_per_request_usd,
+    fleet_usd_per_hour / 3600.0 / nullif(api_cost_per_request_usd, 0) AS break_even_rps
+FROM priced
+ORDER BY week_start, scenario, run_id, NOT run_price, price_book, router_policy, replicas;
