@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, WeeklyTrendRow, as_frame
-from warehouse.report.fleet_plan_summary import plan_sentences, run_price_rows
+from warehouse.report.fleet_plan_summary import plan_comparisons, run_price_rows
 from warehouse.report.structured_output import comparison_sentence, comparisons, structured_rows
 
 
@@ -207,5 +207,5 @@ def print_fleet_plans(rows: list[FleetPlanRow], console: Console | None = None) 
             _fmt(r.capacity_rps_at_slo, ".3g"),
         )
     console.print(table)
-    for scenario, sentence in plan_sentences(rows).items():
-        console.print(f"{scenario}: {sentence}")
+    for (scenario, _), line in plan_comparisons(rows).items():
+        console.print(f"{scenario}: {line}")

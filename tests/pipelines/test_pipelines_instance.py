@@ -59,6 +59,7 @@ VIRTUAL_SCENARIO = "reasoning-r1-h200-prompt-json"  # on r1-8xh200-b, a twin on 
 # front of two twin processes, in real time.
 FLEET_SCENARIO = "chat-v3-h200-real-router"
 FLEET_ENDPOINT = "v3-2x8xh200-smg"
+FLEET_TARGET_RPS = 12.0
 SECRET = f"sk-{secrets.token_hex(16)}"
 ADMIN_SECRET = f"adm-{secrets.token_hex(16)}"
 
@@ -80,8 +81,9 @@ def _short_scenarios(path: Path) -> Path:
     for entry in raw["scenarios"]:
         entry.update(duration_s=10, speedup=1.0)
     [canary] = [entry for entry in raw["scenarios"] if entry["name"] == "chat-v3-h200-canary"]
-    # 20 s of the canary's stretch (~150 requests) in real time through the fleet
-    raw["scenarios"].append({**canary, "name": FLEET_SCENARIO, "endpoint": FLEET_ENDPOINT, "duration_s": 20})
+    # 20 s of the canary's stretch (~150 requests) in real time through the fleet, and a target to plan the fleet for
+    raw["scenarios"].append({**canary, "name": FLEET_SCENARIO, "endpoint": FLEET_ENDPOINT, "duration_s": 20,
+                             "target_rps": FLEET_TARGET_RPS})  # fmt: skip
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
 
@@ -313,6 +315,22 @@ def test_a_fleet_behind_the_real_router_runs_the_weekly_job_and_leaves_nothing(i
     # smg named a worker for every request (x-smg-routed-worker-id), both workers served some
     assert len(served) == 2 and all(worker is not None and n > 0 for worker, n in served), served
     assert set(roles) == {"router", "worker"} and roles["worker"] == 2 and roles["router"] == 2, roles
+    # The run's measure_capacity step planned the fleet for the target; the refresh priced it and sized on it.
+    store = Warehouse(_warehouse(instance_paths))
+    plans = [p for p in store.fleet_plans() if p.scenario == FLEET_SCENARIO and p.run_price]
+    [chosen] = [p for p in plans if p.chosen]
+    assert {p.router_policy for p in plans} == {"cache_aware", "round_robin"} and chosen.holds_target
+    assert chosen.target_rps == FLEET_TARGET_RPS and chosen.gpus == 8 * chosen.replicas
+    assert (
+        any(
+            p.replicas == chosen.replicas - 1 and not p.holds_target
+            for p in plans
+            if p.router_policy == chosen.router_policy
+        )
+        or chosen.replicas == 1
+    )
+    [summary] = [r for r in store.run_summary() if r.scenario == FLEET_SCENARIO]
+    assert (summary.replicas_for_target, summary.replicas_for_target_source) == (chosen.replicas, "fleet_plan")
 
 
 def _stored_bytes(path: Path) -> bytes:

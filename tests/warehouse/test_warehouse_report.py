@@ -1,6 +1,7 @@
 """The weekly report: a self-contained page whose plotly plots really render in a browser (headless Chromium
 over its DevTools protocol) and answer the mouse (hover shows values, a legend click hides a series), with
-the week's verdicts, the attribution waterfall, cost at the SLO capacity, and a PNG of the cost trend."""
+the week's verdicts, the attribution waterfall, cost at the SLO capacity, the fleet plan (its frontier and
+table), and a PNG of the cost trend."""
 
 from __future__ import annotations
 
@@ -10,13 +11,21 @@ from datetime import date, timedelta
 import pytest
 
 from chromium_devtools import Browser, require_chromium
+from endpoints.router.router_spec import RouterSpec
+from endpoints.sim.calibration.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
+from endpoints.spec import FleetSpec, WorkerGroup, WorkerRole
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import FleetPlanRow
 from warehouse.marts.run_rows import RunContext
+from warehouse.report import interactive_plots
+from warehouse.report.report_data import load_report_data
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse_builders import endpoint, request, run_info, write_run
 
 WEEKS = [date(2026, 10, 5) + timedelta(weeks=n) for n in range(5)]
 TREND_PLOTS = 6
+PLAN_WEEK = date(2026, 11, 23)
+FRONTIER = "Fleet plan: cost per request against p95 TTFT"  # its figure's caption, in a week with a plan
 
 
 def _week(store: Warehouse, week: date, cost_window_s: float, cached: int, capacity_rps: float) -> None:
@@ -112,5 +121,144 @@ def test_plots_render_and_answer_the_mouse_in_headless_chromium(report, tmp_path
         browser.click(x, y)
         hidden = browser.wait_for("document.getElementById('trend-0').data[0].visible === 'legendonly'", 5.0)
         assert hidden is True
+    finally:
+        browser.close()
+
+
+def _shape(replicas: int, policy: str, p95_ttft_ms: float, holds: bool, chosen: bool = False) -> ShapeProbe:
+    return ShapeProbe(replicas, policy, 8 * replicas, 0.99 if holds else 0.80, holds, 0.5 + replicas / 100,
+                      p95_ttft_ms, 1 / replicas + 0.02, 28.3 if chosen else None, chosen)  # fmt: skip
+
+
+# Per scenario: the shapes its plan tried. "planned": cache_aware holds at 4, round_robin only at 5;
+# "rr-misses": no round_robin count tried holds.
+PLANS = {
+    "planned": (_shape(3, "cache_aware", 1250.0, False), _shape(4, "cache_aware", 800.0, True, True),
+                _shape(5, "cache_aware", 600.0, True), _shape(4, "round_robin", 1400.0, False),
+                _shape(5, "round_robin", 900.0, True)),
+    "rr-misses": (_shape(2, "cache_aware", 700.0, True, True), _shape(2, "round_robin", 1600.0, False),
+                  _shape(3, "round_robin", 1100.0, False)),
+}  # fmt: skip
+
+
+def _planned_run(store: Warehouse, scenario: str, shapes: tuple[ShapeProbe, ...] | None) -> None:
+    run_id = f"{scenario}-run"
+    records = [request(run_id, f"q{i}", 100.0, 300.0, sent_mono_s=(i + 1) * 0.5, lag_ms=0.0) for i in range(20)]
+    info = run_info(run_id, 20.0, requests_total=20, requests_recorded=20, requests_ok=20)
+    fleet = FleetSpec(RouterSpec("cache_aware"), (WorkerGroup(WorkerRole.REGULAR, 2, 8),))
+    plan = None if shapes is None else fleet_plan_text(FleetPlan(20.0, 1000.0, 100.0, 1200, 1.0, shapes, 6, 12.5))
+    context = RunContext(slo_ttft_ms=1000.0, slo_tpot_ms=100.0, target_rps=20.0, capacity_rps_at_slo=10.0,
+                         capacity_source="twin_sweep", fleet_plan_json=plan)  # fmt: skip
+    spec = endpoint("v3-fleet", gpu_count=16, fleet=fleet)
+    write_run(store.lake_root, PLAN_WEEK, scenario, info, spec, records, context)
+
+
+@pytest.fixture(scope="module")
+def planned_store(tmp_path_factory) -> Warehouse:
+    store = Warehouse(tmp_path_factory.mktemp("planned") / "wh")
+    for scenario, shapes in PLANS.items():
+        _planned_run(store, scenario, shapes)
+    _planned_run(store, "unplanned", None)
+    store.refresh()
+    return store
+
+
+@pytest.fixture(scope="module")
+def planned_report(planned_store):
+    return write_weekly_report(planned_store, PLAN_WEEK)
+
+
+def _run_price(store: Warehouse, scenario: str) -> list[FleetPlanRow]:
+    return [r for r in store.fleet_plans() if r.scenario == scenario and r.run_price]
+
+
+def test_the_frontier_draws_each_shape_at_the_run_s_price(planned_store):
+    fig = interactive_plots.fleet_frontier(load_report_data(planned_store, PLAN_WEEK).plans)
+    traces = {t.name: t for t in fig.data}
+    rows = {(r.router_policy, r.replicas): r for r in _run_price(planned_store, "planned")}
+    assert len(rows) == len(PLANS["planned"])  # one point per shape, not one per price book
+    held = traces["planned: cache_aware"]
+    assert list(held.text) == ["4 x cache_aware", "5 x cache_aware"]
+    assert list(held.x) == [rows["cache_aware", n].p95_ttft_ms for n in (4, 5)]
+    assert list(held.y) == [rows["cache_aware", n].usd_per_request_at_target for n in (4, 5)]
+    missed = traces["planned: round_robin, misses the target"]  # cheaper, but hollow and grey
+    assert list(missed.text) == ["4 x round_robin"] and missed.marker.symbol == "circle-open"
+    assert list(missed.y) == [rows["round_robin", 4].usd_per_request_at_target]
+    assert missed.legendgroup == traces["planned: round_robin"].legendgroup == "planned: round_robin"
+    chosen = traces["planned: chosen: cheapest holding the target"]
+    assert list(chosen.text) == ["4 x cache_aware"] and chosen.marker.symbol == "star-open"
+    four = rows["cache_aware", 4]
+    assert tuple(held.customdata[0]) == (4, 32, four.good_share, four.hit_rate, four.fleet_usd_per_hour, "yes")
+    assert "rr-misses: round_robin" not in traces  # none held: only its hollow series
+    assert [(s.x0, s.line.dash) for s in fig.layout.shapes] == [(1000.0, "dash")]  # both scenarios' SLO TTFT
+    assert not interactive_plots.fleet_frontier(load_report_data(planned_store, PLAN_WEEK).plans.iloc[0:0]).data
+
+
+def test_the_page_shows_the_frontier_and_the_plan_table(planned_store, planned_report):
+    page = planned_report.html_path.read_text()
+    assert f"<figcaption>{FRONTIER}</figcaption>" in page and 'id="trend-6"' in page
+    assert page.count("<figure class='plot") == planned_report.plots == TREND_PLOTS + 1  # no baseline: no waterfall
+    assert f"data-plots='{planned_report.plots}'" in page and page.count("Plotly.newPlot(") == planned_report.plots
+    section = page[page.index("<h2>Fleet plan</h2>") : page.index("<h2>Trends</h2>")]
+    assert page.index("<h2>Fleet sizing and budget</h2>") < page.index("<h2>Fleet plan</h2>")
+    assert "unplanned" not in section and section.count("<table class='plan'>") == 2
+    rows = {(r.router_policy, r.replicas): r for r in _run_price(planned_store, "planned")}
+    chosen, rr = rows["cache_aware", 4], rows["round_robin", 5]
+    assert (chosen.fleet_usd_per_hour, rr.fleet_usd_per_hour) == (64.0, 80.0)  # 32 and 40 GPUs at $2/h
+    assert (
+        "<tr class='plan-chosen'><td><b>chosen</b></td><td>cache_aware</td><td>4</td><td>32</td><td>yes</td>"
+        f"<td>99.0%</td><td>800 ms</td><td>54.0%</td><td>$64.00</td><td>${chosen.usd_per_request_at_target:.5f}</td>"
+        f"<td>28.3 req/s</td><td>{chosen.break_even_rps:,.3g} req/s</td></tr>"
+    ) in section
+    assert section.count("plan-chosen") == 2 and section.count("<td>no</td>") == 4  # one chosen per plan
+    extra_pct = (rr.fleet_usd_per_hour / chosen.fleet_usd_per_hour - 1) * 100
+    assert (
+        f"<p class='plan-comparison'>cheapest: 4 x cache_aware (32 GPUs, ${chosen.fleet_usd_per_hour:,.2f}/h); "
+        f"round_robin needs 5 replicas (${rr.fleet_usd_per_hour:,.2f}/h, {extra_pct:+.0f}%)</p>"
+    ) in section
+    assert "round_robin needs 5 replicas ($80.00/h, +25%)" in section
+    assert "cheapest: 2 x cache_aware (16 GPUs, $32.00/h); no round_robin count tried held the target" in section
+    assert "95% of the share one idle replica keeps" in section and "mart fleet_plans" in section
+    fleet = page[page.index("<h2>Fleet sizing and budget</h2>") : page.index("<h2>Fleet plan</h2>")]
+    assert "<td>4 (fleet_plan)</td>" in fleet and "<td>4 (capacity)</td>" in fleet  # unplanned: 20 x 2 / 10
+
+
+def test_a_week_without_plans_has_neither_figure_nor_table(report):
+    page = report.html_path.read_text()
+    assert FRONTIER not in page and "<h2>Fleet plan</h2>" not in page and "class='plan" not in page
+    fleet = page[page.index("<h2>Fleet sizing and budget</h2>") : page.index("<h2>Trends</h2>")]
+    assert "(capacity)</td>" in fleet
+
+
+def test_a_database_refreshed_before_fleet_plans_renders_without_them(tmp_path):
+    store = Warehouse(tmp_path / "wh")
+    _planned_run(store, "planned", PLANS["planned"])
+    store.refresh()
+    with store.connect(read_only=False) as con:
+        con.execute("DROP TABLE fleet_plans")  # as a database refreshed before the mart existed
+    report = write_weekly_report(store, PLAN_WEEK)
+    page = report.html_path.read_text()
+    assert report.plots == TREND_PLOTS and FRONTIER not in page and "<h2>Fleet plan</h2>" not in page
+
+
+def test_the_frontier_renders_and_answers_the_mouse_in_headless_chromium(planned_report, tmp_path):
+    require_chromium()
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(planned_report.html_path.as_uri())
+        assert int(browser.wait_for("document.body.getAttribute('data-plots-rendered')")) == planned_report.plots
+        # 8 shapes and 2 chosen rings.
+        assert browser.evaluate("document.querySelectorAll('#trend-6 .scatterlayer .point').length") == 10
+        x, y = browser.evaluate(
+            "(() => { const gd = document.getElementById('trend-6'); gd.scrollIntoView();"
+            " const i = gd.data.findIndex(t => t.name.startsWith('planned: chosen'));"
+            " const ring = gd.querySelectorAll('.scatterlayer .trace')[i].querySelector('path.point');"
+            " const r = ring.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        )
+        browser.mouse_move(x, y)
+        label = browser.wait_for(
+            "(() => { const t = document.querySelector('#trend-6 .hoverlayer .hovertext'); return t && t.textContent; })()"
+        )
+        assert "4 x cache_aware: 4 replicas, 32 GPUs" in label and "fleet $64.00/h" in label
     finally:
         browser.close()

@@ -92,7 +92,7 @@ def test_the_report_shows_the_fleet_and_the_budget(store, tmp_path):
     page = write_weekly_report(store, WEEK, tmp_path).html_path.read_text()
     fleet = page[page.index("<h2>Fleet sizing and budget</h2>") :]
     assert (
-        "<td>sized</td><td>v3-8xh200</td><td>sized-1</td><td>10 req/s</td><td>1.333 req/s</td><td>8</td><td>$128.00</td>"
+        "<td>sized</td><td>v3-8xh200</td><td>sized-1</td><td>10 req/s</td><td>1.333 req/s</td><td>8 (goodput)</td><td>$128.00</td>"
         in fleet
     )
     assert "<td>tight</td>" in fleet and "<td>$0.00100</td>" in fleet

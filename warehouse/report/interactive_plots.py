@@ -3,15 +3,17 @@ legend entry hides or shows that series. The page embeds plotly.js once, inline 
 offline; each figure is a <div> and a call that draws it (figure_html).
 
 Each function takes the report's data frames and returns one figure; none computes a metric (every value is a
-column of weekly_trends, run_summary or cost_attribution, defined in warehouse/schema.sql)."""
+column of weekly_trends, run_summary, cost_attribution or fleet_plans, defined in warehouse/schema.sql)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
 _HEIGHT_PX = 380
+_MISSED_GREY = "#9e9e9e"  # a shape that misses the target: drawn, but not an option
 _CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
 # The parts of cost_attribution, in the waterfall's order, with the label a reader sees.
 ATTRIBUTION_PARTS = (
@@ -240,3 +242,81 @@ def attribution_waterfall(row: dict) -> go.Figure:
     pad = max((high - low) * 0.15, abs(high) * 0.002, 1e-12)
     fig.update_layout(showlegend=False, yaxis_range=[max(low - pad, 0.0) if low >= 0 else low - pad, high + pad])
     return fig
+
+
+def fleet_frontier(plans: pd.DataFrame) -> go.Figure:
+    """The fleet plan's frontier: cost per request at the target rate against p95 TTFT at that rate, one point per
+    shape tried (replicas x router policy) at the run's own price, one series per policy. Hollow grey: misses the
+    target inside the SLO (cheaper, but no option); ringed: the chosen shape; dashed: the SLO's TTFT. No rows at
+    the run's price give a figure without traces."""
+    fig = go.Figure()
+    priced = plans[plans["run_price"].astype(bool)] if not plans.empty else plans
+    if priced.empty:
+        return fig
+    runs = list(priced.sort_values(["scenario", "run_id"]).groupby(["scenario", "run_id"], sort=False))
+    scenarios = priced["scenario"].nunique()
+    colors = iter(qualitative.Plotly * 4)
+    for (scenario, run_id), rows in runs:
+        # One planned run in the week: the legend names policies alone; more, and each says whose it is.
+        prefix = "" if len(runs) == 1 else f"{scenario}: " if scenarios == len(runs) else f"{scenario} ({run_id}): "
+        for policy, shapes in rows.sort_values(["router_policy", "replicas"]).groupby("router_policy"):
+            color = next(colors)
+            label = f"{prefix}{policy}"
+            holding = shapes["holds_target"].astype(bool)
+            for holds, part in ((True, shapes[holding]), (False, shapes[~holding])):
+                if part.empty:
+                    continue
+                marker = {"size": 11, "color": color} if holds else {
+                    "size": 11, "symbol": "circle-open", "color": _MISSED_GREY, "line": {"width": 2}}  # fmt: skip
+                name, text_color = (label, color) if holds else (f"{label}, misses the target", _MISSED_GREY)
+                fig.add_trace(_frontier_points(part, name, label, marker, text_color))
+        chosen = rows[rows["chosen"].astype(bool)]
+        if not chosen.empty:
+            ring = {"size": 24, "symbol": "star-open", "color": "#111", "line": {"width": 2}}
+            fig.add_trace(_frontier_points(chosen, f"{prefix}chosen: cheapest holding the target", None, ring))
+    slos = priced[priced["slo_ttft_ms"].notna()].groupby("slo_ttft_ms")["scenario"].unique()
+    for slo_ttft_ms, names in slos.items():
+        whose = f" ({', '.join(sorted(names))})" if scenarios > 1 else ""
+        fig.add_vline(
+            x=float(slo_ttft_ms),
+            line={"dash": "dash", "width": 1, "color": "#555"},
+            annotation_text=f"SLO TTFT {slo_ttft_ms:,.0f} ms{whose}",
+            annotation_position="top right",  # fewer replicas miss to the right, lower: the top right stays clear
+            annotation_font_size=10,
+        )
+    return _layout(
+        fig,
+        "One point per shape at the run's price (hollow grey: misses the target; star: chosen)",
+        "USD per request at the target rate",
+        "p95 TTFT at the target rate (ms)",
+    )
+
+
+def _frontier_points(
+    shapes: pd.DataFrame, name: str, group: str | None, marker: dict, text_color: str | None = None
+) -> go.Scatter:
+    """One trace of fleet_frontier: the shapes as points labelled 'N x policy', hover with the shape's columns."""
+    return go.Scatter(
+        x=_floats(shapes["p95_ttft_ms"]),
+        y=_floats(shapes["usd_per_request_at_target"]),
+        mode="markers+text" if text_color else "markers",
+        marker=marker,
+        text=[f"{n} x {p}" for n, p in zip(shapes["replicas"], shapes["router_policy"])],
+        textposition="top center",
+        textfont={"size": 10, "color": text_color},
+        name=name,
+        legendgroup=group or name,
+        customdata=list(
+            zip(
+                shapes["replicas"].astype(int),
+                shapes["gpus"].astype(int),
+                _floats(shapes["good_share"]),
+                _floats(shapes["hit_rate"]),
+                _floats(shapes["fleet_usd_per_hour"]),
+                ["yes" if h else "no" for h in shapes["holds_target"]],
+            )
+        ),
+        hovertemplate="%{text}: %{customdata[0]} replicas, %{customdata[1]} GPUs<br>p95 TTFT %{x:,.0f} ms"
+        "<br>$%{y:.6f} per request at the target<br>good share %{customdata[2]:.1%}, hit rate %{customdata[3]:.1%}"
+        "<br>fleet $%{customdata[4]:,.2f}/h; holds the target: %{customdata[5]}<extra>%{fullData.name}</extra>",
+    )

@@ -1,5 +1,5 @@
 """What a weekly report shows, read from the marts up to and including its week (no metric math here:
-every number is a column of weekly_trends, run_summary, diagnoses or cost_attribution, defined in
+every number is a column of weekly_trends, run_summary, diagnoses, cost_attribution or fleet_plans, defined in
 warehouse/schema.sql)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pandas as pd
 
 from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.mart_readers import MartNotBuiltError
-from warehouse.marts.mart_rows import CostAttributionRow, MartRow, as_frame
+from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, MartRow, as_frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,7 @@ class ReportData:
     runs: pd.DataFrame  # run_summary rows up to week_start
     diagnoses: pd.DataFrame  # diagnoses rows of week_start
     attribution: pd.DataFrame  # cost_attribution rows up to week_start (empty for a database built before it)
+    plans: pd.DataFrame  # fleet_plans rows of week_start, every price (empty for a database built before it)
 
     @property
     def this_week(self) -> pd.DataFrame:
@@ -36,11 +37,17 @@ def load_report_data(store: WarehouseBackend, week_start: date) -> ReportData:
             data = data[data["week_start"] <= week_start]
         return data
 
-    diagnoses = frame(store.diagnoses())
-    if not diagnoses.empty:
-        diagnoses = diagnoses[diagnoses["week_start"] == week_start]
+    def of_week(rows: Sequence[MartRow]) -> pd.DataFrame:
+        data = frame(rows)
+        return data[data["week_start"] == week_start] if not data.empty else data
+
     return ReportData(
-        week_start, frame(store.weekly_trends()), frame(store.run_summary()), diagnoses, frame(_attribution(store))
+        week_start,
+        frame(store.weekly_trends()),
+        frame(store.run_summary()),
+        of_week(store.diagnoses()),
+        frame(_attribution(store)),
+        of_week(_plans(store)),
     )
 
 
@@ -49,3 +56,10 @@ def _attribution(store: WarehouseBackend) -> list[CostAttributionRow]:
         return store.cost_attribution()
     except MartNotBuiltError:
         return []  # a database refreshed before the mart existed: the next refresh builds it
+
+
+def _plans(store: WarehouseBackend) -> list[FleetPlanRow]:
+    try:
+        return store.fleet_plans()
+    except MartNotBuiltError:
+        return []  # as _attribution: refreshed before the mart existed

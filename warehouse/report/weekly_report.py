@@ -1,7 +1,7 @@
 """The weekly report: one HTML page per week (warehouse/reports/week=YYYY-MM-DD.html) with the verdicts, why
-cost moved (the attribution waterfall), fleet sizing, and interactive plots (plotly: hover for values, click a
-legend entry to hide or show a series), plotly.js inline so the page opens offline; plus a PNG of the cost
-trend beside it. Consumes the marts only."""
+cost moved (the attribution waterfall), fleet sizing, the fleet plan (every shape tried), and interactive plots
+(plotly: hover for values, click a legend entry to hide or show a series), plotly.js inline so the page opens
+offline; plus a PNG of the cost trend beside it. Consumes the marts only."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ import orjson
 import pandas as pd
 
 from warehouse.backends.backend import WarehouseBackend
+from warehouse.marts.mart_rows import FleetPlanRow
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
+from warehouse.report.fleet_plan_summary import plan_comparison
 from warehouse.report.report_data import ReportData, load_report_data
 from warehouse.report.structured_output import structured_output_section
 
@@ -98,7 +100,7 @@ def _fleet_table(data: ReportData) -> str:
     rows = [
         f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td><td>{html.escape(r['run_id'])}</td>"
         f"<td>{_fmt(r['target_rps'], ',.4g', ' req/s')}</td><td>{_fmt(r['goodput_rps'], ',.4g', ' req/s')}</td>"
-        f"<td>{_fmt(r['replicas_for_target'], ',.0f')}</td><td>{_usd(r['fleet_usd_per_hour'], ',.2f')}</td>"
+        f"<td>{_replicas(r)}</td><td>{_usd(r['fleet_usd_per_hour'], ',.2f')}</td>"
         f"<td>{_usd(r['cost_per_request_usd'], '.5f')}</td><td>{_usd(r['budget_usd_per_request'], '.5f')}</td></tr>"
         for _, r in week.sort_values(["scenario", "run_id"]).iterrows()
     ]
@@ -106,7 +108,72 @@ def _fleet_table(data: ReportData) -> str:
         "<tr><th>scenario</th><th>endpoint</th><th>run</th><th>target load</th><th>goodput per replica</th>"
         "<th>replicas for target</th><th>fleet $/hour</th><th>cost/request</th><th>budget/request</th></tr>"
     )
-    return f"<table class='fleet'>{head}{''.join(rows)}</table>"
+    note = (
+        "<p class='note'>Replicas for target, and from where: fleet_plan (the plan's chosen shape, below), capacity "
+        "(the target over the capacity at the SLO) or goodput (the target over the goodput, conservative when the run "
+        "was not saturated).</p>"
+    )
+    return f"<table class='fleet'>{head}{''.join(rows)}</table>{note}"
+
+
+def _replicas(row: pd.Series) -> str:
+    """replicas_for_target with where it came from (run_summary.replicas_for_target_source)."""
+    count, source = _fmt(row["replicas_for_target"], ",.0f"), row.get("replicas_for_target_source")
+    return count if count == "—" or _text(source) == "—" else f"{count} ({html.escape(str(source))})"
+
+
+def _fleet_plan_section(data: ReportData) -> str:
+    """Every shape each planned run tried, at the run's own price, the chosen one marked, and what the other router
+    policy needs to hold the same target; nothing in a week without a plan."""
+    plans = data.plans[data.plans["run_price"].astype(bool)] if not data.plans.empty else data.plans
+    if plans.empty:
+        return ""
+    head = "<tr>" + "".join(f"<th>{c}</th>" for c in _PLAN_COLUMNS) + "</tr>"
+    parts = []
+    for (scenario, run_id), shapes in plans.sort_values(["scenario", "run_id"]).groupby(["scenario", "run_id"]):
+        first = shapes.iloc[0]
+        rows = "".join(_plan_row(r) for _, r in shapes.sort_values(["router_policy", "replicas"]).iterrows())
+        ttft, tpot = _fmt(first["slo_ttft_ms"], ",.0f", " ms"), _fmt(first["slo_tpot_ms"], ",.0f", " ms")
+        slo = f"SLO TTFT {ttft} and TPOT {tpot}"
+        parts.append(
+            f"<h3>{html.escape(scenario)}</h3><p>{html.escape(first['endpoint'])}, run {html.escape(run_id)}: "
+            f"target {_fmt(first['target_rps'], ',.4g', ' req/s')}, {slo}, priced with "
+            f"{html.escape(first['price_book'])} at {_usd(first['usd_per_gpu_hour'], '.2f')}/GPU-hour</p>"
+            f"<table class='plan'>{head}{rows}</table>"
+            f"<p class='plan-comparison'>{html.escape(_plan_comparison(shapes))}</p>"
+        )
+    note = (
+        "<p class='note'>Each shape is one replay of the week's window at the target rate on the twin (a model, not a "
+        "measurement); it holds the target when its share of requests inside the SLO (good share) is at least 95% of "
+        "the share one idle replica keeps. Cost per request at the target: the fleet's $/hour over the target rate. "
+        "The same shapes at the other price books of the GPU are in the mart fleet_plans.</p>"
+    )
+    return f"<h2>Fleet plan</h2>{''.join(parts)}{note}"
+
+
+_PLAN_COLUMNS = (
+    "", "policy", "replicas", "GPUs", "holds target", "good share", "p95 TTFT", "hit rate", "fleet $/hour",
+    "$/request at target", "capacity at SLO", "break-even vs API",
+)  # fmt: skip
+
+
+def _plan_row(r: pd.Series) -> str:
+    chosen = bool(r["chosen"])
+    return (
+        f"<tr class='{'plan-chosen' if chosen else 'plan-shape'}'><td>{'<b>chosen</b>' if chosen else ''}</td>"
+        f"<td>{html.escape(r['router_policy'])}</td><td>{_fmt(r['replicas'], ',.0f')}</td>"
+        f"<td>{_fmt(r['gpus'], ',.0f')}</td>"
+        f"<td>{'yes' if r['holds_target'] else 'no'}</td><td>{_fmt(_pct(r['good_share']), '.1f', '%')}</td>"
+        f"<td>{_fmt(r['p95_ttft_ms'], ',.0f', ' ms')}</td><td>{_fmt(_pct(r['hit_rate']), '.1f', '%')}</td>"
+        f"<td>{_usd(r['fleet_usd_per_hour'], ',.2f')}</td><td>{_usd(r['usd_per_request_at_target'], '.5f')}</td>"
+        f"<td>{_fmt(r['capacity_rps_at_slo'], ',.3g', ' req/s')}</td>"
+        f"<td>{_fmt(r['break_even_rps'], ',.3g', ' req/s')}</td></tr>"
+    )
+
+
+def _plan_comparison(shapes: pd.DataFrame) -> str:
+    """fleet_plan_summary.plan_comparison of one planned run's shapes at one price (the demo prints the same)."""
+    return plan_comparison([FleetPlanRow(**record) for record in shapes.to_dict("records")])
 
 
 def _capacity_table(data: ReportData) -> str:
@@ -186,6 +253,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 tr.verdict-regression{background:#fde2e2}tr.verdict-drift{background:#fff4d6}tr.verdict-ok{background:#e8f6e8}
+tr.plan-chosen{background:#e8f6e8;font-weight:600}
 figure{margin:1.5em 0}.note{color:#666;font-size:12px}.wide{overflow-x:auto}
 """
 
@@ -220,6 +288,9 @@ def trend_figures(data: ReportData) -> dict[str, str]:
             data.runs, "reasoning_token_share", "Reasoning tokens as a share of output tokens"
         ),
     }
+    frontier = plots_js.fleet_frontier(data.plans)
+    if frontier.data:  # only a week with a plan: an empty figure would still count as a plot
+        figures["Fleet plan: cost per request against p95 TTFT"] = frontier
     return {title: plots_js.figure_html(fig, f"trend-{i}") for i, (title, fig) in enumerate(figures.items())}
 
 
@@ -243,6 +314,7 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
         f"<h2>Diagnoses (the four numbers)</h2>{_diagnosis_table(data)}"
         f"<h2>Cost at the SLO capacity, idle capacity and the API break-even</h2>{_capacity_table(data)}"
         f"<h2>Fleet sizing and budget</h2>{_fleet_table(data)}"
+        f"{_fleet_plan_section(data)}"
         f"{structured_output_section(data.trends, data.week_start)}"
         f"<h2>Trends</h2>{figures}{_RENDER_CHECK}</body></html>"
     )

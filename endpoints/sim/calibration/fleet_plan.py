@@ -15,9 +15,9 @@ look sufficient.
 Every replica of a shape is priced alike, so in every price book the cheapest shape is the one with the
 fewest GPUs: the chosen shape is the fewest replicas that hold the target (ties: the larger share inside
 the SLO, the margin on the verdict, then the lower p95 TTFT). The warehouse prices each shape with every
-book (warehouse/sql/fleet_plans.sql). The chosen shape alone also gets its capacity at the SLO
-(search_capacity from the target, one bisection: a lower bound within a factor of 2^(1/2)). The whole plan
-is cached (cache_dir): it is deterministic.
+book (warehouse/sql/fleet_plans.sql). The chosen shape alone also gets its capacity at the SLO, in
+steps of 2^(1/2) up from the target: a lower bound within that factor. The whole plan is cached (cache_dir):
+it is deterministic.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from endpoints.sim.calibration.slo_capacity import (
     SloCapacity,
     arrival_span_s,
     good_share,
-    search_capacity,
     sweep_cache_path,
     workload_bench_requests,
 )
@@ -54,8 +53,9 @@ PLAN_POLICIES = ("cache_aware", "round_robin")  # the routing lever the plan com
 REQUESTS_PER_REPLICA = MAX_SWEEP_REQUESTS  # requests a probe replays per predicted replica
 MAX_PLAN_REQUESTS = 3000  # CPU grows with the requests: about 2 s a probe per 1,000 on this twin
 MAX_PLAN_REPLICAS = 64
-CAPACITY_BISECTIONS = 1
-PLAN_RULES = (SWEEP_RULES, REQUESTS_PER_REPLICA, MAX_PLAN_REQUESTS, CAPACITY_BISECTIONS, "plan", 2)  # cache key
+CAPACITY_STEP = math.sqrt(2)  # the chosen shape's capacity: the target times this, step by step, until it fails
+MAX_CAPACITY_STEPS = 8  # up to 16 times the target
+PLAN_RULES = (SWEEP_RULES, REQUESTS_PER_REPLICA, MAX_PLAN_REQUESTS, CAPACITY_STEP, MAX_CAPACITY_STEPS, "plan", 3)
 FLEET_PLANS_FILE = "fleet_plans.json"  # beside capacity.json in the run's folder
 
 
@@ -172,8 +172,8 @@ def plan_fleet(
     holding = [s for s in shapes if s.holds_target]
     if holding:
         best = min(holding, key=lambda s: (s.gpus, -s.good_share, s.p95_ttft_ms, policies.index(s.policy)))
-        capacity = _capacity(flags, best, router_args, requests, slo, factor, idle_share, runs)
-        shapes = [replace(s, chosen=True, capacity_rps_at_slo=capacity.capacity_rps_at_slo) if s is best else s
+        capacity_rps = _capacity(flags, best, router_args, at_target, slo, idle_share, target_rps, runs)
+        shapes = [replace(s, chosen=True, capacity_rps_at_slo=capacity_rps) if s is best else s
                   for s in shapes]  # fmt: skip
     return FleetPlan(target_rps, slo_ttft_ms, slo_tpot_ms, len(requests), idle_share, tuple(shapes), runs[0],
                      time.process_time() - started_cpu_s)  # fmt: skip
@@ -220,24 +220,25 @@ def _capacity(
     flags: list[str],
     shape: ShapeProbe,
     router_args: tuple[str, ...],
-    requests: list[BenchRequest],
+    at_target: list[BenchRequest],
     slo: tuple[float, float],
-    target_factor: float,
     idle_share: float,
+    target_rps: float,
     runs: list[int],
-) -> SloCapacity:
-    """The shape's capacity at the SLO on the plan's requests, its bracket starting at the target."""
+) -> float:
+    """The shape's capacity at the SLO on the plan's requests, a lower bound within CAPACITY_STEP: the fastest
+    of target x CAPACITY_STEP^k (k = 0, 1, ...) it holds. It held the target, so the first step is above it;
+    stepping up rather than doubling keeps the replays off rates the shape is far from (an overloaded replay
+    costs the most CPU), and one replay answers when the shape is as tight a fit as the fewest that hold is."""
     params = parse_router_spec(RouterSpec(shape.policy, router_args))
-    target_last_s = _at_factor(requests, target_factor)[-1].arrival_s
-
-    def share_of(scaled: list[BenchRequest]) -> float:
-        if math.isclose(scaled[-1].arrival_s, target_last_s, rel_tol=1e-12):
-            return shape.good_share  # the plan's own probe at the target: the same replay
+    held = 0
+    for k in range(1, MAX_CAPACITY_STEPS + 1):
+        faster = [replace(r, arrival_s=r.arrival_s / CAPACITY_STEP**k) for r in at_target]
         runs[0] += 1
-        return good_share(run_fleet_bench(flags, shape.replicas, params, scaled).bench, *slo)
-
-    # The plan's requests, all of them: each replica sees as many as in one replica's sweep.
-    return search_capacity(requests, share_of, CAPACITY_BISECTIONS, target_factor, len(requests), idle_share)
+        if good_share(run_fleet_bench(flags, shape.replicas, params, faster).bench, *slo) < MIN_GOOD_SHARE * idle_share:
+            break
+        held = k
+    return target_rps * CAPACITY_STEP**held
 
 
 def _plan_body(plan: FleetPlan) -> dict:

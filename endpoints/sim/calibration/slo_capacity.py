@@ -98,16 +98,12 @@ def search_capacity(
     share_of: Callable[[list[BenchRequest]], float],
     bisections: int = BISECTIONS,
     start_factor: float = 1.0,
-    max_requests: int = MAX_SWEEP_REQUESTS,
-    idle_share: float | None = None,
 ) -> SloCapacity:
     """The sweep itself, for any server model: `share_of(scaled)` replays the requests (arrivals already
     compressed, counted from 0) on a fresh, cold model and returns the share inside the SLO. One replica
     (sweep_slo_capacity) and a fleet behind its router (fleet_capacity.py) share it. The bracket starts at
-    `start_factor` (a fleet plan starts near the rate it expects, saving the doublings up to it) and replays
-    the first `max_requests`. `idle_share`, when known, stands in for the idle probe (the costliest: every
-    request decodes alone)."""
-    requests = sorted(requests, key=lambda r: r.arrival_s)[:max_requests]
+    `start_factor` (a fleet plan starts near the rate it expects, saving the doublings up to it)."""
+    requests = sorted(requests, key=lambda r: r.arrival_s)[:MAX_SWEEP_REQUESTS]
     if len(requests) < 2 or arrival_span_s(requests) <= 0:
         raise ValueError("a capacity sweep needs at least two requests arriving at different times")
     started_cpu_s = time.process_time()
@@ -121,8 +117,7 @@ def search_capacity(
         probes.append(CapacityProbe(factor, len(requests) * factor / span_s, share))
         return share
 
-    if idle_share is None:
-        idle_share = share_at(IDLE_FACTOR)
+    idle_share = share_at(IDLE_FACTOR)
     offered_rps = len(requests) / span_s
     if idle_share == 0:
         return SloCapacity(None, offered_rps, 0.0, len(requests), tuple(probes), time.process_time() - started_cpu_s)
