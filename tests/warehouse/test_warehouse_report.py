@@ -63,6 +63,20 @@ def report(store):
     return write_weekly_report(store, WEEKS[4])
 
 
+def _hover(browser, div_id: str, mark_js: str) -> str:
+    """Moves the mouse onto the mark `mark_js` returns (a JavaScript function body, the plot's div as gd) and
+    returns the hover label plotly shows."""
+    x, y = browser.evaluate(
+        f"(() => {{ const gd = document.getElementById('{div_id}'); gd.scrollIntoView();"
+        f" const mark = (() => {{ {mark_js} }})();"
+        " const r = mark.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+    )
+    browser.mouse_move(x, y)
+    return browser.wait_for(
+        f"(() => {{ const t = document.querySelector('#{div_id} .hoverlayer .hovertext'); return t && t.textContent; }})()"
+    )
+
+
 def test_report_files_and_verdicts(report):
     assert report.html_path.name == f"week={WEEKS[4].isoformat()}.html"
     assert report.cost_png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -103,15 +117,11 @@ def test_plots_render_and_answer_the_mouse_in_headless_chromium(report, tmp_path
         assert int(rendered) == report.plots
         assert browser.evaluate("document.querySelectorAll('#waterfall-0 .waterfalllayer .point').length") == 10
         # Hover over the cost trend's last point: plotly's hover label shows its value.
-        x, y = browser.evaluate(
-            "(() => { const gd = document.getElementById('trend-0'); gd.scrollIntoView();"
-            " const pts = gd.querySelectorAll('.scatterlayer .trace:first-child .points path.point');"
-            " const r = pts[pts.length - 1].getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        last_point = (
+            "const pts = gd.querySelectorAll('.scatterlayer .trace:first-child .points path.point');"
+            " return pts[pts.length - 1];"
         )
-        browser.mouse_move(x, y)
-        label = browser.wait_for(
-            "(() => { const t = document.querySelector('#trend-0 .hoverlayer .hovertext'); return t && t.textContent; })()"
-        )
+        label = _hover(browser, "trend-0", last_point)
         assert "$0.005000 per request" in label and "regression" in label
         # A click on the first legend entry hides that series; plotly marks it legendonly.
         x, y = browser.evaluate(
@@ -249,16 +259,11 @@ def test_the_frontier_renders_and_answers_the_mouse_in_headless_chromium(planned
         assert int(browser.wait_for("document.body.getAttribute('data-plots-rendered')")) == planned_report.plots
         # 8 shapes and 2 chosen rings.
         assert browser.evaluate("document.querySelectorAll('#trend-6 .scatterlayer .point').length") == 10
-        x, y = browser.evaluate(
-            "(() => { const gd = document.getElementById('trend-6'); gd.scrollIntoView();"
-            " const i = gd.data.findIndex(t => t.name.startsWith('planned: chosen'));"
-            " const ring = gd.querySelectorAll('.scatterlayer .trace')[i].querySelector('path.point');"
-            " const r = ring.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        ring = (
+            "const i = gd.data.findIndex(t => t.name.startsWith('planned: chosen'));"
+            " return gd.querySelectorAll('.scatterlayer .trace')[i].querySelector('path.point');"
         )
-        browser.mouse_move(x, y)
-        label = browser.wait_for(
-            "(() => { const t = document.querySelector('#trend-6 .hoverlayer .hovertext'); return t && t.textContent; })()"
-        )
+        label = _hover(browser, "trend-6", ring)
         assert "4 x cache_aware: 4 replicas, 32 GPUs" in label and "fleet $64.00/h" in label
     finally:
         browser.close()
