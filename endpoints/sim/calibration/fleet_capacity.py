@@ -43,7 +43,7 @@ from endpoints.sim.server_args import parse_server_args
 from endpoints.spec import EndpointMode, EndpointSpec
 from workloads.workload import Workload
 
-FLEET_RULES = (SWEEP_RULES, "fleet", 1)  # what changes a fleet sweep's answer besides its inputs (cache key)
+FLEET_RULES = (SWEEP_RULES, "fleet", 2)  # what changes a fleet sweep's answer besides its inputs (cache key)
 
 
 @dataclass(frozen=True, slots=True)

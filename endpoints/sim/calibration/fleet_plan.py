@@ -33,12 +33,11 @@ from pathlib import Path
 from common.atomic_file import write_bytes_atomically
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet_capacity import cached_share, run_fleet_bench
+from endpoints.sim.calibration.fleet_capacity import FLEET_RULES, cached_share, run_fleet_bench
 from endpoints.sim.calibration.slo_capacity import (
     IDLE_FACTOR,
     MAX_SWEEP_REQUESTS,
     MIN_GOOD_SHARE,
-    SWEEP_RULES,
     SloCapacity,
     arrival_span_s,
     good_share,
@@ -55,7 +54,7 @@ MAX_PLAN_REQUESTS = 3000  # CPU grows with the requests: about 2 s a probe per 1
 MAX_PLAN_REPLICAS = 64
 CAPACITY_STEP = math.sqrt(2)  # the chosen shape's capacity: the target times this, step by step, until it fails
 MAX_CAPACITY_STEPS = 8  # up to 16 times the target
-PLAN_RULES = (SWEEP_RULES, REQUESTS_PER_REPLICA, MAX_PLAN_REQUESTS, CAPACITY_STEP, MAX_CAPACITY_STEPS, "plan", 3)
+PLAN_RULES = (FLEET_RULES, REQUESTS_PER_REPLICA, MAX_PLAN_REQUESTS, CAPACITY_STEP, MAX_CAPACITY_STEPS, "plan", 3)
 FLEET_PLANS_FILE = "fleet_plans.json"  # beside capacity.json in the run's folder
 
 
