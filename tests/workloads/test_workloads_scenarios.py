@@ -56,7 +56,7 @@ def test_bundled_scenarios_load_and_resolve_to_real_traces_and_endpoints() -> No
     first = scenarios["chat-v3-h200"]
     assert first.trace_format is TraceFormat.AZURE
     assert first.duration_s > 0 and first.speedup > 0 and first.slo_ttft_ms > 0
-    assert first.target_rps == 40.0 and first.budget_usd_per_request is None
+    assert first.target_rps == 15.0 and first.budget_usd_per_request is None
 
 
 def test_relative_trace_resolves_against_repo_root(tmp_path: Path) -> None:
