@@ -81,13 +81,16 @@ async def _send_all(base: str, requests: list[tuple[str, dict]]) -> list[Served]
                 assert resp.status == 200, await resp.text()
                 answer = await resp.json()
                 worker = resp.headers[ROUTED_WORKER_HEADER].rstrip("/")
-            if path == "/generate":
-                cached, prompt = answer["meta_info"]["cached_tokens"], answer["meta_info"]["prompt_tokens"]
-            else:
-                usage = answer["usage"]
-                cached, prompt = usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"]
-            served.append(Served(worker, cached, prompt))
+            served.append(Served(worker, *_cached_and_prompt(path, answer)))
     return served
+
+
+def _cached_and_prompt(path: str, answer: dict) -> tuple[int, int]:
+    """(cached, prompt) tokens of a /generate or an OpenAI chat answer."""
+    if path == "/generate":
+        return answer["meta_info"]["cached_tokens"], answer["meta_info"]["prompt_tokens"]
+    usage = answer["usage"]
+    return usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"]
 
 
 def _flush(worker_urls: list[str]) -> None:
@@ -184,12 +187,7 @@ def _send_direct(worker_urls: list[str], routed: list[str], requests: list[tuple
                 async with session.post(worker + path, json=body) as resp:
                     assert resp.status == 200, await resp.text()
                     answer = await resp.json()
-                if path == "/generate":  # read as _send_all reads them
-                    cached, prompt = answer["meta_info"]["cached_tokens"], answer["meta_info"]["prompt_tokens"]
-                else:
-                    usage = answer["usage"]
-                    cached, prompt = usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"]
-                served.append(Served(worker, cached, prompt))
+                served.append(Served(worker, *_cached_and_prompt(path, answer)))
         return served
 
     return asyncio.run(run())
