@@ -19,6 +19,7 @@ from endpoints.probes.probe_records import (
     SERVER_SAMPLES_FILE,
 )
 from endpoints.sim.calibration.fleet_plan import fleet_plan_text, read_fleet_plans_json
+from endpoints.sim.calibration.routing_reference import ROUTING_REFERENCE_FILE, read_routing_reference_json
 from endpoints.sim.calibration.slo_capacity import read_capacity_json
 from replay.recording.run_json import read_run_json
 from replay.schedule.requests_reader import read_requests
@@ -107,6 +108,13 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         plan = read_fleet_plans_json(Path(replay_run.run_dir))
         if plan is not None:
             run_context = replace(run_context, fleet_plan_json=fleet_plan_text(plan))
+        reference = read_routing_reference_json(Path(replay_run.run_dir) / ROUTING_REFERENCE_FILE)
+        if reference is not None:
+            run_context = replace(
+                run_context,
+                single_replica_hit_rate=reference.single_replica_hit_rate,
+                fleet_model_hit_rate=reference.fleet_model_hit_rate,
+            )
         run = read_run_json(Path(replay_run.run_dir))
         row = build_run_row(run, part.endpoint, part.scenario.name, part.week_start, run_context)
         _write(context, warehouse, "runs", row)

@@ -27,6 +27,11 @@ from endpoints.probes.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
 from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity
 from endpoints.sim.calibration.fleet_plan import measure_fleet_plan, write_fleet_plans_json
+from endpoints.sim.calibration.routing_reference import (
+    ROUTING_REFERENCE_FILE,
+    measure_routing_reference,
+    write_routing_reference_json,
+)
 from endpoints.sim.calibration.slo_capacity import measure_slo_capacity, write_capacity_json
 from endpoints.spec import EndpointClock
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
@@ -237,7 +242,9 @@ def measure_capacity(
     """After the replay (the endpoint already stopped): the load sweep in virtual time that finds the rate
     the endpoint sustains inside the SLO on this week's window (endpoints/sim/calibration/slo_capacity.py; a
     fleet's through its router's model, fleet_capacity.py), written as capacity.json beside run.json for the
-    runs row; with a target_rps, the fleet plan for it (fleet_plan.py), as fleet_plans.json."""
+    runs row; for a fleet, the routing reference (routing_reference.py: the same requests through one replica and
+    through the fleet) as routing_reference.json; with a target_rps, the fleet plan for it (fleet_plan.py), as
+    fleet_plans.json."""
     part = catalog.partition(context, endpoint=replay.endpoint)
     scenario, spec = part.scenario, part.endpoint
     traffic = part.traffic(warehouse.workloads_dir())
@@ -247,6 +254,14 @@ def measure_capacity(
     slo = (scenario.slo_ttft_ms, scenario.slo_tpot_ms)
     if spec.fleet is not None:
         capacity = measure_fleet_capacity(spec, window, *slo, cache_dir)
+        reference = measure_routing_reference(spec, window, scenario.speedup, cache_dir)
+        if reference is not None:
+            write_routing_reference_json(Path(replay.run_dir) / ROUTING_REFERENCE_FILE, reference)
+            r = reference
+            context.log.info(
+                f"routing reference on {r.requests} requests: one replica {r.single_replica_hit_rate:.3f}, "
+                f"{r.replicas} x {r.policy} {r.fleet_model_hit_rate:.3f} ({r.cpu_s:.1f} s CPU)"
+            )
     else:
         capacity = measure_slo_capacity(spec, window, *slo, cache_dir)
     if capacity is None:

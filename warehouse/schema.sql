@@ -90,6 +90,8 @@ SELECT
     capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
     capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
     fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
+    single_replica_hit_rate,  -- cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests at the run's replay rate (endpoints/sim/calibration/routing_reference.py): what the fleet's traffic would realise on one cache of one replica's size (ratio 0-1; null: not a twin fleet, or recorded before routing references)
+    fleet_model_hit_rate,     -- cached / prompt tokens the same requests realise on the twin through the fleet's replicas and its router's policy model: single_replica_hit_rate minus this is what routing loses (ratio 0-1; null: not a twin fleet, or recorded before routing references)
     replay_clock,             -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
     replicas,                 -- SGLang workers serving the endpoint: a fleet's replicas behind its router, attach's worker_urls, else 1 (count; null: recorded before fleets)
     router_policy,            -- the fleet's router (smg) --policy: cache_aware | round_robin | prefix_hash | power_of_two | ... (null: no router block (one server, or attach without one), or recorded before fleets)
@@ -333,6 +335,8 @@ CREATE OR REPLACE TABLE run_summary (
     replicas INTEGER,                 -- runs.replicas: SGLang workers serving the endpoint (count; null: recorded before fleets)
     router_policy VARCHAR,            -- runs.router_policy: the fleet's smg --policy (null: no router block, or recorded before fleets)
     router_args_json VARCHAR,         -- runs.router_args_json: the router's other flags (JSON list)
+    single_replica_hit_rate DOUBLE,   -- runs.single_replica_hit_rate: one replica on the twin, the window's first 300 requests (ratio 0-1; null: not a twin fleet)
+    fleet_model_hit_rate DOUBLE,      -- runs.fleet_model_hit_rate: the same requests through the fleet's router model (ratio 0-1; null: not a twin fleet)
     workers_served BIGINT,            -- run_workers rows with a named worker: workers that served at least one completed request (count; null: no request named its worker)
     max_worker_share DOUBLE,          -- largest run_workers.request_share of a named worker: the busiest worker's share of the completed requests (ratio 0-1; 1 / replicas is even; null: no request named its worker)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
@@ -529,7 +533,8 @@ CREATE OR REPLACE TABLE diagnoses (
     levers VARCHAR NOT NULL,          -- JSON list of the runtime levers that apply, by name: prefix_cache | routing | batch_occupancy | queueing ([] when none)
     replicas INTEGER,                 -- run_summary.replicas (count; null: recorded before fleets)
     router_policy VARCHAR,            -- run_summary.router_policy (null: no router block)
-    single_replica_hit_rate DOUBLE    -- what one replica would realise on the same traffic, an upper bound: prefix_reuse_share, the reuse an unbounded cache sees on the replayed window (ratio 0-1)
+    single_replica_hit_rate DOUBLE,   -- runs.single_replica_hit_rate: one replica on the twin, the window's first requests (ratio 0-1; null: not a twin fleet)
+    fleet_model_hit_rate DOUBLE       -- runs.fleet_model_hit_rate: the fleet's router model, the same requests; routing is judged on the gap (ratio 0-1; null: not a twin fleet)
 );
 
 CREATE OR REPLACE TABLE lake_files (

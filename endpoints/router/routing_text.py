@@ -36,7 +36,7 @@ def _generate_text(body: Mapping[str, Any]) -> str:
     ids = body.get("input_ids")
     if isinstance(ids, list):
         flat = [i for batch in ids for i in batch] if ids and isinstance(ids[0], list) else ids
-        return " ".join(str(i) for i in flat)
+        return " ".join(map(str, flat))
     return ""
 
 

@@ -14,6 +14,7 @@ job's own executor (pipelines/weekly_executor.py), never by execute_in_process.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -331,6 +332,11 @@ def test_a_fleet_behind_the_real_router_runs_the_weekly_job_and_leaves_nothing(i
     )
     [summary] = [r for r in store.run_summary() if r.scenario == FLEET_SCENARIO]
     assert (summary.replicas_for_target, summary.replicas_for_target_source) == (chosen.replicas, "fleet_plan")
+    # It measured the routing reference too, and the diagnosis judged routing on it.
+    [diagnosis] = [d for d in store.diagnoses() if d.scenario == FLEET_SCENARIO]
+    assert 0 < diagnosis.single_replica_hit_rate <= 1 and 0 < diagnosis.fleet_model_hit_rate <= 1
+    routing_lost = diagnosis.single_replica_hit_rate - diagnosis.fleet_model_hit_rate
+    assert ("routing" in json.loads(diagnosis.levers)) == (routing_lost >= 0.2)
 
 
 def _stored_bytes(path: Path) -> bytes:

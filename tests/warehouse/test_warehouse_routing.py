@@ -38,10 +38,12 @@ def _run(
     cached: tuple[int, ...],
     workers: tuple[str | None, ...],
     reuse: float = 0.7,
+    reference: tuple[float, float] | None = None,
     before_fleets: bool = False,
 ) -> None:
     """One run of 1,000-token prompts scheduled evenly over 10 s of a 20 s window, the i-th with cached[i]
-    cached tokens, served by workers[i]; the trace offers `reuse` of its input tokens for reuse.
+    cached tokens, served by workers[i]; the trace offers `reuse` of its input tokens for reuse; `reference`:
+    the twin's (one replica, fleet) hit rates on the same requests (routing_reference.py).
     before_fleets: its runs row is written as a file of before fleets is (no fleet columns)."""
     run_id = f"{scenario}-{week.isoformat()}"
     n = len(cached)
@@ -51,7 +53,8 @@ def _run(
     ]
     info = run_info(run_id, 20.0, requests_total=n, requests_recorded=n, requests_ok=n)
     context = RunContext(slo_ttft_ms=1000.0, slo_tpot_ms=100.0, prefix_reuse_share=reuse, capacity_rps_at_slo=8.0,
-                         capacity_source="twin_sweep")  # fmt: skip
+                         capacity_source="twin_sweep", single_replica_hit_rate=None if reference is None else reference[0],
+                         fleet_model_hit_rate=None if reference is None else reference[1])  # fmt: skip
     if not before_fleets:
         write_run(store.lake_root, week, scenario, info, spec, records, context)
         return
@@ -83,9 +86,16 @@ def store(tmp_path_factory) -> Warehouse:
     _run(store, WEEKS[0], "unrecorded", endpoint("v3-fleet"), cached=(600,) * 40, workers=(None,) * 40,
          before_fleets=True)  # fmt: skip
     _run(store, WEEKS[1], "unrecorded", _fleet("cache_aware"), cached=(600,) * 40, workers=_alternating(40))
-    # Diagnoses: one replica would realise at most 0.70 of this traffic (its reusable share).
-    _run(store, WEEKS[0], "fleet-trails", _fleet("round_robin"), cached=(450,) * 40, workers=_alternating(40))
-    _run(store, WEEKS[0], "fleet-near", _fleet("cache_aware"), cached=(550,) * 40, workers=_alternating(40))
+    # Diagnoses: the traffic offers 0.70 for reuse; on the twin one replica realises 0.70 of the same requests.
+    _run(store, WEEKS[0], "fleet-trails", _fleet("round_robin"), cached=(450,) * 40, workers=_alternating(40),
+         reference=(0.70, 0.44))  # fmt: skip
+    _run(store, WEEKS[0], "fleet-near", _fleet("cache_aware"), cached=(550,) * 40, workers=_alternating(40),
+         reference=(0.70, 0.56))  # fmt: skip
+    # A cache that evicts: one replica too realises 0.16 of the 0.70 offered, so the fleet's 0.15 is not routing's.
+    _run(store, WEEKS[0], "fleet-evicts", _fleet("round_robin", 4), cached=(150,) * 40, workers=_alternating(40, 4),
+         reference=(0.16, 0.15))  # fmt: skip
+    # A real fleet has no twin reference: routing is not judged (and a fleet never on prefix_cache).
+    _run(store, WEEKS[0], "fleet-unjudged", _fleet("round_robin"), cached=(150,) * 40, workers=_alternating(40))
     _run(store, WEEKS[0], "one-server-trails", endpoint("v3-8xh200"), cached=(450,) * 40, workers=(None,) * 40)
     # A lopsided fleet: three of every four requests on one worker, which caches them all.
     lopsided = tuple(WORKERS[0] if i % 4 else WORKERS[1] for i in range(40))
@@ -165,19 +175,32 @@ def test_a_baseline_recorded_before_fleets_claims_no_routing_change(attribution)
 
 
 def test_diagnoses_say_routing_when_the_fleet_trails_one_replica_by_20_points(diagnoses):
-    trails = diagnoses["fleet-trails"]  # 0.45 against 0.70: 25 points
+    trails = diagnoses["fleet-trails"]  # on the twin 0.44 against one replica's 0.70: 26 points
     assert trails.verdict == "runtime_lever"
     assert json.loads(trails.levers) == ["routing"]
     [reason] = json.loads(trails.reasons)
-    assert reason.startswith("routing: the fleet's hit rate 0.450 (2 replicas, router policy round_robin) trails")
-    assert "0.700 one replica would realise" in reason and "by 25.0 points" in reason
-    assert (trails.replicas, trails.router_policy, trails.single_replica_hit_rate) == (2, "round_robin", 0.7)
+    assert reason.startswith("routing: on the twin the fleet's hit rate 0.440 (2 replicas, router policy round_robin)")
+    assert "trails the 0.700 one replica realises on the same requests by 26.0 points" in reason
+    assert reason.endswith("this run realised 0.450")
+    assert (trails.replicas, trails.router_policy) == (2, "round_robin")
+    assert (trails.single_replica_hit_rate, trails.fleet_model_hit_rate) == (0.7, 0.44)
 
 
 def test_diagnoses_do_not_say_routing_within_20_points_or_on_one_server(diagnoses):
-    near = diagnoses["fleet-near"]  # 0.55 against 0.70: 15 points
+    near = diagnoses["fleet-near"]  # 0.56 against 0.70: 14 points
     assert "routing" not in json.loads(near.levers)
     assert not any("routing" in reason for reason in json.loads(near.reasons))
     single = diagnoses["one-server-trails"]  # the same 25-point gap on one server is the prefix cache's
     assert json.loads(single.levers) == ["prefix_cache"]
     assert json.loads(single.reasons)[0].startswith("prefix-cache hit rate 0.450 trails the 0.700")
+
+
+def test_diagnoses_do_not_blame_routing_for_what_eviction_loses(diagnoses):
+    # The fleet realises 0.15 of the 0.70 the trace offers (55 points short), but one replica realises only
+    # 0.16 of the same requests: its pool evicts, and no router would win the rest back.
+    evicts = diagnoses["fleet-evicts"]
+    assert evicts.prefix_reuse_share - evicts.prefix_cache_hit_rate > 0.5
+    assert json.loads(evicts.levers) == []
+    unjudged = diagnoses["fleet-unjudged"]  # no reference: neither routing nor prefix_cache is claimed
+    assert (unjudged.single_replica_hit_rate, unjudged.fleet_model_hit_rate) == (None, None)
+    assert json.loads(unjudged.levers) == []

@@ -113,6 +113,8 @@ class RunSummaryRow:
     replicas: int | None
     router_policy: str | None
     router_args_json: str | None
+    single_replica_hit_rate: float | None
+    fleet_model_hit_rate: float | None
     workers_served: int | None
     max_worker_share: float | None
     schedule_lag_p99_ms: float | None
@@ -242,6 +244,7 @@ class DiagnosisRow:
     replicas: int | None
     router_policy: str | None
     single_replica_hit_rate: float | None
+    fleet_model_hit_rate: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,6 +168,23 @@ RUNS_COLUMNS = ColumnList(
             note="null: no plan: no target_rps or SLO, not a twin, or recorded before plans",
         ),
         Column(
+            "single_replica_hit_rate",
+            pa.float64(),
+            "ratio 0-1",
+            "cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests "
+            "at the run's replay rate (endpoints/sim/calibration/routing_reference.py): what the fleet's traffic "
+            "would realise on one cache of one replica's size",
+            note="null: not a twin fleet, or recorded before routing references",
+        ),
+        Column(
+            "fleet_model_hit_rate",
+            pa.float64(),
+            "ratio 0-1",
+            "cached / prompt tokens the same requests realise on the twin through the fleet's replicas and its "
+            "router's policy model: single_replica_hit_rate minus this is what routing loses",
+            note="null: not a twin fleet, or recorded before routing references",
+        ),
+        Column(
             "replay_clock",
             pa.string(),
             "",
@@ -217,6 +234,8 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "capacity_rps_at_slo",
             "capacity_source",
             "fleet_plan_json",
+            "single_replica_hit_rate",
+            "fleet_model_hit_rate",
         )
     )
 )

@@ -1,11 +1,15 @@
 -- diagnoses: the four numbers of docs/warehouse.md as a verdict per run (column definitions: schema.sql).
 -- Read together: prefix-cache hit rate (against what the traffic could reuse), batch occupancy, the
 -- queueing share of p95 latency, and GPU utilisation.
---   runtime_lever   any lever applies: the hit rate trails the reusable share by >= 20 points (prefix_cache;
---                   on a fleet, routing: the fleet's hit rate trails what one replica would realise on the
---                   same traffic); batch occupancy < 0.5; queueing >= 50% of the p95 tail's latency.
--- The single-replica figure is an upper bound: prefix_reuse_share, what an unbounded cache reuses on the
--- replayed window. On a fleet the same gap is named routing, not prefix_cache, so it is counted once.
+--   runtime_lever   any lever applies: on one server, the hit rate trails the reusable share by >= 20 points
+--                   (prefix_cache); on a fleet, what one replica realises trails by >= 20 points what the
+--                   fleet realises on the same requests (routing); batch occupancy < 0.5; queueing >= 50% of the
+--                   p95 tail's latency.
+-- Routing compares two figures of the twin on the same requests (run_summary.single_replica_hit_rate and
+-- fleet_model_hit_rate, endpoints/sim/calibration/routing_reference.py), not the fleet with the reusable share: a
+-- cache that evicts misses reuse whatever the router does. A fleet without them (a real endpoint, a run recorded
+-- before them) is not judged on routing, and a fleet is never judged on prefix_cache: its gap is the pools' and
+-- the router's together.
 --   model_candidate no lever, occupancy and queueing measured, GPU utilisation >= 50% (or unmeasured),
 --                   and the cost per request still above budget (the scenario's, else the API's).
 --   healthy         no lever and the cost per request within budget.
@@ -14,7 +18,7 @@ INSERT INTO diagnoses BY NAME
 WITH limits AS (
     SELECT
         0.20 AS max_cache_gap,            -- reusable share minus hit rate
-        0.20 AS max_routing_gap,          -- a fleet: single-replica hit rate minus the fleet's
+        0.20 AS max_routing_gap,          -- a fleet: one replica's modelled hit rate minus the fleet's, same requests
         0.50 AS min_batch_occupancy,
         0.50 AS max_p95_queue_share,
         50.0 AS min_gpu_utilisation_pct
@@ -34,7 +38,8 @@ numbers AS (
         s.cost_per_request_usd,
         s.replicas,
         s.router_policy,
-        s.prefix_reuse_share AS single_replica_hit_rate,
+        s.single_replica_hit_rate,
+        s.fleet_model_hit_rate,
         coalesce(s.replicas, 1) > 1 AS is_fleet,
         coalesce(s.budget_usd_per_request, s.api_cost_per_request_usd) AS budget_usd_per_request,
         CASE WHEN s.budget_usd_per_request IS NOT NULL THEN 'the scenario budget' ELSE 'the API-equivalent cost' END AS budget_kind,
@@ -52,11 +57,12 @@ found AS (
                     prefix_cache_hit_rate, prefix_reuse_share, 100 * (prefix_reuse_share - prefix_cache_hit_rate),
                     100 * max_cache_gap) END},
                 {'name': 'routing', 'reason': CASE WHEN is_fleet
-                    AND single_replica_hit_rate - prefix_cache_hit_rate >= max_routing_gap THEN format(
-                    'routing: the fleet''s hit rate {:.3f} ({} replicas, router policy {}) trails the {:.3f} one replica '
-                    'would realise on the same traffic (at most: an unbounded cache) by {:.1f} points (lever at {:g})',
-                    prefix_cache_hit_rate, replicas, coalesce(router_policy, 'not recorded'), single_replica_hit_rate,
-                    100 * (single_replica_hit_rate - prefix_cache_hit_rate), 100 * max_routing_gap) END},
+                    AND single_replica_hit_rate - fleet_model_hit_rate >= max_routing_gap THEN format(
+                    'routing: on the twin the fleet''s hit rate {:.3f} ({} replicas, router policy {}) trails the {:.3f} '
+                    'one replica realises on the same requests by {:.1f} points (lever at {:g}); this run realised {}',
+                    fleet_model_hit_rate, replicas, coalesce(router_policy, 'not recorded'), single_replica_hit_rate,
+                    100 * (single_replica_hit_rate - fleet_model_hit_rate), 100 * max_routing_gap,
+                    coalesce(format('{:.3f}', prefix_cache_hit_rate), 'no hit rate')) END},
                 {'name': 'batch_occupancy', 'reason': CASE WHEN batch_occupancy < min_batch_occupancy THEN format(
                     'batch occupancy {:.3f} is below {:g}: the GPUs run nearly empty batches',
                     batch_occupancy, min_batch_occupancy) END},
@@ -126,6 +132,7 @@ SELECT
     to_json(lever_names)::VARCHAR AS levers,
     replicas,
     router_policy,
-    single_replica_hit_rate
+    single_replica_hit_rate,
+    fleet_model_hit_rate
 FROM judged
 ORDER BY week_start, scenario, run_id;

@@ -389,6 +389,8 @@ SELECT
     replicas,
     router_policy,
     router_args_json,
+    single_replica_hit_rate,
+    fleet_model_hit_rate,
     workers_served,
     max_worker_share,
     schedule_lag_p99_ms,

@@ -132,12 +132,22 @@ class RadixCache:
         returns the number freed, less than asked when everything left is locked."""
         if tokens <= 0:
             return 0
-        leaves = [(n.last_access, id(n), n) for n in self._nodes() if not n.children and n.lock_ref == 0]
+        leaves: list[
+            tuple[int, int, RadixNode]
+        ] = []  # every unlocked leaf, walked inline: this runs on every admission that finds the pool full
+        stack = list(self.root.children.values())
+        while stack:
+            node = stack.pop()
+            if node.children:
+                stack.extend(node.children.values())
+            elif node.lock_ref == 0:
+                leaves.append((node.last_access, id(node), node))
         heapq.heapify(leaves)
         freed = 0
         while leaves and freed < tokens:
             _, _, leaf = heapq.heappop(leaves)
             parent = leaf.parent
+            assert parent is not None  # a leaf in the tree always has one
             del parent.children[leaf.key[0]]
             freed += len(leaf.key)
             if parent is not self.root and not parent.children and parent.lock_ref == 0:
@@ -155,10 +165,3 @@ class RadixCache:
         self.root.lock_ref = 1
         self._tokens = 0
         self._evictable = 0
-
-    def _nodes(self):
-        stack = list(self.root.children.values())
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(node.children.values())
