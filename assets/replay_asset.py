@@ -20,19 +20,18 @@ from pathlib import Path
 import dagster as dg
 import orjson
 
+from assets.partition_context import PartitionContext
 from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.lease_file import end_lease, new_lease, write_lease
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probing
 from endpoints.provision import RunningEndpoint, start_detached
-from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity
-from endpoints.sim.calibration.fleet_plan import measure_fleet_plan, write_fleet_plans_json
-from endpoints.sim.calibration.routing_reference import (
-    ROUTING_REFERENCE_FILE,
-    measure_routing_reference,
-    write_routing_reference_json,
-)
-from endpoints.sim.calibration.slo_capacity import measure_slo_capacity, write_capacity_json
+from endpoints.sim.calibration.capacity_alongside import LOG_FILE as ALONGSIDE_LOG
+from endpoints.sim.calibration.capacity_alongside import measuring_alongside
+from endpoints.sim.calibration.fleet_plan import write_fleet_plans_json
+from endpoints.sim.calibration.routing_reference import ROUTING_REFERENCE_FILE, write_routing_reference_json
+from endpoints.sim.calibration.run_capacity import CapacityInputs, measure_run_capacity
+from endpoints.sim.calibration.slo_capacity import write_capacity_json
 from endpoints.spec import EndpointClock
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
 from replay.recording.run_json import write_run_json
@@ -197,7 +196,14 @@ def replay_shard(
             config = replace(config_at(endpoint.url), flush_interval_s=VIRTUAL_FLUSH_INTERVAL_S)
             return run_replay_async(workload, config, shard_dir, clock)
 
-        info = replay_on_virtual_twin(spec, Path(task.run_dir), task.run_id, scenario.cold_start, replay)
+        if task.shard_index == 0:  # the capacity measurements overlap the replay: neither keeps a schedule
+            with measuring_alongside(_capacity_inputs(part, workload, warehouse), Path(task.run_dir)) as child:
+                info = replay_on_virtual_twin(spec, Path(task.run_dir), task.run_id, scenario.cold_start, replay)
+            if child.returncode:
+                context.log.warning(f"the capacity measurement beside the replay failed (exit {child.returncode}, "
+                                    f"{Path(task.run_dir) / ALONGSIDE_LOG}): measure_capacity measures it")  # fmt: skip
+        else:
+            info = replay_on_virtual_twin(spec, Path(task.run_dir), task.run_id, scenario.cold_start, replay)
     elif task.shard_index == 0:
         # One prober per run: shard 0 scrapes the server for the whole replay (shards share t0).
         with probing(task.endpoint, Path(task.run_dir), task.run_id):
@@ -247,23 +253,9 @@ def measure_capacity(
     fleet_plans.json."""
     part = catalog.partition(context, endpoint=replay.endpoint)
     scenario, spec = part.scenario, part.endpoint
-    traffic = part.traffic(warehouse.workloads_dir())
-    window = workload.window(traffic.start_s, traffic.duration_s)
-    # Swept once per (requests, flags, SLO, fleet shape): a canary's fixed window only when its configuration changes.
-    cache_dir = warehouse.root_path() / "runs" / "capacity_cache"
-    slo = (scenario.slo_ttft_ms, scenario.slo_tpot_ms)
-    if spec.fleet is not None:
-        capacity = measure_fleet_capacity(spec, window, *slo, cache_dir)
-        reference = measure_routing_reference(spec, window, scenario.speedup, cache_dir)
-        if reference is not None:
-            write_routing_reference_json(Path(replay.run_dir) / ROUTING_REFERENCE_FILE, reference)
-            r = reference
-            context.log.info(
-                f"routing reference on {r.requests} requests: one replica {r.single_replica_hit_rate:.3f}, "
-                f"{r.replicas} x {r.policy} {r.fleet_model_hit_rate:.3f} ({r.cpu_s:.1f} s CPU)"
-            )
-    else:
-        capacity = measure_slo_capacity(spec, window, *slo, cache_dir)
+    # Beside a virtual-clock replay the same measurements ran already (replay_shard): then all are read back.
+    measured = measure_run_capacity(_capacity_inputs(part, workload, warehouse))
+    capacity, reference, plan = measured.capacity, measured.reference, measured.plan
     if capacity is None:
         context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
         return replay
@@ -272,17 +264,36 @@ def measure_capacity(
         f"capacity at SLO {capacity.capacity_rps_at_slo} requests/s (this window at speedup 1: "
         f"{capacity.offered_rps:.3g}); {len(capacity.probes)} probes, {capacity.cpu_s:.1f} s CPU"
     )
-    if scenario.target_rps is not None:
-        plan = measure_fleet_plan(spec, window, scenario.target_rps, slo, capacity, cache_dir)
-        if plan is not None:
-            write_fleet_plans_json(Path(replay.run_dir), plan)
-            chosen = plan.chosen
-            context.log.info(
-                f"fleet plan for {scenario.target_rps:g} requests/s: "
-                + ("no shape tried held it" if chosen is None else f"{chosen.replicas} x {chosen.policy}")
-                + f" ({len(plan.shapes)} shapes, {plan.probes} replays, {plan.cpu_s:.1f} s CPU)"
-            )
+    if reference is not None:
+        write_routing_reference_json(Path(replay.run_dir) / ROUTING_REFERENCE_FILE, reference)
+        context.log.info(
+            f"routing reference on {reference.requests} requests: one replica "
+            f"{reference.single_replica_hit_rate:.3f}, {reference.replicas} x {reference.policy} "
+            f"{reference.fleet_model_hit_rate:.3f} ({reference.cpu_s:.1f} s CPU)"
+        )
+    if plan is not None:
+        write_fleet_plans_json(Path(replay.run_dir), plan)
+        chosen = plan.chosen
+        context.log.info(
+            f"fleet plan for {scenario.target_rps:g} requests/s: "
+            + ("no shape tried held it" if chosen is None else f"{chosen.replicas} x {chosen.policy}")
+            + f" ({len(plan.shapes)} shapes, {plan.probes} replays, {plan.cpu_s:.1f} s CPU)"
+        )
     return replay
+
+
+def _capacity_inputs(part: PartitionContext, workload: Workload, warehouse: WarehouseResource) -> CapacityInputs:
+    traffic = part.traffic(warehouse.workloads_dir())
+    return CapacityInputs(
+        endpoint=part.endpoint,
+        window=workload.window(traffic.start_s, traffic.duration_s),
+        slo=(part.scenario.slo_ttft_ms, part.scenario.slo_tpot_ms),
+        target_rps=part.scenario.target_rps,
+        speedup=part.scenario.speedup,
+        # Each measured once per (requests, flags, SLO, fleet shape): a canary's fixed window only when its
+        # configuration changes.
+        cache_dir=warehouse.root_path() / "runs" / "capacity_cache",
+    )
 
 
 def build_replay_asset(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:

@@ -1,0 +1,50 @@
+"""What the weekly job measures on the twin for a run's window besides the replay: the capacity sweep (one server's,
+or a fleet's through its router's model), a fleet's routing reference, and with a target_rps the fleet plan.
+
+One function, so the weekly job's measure_capacity step and the measurement it starts beside a virtual-clock
+replay (capacity_alongside.py) do the same work; every part is cached under `cache_dir` by its inputs (all
+deterministic), so whichever runs second reads what the first wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity
+from endpoints.sim.calibration.fleet_plan import FleetPlan, measure_fleet_plan
+from endpoints.sim.calibration.routing_reference import RoutingReference, measure_routing_reference
+from endpoints.sim.calibration.slo_capacity import SloCapacity, measure_slo_capacity
+from endpoints.spec import EndpointSpec
+from workloads.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityInputs:
+    endpoint: EndpointSpec  # as of the run's week
+    window: Workload  # the week's window of the scenario's workload
+    slo: tuple[float, float]  # (TTFT ms, TPOT ms)
+    target_rps: float | None  # the scenario's target rate: a plan is made for it (requests/s)
+    speedup: float  # the scenario's replay speedup: the routing reference's arrival rate (ratio)
+    cache_dir: Path  # where each measurement is kept by its inputs
+
+
+@dataclass(frozen=True, slots=True)
+class RunCapacity:
+    capacity: SloCapacity | None  # None: no sweep applies (not a twin, fewer than two distinct arrivals)
+    reference: RoutingReference | None  # None: not a twin fleet
+    plan: FleetPlan | None  # None: no target_rps, no capacity, or no plan applies
+
+
+def measure_run_capacity(inputs: CapacityInputs) -> RunCapacity:
+    spec, window, slo = inputs.endpoint, inputs.window, inputs.slo
+    reference = None
+    if spec.fleet is not None:
+        capacity = measure_fleet_capacity(spec, window, *slo, inputs.cache_dir)
+        reference = measure_routing_reference(spec, window, inputs.speedup, inputs.cache_dir)
+    else:
+        capacity = measure_slo_capacity(spec, window, *slo, inputs.cache_dir)
+    plan = None
+    if capacity is not None and inputs.target_rps is not None:
+        plan = measure_fleet_plan(spec, window, inputs.target_rps, slo, capacity, inputs.cache_dir)
+    return RunCapacity(capacity, reference, plan)
