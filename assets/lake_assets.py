@@ -103,7 +103,10 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         capacity = read_capacity_json(Path(replay_run.run_dir))
         if capacity is not None:
             run_context = replace(
-                run_context, capacity_rps_at_slo=capacity.capacity_rps_at_slo, capacity_source="twin_sweep"
+                run_context,
+                capacity_rps_at_slo=capacity.capacity_rps_at_slo,
+                capacity_source="twin_sweep",
+                running_requests_at_slo=capacity.running_requests_at_slo,
             )
         plan = read_fleet_plans_json(Path(replay_run.run_dir))
         if plan is not None:

@@ -90,6 +90,7 @@ SELECT
     capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
     capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
     fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
+    running_requests_at_slo,  -- one replica's time-weighted mean running batch at the capacity sweep's capacity probe (the fastest rate sustained inside the SLO), from the same sweep as capacity_rps_at_slo: the batch the endpoint runs when it carries its capacity (requests; null: no sweep, nothing sustained, or recorded before occupancy at SLO)
     single_replica_hit_rate,  -- cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests at the run's replay rate (endpoints/sim/calibration/routing_reference.py): what the fleet's traffic would realise on one cache of one replica's size (ratio 0-1; null: not a twin fleet, or recorded before routing references)
     fleet_model_hit_rate,     -- cached / prompt tokens the same requests realise on the twin through the fleet's replicas and its router's policy model: single_replica_hit_rate minus this is what routing loses (ratio 0-1; null: not a twin fleet, or recorded before routing references)
     replay_clock,             -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
@@ -272,7 +273,10 @@ CREATE OR REPLACE TABLE run_summary (
     break_even_utilisation DOUBLE,    -- batch_occupancy x self_host_to_api_cost_ratio: the batch occupancy at which self-hosting costs what the API costs, if requests served per GPU-hour grow in proportion to occupancy (ratio; > 1: unreachable on this configuration)
     prefix_cache_hit_rate DOUBLE,     -- client: hit_rate_cached_tokens / hit_rate_prompt_tokens (ratio 0-1; null when not reported)
     server_prefix_cache_hit_rate DOUBLE,  -- server: delta sglang:cached_tokens_total / delta sglang:prompt_tokens_total over the measured window (ratio 0-1; null without server samples)
-    batch_occupancy DOUBLE,           -- sum over workers of the time-weighted mean of sglang:num_running_reqs over the sampled measured window / sum over the same workers of each one's cap (its server_info:max_running_requests row, else runs.max_running_requests) (ratio 0-1; null when a worker's cap is unknown)
+    batch_occupancy DOUBLE,           -- how full the batch ran against what the endpoint runs inside its SLO: basis slo_batch, the sum over workers of the time-weighted mean of sglang:num_running_reqs over the sampled measured window / (running_requests_at_slo x those workers); basis kv_pool (no sweep), the workers' mean sglang:token_usage (ratio; 1 = the batch at SLO capacity, above 1 past it; null: no server samples)
+    batch_occupancy_basis VARCHAR,    -- what batch_occupancy divides by: slo_batch (the sweep's running batch at capacity) | kv_pool (the KV pool's tokens) (null: no occupancy)
+    running_cap_share DOUBLE,         -- the same running requests / the sum of the workers' caps (each one's server_info:max_running_requests row, else runs.max_running_requests): how near the admission cap, which no deployment approaches (ratio 0-1; null when a worker's cap is unknown)
+    running_requests_at_slo DOUBLE,   -- runs.running_requests_at_slo (requests)
     kv_usage_mean DOUBLE,             -- time-weighted mean of sglang:token_usage, KV-pool fraction, summed over workers as stored (ratio)
     kv_usage_max DOUBLE,              -- largest sampled sglang:token_usage in the measured window (ratio)
     retractions BIGINT,               -- delta sglang:num_retracted_requests_total over the measured window (count; null when the server does not export it)
@@ -521,7 +525,7 @@ CREATE OR REPLACE TABLE diagnoses (
     week_start DATE NOT NULL,         -- Monday that starts the week
     scenario VARCHAR NOT NULL,        -- scenario name
     endpoint VARCHAR NOT NULL,        -- endpoint name
-    verdict VARCHAR NOT NULL,         -- runtime_lever | model_candidate | healthy | inconclusive (the four numbers, docs/warehouse.md)
+    verdict VARCHAR NOT NULL,         -- runtime_lever | oversized | model_candidate | healthy | inconclusive (the four numbers, docs/warehouse.md)
     reasons VARCHAR NOT NULL,         -- JSON list of the reasons behind the verdict, each with its number and threshold
     prefix_cache_hit_rate DOUBLE,     -- client hit rate (server's when the client's is null) (ratio 0-1)
     prefix_reuse_share DOUBLE,        -- what an infinite cache could reuse in this workload (ratio 0-1)
@@ -530,7 +534,7 @@ CREATE OR REPLACE TABLE diagnoses (
     gpu_utilisation_pct DOUBLE,       -- run_summary.gpu_utilisation_pct (%)
     cost_per_request_usd DOUBLE,      -- run_summary.cost_per_request_usd (USD)
     budget_usd_per_request DOUBLE,    -- the scenario's budget, else the API-equivalent cost per request (USD)
-    levers VARCHAR NOT NULL,          -- JSON list of the runtime levers that apply, by name: prefix_cache | routing | batch_occupancy | queueing ([] when none)
+    levers VARCHAR NOT NULL,          -- JSON list of the runtime levers that apply, by name: prefix_cache | routing | queueing ([] when none)
     replicas INTEGER,                 -- run_summary.replicas (count; null: recorded before fleets)
     router_policy VARCHAR,            -- run_summary.router_policy (null: no router block)
     single_replica_hit_rate DOUBLE,   -- runs.single_replica_hit_rate: one replica on the twin, the window's first requests (ratio 0-1; null: not a twin fleet)

@@ -8,7 +8,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, WeeklyTrendRow, as_frame
+from warehouse.marts.mart_rows import CostAttributionRow, DiagnosisRow, FleetPlanRow, WeeklyTrendRow, as_frame
 from warehouse.report.fleet_plan_summary import plan_comparisons, run_price_rows
 from warehouse.report.structured_output import comparison_sentence, comparisons, structured_rows
 
@@ -119,6 +119,23 @@ def print_cost_attribution(rows: list[CostAttributionRow], console: Console | No
         values = (row.change_usd, row.price_usd, row.traffic_usd, row.traffic_volume_usd, row.runtime_usd,
                   row.runtime_cache_usd, row.unattributed_usd)  # fmt: skip
         table.add_row(str(row.week_start), row.scenario, *(_usd_per_1k(value) for value in values))
+    console.print(table)
+
+
+def print_diagnoses(rows: list[DiagnosisRow], console: Console | None = None) -> None:
+    """Each run's four-numbers verdict (warehouse table diagnoses) with its reasons."""
+    if not rows:
+        return
+    console = console or _console()
+    table = Table(
+        title="Diagnoses, last week (warehouse table diagnoses: tune the runtime, shrink the fleet, or the model)"
+    )
+    for column in ("scenario", "verdict", "occupancy", "hit rate", "why"):
+        table.add_column(column, justify="right" if column in ("occupancy", "hit rate") else "left")
+    for row in rows:
+        why = "; ".join(orjson.loads(row.reasons))
+        numbers = (_fmt(row.batch_occupancy, ".2f"), _fmt(row.prefix_cache_hit_rate, ".3f"))
+        table.add_row(row.scenario, row.verdict, *numbers, why)
     console.print(table)
 
 

@@ -29,6 +29,7 @@ from pipelines.commands.cli_inputs import check_output_folder
 from pipelines.commands.trend_console import (
     print_check_verdicts,
     print_cost_attribution,
+    print_diagnoses,
     print_fleet_plans,
     print_fleet_routing,
     print_regression_verdicts,
@@ -170,6 +171,7 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
     if store.db_path.exists():
         print_fleet_routing(fleet_routing(store, weeks[-1]), _router_policies(endpoints, scenarios))
         print_fleet_plans([r for r in store.fleet_plans() if r.week_start == weeks[-1]])
+        print_diagnoses([r for r in store.diagnoses() if r.week_start == weeks[-1]])
     print_cost_attribution(attribution)
     print_check_verdicts(sorted(verdicts))
     print_regression_verdicts(rows)

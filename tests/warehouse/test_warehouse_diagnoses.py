@@ -74,7 +74,6 @@ def test_all_four_numbers_high_and_cost_above_the_api_price_is_a_model_candidate
             dict(prefix_cache_hit_rate=0.3),
             "prefix-cache hit rate 0.300 trails the 0.700 the traffic could reuse by 40.0 points",
         ),
-        (dict(batch_occupancy=0.2), "batch occupancy 0.200 is below 0.5"),
         (dict(p95_queue_share=0.75), "queueing is 75.0% of the p95 tail's latency"),
     ],
 )
@@ -94,7 +93,20 @@ def test_a_modelled_queueing_share_is_labelled_as_such():
 
 def test_levers_are_all_listed():
     found = _diagnose(prefix_cache_hit_rate=0.1, batch_occupancy=0.1, p95_queue_share=0.9)
-    assert found["verdict"] == "runtime_lever" and len(found["reasons"]) == 3
+    assert found["verdict"] == "runtime_lever" and len(found["reasons"]) == 2
+    assert json.loads(found["levers"]) == ["prefix_cache", "queueing"]  # a runtime lever comes before the size
+
+
+def test_half_empty_batches_with_no_runtime_lever_say_the_fleet_is_too_big():
+    found = _diagnose(batch_occupancy=0.3, batch_occupancy_basis="slo_batch")
+    assert found["verdict"] == "oversized" and json.loads(found["levers"]) == []
+    assert found["reasons"] == [
+        "batch occupancy 0.300 is below 0.5: the batch ran at 30% of the batch the endpoint runs at its SLO "
+        "capacity; fewer GPUs would carry this traffic"
+    ]
+    found = _diagnose(batch_occupancy=0.3, batch_occupancy_basis="kv_pool")
+    assert found["reasons"][0].endswith("the KV pool (no capacity sweep); fewer GPUs would carry this traffic")
+    assert _diagnose(batch_occupancy=0.5)["verdict"] == "model_candidate"  # at the threshold: not oversized
 
 
 def test_within_budget_is_healthy_and_the_scenario_budget_wins_over_the_api_price():
@@ -106,7 +118,7 @@ def test_within_budget_is_healthy_and_the_scenario_budget_wins_over_the_api_pric
 def test_missing_numbers_make_the_verdict_inconclusive_not_a_guess():
     found = _diagnose(batch_occupancy=None)
     assert found["verdict"] == "inconclusive"
-    assert "batch occupancy unknown (no server samples or no max_running_requests)" in found["reasons"]
+    assert "batch occupancy unknown (no server samples)" in found["reasons"]
     found = _diagnose(api_cost_per_request_usd=None)
     assert found["verdict"] == "inconclusive"
     assert found["reasons"] == ["no scenario budget and no API price for this model"]

@@ -35,7 +35,8 @@ def _run(store, week, scenario, spec, window_s, cached, reasoning=None):
         for i in range(20)
     ]
     info = run_info(run_id, window_s, server_info={"version": "0.5.4", "backend": "sim", "max_running_requests": 16})
-    samples = [server_sample(run_id, t, "sglang:num_running_reqs", 4) for t in (0.5, window_s / 2)]
+    samples = [server_sample(run_id, t, m, v) for t in (0.5, window_s / 2)
+               for m, v in (("sglang:num_running_reqs", 4), ("sglang:token_usage", 0.25))]  # fmt: skip
     write_run(store.lake_root, week, scenario, info, spec, records, server_samples=samples)
 
 

@@ -101,12 +101,13 @@ def test_warm_up_is_excluded_once_and_the_console_agrees_with_the_warehouse(tmp_
     # The twin sends meta_info.queue_time under --enable-metrics: the queueing share is measured.
     assert all(r["server_queue_time_s"] is not None and r["server_queue_time_s"] >= 0 for r in completed)
     assert row.queue_share_source == "server" and 0 <= row.p95_queue_share <= 1
-    # Occupancy against the cap the twin reports it enforces (4).
-    assert row.batch_occupancy is not None and 0 < row.batch_occupancy <= 1
+    # No capacity sweep here: occupancy is the share of the twin's KV pool its running requests held.
+    assert row.batch_occupancy_basis == "kv_pool" and 0 < row.batch_occupancy <= 1
+    assert row.running_cap_share is not None and 0 < row.running_cap_share <= 1  # of the cap it enforces (4)
 
 
 @pytest.mark.timeout(120)
-def test_a_fleets_batch_occupancy_divides_each_worker_by_its_own_cap(tmp_path):
+def test_a_fleets_running_cap_share_divides_each_worker_by_its_own_cap(tmp_path):
     """Two workers (caps 2 and 3) each loaded by one shard of the run: occupancy is the fleet's running
     requests over its 5 slots, never the sum over workers divided by one worker's cap."""
     caps = (2, 3)
@@ -151,5 +152,5 @@ def test_a_fleets_batch_occupancy_divides_each_worker_by_its_own_cap(tmp_path):
         assert max(v for _, v in series) == cap  # each worker ran full at some point: its cap is real
         held = np.diff([t for t, _ in series] + [end])
         means.append(float(np.dot([v for _, v in series], held) / held.sum()))
-    assert row.batch_occupancy == pytest.approx(sum(means) / sum(caps))
-    assert 0 < row.batch_occupancy <= 1
+    assert row.running_cap_share == pytest.approx(sum(means) / sum(caps))
+    assert 0 < row.running_cap_share <= 1

@@ -197,10 +197,18 @@ def test_diagnoses_do_not_say_routing_within_20_points_or_on_one_server(diagnose
 
 def test_diagnoses_do_not_blame_routing_for_what_eviction_loses(diagnoses):
     # The fleet realises 0.15 of the 0.70 the trace offers (55 points short), but one replica realises only
-    # 0.16 of the same requests: its pool evicts, and no router would win the rest back.
+    # 0.16 of the same requests: its pool evicts, and no router would win the rest back. The cache is the lever.
     evicts = diagnoses["fleet-evicts"]
-    assert evicts.prefix_reuse_share - evicts.prefix_cache_hit_rate > 0.5
-    assert json.loads(evicts.levers) == []
-    unjudged = diagnoses["fleet-unjudged"]  # no reference: neither routing nor prefix_cache is claimed
+    assert json.loads(evicts.levers) == ["prefix_cache"]
+    [reason] = json.loads(evicts.reasons)
+    assert reason.startswith("prefix-cache hit rate 0.150 trails the 0.700 the traffic could reuse by 55.0 points")
+    assert reason.endswith("; routing accounts for 1.0 of them (the twin's one-replica reference)")
+    unjudged = diagnoses["fleet-unjudged"]  # no reference: the whole gap is the cache's, routing not told apart
     assert (unjudged.single_replica_hit_rate, unjudged.fleet_model_hit_rate) == (None, None)
-    assert json.loads(unjudged.levers) == []
+    assert json.loads(unjudged.levers) == ["prefix_cache"]
+    assert json.loads(unjudged.reasons)[0].endswith("; a fleet: routing not told apart (no twin reference)")
+
+
+def test_routings_part_of_the_gap_is_not_counted_again_as_the_caches(diagnoses):
+    # 25 points short of the reusable share, 26 of them routing's: routing alone.
+    assert json.loads(diagnoses["fleet-trails"].levers) == ["routing"]

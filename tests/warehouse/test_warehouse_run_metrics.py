@@ -184,7 +184,7 @@ def test_api_equivalent_cost_and_break_even(row):
     assert row.api_cost_per_request_usd == pytest.approx(api / 4)
     assert row.self_host_to_api_cost_ratio == pytest.approx(0.40 / api)
     # occupancy (below) x the cost ratio.
-    assert row.break_even_utilisation == pytest.approx(0.40 / api * (7 / 3 + 1) / 18)
+    assert row.break_even_utilisation == pytest.approx(0.40 / api * (0.2 * 60 + 0.5 * 30) / 90)  # x occupancy
 
 
 def test_client_and_server_hit_rates(row):
@@ -197,9 +197,11 @@ def test_client_and_server_hit_rates(row):
 def test_batch_occupancy_and_kv_usage_are_time_weighted(row):
     # Worker A: 2 for 30 s, 4 for 30 s, 1 for 30 s = 7/3 of its 8 slots; worker B: 1 for 90 s of its 10:
     # the fleet ran (7/3 + 1) of 18 slots. Each worker against its own cap, so it stays within 0..1.
-    assert row.batch_occupancy == pytest.approx((7 / 3 + 1) / 18)
+    assert row.running_cap_share == pytest.approx((7 / 3 + 1) / 18)
     # 0.2 for 60 s, 0.5 for 30 s.
     assert row.kv_usage_mean == pytest.approx((0.2 * 60 + 0.5 * 30) / 90)
+    # No capacity sweep: the occupancy is the share of the KV pool the running requests held.
+    assert (row.batch_occupancy, row.batch_occupancy_basis) == (pytest.approx(row.kv_usage_mean), "kv_pool")
     assert row.kv_usage_max == pytest.approx(0.5)
     assert row.gpu_utilisation_pct == pytest.approx(60.0)
     assert (row.server_sample_count, row.gpu_sample_count) == (16, 3)
@@ -300,3 +302,16 @@ def test_unmeasured_numbers_are_null_not_zero(tmp_path):
     # Without a reported completion count a chunk gap stands for one token: 200 and 700 ms.
     assert (row.p50_itl_ms, row.p99_itl_ms) == (pytest.approx(450.0), pytest.approx(200 + 0.99 * 500))
     assert not math.isnan(row.p95_queue_share)
+
+
+def test_batch_occupancy_is_against_the_batch_the_endpoint_runs_at_its_slo_capacity(tmp_path):
+    # The same samples, with the sweep's running batch at capacity known: 2.5 requests a worker. The two workers
+    # ran 7/3 + 1 requests on average, of the 2 x 2.5 they run when they carry their capacity inside the SLO.
+    store = Warehouse(tmp_path / "wh")
+    info = run_info("r1", 90.0, warmup_s=10.0, server_info={"version": "0.5.4", "backend": "sim"})
+    context = RunContext(slo_ttft_ms=350.0, slo_tpot_ms=1000.0, running_requests_at_slo=2.5)
+    write_run(store.lake_root, WEEK, "chat", info, SPEC, _records("r1"), context, _server_samples("r1"))
+    store.refresh()
+    [summary] = store.run_summary()
+    assert summary.batch_occupancy == pytest.approx((7 / 3 + 1) / (2 * 2.5))
+    assert (summary.batch_occupancy_basis, summary.running_requests_at_slo) == ("slo_batch", 2.5)

@@ -48,7 +48,8 @@ def store(tmp_path_factory):
                         server_info={"version": "0.5.4", "tp_size": 8, "max_running_requests": 10})  # fmt: skip
         # The same function the runs_lake asset uses: what the scenario says about its runs.
         context = RunContext.of_scenario(scenario, prefix_reuse_share=None)
-        samples = [server_sample(run_id, at_s, "sglang:num_running_reqs", 8.0) for at_s in (0.5, 10, 20, 29)]
+        samples = [server_sample(run_id, at_s, m, v) for at_s in (0.5, 10, 20, 29)
+                   for m, v in (("sglang:num_running_reqs", 8.0), ("sglang:token_usage", 0.8))]  # fmt: skip
         write_run(store.lake_root, WEEK, name, info, endpoint(), records, context, server_samples=samples)
     store.refresh()
     return store

@@ -51,6 +51,9 @@ class RunSummaryRow:
     prefix_cache_hit_rate: float | None
     server_prefix_cache_hit_rate: float | None
     batch_occupancy: float | None
+    batch_occupancy_basis: str | None
+    running_cap_share: float | None
+    running_requests_at_slo: float | None
     kv_usage_mean: float | None
     kv_usage_max: float | None
     retractions: int | None

@@ -168,6 +168,15 @@ RUNS_COLUMNS = ColumnList(
             note="null: no plan: no target_rps or SLO, not a twin, or recorded before plans",
         ),
         Column(
+            "running_requests_at_slo",
+            pa.float64(),
+            "requests",
+            "one replica's time-weighted mean running batch at the capacity sweep's capacity probe (the fastest "
+            "rate sustained inside the SLO), from the same sweep as capacity_rps_at_slo: the batch the endpoint "
+            "runs when it carries its capacity",
+            note="null: no sweep, nothing sustained, or recorded before occupancy at SLO",
+        ),
+        Column(
             "single_replica_hit_rate",
             pa.float64(),
             "ratio 0-1",
@@ -234,6 +243,7 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "capacity_rps_at_slo",
             "capacity_source",
             "fleet_plan_json",
+            "running_requests_at_slo",
             "single_replica_hit_rate",
             "fleet_model_hit_rate",
         )

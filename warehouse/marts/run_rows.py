@@ -46,6 +46,7 @@ class RunContext:
     )
     capacity_source: str | None = None  # twin_sweep when a sweep ran
     fleet_plan_json: str | None = None  # fleet_plan.py's plan for the scenario's target_rps (fleet_plans.json)
+    running_requests_at_slo: float | None = None  # the sweep's running batch at its capacity probe (capacity.json)
     single_replica_hit_rate: float | None = None  # routing_reference.py: one replica on the window's first requests
     fleet_model_hit_rate: float | None = None  # routing_reference.py: the fleet's router model, the same requests
 
@@ -149,6 +150,7 @@ def build_run_row(
         "capacity_rps_at_slo": context.capacity_rps_at_slo,
         "capacity_source": context.capacity_source,
         "fleet_plan_json": context.fleet_plan_json,
+        "running_requests_at_slo": context.running_requests_at_slo,
         "single_replica_hit_rate": context.single_replica_hit_rate,
         "fleet_model_hit_rate": context.fleet_model_hit_rate,
         "replay_clock": endpoint.clock.value,

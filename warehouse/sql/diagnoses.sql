@@ -3,13 +3,15 @@
 -- queueing share of p95 latency, and GPU utilisation.
 --   runtime_lever   any lever applies: on one server, the hit rate trails the reusable share by >= 20 points
 --                   (prefix_cache); on a fleet, what one replica realises trails by >= 20 points what the
---                   fleet realises on the same requests (routing); batch occupancy < 0.5; queueing >= 50% of the
---                   p95 tail's latency.
+--                   fleet realises on the same requests (routing); queueing >= 50% of the p95 tail's latency.
 -- Routing compares two figures of the twin on the same requests (run_summary.single_replica_hit_rate and
 -- fleet_model_hit_rate, endpoints/sim/calibration/routing_reference.py), not the fleet with the reusable share: a
--- cache that evicts misses reuse whatever the router does. A fleet without them (a real endpoint, a run recorded
--- before them) is not judged on routing, and a fleet is never judged on prefix_cache: its gap is the pools' and
--- the router's together.
+-- cache that evicts misses reuse whatever the router does. On a fleet the prefix_cache lever takes what is left of
+-- the gap to the reusable share once routing's part is taken out, so each point is counted once; a fleet without
+-- the reference (a real endpoint, a run recorded before them) is not judged on routing, and its whole gap is named
+-- prefix_cache, saying routing was not told apart.
+--   oversized       no lever, and the batch ran below half of what the endpoint runs inside its SLO
+--                   (run_summary.batch_occupancy < 0.5): the fleet is larger than its traffic needs.
 --   model_candidate no lever, occupancy and queueing measured, GPU utilisation >= 50% (or unmeasured),
 --                   and the cost per request still above budget (the scenario's, else the API's).
 --   healthy         no lever and the cost per request within budget.
@@ -32,6 +34,7 @@ numbers AS (
         coalesce(s.prefix_cache_hit_rate, s.server_prefix_cache_hit_rate) AS prefix_cache_hit_rate,
         s.prefix_reuse_share,
         s.batch_occupancy,
+        s.batch_occupancy_basis,
         s.p95_queue_share,
         s.queue_share_source,
         s.gpu_utilisation_pct,
@@ -46,26 +49,36 @@ numbers AS (
         l.*
     FROM run_summary AS s, limits AS l
 ),
+gaps AS (
+    SELECT
+        *,
+        -- What routing loses on the twin's reference (a fleet with one; negative: the fleet's pools do better).
+        CASE WHEN is_fleet THEN single_replica_hit_rate - fleet_model_hit_rate END AS routing_gap,
+        -- The reuse the run missed, less the part routing explains: the cache's own (disabled, too small, evicting).
+        prefix_reuse_share - prefix_cache_hit_rate
+            - CASE WHEN is_fleet THEN greatest(coalesce(single_replica_hit_rate - fleet_model_hit_rate, 0), 0) ELSE 0 END
+            AS cache_gap
+    FROM numbers
+),
 found AS (
     SELECT
         *,
         list_filter(
             [
-                {'name': 'prefix_cache', 'reason': CASE WHEN NOT is_fleet
-                    AND prefix_reuse_share - prefix_cache_hit_rate >= max_cache_gap THEN format(
-                    'prefix-cache hit rate {:.3f} trails the {:.3f} the traffic could reuse by {:.1f} points (lever at {:g})',
+                {'name': 'prefix_cache', 'reason': CASE WHEN cache_gap >= max_cache_gap THEN format(
+                    'prefix-cache hit rate {:.3f} trails the {:.3f} the traffic could reuse by {:.1f} points (lever at {:g}){}',
                     prefix_cache_hit_rate, prefix_reuse_share, 100 * (prefix_reuse_share - prefix_cache_hit_rate),
-                    100 * max_cache_gap) END},
-                {'name': 'routing', 'reason': CASE WHEN is_fleet
-                    AND single_replica_hit_rate - fleet_model_hit_rate >= max_routing_gap THEN format(
+                    100 * max_cache_gap,
+                    CASE WHEN NOT is_fleet THEN ''
+                        WHEN routing_gap IS NULL THEN '; a fleet: routing not told apart (no twin reference)'
+                        ELSE format('; routing accounts for {:.1f} of them (the twin''s one-replica reference)',
+                                    100 * greatest(routing_gap, 0)) END) END},
+                {'name': 'routing', 'reason': CASE WHEN routing_gap >= max_routing_gap THEN format(
                     'routing: on the twin the fleet''s hit rate {:.3f} ({} replicas, router policy {}) trails the {:.3f} '
                     'one replica realises on the same requests by {:.1f} points (lever at {:g}); this run realised {}',
                     fleet_model_hit_rate, replicas, coalesce(router_policy, 'not recorded'), single_replica_hit_rate,
                     100 * (single_replica_hit_rate - fleet_model_hit_rate), 100 * max_routing_gap,
                     coalesce(format('{:.3f}', prefix_cache_hit_rate), 'no hit rate')) END},
-                {'name': 'batch_occupancy', 'reason': CASE WHEN batch_occupancy < min_batch_occupancy THEN format(
-                    'batch occupancy {:.3f} is below {:g}: the GPUs run nearly empty batches',
-                    batch_occupancy, min_batch_occupancy) END},
                 {'name': 'queueing', 'reason': CASE WHEN p95_queue_share >= max_p95_queue_share THEN format(
                     'queueing is {:.1f}% of the p95 tail''s latency (lever at {:g}%){}',
                     100 * p95_queue_share, 100 * max_p95_queue_share,
@@ -74,7 +87,7 @@ found AS (
             ],
             lambda lever: lever.reason IS NOT NULL
         ) AS found_levers
-    FROM numbers
+    FROM gaps
 ),
 levers AS (
     SELECT
@@ -88,6 +101,7 @@ judged AS (
         *,
         CASE
             WHEN len(lever_reasons) > 0 THEN 'runtime_lever'
+            WHEN batch_occupancy < min_batch_occupancy THEN 'oversized'
             WHEN budget_usd_per_request IS NULL OR cost_per_request_usd IS NULL THEN 'inconclusive'
             WHEN cost_per_request_usd <= budget_usd_per_request THEN 'healthy'
             WHEN batch_occupancy IS NULL OR p95_queue_share IS NULL THEN 'inconclusive'
@@ -104,6 +118,11 @@ SELECT
     verdict,
     to_json(CASE verdict
         WHEN 'runtime_lever' THEN lever_reasons
+        WHEN 'oversized' THEN [format(
+            'batch occupancy {:.3f} is below {:g}: the batch ran at {:.0f}% of {}; fewer GPUs would carry this traffic',
+            batch_occupancy, min_batch_occupancy, 100 * batch_occupancy,
+            CASE batch_occupancy_basis WHEN 'slo_batch' THEN 'the batch the endpoint runs at its SLO capacity'
+                ELSE 'the KV pool (no capacity sweep)' END)]
         WHEN 'healthy' THEN [format('cost per request {:.6g} USD is within {} of {:.6g} USD',
                                     cost_per_request_usd, budget_kind, budget_usd_per_request)]
         WHEN 'model_candidate' THEN [
@@ -116,7 +135,7 @@ SELECT
             CASE WHEN budget_usd_per_request IS NULL THEN 'no scenario budget and no API price for this model' END,
             CASE WHEN cost_per_request_usd > budget_usd_per_request THEN format(
                 'cost per request {:.6g} USD is above {} of {:.6g} USD', cost_per_request_usd, budget_kind, budget_usd_per_request) END,
-            CASE WHEN batch_occupancy IS NULL THEN 'batch occupancy unknown (no server samples or no max_running_requests)' END,
+            CASE WHEN batch_occupancy IS NULL THEN 'batch occupancy unknown (no server samples)' END,
             CASE WHEN p95_queue_share IS NULL THEN 'queueing share unknown' END,
             CASE WHEN gpu_utilisation_pct < min_gpu_utilisation_pct THEN format(
                 'GPU utilisation {:.1f}% is below {:g}% with no runtime lever showing', gpu_utilisation_pct, min_gpu_utilisation_pct) END

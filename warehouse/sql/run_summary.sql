@@ -167,13 +167,15 @@ worker_caps AS (
     GROUP BY week_start, scenario, run_id, source_url
 ),
 occupancy AS (
-    -- Each worker's running requests against its own cap, added up as the fleet's running requests over
-    -- the fleet's slots; one sampled worker without a known cap makes the occupancy unknown.
+    -- The fleet's running requests (each worker's time-weighted mean, added up), and against the workers' caps
+    -- (one sampled worker without a known cap makes that share unknown).
     SELECT
         week_start,
         scenario,
         run_id,
-        CASE WHEN count(worker_cap) = count(*) THEN sum(mean_running) / nullif(sum(worker_cap), 0) END AS batch_occupancy
+        sum(mean_running) AS mean_running_total,
+        count(*) AS running_workers,
+        CASE WHEN count(worker_cap) = count(*) THEN sum(mean_running) / nullif(sum(worker_cap), 0) END AS running_cap_share
     FROM (
         SELECT m.week_start, m.scenario, m.run_id, m.source_url, sum(m.mean_value) AS mean_running,
                coalesce(any_value(c.worker_cap), any_value(m.max_running_requests)) AS worker_cap
@@ -190,7 +192,8 @@ gauges AS (
         scenario,
         run_id,
         sum(mean_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_mean,
-        max(max_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_max
+        max(max_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_max,
+        count(*) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_series
     FROM gauge_means
     GROUP BY week_start, scenario, run_id
 ),
@@ -250,9 +253,12 @@ costed AS (
         c.server_cached_tokens,
         c.server_prompt_tokens,
         c.retractions,
-        o.batch_occupancy,
+        o.mean_running_total,
+        o.running_workers,
+        o.running_cap_share,
         g.kv_usage_mean,
         g.kv_usage_max,
+        g.kv_usage_series,
         coalesce(n.server_sample_count, 0) AS server_sample_count,
         u.gpu_utilisation_pct,
         coalesce(u.gpu_sample_count, 0) AS gpu_sample_count,
@@ -314,10 +320,17 @@ SELECT
     api_cost_usd,
     api_cost_usd / nullif(completed_requests, 0) AS api_cost_per_request_usd,
     run_cost_usd / nullif(api_cost_usd, 0) AS self_host_to_api_cost_ratio,
+    -- Occupancy against what the endpoint runs inside its SLO: the running batch one worker keeps when it carries
+    -- its SLO capacity (the sweep's capacity probe); without a sweep, the share of the KV pool running requests hold.
+    CASE WHEN running_requests_at_slo > 0 THEN mean_running_total / (running_requests_at_slo * running_workers)
+         WHEN kv_usage_series > 0 THEN kv_usage_mean / kv_usage_series END AS batch_occupancy,
+    CASE WHEN running_requests_at_slo > 0 AND mean_running_total IS NOT NULL THEN 'slo_batch'
+         WHEN kv_usage_series > 0 THEN 'kv_pool' END AS batch_occupancy_basis,
     batch_occupancy * run_cost_usd / nullif(api_cost_usd, 0) AS break_even_utilisation,
     hit_rate_cached_tokens / nullif(hit_rate_prompt_tokens, 0) AS prefix_cache_hit_rate,
     server_cached_tokens / nullif(server_prompt_tokens, 0) AS server_prefix_cache_hit_rate,
-    batch_occupancy,
+    running_cap_share,
+    running_requests_at_slo,
     kv_usage_mean,
     kv_usage_max,
     retractions::BIGINT AS retractions,

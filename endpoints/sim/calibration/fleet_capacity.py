@@ -50,6 +50,7 @@ FLEET_RULES = (SWEEP_RULES, "fleet", 2)  # what changes a fleet sweep's answer b
 class FleetBenchResult:
     bench: BenchResult  # every request's timing, in request order (engine: worker 0's)
     workers: tuple[int, ...]  # the worker each request was routed to, in request order
+    mean_running_per_replica: float  # time-weighted mean running batch, over the replicas (requests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,10 @@ def run_fleet_bench(
             poller.cancel()
             for engine in engines:
                 await engine.stop()
-        return FleetBenchResult(BenchResult(clock.now_s() - start_s, tuple(timings), engines[0]), tuple(workers))
+        span_s = clock.now_s() - start_s
+        running_s = sum(e.running_request_s for e in engines)
+        return FleetBenchResult(BenchResult(span_s, tuple(timings), engines[0]), tuple(workers),
+                                running_s / (replicas * span_s) if span_s > 0 else 0.0)  # fmt: skip
 
     return clock.run(main())
 
@@ -150,13 +154,13 @@ def sweep_fleet_capacity(
     params = parse_router_spec(router)
     seen: list[tuple[float, tuple[float, ...], float]] = []  # (hit rate, worker shares, p95 TTFT), probe order
 
-    def share_of(scaled: list[BenchRequest]) -> float:
+    def share_of(scaled: list[BenchRequest]) -> tuple[float, float]:
         result = run_fleet_bench(flags, replicas, params, scaled)
         counts = [result.workers.count(w) for w in range(replicas)]
         ttfts_ms = sorted(r.ttft_s * 1000 for r in result.bench.requests)
         p95_ms = ttfts_ms[min(len(ttfts_ms) - 1, math.ceil(0.95 * len(ttfts_ms)) - 1)]  # nearest rank
         seen.append((cached_share(result.bench), tuple(c / len(scaled) for c in counts), p95_ms))
-        return good_share(result.bench, slo_ttft_ms, slo_tpot_ms)
+        return good_share(result.bench, slo_ttft_ms, slo_tpot_ms), result.mean_running_per_replica
 
     capacity = search_capacity(requests, share_of, start_factor=start_factor)
     at = _capacity_probe(capacity)

@@ -44,7 +44,7 @@ MAX_FACTOR = 1024.0  # rate factors probed: the workload's own rate x [1/MAX_FAC
 MAX_SWEEP_REQUESTS = 300
 BISECTIONS = 2  # after bracketing: the capacity is known to within a factor 2^(1/4), about 19%
 # Everything that changes a sweep's answer besides its requests, flags and SLO (part of the cache key).
-SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 1)
+SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,7 @@ class CapacityProbe:
     rate_factor: float  # arrivals compressed by this factor (ratio; 1 = the workload's own rate)
     rate_rps: float  # requests / arrival span at that factor (requests/s)
     good_share: float  # requests meeting both SLO parts (ratio 0-1)
+    mean_running_requests: float | None = None  # time-weighted mean running batch of one replica (requests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,15 @@ class SloCapacity:
     requests: int  # requests the sweep replayed (count)
     probes: tuple[CapacityProbe, ...]  # in the order run
     cpu_s: float  # process CPU time the sweep took (s)
+
+    @property
+    def running_requests_at_slo(self) -> float | None:
+        """One replica's mean running batch at the capacity probe (the fastest sustained rate): the batch the
+        endpoint runs when it carries its capacity inside the SLO (None: no rate sustained, or not recorded)."""
+        if self.capacity_rps_at_slo is None or not self.probes:
+            return None
+        at = min(self.probes, key=lambda p: abs(p.rate_rps - self.capacity_rps_at_slo))  # type: ignore[operator]
+        return at.mean_running_requests
 
 
 def good_share(result: BenchResult, slo_ttft_ms: float, slo_tpot_ms: float) -> float:
@@ -88,19 +98,23 @@ def sweep_slo_capacity(
 ) -> SloCapacity:
     """The highest rate (requests/s) at which the twin built from `flags` keeps MIN_GOOD_SHARE of the
     idle endpoint's share of `requests` inside the SLO, by doubling then bisecting the arrival rate factor."""
-    return search_capacity(
-        requests, lambda scaled: good_share(run_bench(flags, scaled), slo_ttft_ms, slo_tpot_ms), bisections
-    )
+
+    def outcome(scaled: list[BenchRequest]) -> tuple[float, float]:
+        result = run_bench(flags, scaled)
+        return good_share(result, slo_ttft_ms, slo_tpot_ms), result.mean_running_requests
+
+    return search_capacity(requests, outcome, bisections)
 
 
 def search_capacity(
     requests: Sequence[BenchRequest],
-    share_of: Callable[[list[BenchRequest]], float],
+    share_of: Callable[[list[BenchRequest]], tuple[float, float]],
     bisections: int = BISECTIONS,
     start_factor: float = 1.0,
 ) -> SloCapacity:
     """The sweep itself, for any server model: `share_of(scaled)` replays the requests (arrivals already
-    compressed, counted from 0) on a fresh, cold model and returns the share inside the SLO. One replica
+    compressed, counted from 0) on a fresh, cold model and returns the share inside the SLO and one replica's
+    mean running batch. One replica
     (sweep_slo_capacity) and a fleet behind its router (fleet_capacity.py) share it. The bracket starts at
     `start_factor` (a fleet plan starts near the rate it expects, saving the doublings up to it)."""
     requests = sorted(requests, key=lambda r: r.arrival_s)[:MAX_SWEEP_REQUESTS]
@@ -113,8 +127,8 @@ def search_capacity(
 
     def share_at(factor: float) -> float:
         scaled = [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / factor) for r in requests]
-        share = share_of(scaled)
-        probes.append(CapacityProbe(factor, len(requests) * factor / span_s, share))
+        share, running = share_of(scaled)
+        probes.append(CapacityProbe(factor, len(requests) * factor / span_s, share, running))
         return share
 
     idle_share = share_at(IDLE_FACTOR)

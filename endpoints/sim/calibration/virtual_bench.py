@@ -53,6 +53,11 @@ class BenchResult:
     engine: SimEngine
 
     @property
+    def mean_running_requests(self) -> float:
+        """The time-weighted mean running batch over the run (warm-ups included: the sweeps run none)."""
+        return self.engine.running_request_s / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
     def output_tok_s(self) -> float:
         return sum(r.output_tokens for r in self.requests) / self.duration_s
 

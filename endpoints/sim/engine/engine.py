@@ -66,6 +66,9 @@ class SimEngine:
         self.last_step_end_s: float | None = None
         self.steps = 0
         self.loop_cpu_s = 0.0  # Python time spent planning, completing and delivering (the twin's own overhead)
+        # Requests in the running batch x the steps' seconds: / a span, the time-weighted mean running batch
+        # (what sglang:num_running_reqs, sampled, averages to).
+        self.running_request_s = 0.0
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -197,6 +200,7 @@ class SimEngine:
             if busy_until_s is not None and start_s - busy_until_s < plan.duration_s:
                 start_s = busy_until_s
             busy_until_s = start_s + plan.duration_s
+            self.running_request_s += len(scheduler.running) * plan.duration_s
             self.loop_cpu_s += time.perf_counter() - cpu_start
             await clock.sleep_until(busy_until_s)
             cpu_start = time.perf_counter()
