@@ -10,6 +10,7 @@ from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
 from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.mart_rows import CostAttributionRow, LakeQuarantineRow, RunSummaryRow, WeeklyTrendRow, as_dict
+from warehouse.report.focus_export import write_focus_week
 from warehouse.report.weekly_report import write_weekly_report
 
 # Plotted by Dagster's UI over time, per partition.
@@ -110,14 +111,18 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         group_name="marts",
         kinds={"html"},
         deps=["weekly_trends"],
-        description="The week's HTML report (warehouse/reports/week=YYYY-MM-DD.html) and cost-trend PNG, over "
-        "every scenario materialized so far that week. Not built when an ERROR check failed upstream.",
+        description="The week's HTML report (warehouse/reports/week=YYYY-MM-DD.html), cost-trend PNG and FOCUS 1.2 "
+        "cost rows (focus_week=YYYY-MM-DD.csv), over every scenario materialized so far that week. Not built when an "
+        "ERROR check failed upstream.",
     )
     def weekly_report(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> None:
-        report = write_weekly_report(warehouse.warehouse(), WeekScenario.of(context).week_start)
+        store, week_start = warehouse.warehouse(), WeekScenario.of(context).week_start
+        report = write_weekly_report(store, week_start)
+        focus_csv = write_focus_week(store, week_start)  # the week's cost as FinOps tools read it (FOCUS 1.2)
         context.add_output_metadata(
             {
                 "report": dg.MetadataValue.path(str(report.html_path)),
+                "focus_csv": dg.MetadataValue.path(str(focus_csv)),
                 "cost_trend_png": dg.MetadataValue.path(str(report.cost_png_path)),
                 "plots": report.plots,
                 "regressions": report.regressions,

@@ -180,7 +180,8 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
     for week in weeks:
         page = reports / f"week={week.isoformat()}.html"
         if page.exists():
-            print(f"Weekly report:    {page}  (+ cost_trend_week={week.isoformat()}.png)")
+            print(f"Weekly report:    {page}  (+ cost_trend_week={week.isoformat()}.png, "
+                  f"focus_week={week.isoformat()}.csv: FOCUS 1.2 cost rows)")  # fmt: skip
     print(f"Parquet lake:     {store.lake_root}")
     told = _regression_notices(notices) - notices_before
     print(f"Notices:          {notices}   ({told} regression notice(s) from this demo; failures go there too)")

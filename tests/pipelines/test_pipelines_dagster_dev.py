@@ -120,6 +120,8 @@ def test_dagster_dev_serves_schedule_sensor_assets_and_checks(tmp_path):
     lake = tmp_path / "warehouse" / "lake" / "requests" / f"week={UI_WEEK}" / f"scenario={UI_SCENARIO}"
     assert (lake / "part-0.parquet").exists()
     assert (tmp_path / "warehouse" / "reports" / f"week={UI_WEEK}.html").exists()
+    focus = (tmp_path / "warehouse" / "reports" / f"focus_week={UI_WEEK}.csv").read_text().splitlines()
+    assert focus[0].startswith('"BilledCost","BillingAccountId"') and len(focus) == 2  # the one run's FOCUS row
 
 
 def _materialize_from_the_asset_graph(port: int, repo: dict) -> str:
