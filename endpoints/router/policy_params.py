@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from importlib import resources
 
 from endpoints.router.expected_wait import ExpectedWaitParams
 from endpoints.router.router_spec import RouterSpec
@@ -95,6 +96,14 @@ _REFUSED = (
 )  # fmt: skip
 
 
+def _smg_launch_flags() -> frozenset[str]:
+    text = resources.files("endpoints").joinpath("router/smg_launch_flags.txt").read_text()
+    return frozenset(line for line in text.splitlines() if line.startswith("--"))
+
+
+SMG_LAUNCH_FLAGS = _smg_launch_flags()  # every flag smg 1.13.0's `smg launch` takes: anything else is a typo
+
+
 def _split(args: tuple[str, ...]) -> list[tuple[str, str | None]]:
     """(flag, value or None) pairs from `--flag value`, `--flag=value` and bare switches."""
     pairs: list[tuple[str, str | None]] = []
@@ -123,6 +132,9 @@ def parse_router_spec(spec: RouterSpec, seed: int = 0) -> RouterModelParams:
     groups: dict[str, dict[str, object]] = {"cache_aware": {}, "prefix_hash": {}, "expected_wait": {}, "overload": {}}
     top: dict[str, object] = {}
     for flag, value in _split(spec.args):
+        if flag not in SMG_LAUNCH_FLAGS:
+            raise UnmodelledRouting(f"router flag {flag} is not a flag of smg 1.13.0 (`smg launch --help` has none by "
+                                    "that name)")  # fmt: skip
         if flag in ("--policy", "--worker-urls", "--host", "--port"):
             raise UnmodelledRouting(f"router args: {flag} is set by costbench, not in the router's args")
         if flag in _REFUSED:
