@@ -20,7 +20,7 @@ import contextlib
 import re
 
 import orjson
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 from endpoints.router.policy_params import RouterModelParams
 from endpoints.router.routing_policy import RoutingPolicy, build_policy
@@ -84,7 +84,11 @@ class FleetRouter:
         return app
 
     async def _start(self, _app: web.Application) -> None:
-        self._session = ClientSession(timeout=ClientTimeout(total=None, sock_connect=30))
+        # No cap on connections to the workers, as smg's HTTP client has none. aiohttp's default (100) queued the
+        # 101st request in flight inside the model, and its pool hands a freed connection to a waiting host chosen
+        # by an unseeded random draw: an overloaded replay came out different on every run.
+        connector = TCPConnector(limit=0)
+        self._session = ClientSession(connector=connector, timeout=ClientTimeout(total=None, sock_connect=30))
         await self._poll_once()
         self._poller = asyncio.get_running_loop().create_task(self._poll_forever(), name="router-load-poll")
 
