@@ -39,6 +39,7 @@ from replay.recording.shard_merge import merge_shard_runs
 from replay.runner import ReplayConfig, run_replay, run_replay_async
 from replay.scenario_config import replay_config_for
 from warehouse.marts.price_table import resolve_gpu_price
+from workloads.weekly_traffic import WeekTraffic
 from workloads.workload import Workload
 
 POST_REPLAY_NICE = 10  # added to the process's nice value once its replay is over
@@ -197,7 +198,7 @@ def replay_shard(
             return run_replay_async(workload, config, shard_dir, clock)
 
         if task.shard_index == 0:  # the capacity measurements overlap the replay: neither keeps a schedule
-            with measuring_alongside(_capacity_inputs(part, workload, warehouse), Path(task.run_dir)) as child:
+            with measuring_alongside(_capacity_inputs(part, workload, traffic, warehouse), Path(task.run_dir)) as child:
                 info = replay_on_virtual_twin(spec, Path(task.run_dir), task.run_id, scenario.cold_start, replay)
             if child.returncode:
                 context.log.warning(f"the capacity measurement beside the replay failed (exit {child.returncode}, "
@@ -254,7 +255,9 @@ def measure_capacity(
     part = catalog.partition(context, endpoint=replay.endpoint)
     scenario, spec = part.scenario, part.endpoint
     # Beside a virtual-clock replay the same measurements ran already (replay_shard): then all are read back.
-    measured = measure_run_capacity(_capacity_inputs(part, workload, warehouse))
+    measured = measure_run_capacity(
+        _capacity_inputs(part, workload, part.traffic(warehouse.workloads_dir()), warehouse)
+    )
     capacity, reference, plan = measured.capacity, measured.reference, measured.plan
     if capacity is None:
         context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
@@ -282,8 +285,9 @@ def measure_capacity(
     return replay
 
 
-def _capacity_inputs(part: PartitionContext, workload: Workload, warehouse: WarehouseResource) -> CapacityInputs:
-    traffic = part.traffic(warehouse.workloads_dir())
+def _capacity_inputs(
+    part: PartitionContext, workload: Workload, traffic: WeekTraffic, warehouse: WarehouseResource
+) -> CapacityInputs:
     return CapacityInputs(
         endpoint=part.endpoint,
         window=workload.window(traffic.start_s, traffic.duration_s),

@@ -26,27 +26,29 @@ CONVERSATIONS, TURNS = 7, 4  # an odd count: round_robin then moves every conver
 FLAGS = ("--tp", "8", "--sim-hardware", "h200", "--stream-interval", "4")
 
 
+def _workload(name: str, columns: dict[str, list]) -> Workload:
+    """A Mooncake-shaped workload of `columns` (request_id .. prefix_blocks), free-form prompts with no text."""
+    n = len(columns["request_id"])
+    unset = {c: [None] * n for c in ("prompt", "reasoning_tokens", "response_format", "constrained")}
+    table = pa.Table.from_pydict({**columns, **unset}, schema=WORKLOAD_SCHEMA)
+    return Workload(name, "test.jsonl", TraceFormat.MOONCAKE, "s", BLOCK, table)
+
+
 def _conversations() -> Workload:
     """Conversation c's turn t is the conversation so far: 4 blocks a turn, so turn t's prompt holds turn t-1's."""
     rows = [(c, t) for t in range(TURNS) for c in range(CONVERSATIONS)]
-    n = len(rows)
-    table = pa.Table.from_pydict(
+    return _workload(
+        "conversations",
         {
             "request_id": [f"c{c}t{t}" for c, t in rows],
             "session_id": [f"c{c}" for c, _ in rows],
             "turn": [t for _, t in rows],
             "arrival_s": [t * 6.0 + c * 0.4 for c, t in rows],  # light load: routing alone decides
             "input_tokens": [4 * BLOCK * (t + 1) for _, t in rows],
-            "output_tokens": [16] * n,
+            "output_tokens": [16] * len(rows),
             "prefix_blocks": [[c * 1000 + j for j in range(4 * (t + 1))] for c, t in rows],
-            "prompt": [None] * n,
-            "reasoning_tokens": [None] * n,
-            "response_format": [None] * n,
-            "constrained": [None] * n,
         },
-        schema=WORKLOAD_SCHEMA,
     )
-    return Workload("conversations", "test.jsonl", TraceFormat.MOONCAKE, "s", BLOCK, table)
 
 
 def _fleet(policy: str) -> EndpointSpec:
@@ -143,7 +145,8 @@ def test_a_policy_the_model_does_not_have_is_refused_by_name(tmp_path):
 def _burst(requests: int = 240) -> Workload:
     """`requests` independent prompts arriving within 2 s, each with a long answer: far more in flight at once than
     an HTTP client pool's default 100 connections."""
-    table = pa.Table.from_pydict(
+    return _workload(
+        "burst",
         {
             "request_id": [f"b{i}" for i in range(requests)],
             "session_id": [None] * requests,
@@ -152,14 +155,8 @@ def _burst(requests: int = 240) -> Workload:
             "input_tokens": [2 * BLOCK] * requests,
             "output_tokens": [400] * requests,
             "prefix_blocks": [[10_000 + 2 * i, 10_001 + 2 * i] for i in range(requests)],
-            "prompt": [None] * requests,
-            "reasoning_tokens": [None] * requests,
-            "response_format": [None] * requests,
-            "constrained": [None] * requests,
         },
-        schema=WORKLOAD_SCHEMA,
     )
-    return Workload("burst", "test.jsonl", TraceFormat.MOONCAKE, "s", BLOCK, table)
 
 
 def _burst_timings(run_dir: Path) -> list[tuple]:

@@ -55,9 +55,7 @@ gaps AS (
         -- What routing loses on the twin's reference (a fleet with one; negative: the fleet's pools do better).
         CASE WHEN is_fleet THEN single_replica_hit_rate - fleet_model_hit_rate END AS routing_gap,
         -- The reuse the run missed, less the part routing explains: the cache's own (disabled, too small, evicting).
-        prefix_reuse_share - prefix_cache_hit_rate
-            - CASE WHEN is_fleet THEN greatest(coalesce(single_replica_hit_rate - fleet_model_hit_rate, 0), 0) ELSE 0 END
-            AS cache_gap
+        prefix_reuse_share - prefix_cache_hit_rate - greatest(coalesce(routing_gap, 0), 0) AS cache_gap
     FROM numbers
 ),
 found AS (

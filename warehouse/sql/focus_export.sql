@@ -19,9 +19,11 @@ WITH tokens AS (
 priced AS (
     SELECT
         s.*,
-        r.t0_wall_s + r.warmup_s AS start_wall_s,
-        r.t0_wall_s + r.warmup_s + r.window_s AS end_wall_s,
+        make_timestamp(((r.t0_wall_s + r.warmup_s) * 1e6)::BIGINT) AS start_ts,  -- UTC, no time zone
+        make_timestamp(((r.t0_wall_s + r.warmup_s + r.window_s) * 1e6)::BIGINT) AS end_ts,
         s.gpu_count * s.window_s / 3600.0 AS gpu_hours,
+        s.run_cost_usd AS cost_usd,  -- gpu_hours x usd_per_gpu_hour, as run_summary defines it
+        gpu_hours * coalesce(s.list_usd_per_gpu_hour, s.usd_per_gpu_hour) AS list_cost_usd,
         coalesce(t.input_tokens, 0) AS input_tokens,
         coalesce(t.cached_input_tokens, 0) AS cached_input_tokens,
         coalesce(t.output_tokens, 0) AS output_tokens,
@@ -33,30 +35,28 @@ priced AS (
     WHERE s.week_start = $1
 )
 SELECT
-    gpu_hours * usd_per_gpu_hour AS BilledCost,
+    cost_usd AS BilledCost,
     'costbench' AS BillingAccountId,
     'costbench self-hosted SGLang' AS BillingAccountName,
     'Billing Account' AS BillingAccountType,
     'USD' AS BillingCurrency,
-    strftime(date_trunc('week', make_timestamp((start_wall_s * 1e6)::BIGINT)) + INTERVAL 7 DAY, '%Y-%m-%dT%H:%M:%SZ')
-        AS BillingPeriodEnd,
-    strftime(date_trunc('week', make_timestamp((start_wall_s * 1e6)::BIGINT)), '%Y-%m-%dT%H:%M:%SZ')
-        AS BillingPeriodStart,
+    strftime(date_trunc('week', start_ts) + INTERVAL 7 DAY, '%Y-%m-%dT%H:%M:%SZ') AS BillingPeriodEnd,
+    strftime(date_trunc('week', start_ts), '%Y-%m-%dT%H:%M:%SZ') AS BillingPeriodStart,
     'Usage' AS ChargeCategory,
     NULL::VARCHAR AS ChargeClass,
     format('{:.4f} GPU-hours of {} x {} ({} replica(s)) for {} at {} USD per GPU-hour ({}){}', gpu_hours,
            gpu_count, gpu_type, coalesce(replicas, 1), scenario, usd_per_gpu_hour, coalesce(price_book, 'endpoint'),
            CASE WHEN backend = 'sim' THEN '; modelled by the SGLang twin, not measured' ELSE '' END) AS ChargeDescription,
     'Usage-Based' AS ChargeFrequency,
-    strftime(make_timestamp((end_wall_s * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%SZ') AS ChargePeriodEnd,
-    strftime(make_timestamp((start_wall_s * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%SZ') AS ChargePeriodStart,
-    gpu_hours * usd_per_gpu_hour AS ContractedCost,
+    strftime(end_ts, '%Y-%m-%dT%H:%M:%SZ') AS ChargePeriodEnd,
+    strftime(start_ts, '%Y-%m-%dT%H:%M:%SZ') AS ChargePeriodStart,
+    cost_usd AS ContractedCost,
     usd_per_gpu_hour AS ContractedUnitPrice,
     (input_tokens + output_tokens)::DOUBLE AS ConsumedQuantity,
     'Tokens' AS ConsumedUnit,
-    gpu_hours * usd_per_gpu_hour AS EffectiveCost,
+    cost_usd AS EffectiveCost,
     'costbench' AS InvoiceIssuerName,
-    gpu_hours * coalesce(list_usd_per_gpu_hour, usd_per_gpu_hour) AS ListCost,
+    list_cost_usd AS ListCost,
     coalesce(list_usd_per_gpu_hour, usd_per_gpu_hour) AS ListUnitPrice,
     'Standard' AS PricingCategory,
     gpu_hours AS PricingQuantity,

@@ -322,10 +322,11 @@ SELECT
     run_cost_usd / nullif(api_cost_usd, 0) AS self_host_to_api_cost_ratio,
     -- Occupancy against what the endpoint runs inside its SLO: the running batch one worker keeps when it carries
     -- its SLO capacity (the sweep's capacity probe); without a sweep, the share of the KV pool running requests hold.
-    CASE WHEN running_requests_at_slo > 0 THEN mean_running_total / (running_requests_at_slo * running_workers)
-         WHEN kv_usage_series > 0 THEN kv_usage_mean / kv_usage_series END AS batch_occupancy,
     CASE WHEN running_requests_at_slo > 0 AND mean_running_total IS NOT NULL THEN 'slo_batch'
          WHEN kv_usage_series > 0 THEN 'kv_pool' END AS batch_occupancy_basis,
+    CASE batch_occupancy_basis
+        WHEN 'slo_batch' THEN mean_running_total / (running_requests_at_slo * running_workers)
+        WHEN 'kv_pool' THEN kv_usage_mean / kv_usage_series END AS batch_occupancy,
     batch_occupancy * run_cost_usd / nullif(api_cost_usd, 0) AS break_even_utilisation,
     hit_rate_cached_tokens / nullif(hit_rate_prompt_tokens, 0) AS prefix_cache_hit_rate,
     server_cached_tokens / nullif(server_prompt_tokens, 0) AS server_prefix_cache_hit_rate,

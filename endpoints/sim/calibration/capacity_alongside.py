@@ -50,13 +50,9 @@ def measuring_alongside(inputs: CapacityInputs, run_dir: Path) -> Iterator[subpr
         child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=_REPO)
     try:
         yield child
-    except BaseException:
-        _stop(child)
-        raise
-    else:
-        child.wait()
+        child.wait()  # the block ended normally: what the child measures is what the next step reads
     finally:
-        _stop(child)
+        _stop(child)  # the block raised (or was interrupted): the child goes with it
         inputs_path.unlink(missing_ok=True)
 
 

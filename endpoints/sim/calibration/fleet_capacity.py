@@ -163,7 +163,7 @@ def sweep_fleet_capacity(
         return good_share(result.bench, slo_ttft_ms, slo_tpot_ms), result.mean_running_per_replica
 
     capacity = search_capacity(requests, share_of, start_factor=start_factor)
-    at = _capacity_probe(capacity)
+    at = capacity.capacity_probe
     found = None if at is None else seen[at]
     return FleetCapacity(
         replicas=replicas,
@@ -173,14 +173,6 @@ def sweep_fleet_capacity(
         worker_shares=() if found is None else found[1],
         p95_ttft_ms=None if found is None else found[2],
     )
-
-
-def _capacity_probe(capacity: SloCapacity) -> int | None:
-    """The index of the probe the capacity was read from (the fastest sustained rate)."""
-    rate_rps = capacity.capacity_rps_at_slo
-    if rate_rps is None:
-        return None
-    return min(range(len(capacity.probes)), key=lambda i: abs(capacity.probes[i].rate_rps - rate_rps))
 
 
 def write_fleet_capacity_json(path: Path, fleet: FleetCapacity) -> Path:

@@ -40,6 +40,7 @@ from endpoints.sim.calibration.slo_capacity import (
     MIN_GOOD_SHARE,
     SloCapacity,
     arrival_span_s,
+    compressed,
     good_share,
     sweep_cache_path,
     workload_bench_requests,
@@ -105,11 +106,6 @@ def plan_requests(target_rps: float, replica_rps: float | None) -> int:
     return min(MAX_PLAN_REQUESTS, REQUESTS_PER_REPLICA * predicted_replicas(target_rps, replica_rps))
 
 
-def _at_factor(requests: Sequence[BenchRequest], factor: float) -> list[BenchRequest]:
-    first_s = min(r.arrival_s for r in requests)
-    return [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / factor) for r in requests]
-
-
 def _p95_ms(result: BenchResult) -> float:
     ttfts_ms = sorted(r.ttft_s * 1000 for r in result.requests)
     return ttfts_ms[min(len(ttfts_ms) - 1, math.ceil(0.95 * len(ttfts_ms)) - 1)]
@@ -136,11 +132,11 @@ def plan_fleet(
     started_cpu_s = time.process_time()
     slo_ttft_ms, slo_tpot_ms = slo
     factor = target_rps * arrival_span_s(requests) / len(requests)
-    at_target = _at_factor(requests, factor)
+    at_target = compressed(requests, factor)
     runs = [0]  # replays run (a list: the probes count into it)
     idle_share = idle_good_share
     if idle_share is None:
-        idle = _at_factor(requests[:MAX_SWEEP_REQUESTS], IDLE_FACTOR)
+        idle = compressed(requests[:MAX_SWEEP_REQUESTS], IDLE_FACTOR)
         idle_share = good_share(run_bench(flags, idle), slo_ttft_ms, slo_tpot_ms)
         runs[0] += 1
     probes: dict[tuple[int, str], ShapeProbe] = {}
@@ -232,7 +228,7 @@ def _capacity(
     params = parse_router_spec(RouterSpec(shape.policy, router_args))
     held = 0
     for k in range(1, MAX_CAPACITY_STEPS + 1):
-        faster = [replace(r, arrival_s=r.arrival_s / CAPACITY_STEP**k) for r in at_target]
+        faster = compressed(at_target, CAPACITY_STEP**k)
         runs[0] += 1
         if good_share(run_fleet_bench(flags, shape.replicas, params, faster).bench, *slo) < MIN_GOOD_SHARE * idle_share:
             break

@@ -22,7 +22,7 @@ from common.atomic_file import write_bytes_atomically
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
 from endpoints.sim.calibration.fleet_capacity import FLEET_RULES, cached_share, run_fleet_bench
-from endpoints.sim.calibration.slo_capacity import MAX_SWEEP_REQUESTS, sweep_cache_path, sweep_requests
+from endpoints.sim.calibration.slo_capacity import MAX_SWEEP_REQUESTS, compressed, sweep_cache_path, sweep_requests
 from endpoints.sim.calibration.virtual_bench import BenchRequest, run_bench
 from endpoints.spec import EndpointMode, EndpointSpec
 from workloads.workload import Workload
@@ -87,8 +87,7 @@ def measure_routing_reference(
     window = sweep_requests(workload)[:MAX_SWEEP_REQUESTS]
     if len(window) < 2:
         return None
-    first_s = min(r.arrival_s for r in window)
-    requests = [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / speedup) for r in window]
+    requests = compressed(window, speedup)  # the trace's arrivals at the replay's rate
     reference = routing_reference(flags, fleet.replicas, fleet.router.policy, fleet.router.args, requests)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)

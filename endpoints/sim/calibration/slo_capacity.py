@@ -65,13 +65,19 @@ class SloCapacity:
     cpu_s: float  # process CPU time the sweep took (s)
 
     @property
-    def running_requests_at_slo(self) -> float | None:
-        """One replica's mean running batch at the capacity probe (the fastest sustained rate): the batch the
-        endpoint runs when it carries its capacity inside the SLO (None: no rate sustained, or not recorded)."""
-        if self.capacity_rps_at_slo is None or not self.probes:
+    def capacity_probe(self) -> int | None:
+        """The index of the probe the capacity was read from (the fastest sustained rate; None: none was)."""
+        rate_rps = self.capacity_rps_at_slo
+        if rate_rps is None or not self.probes:
             return None
-        at = min(self.probes, key=lambda p: abs(p.rate_rps - self.capacity_rps_at_slo))  # type: ignore[operator]
-        return at.mean_running_requests
+        return min(range(len(self.probes)), key=lambda i: abs(self.probes[i].rate_rps - rate_rps))
+
+    @property
+    def running_requests_at_slo(self) -> float | None:
+        """One replica's mean running batch at the capacity probe: the batch the endpoint runs when it carries its
+        capacity inside the SLO (None: no rate sustained, or not recorded)."""
+        at = self.capacity_probe
+        return None if at is None else self.probes[at].mean_running_requests
 
 
 def good_share(result: BenchResult, slo_ttft_ms: float, slo_tpot_ms: float) -> float:
@@ -82,6 +88,12 @@ def good_share(result: BenchResult, slo_ttft_ms: float, slo_tpot_ms: float) -> f
         if r.ttft_s * 1000 <= slo_ttft_ms and tpot_ms <= slo_tpot_ms:
             good += 1
     return good / len(result.requests)
+
+
+def compressed(requests: Sequence[BenchRequest], factor: float) -> list[BenchRequest]:
+    """The requests with arrivals counted from the first and compressed by `factor` (arrival_s / factor)."""
+    first_s = min(r.arrival_s for r in requests)
+    return [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / factor) for r in requests]
 
 
 def arrival_span_s(requests: Sequence[BenchRequest]) -> float:
@@ -122,12 +134,10 @@ def search_capacity(
         raise ValueError("a capacity sweep needs at least two requests arriving at different times")
     started_cpu_s = time.process_time()
     span_s = arrival_span_s(requests)
-    first_s = min(r.arrival_s for r in requests)
     probes: list[CapacityProbe] = []
 
     def share_at(factor: float) -> float:
-        scaled = [BenchRequest(r.input_ids, r.output_tokens, (r.arrival_s - first_s) / factor) for r in requests]
-        share, running = share_of(scaled)
+        share, running = share_of(compressed(requests, factor))
         probes.append(CapacityProbe(factor, len(requests) * factor / span_s, share, running))
         return share
 

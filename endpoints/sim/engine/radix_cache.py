@@ -132,9 +132,8 @@ class RadixCache:
         returns the number freed, less than asked when everything left is locked."""
         if tokens <= 0:
             return 0
-        leaves: list[
-            tuple[int, int, RadixNode]
-        ] = []  # every unlocked leaf, walked inline: this runs on every admission that finds the pool full
+        # Every unlocked leaf, walked inline: this runs on every admission that finds the pool full.
+        leaves: list[tuple[int, int, RadixNode]] = []
         stack = list(self.root.children.values())
         while stack:
             node = stack.pop()
