@@ -1,6 +1,7 @@
 """Stage 3: the replay's records into the Parquet lake, one (week, scenario) partition per table.
 Re-materializing a partition replaces it."""
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.column_schemas import column_schema
+from assets.partition_context import PartitionContext
 from assets.partitions import WeekScenario
 from assets.replay_asset import ReplayOutput
 from assets.resources import ScenarioCatalog, WarehouseResource
@@ -20,6 +22,7 @@ from endpoints.probes.probe_records import (
 )
 from endpoints.sim.calibration.fleet_plan import fleet_plan_text, read_fleet_plans_json
 from endpoints.sim.calibration.routing_reference import ROUTING_REFERENCE_FILE, read_routing_reference_json
+from endpoints.sim.calibration.shadow_canary import read_shadow_canary_json
 from endpoints.sim.calibration.slo_capacity import read_capacity_json
 from replay.recording.run_json import read_run_json
 from replay.schedule.requests_reader import read_requests
@@ -31,6 +34,11 @@ from workloads.workload import Workload
 def _samples(run_dir: str, name: str, schema: pa.Schema) -> pa.Table:
     path = Path(run_dir) / name
     return pq.read_table(path, schema=schema) if path.exists() else schema.empty_table()
+
+
+def _every_run(replay_run: ReplayOutput, read: Callable[[str], pa.Table]) -> pa.Table:
+    # The week's repeats go to the partition together: each row carries its run_id.
+    return pa.concat_tables([read(run_dir) for run_dir in replay_run.run_dirs])
 
 
 def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
@@ -49,7 +57,7 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
     def requests_lake(
         context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource
     ) -> None:
-        _write(context, warehouse, "requests", read_requests(Path(replay_run.run_dir)))
+        _write(context, warehouse, "requests", _every_run(replay_run, lambda d: read_requests(Path(d))))
 
     @dg.asset(
         partitions_def=partitions,
@@ -65,7 +73,7 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
             context,
             warehouse,
             "server_samples",
-            _samples(replay_run.run_dir, SERVER_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA),
+            _every_run(replay_run, lambda d: _samples(d, SERVER_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA)),
         )
 
     @dg.asset(
@@ -79,7 +87,8 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
     def gpu_samples_lake(
         context: dg.AssetExecutionContext, replay_run: ReplayOutput, warehouse: WarehouseResource
     ) -> None:
-        _write(context, warehouse, "gpu_samples", _samples(replay_run.run_dir, GPU_SAMPLES_FILE, GPU_SAMPLE_SCHEMA))
+        table = _every_run(replay_run, lambda d: _samples(d, GPU_SAMPLES_FILE, GPU_SAMPLE_SCHEMA))
+        _write(context, warehouse, "gpu_samples", table)
 
     @dg.asset(
         partitions_def=partitions,
@@ -99,27 +108,39 @@ def build_lake_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefi
         part = catalog.partition(context, endpoint=replay_run.endpoint)
         traffic = part.traffic(warehouse.workloads_dir())
         window = workload.window(traffic.start_s, traffic.duration_s)
-        run_context = RunContext.of_scenario(part.scenario, trace_stats(window).prefix_reuse_share)
-        capacity = read_capacity_json(Path(replay_run.run_dir))
-        if capacity is not None:
-            run_context = replace(
-                run_context,
-                capacity_rps_at_slo=capacity.capacity_rps_at_slo,
-                capacity_source="twin_sweep",
-                running_requests_at_slo=capacity.running_requests_at_slo,
-            )
-        plan = read_fleet_plans_json(Path(replay_run.run_dir))
-        if plan is not None:
-            run_context = replace(run_context, fleet_plan_json=fleet_plan_text(plan))
-        reference = read_routing_reference_json(Path(replay_run.run_dir) / ROUTING_REFERENCE_FILE)
-        if reference is not None:
-            run_context = replace(
-                run_context,
-                single_replica_hit_rate=reference.single_replica_hit_rate,
-                fleet_model_hit_rate=reference.fleet_model_hit_rate,
-            )
-        run = read_run_json(Path(replay_run.run_dir))
-        row = build_run_row(run, part.endpoint, part.scenario.name, part.week_start, run_context)
-        _write(context, warehouse, "runs", row)
+        scenario_context = RunContext.of_scenario(part.scenario, trace_stats(window).prefix_reuse_share)
+        rows = [_run_row(Path(d), part, scenario_context) for d in replay_run.run_dirs]
+        _write(context, warehouse, "runs", pa.concat_tables(rows))
 
     return [requests_lake, server_samples_lake, gpu_samples_lake, runs_lake]
+
+
+def _run_row(run_dir: Path, part: PartitionContext, run_context: RunContext) -> pa.Table:
+    capacity = read_capacity_json(run_dir)
+    if capacity is not None:
+        run_context = replace(
+            run_context,
+            capacity_rps_at_slo=capacity.capacity_rps_at_slo,
+            capacity_source="twin_sweep",
+            running_requests_at_slo=capacity.running_requests_at_slo,
+        )
+    plan = read_fleet_plans_json(run_dir)
+    if plan is not None:
+        run_context = replace(run_context, fleet_plan_json=fleet_plan_text(plan))
+    reference = read_routing_reference_json(run_dir / ROUTING_REFERENCE_FILE)
+    if reference is not None:
+        run_context = replace(
+            run_context,
+            single_replica_hit_rate=reference.single_replica_hit_rate,
+            fleet_model_hit_rate=reference.fleet_model_hit_rate,
+        )
+    shadow = read_shadow_canary_json(run_dir)
+    if shadow is not None:
+        run_context = replace(
+            run_context,
+            shadow_output_tokens_per_s_ratio=shadow.output_tokens_per_s_ratio,
+            shadow_p50_ttft_ratio=shadow.p50_ttft_ratio,
+            shadow_p50_tpot_ratio=shadow.p50_tpot_ratio,
+        )
+    run = read_run_json(run_dir)
+    return build_run_row(run, part.endpoint, part.scenario.name, part.week_start, run_context)

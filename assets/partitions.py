@@ -1,4 +1,5 @@
-"""Partitions: week (Monday start, UTC) x scenario (from workloads/scenarios.yaml)."""
+"""Partitions: week (Monday start, UTC) x scenario (from workloads/scenarios.yaml); the week alone for the twin's
+calibration."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import dagster as dg
 FIRST_WEEK = "2026-01-05"  # a Monday
 
 
+def build_weeks() -> dg.WeeklyPartitionsDefinition:
+    """The week dimension alone, for what is measured once a week for no scenario in particular (the twin's
+    calibration)."""
+    return dg.WeeklyPartitionsDefinition(start_date=FIRST_WEEK, day_offset=1, timezone="UTC")  # Monday starts
+
+
 def build_partitions(scenario_names: list[str]) -> dg.MultiPartitionsDefinition:
     return dg.MultiPartitionsDefinition(
-        {
-            # day_offset=1: weeks start on Monday.
-            "week": dg.WeeklyPartitionsDefinition(start_date=FIRST_WEEK, day_offset=1, timezone="UTC"),
-            "scenario": dg.StaticPartitionsDefinition(scenario_names),
-        }
+        {"week": build_weeks(), "scenario": dg.StaticPartitionsDefinition(scenario_names)}
     )
 
 

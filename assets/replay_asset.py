@@ -13,6 +13,7 @@ endpoint tag (pipelines/schedules.py, dagster.yaml).
 
 import multiprocessing
 import os
+import shutil
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,9 +23,11 @@ import orjson
 
 from assets.partition_context import PartitionContext
 from assets.resources import ScenarioCatalog, WarehouseResource
+from assets.shadow_replay import write_shadow_canary
 from endpoints.lease_file import end_lease, new_lease, write_lease
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probing
+from endpoints.probes.server_facts import SERVER_FACTS_FILE
 from endpoints.provision import RunningEndpoint, start_detached
 from endpoints.sim.calibration.capacity_alongside import LOG_FILE as ALONGSIDE_LOG
 from endpoints.sim.calibration.capacity_alongside import measuring_alongside
@@ -32,13 +35,14 @@ from endpoints.sim.calibration.fleet_plan import write_fleet_plans_json
 from endpoints.sim.calibration.routing_reference import ROUTING_REFERENCE_FILE, write_routing_reference_json
 from endpoints.sim.calibration.run_capacity import CapacityInputs, measure_run_capacity
 from endpoints.sim.calibration.slo_capacity import write_capacity_json
-from endpoints.spec import EndpointClock
+from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
 from replay.recording.run_json import write_run_json
 from replay.recording.shard_merge import merge_shard_runs
 from replay.runner import ReplayConfig, run_replay, run_replay_async
 from replay.scenario_config import replay_config_for
 from warehouse.marts.price_table import resolve_gpu_price
+from workloads.scenarios import Scenario
 from workloads.weekly_traffic import WeekTraffic
 from workloads.workload import Workload
 
@@ -50,19 +54,39 @@ STEP_PER_POD_EXECUTORS = frozenset({"k8s", "celery-k8s", "docker", "ecs"})
 
 @dataclass(frozen=True, slots=True)
 class ReplayOutput:
-    run_dir: str  # holds requests.parquet, run.json, server_samples.parquet, the server's log and facts
-    run_id: str
+    # One per repeat of the window (scenario.repeats), in order; each holds requests.parquet, run.json,
+    # server_samples.parquet, the server's log and facts.
+    run_dirs: tuple[str, ...]
+    run_ids: tuple[str, ...]
     endpoint: str
 
 
 @dataclass(frozen=True, slots=True)
-class ShardTask:
+class PlannedRun:
     run_id: str
     run_dir: str
+    rendezvous_dir: str | None  # where the shards meet to fix t0; None: one shard starts when ready
+
+
+@dataclass(frozen=True, slots=True)
+class ShardTask:
+    runs: tuple[PlannedRun, ...]  # the week's repeats, replayed one after another
     shard_index: int
     shard_count: int
-    rendezvous_dir: str | None  # where the shards meet to fix t0; None: one shard starts when ready
     endpoint: RunningEndpoint | None  # None: a twin on a virtual clock, which replay_shard serves itself
+
+
+def run_seed(run_id: str) -> int:
+    """The twin's --sim-run-seed for a run: from its id, so every run draws its own node and a run's seed is
+    known from its id (server_facts.json records it too)."""
+    return int(run_id.rsplit("-", 1)[-1], 16)
+
+
+def varied_spec(spec: EndpointSpec, scenario: Scenario, run_id: str) -> EndpointSpec:
+    """The endpoint as this run has it: a twin with run-to-run variation on gets the run's seed."""
+    if spec.mode is not EndpointMode.SIM or not scenario.twin_run_variation or "--sim-run-seed" in spec.server_args:
+        return spec
+    return replace(spec, server_args=(*spec.server_args, "--sim-run-seed", str(run_seed(run_id))))
 
 
 def _run_worker_pid(context: dg.OpExecutionContext) -> int:
@@ -115,8 +139,12 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     part = catalog.partition(context)
     scenario, spec = part.scenario, part.endpoint
     resolve_gpu_price(spec)  # a price book that does not exist fails here, before a GPU is paid for
-    run_id = f"{part.week_start:%Y%m%d}-{scenario.name}-{uuid.uuid4().hex[:8]}"
-    run_dir = warehouse.run_dir(part.week_start.isoformat(), scenario.name, run_id)
+    runs = []
+    for _ in range(scenario.repeats):
+        run_id = f"{part.week_start:%Y%m%d}-{scenario.name}-{uuid.uuid4().hex[:8]}"
+        run_dir = warehouse.run_dir(part.week_start.isoformat(), scenario.name, run_id)
+        runs.append(PlannedRun(run_id, str(run_dir), str(run_dir / "rendezvous") if scenario.shards > 1 else None))
+    run_dir = Path(runs[0].run_dir)
     steps_share_host = context.job_def.executor_def.name not in STEP_PER_POD_EXECUTORS
     worker_pid = _run_worker_pid(context)
 
@@ -136,8 +164,10 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
         context.log.info(
             f"endpoint {spec.name} (sim, virtual clock, {' '.join(spec.server_args)}): served in the replay step"
         )
-        yield dg.DynamicOutput(ShardTask(run_id, str(run_dir), 0, 1, None, None), mapping_key="shard_0")
+        yield dg.DynamicOutput(ShardTask(tuple(runs), 0, 1, None), mapping_key="shard_0")
         return
+    # A server in real time is started once for the week's repeats (as one deployment would be measured again).
+    spec = varied_spec(spec, scenario, runs[0].run_id)
     lease = start_detached(spec, run_dir, steps_share_host=steps_share_host, on_spawned=lease_it)
     if lease.process_group is None:
         lease_it(None)  # attached: nothing to stop, but finish_replay and the sensor find the lease alike
@@ -150,9 +180,11 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
         f"endpoint {spec.name} ({spec.mode.value}, {' '.join(spec.server_args)}) ready at {lease.endpoint.url}; "
         f"{cache.note}"
     )
-    rendezvous = str(run_dir / "rendezvous") if scenario.shards > 1 else None
+    for later in runs[1:]:  # the same server's facts and log stand for every repeat
+        Path(later.run_dir).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run_dir / SERVER_FACTS_FILE, Path(later.run_dir) / SERVER_FACTS_FILE)
     for index in range(scenario.shards):
-        task = ShardTask(run_id, str(run_dir), index, scenario.shards, rendezvous, lease.endpoint)
+        task = ShardTask(tuple(runs), index, scenario.shards, lease.endpoint)
         yield dg.DynamicOutput(task, mapping_key=f"shard_{index}")
 
 
@@ -163,14 +195,39 @@ def replay_shard(
     task: ShardTask,
     catalog: ScenarioCatalog,
     warehouse: WarehouseResource,
-) -> str:
+) -> list[str]:
+    """This shard of each of the week's repeats, one after another; returns the shard folders, in run order."""
     part = catalog.partition(context)
     scenario = part.scenario
     # The week's window (the same the workload step took: the spooled trace is only looked up, not read).
     traffic = part.traffic(warehouse.workloads_dir())
-    shard_dir = Path(task.run_dir) / f"shard-{task.shard_index}"
+    if task.endpoint is None:
+        # A virtual clock's replay keeps a core busy and no schedule: it lets real-time replays on the host go
+        # first (a run of the instance tests failed runs_quality's schedule lag beside one).
+        _yield_cpu_to_replays()
+    shard_dirs = []
+    for repeat, run in enumerate(task.runs):
+        if repeat > 0 and task.endpoint is not None and task.shard_index == 0:
+            # Each repeat starts from the cache state the first did (a flush waits for the other shards' last
+            # requests: SGLang flushes only an idle server; they wait for this shard at the rendezvous).
+            prepare_cache(task.endpoint, scenario.cold_start)
+        shard_dirs.append(str(_replay_one(context, part, workload, traffic, task, run, warehouse)))
+    return shard_dirs
+
+
+def _replay_one(
+    context: dg.OpExecutionContext,
+    part: PartitionContext,
+    workload: Workload,
+    traffic: WeekTraffic,
+    task: ShardTask,
+    run: PlannedRun,
+    warehouse: WarehouseResource,
+) -> Path:
+    scenario = part.scenario
+    shard_dir = Path(run.run_dir) / f"shard-{task.shard_index}"
     # The endpoint start_endpoint started (a virtual clock's twin is served here, from the partition's spec).
-    spec = task.endpoint.spec if task.endpoint is not None else part.endpoint
+    spec = task.endpoint.spec if task.endpoint is not None else varied_spec(part.endpoint, scenario, run.run_id)
 
     def config_at(url: str) -> ReplayConfig:
         return replay_config_for(
@@ -178,10 +235,10 @@ def replay_shard(
             traffic,
             url=url,
             api_key_env=spec.api_key_env,
-            run_id=task.run_id,
+            run_id=run.run_id,
             shard_index=task.shard_index,
             shard_count=task.shard_count,
-            rendezvous_dir=task.rendezvous_dir,
+            rendezvous_dir=run.rendezvous_dir,
             # The rendezvous folder outlives a Dagster run (re-execution reuses start_endpoint's task) and a step
             # attempt: only this run's and this attempt's ready files count.
             rendezvous_run_id=context.run_id,
@@ -189,44 +246,56 @@ def replay_shard(
         )
 
     if task.endpoint is None:
-        # A virtual clock's replay keeps a core busy and no schedule: it lets real-time replays on the host go
-        # first (a run of the instance tests failed runs_quality's schedule lag beside one).
-        _yield_cpu_to_replays()
 
         def replay(endpoint: RunningEndpoint, clock: VirtualTime):
             config = replace(config_at(endpoint.url), flush_interval_s=VIRTUAL_FLUSH_INTERVAL_S)
             return run_replay_async(workload, config, shard_dir, clock)
 
-        if task.shard_index == 0:  # the capacity measurements overlap the replay: neither keeps a schedule
-            with measuring_alongside(_capacity_inputs(part, workload, traffic, warehouse), Path(task.run_dir)) as child:
-                info = replay_on_virtual_twin(spec, Path(task.run_dir), task.run_id, scenario.cold_start, replay)
+        first = run is task.runs[0]
+        if task.shard_index == 0 and first:  # the capacity measurements overlap the replay: neither keeps a schedule
+            with measuring_alongside(_capacity_inputs(part, workload, traffic, warehouse), Path(run.run_dir)) as child:
+                info = replay_on_virtual_twin(spec, Path(run.run_dir), run.run_id, scenario.cold_start, replay)
             if child.returncode:
                 context.log.warning(f"the capacity measurement beside the replay failed (exit {child.returncode}, "
-                                    f"{Path(task.run_dir) / ALONGSIDE_LOG}): measure_capacity measures it")  # fmt: skip
+                                    f"{Path(run.run_dir) / ALONGSIDE_LOG}): measure_capacity measures it")  # fmt: skip
         else:
-            info = replay_on_virtual_twin(spec, Path(task.run_dir), task.run_id, scenario.cold_start, replay)
+            info = replay_on_virtual_twin(spec, Path(run.run_dir), run.run_id, scenario.cold_start, replay)
     elif task.shard_index == 0:
         # One prober per run: shard 0 scrapes the server for the whole replay (shards share t0).
-        with probing(task.endpoint, Path(task.run_dir), task.run_id):
+        with probing(task.endpoint, Path(run.run_dir), run.run_id):
             info = run_replay(workload, config_at(task.endpoint.url), shard_dir)
     else:
         info = run_replay(workload, config_at(task.endpoint.url), shard_dir)
-    context.log.info(f"shard {task.shard_index}/{task.shard_count}: {info.requests_ok}/{info.requests_total} ok")
-    return str(shard_dir)
+    context.log.info(
+        f"run {run.run_id} shard {task.shard_index}/{task.shard_count}: {info.requests_ok}/{info.requests_total} ok"
+    )
+    return shard_dir
 
 
 @dg.op(tags={"kind": "sglang"})
-def finish_replay(context: dg.OpExecutionContext, shard_dirs: list[str], warehouse: WarehouseResource) -> ReplayOutput:
+def finish_replay(
+    context: dg.OpExecutionContext, shard_dirs: list[list[str]], warehouse: WarehouseResource
+) -> ReplayOutput:
     _stop_leased(warehouse, context.run_id)
     _yield_cpu_to_replays()
-    run_dir = Path(shard_dirs[0]).parent
-    facts = orjson.loads((run_dir / "server_facts.json").read_bytes())
-    info = merge_shard_runs([Path(d) for d in sorted(shard_dirs)], run_dir)
-    info = replace(info, config_fingerprint=facts.get("config_fingerprint"))
-    write_run_json(run_dir, info)
+    by_run: dict[Path, list[Path]] = {}
+    for shard in shard_dirs:
+        for shard_dir in shard:
+            by_run.setdefault(Path(shard_dir).parent, []).append(Path(shard_dir))
+    run_dirs, run_ids, endpoint = [], [], ""
+    for run_dir in [Path(d).parent for d in shard_dirs[0]]:  # in the order they were replayed
+        facts = orjson.loads((run_dir / SERVER_FACTS_FILE).read_bytes())
+        info = merge_shard_runs(sorted(by_run[run_dir]), run_dir)
+        info = replace(info, config_fingerprint=facts.get("config_fingerprint"))
+        write_run_json(run_dir, info)
+        context.log.info(f"run {info.run_id}: {info.requests_ok}/{info.requests_total} ok, window {info.window_s} s")
+        run_dirs.append(str(run_dir))
+        run_ids.append(info.run_id)
+        endpoint = facts["endpoint"]
     context.add_output_metadata(
         {
-            "run_dir": dg.MetadataValue.path(str(run_dir)),
+            "run_dirs": dg.MetadataValue.json(run_dirs),
+            "runs": len(run_dirs),
             "requests_ok": info.requests_ok,
             "requests_total": info.requests_total,
             "window_s": info.window_s,
@@ -235,7 +304,7 @@ def finish_replay(context: dg.OpExecutionContext, shard_dirs: list[str], warehou
             "config_fingerprint": info.config_fingerprint or "",
         }
     )
-    return ReplayOutput(run_dir=str(run_dir), run_id=info.run_id, endpoint=facts["endpoint"])
+    return ReplayOutput(run_dirs=tuple(run_dirs), run_ids=tuple(run_ids), endpoint=endpoint)
 
 
 @dg.op(tags={"kind": "python"})
@@ -259,23 +328,28 @@ def measure_capacity(
         _capacity_inputs(part, workload, part.traffic(warehouse.workloads_dir()), warehouse)
     )
     capacity, reference, plan = measured.capacity, measured.reference, measured.plan
+    # A real endpoint's shadow canary: the same window on the twin with its flags, twin/real ratios per run.
+    write_shadow_canary(spec, workload, part.traffic(warehouse.workloads_dir()), scenario, replay.run_dirs)
     if capacity is None:
         context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
         return replay
-    write_capacity_json(Path(replay.run_dir), capacity)
+    for run_dir in replay.run_dirs:  # one sweep for the week: its repeats replayed the same window on the same flags
+        write_capacity_json(Path(run_dir), capacity)
     context.log.info(
         f"capacity at SLO {capacity.capacity_rps_at_slo} requests/s (this window at speedup 1: "
         f"{capacity.offered_rps:.3g}); {len(capacity.probes)} probes, {capacity.cpu_s:.1f} s CPU"
     )
     if reference is not None:
-        write_routing_reference_json(Path(replay.run_dir) / ROUTING_REFERENCE_FILE, reference)
+        for run_dir in replay.run_dirs:
+            write_routing_reference_json(Path(run_dir) / ROUTING_REFERENCE_FILE, reference)
         context.log.info(
             f"routing reference on {reference.requests} requests: one replica "
             f"{reference.single_replica_hit_rate:.3f}, {reference.replicas} x {reference.policy} "
             f"{reference.fleet_model_hit_rate:.3f} ({reference.cpu_s:.1f} s CPU)"
         )
     if plan is not None:
-        write_fleet_plans_json(Path(replay.run_dir), plan)
+        for run_dir in replay.run_dirs:
+            write_fleet_plans_json(Path(run_dir), plan)
         chosen = plan.chosen
         context.log.info(
             f"fleet plan for {scenario.target_rps:g} requests/s: "

@@ -13,6 +13,9 @@ from warehouse.marts.mart_rows import CostAttributionRow, LakeQuarantineRow, Run
 from warehouse.report.focus_export import write_focus_week
 from warehouse.report.weekly_report import write_weekly_report
 
+CONFIRMS_TAG = "costbench/confirms"  # on a confirmation run: the Dagster run whose regression it checks
+CONFIRMS_METADATA = "confirms"  # the same, on the weekly report that run built (pipelines/regression_notice.py)
+
 # Plotted by Dagster's UI over time, per partition.
 _TREND_METADATA = (
     "cost_per_request_usd",
@@ -119,8 +122,10 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         store, week_start = warehouse.warehouse(), WeekScenario.of(context).week_start
         report = write_weekly_report(store, week_start)
         focus_csv = write_focus_week(store, week_start)  # the week's cost as FinOps tools read it (FOCUS 1.2)
+        confirms = context.run.tags.get(CONFIRMS_TAG)
         context.add_output_metadata(
             {
+                **({CONFIRMS_METADATA: confirms} if confirms else {}),
                 "report": dg.MetadataValue.path(str(report.html_path)),
                 "focus_csv": dg.MetadataValue.path(str(focus_csv)),
                 "cost_trend_png": dg.MetadataValue.path(str(report.cost_png_path)),

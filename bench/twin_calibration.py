@@ -1,4 +1,4 @@
-"""Calibration of the SGLang twin: every published point of bench/twin_published.py (the calibration rows
+"""Calibration of the SGLang twin: every published point of published_points.py (the calibration rows
 of docs/twin.md, "Profiles and sources"), run on the twin's engine in virtual time and measured as the
 publisher measured it, printed as two tables: the fit set (the points bench/twin_fit.py fitted the
 cost model's constants on: their ratios say how well the fit went, nothing about accuracy) and the
@@ -28,14 +28,11 @@ from pathlib import Path
 from statistics import fmean, median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from twin_published import POINTS, Measured, Metric, Point, measure  # noqa: E402
-from twin_spec_fitted import ROW8_FIT_KEYS  # noqa: E402
 
 from endpoints.sim.calibration import fitted_constants  # noqa: E402
+from endpoints.sim.calibration.published.calibration_tables import QUICK_KEYS, TARGET, PointSet, run_calibration  # noqa: E402
+from endpoints.sim.calibration.published.published_points import Measured, Metric  # noqa: E402
 from endpoints.sim.calibration.virtual_bench import BenchResult, random_requests, run_bench  # noqa: E402
-from endpoints.sim.server_args import ServerArgsError  # noqa: E402
 
 # The cookbook page's runs with their published median / P99 TTFT (SGLang cookbook DeepSeek-R1.mdx,
 # section 5.1.4): none of these was fitted on.
@@ -61,11 +58,8 @@ COOKBOOK_RUNS = (
 )
 # SGLang's bench_serving sends one warm-up request before it measures (--warmup-requests, default 1).
 SGLANG_BENCH_WARMUPS = 1
-# The figures the target is set on (docs/twin.md, Calibration): P99 TTFT is shown, not counted.
-TARGET = (Metric.THROUGHPUT, Metric.TTFT, Metric.TPOT)
-# --quick runs these points only (each as published), and the first
-# cookbook check: the same figures the full run prints for them, in a few seconds.
-QUICK_KEYS = ("1.c1", "2.c16", "7.c8", "8.c4", "9.c4", "9.c8")
+# --quick runs calibration_tables.QUICK_KEYS only (each as published), and the first cookbook check: the same
+# figures the full run prints for them, in a few seconds.
 B200_R1 = ["--model-path", "deepseek-ai/DeepSeek-R1-0528", "--tp", "8", "--sim-hardware", "b200"]
 
 
@@ -140,29 +134,13 @@ def _unfitted_checks(quick: bool) -> list[str]:
     return lines
 
 
-def _measure_all(quick: bool) -> tuple[dict[str, Measured], list[tuple[Point, str]]]:
-    results: dict[str, Measured] = {}
-    not_modelled: list[tuple[Point, str]] = []
-    for point in POINTS:
-        if quick and point.key not in QUICK_KEYS:
-            continue
-        try:
-            results[point.key] = measure(point)
-        except ServerArgsError as exc:
-            not_modelled.append((point, str(exc)))
-    return results, not_modelled
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the cheap points only")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    results, not_modelled = _measure_all(args.quick)
-    # The cost constants' fit set, and row 8's points that fitted the MTP acceptance (twin_spec_fit.py).
-    fit_keys = set(fitted_constants.FIT_SET) | set(ROW8_FIT_KEYS)
-    fit = [m for k, m in results.items() if k in fit_keys]
-    validation = [m for k, m in results.items() if k not in fit_keys]
+    run = run_calibration(PointSet.QUICK if args.quick else PointSet.FULL)
+    fit, validation = list(run.fit), list(run.validation)
     print(f"Constants fitted {fitted_constants.FIT_DATE} on {', '.join(fitted_constants.FIT_SET)}; SGLang versions:")
     for vendor, values in fitted_constants.FITTED.items():
         print(f"  {vendor}: {values['sglang_version']}")
@@ -170,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(--quick: only {', '.join(QUICK_KEYS)}, as the full run gives them)")
     print("\n".join(_table("Fit set (fitted: not predictions)", fit)))
     print("\n".join(_table("Validation set (predictions)", validation)))
-    for point, why in not_modelled:
+    for point, why in run.not_modelled:
         print(f"\n{point.key} ({point.setup}): not modelled yet ({why})")
     print("\nRows 5-6 (96×H100, PD disaggregation + large-scale EP): not modelled")
     print("\n".join(_unfitted_checks(args.quick)))

@@ -9,7 +9,8 @@ For each vendor, least squares (scipy.optimize.least_squares, trust-region refle
 ratios twin / published of every published figure (throughput per GPU, mean TTFT, mean TPOT, and the
 P99 TTFT where published: it pins the cold-start stall apart from the steady prefill cost) of the
 fit set's points (row 8's MTP points give their TTFT only: see _fitted_here), each point run on the
-twin's engine in virtual time exactly as bench/twin_calibration.py runs it (bench/twin_published.py).
+twin's engine in virtual time exactly as bench/twin_calibration.py runs it (endpoints/sim/
+calibration/published/published_points.py).
 The parameters are searched in log space within physical bounds, from fixed starting values, with a
 fixed finite-difference step, so a rerun gives the same numbers. They are rounded to three significant
 figures before they are stored, and the stored constants' predictions for the fit set are written
@@ -39,11 +40,10 @@ from scipy.optimize import least_squares
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from twin_published import POINTS_BY_KEY, Metric, measure  # noqa: E402
-from twin_spec_fitted import ROW8_FIT_KEYS  # noqa: E402
-
 from endpoints.sim.calibration import fitted_constants  # noqa: E402
 from endpoints.sim.calibration.profiles import CostConstants, Vendor, cost_constants_for  # noqa: E402
+from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
+from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS  # noqa: E402
 
 FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "fitted_constants.py"
 
@@ -222,7 +222,7 @@ def write_fitted(fits: dict[Vendor, tuple[CostConstants, dict[str, dict[Metric, 
         f'''"""The cost model's constants per vendor, as plain data (read by profiles.cost_constants_for).
 
 Written by bench/twin_fit.py on {today}: least squares on the log ratios twin / published of every
-published figure of the fit set, points of bench/twin_published.py (the project's calibration rows):
+published figure of the fit set (points of endpoints/sim/calibration/published/published_points.py):
 {sets}.
 Every other published point is validation (bench/twin_calibration.py).
 Do not edit by hand: rerun `python bench/twin_fit.py --write`.

@@ -1,9 +1,9 @@
-"""Fit the MTP acceptance length of the published point set "row 8" (bench/twin_published.py keys 8.c4 to
+"""Fit the MTP acceptance length of the published point set "row 8" (published_points.py keys 8.c4 to
 8.c64: InferenceX PR #3289, 8×H200, SGLang v0.5.19, EAGLE over DeepSeek-R1-0528's MTP head with 2 steps,
 3 draft tokens, topk 1, random 8k/1k prompts) and report row 8 as fit vs validation.
 
     python bench/twin_spec_fit.py            # fit on ROW8_FIT_KEYS, print every row-8 point (about a minute)
-    python bench/twin_spec_fit.py --write    # and store the fitted value in bench/twin_spec_fitted.py
+    python bench/twin_spec_fit.py --write    # and store it in endpoints/sim/calibration/published/spec_fitted.py
 
 Nothing publishes that run's acceptance, and acceptance on random tokens is not realistic traffic's, so it
 is the one number the twin fits on row 8: `--sim-spec-accept-length`, the mean tokens per verify (bonus
@@ -26,15 +26,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from twin_published import POINTS_BY_KEY, Measured, Metric, Point, measure  # noqa: E402
-from twin_spec_fitted import ROW8_FIT_KEYS, ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402
-
 from endpoints.sim.calibration.profiles import CostConstants  # noqa: E402
+from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Measured, Metric, Point, measure  # noqa: E402
+from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS, ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402
 
 ROW8_KEYS = ("8.c4", "8.c8", "8.c16", "8.c32", "8.c64")
 ACCEPT_FLAG = "--sim-spec-accept-length"
 MAX_ACCEPT_LENGTH = 3.0  # 2 steps: at most both drafts and the bonus token
-FITTED_FILE = Path(__file__).resolve().parent / "twin_spec_fitted.py"
+FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "calibration" / "published" / "spec_fitted.py"
 GOLDEN = (math.sqrt(5) - 1) / 2
 
 
@@ -124,7 +123,7 @@ def _write(length: float) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="store the fitted value in bench/twin_spec_fitted.py")
+    parser.add_argument("--write", action="store_true", help="store the fitted value in spec_fitted.py")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     length = fit_accept_length()

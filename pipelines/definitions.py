@@ -7,8 +7,9 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.calibration_asset import TWIN_CALIBRATION_ASSET, build_calibration_asset
 from assets.lake_assets import build_lake_assets
-from assets.partitions import build_partitions
+from assets.partitions import build_partitions, build_weeks
 from assets.quality_checks import build_quality_checks
 from assets.replay_asset import build_replay_asset
 from assets.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource, scenarios_file
@@ -17,12 +18,13 @@ from assets.workload_asset import build_workload_asset
 from endpoints.spec import EndpointClock, EndpointSpecError
 from pipelines.failure_notice import failure_notice_sensor
 from pipelines.lease_sensor import endpoint_lease_sensor
-from pipelines.regression_notice import regression_notice_sensor
-from pipelines.schedules import build_weekly_schedule, partition_run_tags
+from pipelines.regression_notice import build_regression_notice_sensor
+from pipelines.schedules import build_calibration_schedule, build_weekly_schedule, partition_run_tags
 from pipelines.weekly_executor import MULTIPROCESS_CONFIG, weekly_executor
 from workloads.scenarios import load_scenarios
 
 WEEKLY_JOB = "weekly_benchmark"
+CALIBRATION_JOB = "twin_calibration_weekly"  # the twin's error, partitioned by week alone
 # The asset graph's own Materialize runs (not the weekly job's): each step in its own process, forked from
 # a server that has already imported the pipeline; shards in parallel.
 WEEKLY_EXECUTOR = dg.multiprocess_executor.configured(MULTIPROCESS_CONFIG, name="weekly_multiprocess")
@@ -60,9 +62,11 @@ def build_definitions(
         *build_lake_assets(partitions),
         *build_trend_assets(partitions),
     ]
+    calibration, calibration_check = build_calibration_asset(build_weeks())
+    calibration_job = dg.define_asset_job(CALIBRATION_JOB, selection=[calibration], partitions_def=build_weeks())
     job = dg.define_asset_job(
         WEEKLY_JOB,
-        selection=dg.AssetSelection.all(),
+        selection=dg.AssetSelection.all() - dg.AssetSelection.assets(TWIN_CALIBRATION_ASSET),
         partitions_def=partitions,
         # The job's own executor, for every run however launched: a one-shard scenario's steps in its run
         # worker, a sharded one's each in its own process (pipelines/weekly_executor.py).
@@ -76,12 +80,15 @@ def build_definitions(
         ),
     )
     schedule = build_weekly_schedule(job, scenarios, clock_of)
+    regression_notice_sensor = build_regression_notice_sensor(
+        job, lambda key: partition_run_tags(key, partitions, scenarios, clock_of)
+    )
     return dg.Definitions(
-        assets=assets,
-        asset_checks=build_quality_checks(partitions),
-        jobs=[job],
+        assets=[*assets, calibration],
+        asset_checks=[*build_quality_checks(partitions), calibration_check],
+        jobs=[job, calibration_job],
         executor=WEEKLY_EXECUTOR,  # the asset graph's own Materialize runs too
-        schedules=[schedule],
+        schedules=[schedule, build_calibration_schedule(calibration_job)],
         sensors=[failure_notice_sensor, regression_notice_sensor, endpoint_lease_sensor],
         resources={
             "catalog": catalog,

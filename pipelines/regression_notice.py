@@ -1,12 +1,20 @@
-"""Regression notices: a `regression` verdict of weekly_trends is told to people through the same channel as a
+"""Regression notices: a verdict of weekly_trends worth a person's time is told through the same channel as a
 failed run (pipelines/failure_notice.py: a JSON line in $COSTBENCH_FAILURE_NOTICE_FILE and/or a POST to
-$COSTBENCH_FAILURE_WEBHOOK_URL), one notice per metric that regressed.
+$COSTBENCH_FAILURE_WEBHOOK_URL), one notice per metric.
+
+Confirm before telling (Chromium Pinpoint's idea): a first `regression` is not told. The sensor launches a
+confirmation run of that (week, scenario) through the same run queue (the weekly job, tagged CONFIRMS_TAG with the
+run it checks); its replays replace the week's, and only if the week still regresses is the notice sent, saying
+which run confirmed it. A confirmation that does not agree is logged, and nobody is paged. `sustained` (the
+regression persists the week after a confirmed one, as PyTorch HUD marks it) is told as it comes, with no rerun;
+`drift` (a change point over the canary's weeks, warehouse/marts/change_points.py) is told on the first week of
+the episode, with the week it started.
 
 The sensor watches the weekly report's materializations (the report is built after weekly_trends, and a
 regression does not block it): for each newly reported (week, scenario) it reads that partition's
-weekly_trends rows and sends what regressed, with the size of the change, the threshold, the week's
-interval and the report's path. Its cursor is the last materialization it handled, so a notice is sent
-once per materialization (a re-run week that still regresses is told again). It moves past a report only
+weekly_trends rows, and the report's `confirms` metadata (the run a confirmation run checks; assets/
+trend_assets.py copies it from the run's tag). Its cursor is the last materialization it handled, so a report is
+acted on once. It moves past a report only
 once every notice of it is written to the notice file (when set) and POSTed or kept in the outbox (when a
 webhook is set); each tick first POSTs again what the outbox keeps (pipelines/failure_notice.py), failure
 notices included.
@@ -16,14 +24,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import date
+from datetime import date, timedelta
 
 import dagster as dg
 
 from assets.resources import WarehouseResource
+from assets.trend_assets import CONFIRMS_METADATA, CONFIRMS_TAG
 from pipelines.failure_notice import NoticeChannels, outbox_dir
-from warehouse.marts.judged_metrics import judged_metric
+from warehouse.marts.judged_metrics import REGRESSED_VERDICTS, judged_metric
 from warehouse.marts.mart_rows import WeeklyTrendRow
 
 REPORT_ASSET = dg.AssetKey("weekly_report")
@@ -31,7 +41,7 @@ REPORT_ASSET = dg.AssetKey("weekly_report")
 
 @dataclass(frozen=True, slots=True)
 class RegressionNotice:
-    kind: str  # "regression" (failure notices have no kind)
+    kind: str  # the verdict told: "regression" (confirmed), "sustained" or "drift" (failure notices have no kind)
     week_start: str  # Monday of the week, YYYY-MM-DD
     scenario: str
     role: str | None  # the scenario's role (canary: only the runtime changed)
@@ -48,24 +58,35 @@ class RegressionNotice:
     interval_high: float | None
     reason: str  # the rule's own sentence (weekly_trends.regression_reasons)
     report_path: str | None  # the week's HTML report
-    run_id: str | None  # the Dagster run that built the report
+    run_id: str | None  # the Dagster run that built the report (for a regression: the confirmation run)
+    confirms_run_id: str | None  # regression: the run whose first verdict the confirmation run agreed with
+    drift_start_week: str | None  # drift: the Monday of the first week after the change point
     noticed_wall_s: float  # epoch seconds when the notice was made
 
 
 def regression_notices(
-    row: WeeklyTrendRow, report_path: str | None, run_id: str | None = None, now_s: float | None = None
+    row: WeeklyTrendRow,
+    report_path: str | None,
+    run_id: str | None = None,
+    now_s: float | None = None,
+    confirms_run_id: str | None = None,
 ) -> list[RegressionNotice]:
-    """One notice per metric that regressed in a weekly_trends row (none unless its verdict is 'regression')."""
-    if row.regression_verdict != "regression" or not row.regressed_metrics:
+    """One notice per metric a weekly_trends row regressed (regression, sustained) or drifted on; none otherwise.
+    Whether the row is to be told (confirmed, first of a drift) is the sensor's call."""
+    if row.regression_verdict in REGRESSED_VERDICTS:
+        names = json.loads(row.regressed_metrics or "[]")
+    elif row.regression_verdict == "drift":
+        names = json.loads(row.drift_metrics or "[]")
+    else:
         return []
     reasons = json.loads(row.regression_reasons or "[]")
     noticed = time.time() if now_s is None else now_s
     notices = []
-    for name in json.loads(row.regressed_metrics):
+    for name in names:
         metric = judged_metric(name)
         notices.append(
             RegressionNotice(
-                kind="regression",
+                kind=row.regression_verdict,
                 week_start=row.week_start.isoformat(),
                 scenario=row.scenario,
                 role=row.role,
@@ -77,6 +98,8 @@ def regression_notices(
                 reason=next((r for r in reasons if r.startswith(name + " ")), ""),
                 report_path=report_path,
                 run_id=run_id,
+                confirms_run_id=confirms_run_id,
+                drift_start_week=row.drift_start_week.isoformat() if row.drift_start_week else None,
                 noticed_wall_s=noticed,
             )
         )
@@ -97,13 +120,29 @@ def _is_date(text: str) -> bool:
     return True
 
 
-@dg.sensor(
-    name="regression_notice",
-    minimum_interval_seconds=5,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Sends every regression verdict of a newly reported week to the failure-notice file and/or webhook.",
-)
-def regression_notice_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SkipReason:
+def build_regression_notice_sensor(
+    job: dg.UnresolvedAssetJobDefinition, tags_for: Callable[[str], dict[str, str]]
+) -> dg.SensorDefinition:
+    """The sensor, launching confirmation runs of `job` (the weekly job) with `tags_for(partition_key)`'s tags: the
+    same run queue, replay slot and scenario limits as the schedule's runs."""
+
+    @dg.sensor(
+        name="regression_notice",
+        job=job,
+        minimum_interval_seconds=5,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Confirms a first regression with a rerun of its week, then tells the confirmed ones, "
+        "sustained regressions and drifts to the failure-notice file and/or webhook.",
+    )
+    def regression_notice(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SensorResult:
+        return _evaluate(context, warehouse, tags_for)
+
+    return regression_notice
+
+
+def _evaluate(
+    context: dg.SensorEvaluationContext, warehouse: WarehouseResource, tags_for: Callable[[str], dict[str, str]]
+) -> dg.SensorResult:
     channels = NoticeChannels(outbox_dir(warehouse.root_path()))
     retried, kept = channels.retry_outbox()
     if retried:
@@ -116,25 +155,67 @@ def regression_notice_sensor(context: dg.SensorEvaluationContext, warehouse: War
         dg.AssetRecordsFilter(asset_key=REPORT_ASSET, after_storage_id=after), limit=100, ascending=True
     ).records
     if not records:
-        return dg.SkipReason("no new weekly report")
+        return dg.SensorResult(skip_reason="no new weekly report")
     trends = warehouse.warehouse().weekly_trends()
-    told = 0
+    told, confirming = 0, []
     for record in records:
         if record.partition_key is None:
             continue
         week, scenario = _week_and_scenario(record.partition_key)
-        materialization = record.asset_materialization
-        report = materialization.metadata.get("report") if materialization is not None else None
+        metadata = record.asset_materialization.metadata if record.asset_materialization is not None else {}
+        report = metadata.get("report")
         report_path = str(report.value) if report is not None else None
+        confirms = metadata.get(CONFIRMS_METADATA)
+        confirms_run = str(confirms.value) if confirms is not None and confirms.value else None
         for row in trends:
-            if row.week_start.isoformat() == week and row.scenario == scenario:
-                for notice in regression_notices(row, report_path, record.run_id):
-                    delivery = channels.send(notice)  # raises when the notice could not be kept: cursor stays
-                    told += 1
-                    log = context.log.warning if delivery.kept_in else context.log.info
-                    log(
-                        f"regression notice: {notice.scenario} week {notice.week_start} {notice.metric} "
-                        f"{notice.change:+.1f} {notice.change_unit}: {delivery.describe()}"
-                    )
+            if row.week_start.isoformat() != week or row.scenario != scenario:
+                continue
+            verdict = row.regression_verdict
+            if verdict == "regression" and confirms_run is None:
+                confirming.append(_confirmation(record.partition_key, record.run_id, record.storage_id, tags_for))
+                context.log.info(f"{scenario} week {week}: regression, confirmation run requested before telling")
+                continue
+            if verdict == "drift" and _drifted_the_week_before(row, trends):
+                continue  # the same episode, told the week it was first seen
+            if verdict not in ("regression", "sustained", "drift"):
+                if confirms_run is not None:
+                    context.log.info(f"{scenario} week {week}: the confirmation run does not agree ({verdict}): "
+                                     f"the regression of run {confirms_run} is not told")  # fmt: skip
+                continue
+            for notice in regression_notices(row, report_path, record.run_id, confirms_run_id=confirms_run):
+                delivery = channels.send(notice)  # raises when the notice could not be kept: cursor stays
+                told += 1
+                log = context.log.warning if delivery.kept_in else context.log.info
+                log(
+                    f"{notice.kind} notice: {notice.scenario} week {notice.week_start} {notice.metric} "
+                    f"{_change(notice)}: {delivery.describe()}"
+                )
         context.update_cursor(str(record.storage_id))
-    return dg.SkipReason(f"{told} regression notice(s) sent for {len(records)} weekly report(s)")
+    return dg.SensorResult(
+        run_requests=confirming,
+        cursor=context.cursor,
+        skip_reason=None if confirming else f"{told} notice(s) sent for {len(records)} weekly report(s)",
+    )
+
+
+def _change(notice: RegressionNotice) -> str:
+    return "" if notice.change is None else f"{notice.change:+.1f} {notice.change_unit}"
+
+
+def _confirmation(partition_key: str, run_id: str | None, storage_id: int, tags_for) -> dg.RunRequest:
+    checks = run_id or f"report-{storage_id}"
+    return dg.RunRequest(
+        run_key=f"confirm|{partition_key}|{storage_id}",
+        partition_key=partition_key,
+        tags={**tags_for(partition_key), CONFIRMS_TAG: checks},
+    )
+
+
+def _drifted_the_week_before(row: WeeklyTrendRow, trends: list[WeeklyTrendRow]) -> bool:
+    return any(
+        r.regression_verdict == "drift"
+        and (r.scenario, r.endpoint, r.backend, r.config_fingerprint)
+        == (row.scenario, row.endpoint, row.backend, row.config_fingerprint)
+        and r.week_start == row.week_start - timedelta(days=7)
+        for r in trends
+    )

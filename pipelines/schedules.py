@@ -1,4 +1,5 @@
-"""The weekly schedule: Monday 06:00 UTC, one run per scenario for the week that just ended.
+"""The weekly schedule: Monday 06:00 UTC, one run per scenario for the week that just ended (and an hour before it,
+the twin's calibration for that week: one run, no endpoint).
 
 Each run is tagged with its endpoint and, where the endpoint is a server in real time (clock wall: launched,
 attached, or a twin process), with that endpoint as its replay slot, so the queued run coordinator
@@ -67,3 +68,21 @@ def build_weekly_schedule(
             )
 
     return weekly_schedule
+
+
+def build_calibration_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefinition:
+    @dg.schedule(
+        name=f"{job.name}_schedule",
+        job=job,
+        cron_schedule="0 5 * * 1",
+        execution_timezone="UTC",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Every Monday 05:00 UTC: recompute the twin's fit and validation tables for the week that just "
+        "ended (an hour before its replays, so the week's report has them).",
+    )
+    def calibration_schedule(context: dg.ScheduleEvaluationContext):
+        week_start = (context.scheduled_execution_time - timedelta(days=7)).date()
+        week_start -= timedelta(days=week_start.weekday())  # the Monday that starts that week
+        yield dg.RunRequest(run_key=week_start.isoformat(), partition_key=week_start.isoformat())
+
+    return calibration_schedule

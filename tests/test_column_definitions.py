@@ -24,6 +24,7 @@ from endpoints.probes.probe_records import (
     GpuSample,
     ServerSample,
 )
+from endpoints.sim.calibration.published.calibration_tables import CalibrationFigure
 from replay.recording.records import (
     REQUEST_COLUMNS,
     REQUEST_RECORD_SCHEMA,
@@ -35,6 +36,7 @@ from replay.recording.records import (
 from tests import warehouse_builders as wb
 from warehouse.backends.store import LAKE_TABLES, Warehouse, read_sql
 from warehouse.column_docs import schema_sql_docs
+from warehouse.marts.calibration_columns import TWIN_CALIBRATION_COLUMNS
 from warehouse.marts.run_columns import RUN_CONTEXT_COLUMNS, RUNS_COLUMNS
 from warehouse.marts.run_rows import RUNS_SCHEMA, RunContext, build_run_row
 from warehouse.parquet.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
@@ -51,6 +53,7 @@ LAKE_VIEWS = sorted(LAKE_COLUMNS)
         (ServerSample, SERVER_SAMPLE_COLUMNS, ()),
         (GpuSample, GPU_SAMPLE_COLUMNS, ()),
         (RunContext, RUN_CONTEXT_COLUMNS, ()),
+        (CalibrationFigure, TWIN_CALIBRATION_COLUMNS, ()),
     ],
     ids=lambda v: getattr(v, "__name__", None),
 )

@@ -167,6 +167,21 @@ def write_run(
         write_partition(lake_root, "gpu_samples", week_start, scenario, table)
 
 
+def write_runs(
+    lake_root: Path,
+    week_start: date,
+    scenario: str,
+    runs: list[tuple[RunInfo, list[RequestRecord]]],
+    spec: EndpointSpec,
+    context: RunContext = RunContext(),
+) -> None:
+    """A week of several replays (a scenario's repeats) in one partition, the way the lake assets write them."""
+    rows = [build_run_row(info, spec, scenario, week_start, context) for info, _ in runs]
+    write_partition(lake_root, "runs", week_start, scenario, pa.concat_tables(rows))
+    records = [record for _, of_run in runs for record in of_run]
+    write_partition(lake_root, "requests", week_start, scenario, requests_table(records))
+
+
 def _row(sample) -> dict:
     return {name: getattr(sample, name) for name in sample.__slots__}
 

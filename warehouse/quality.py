@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from replay.recording.records import RequestStatus
+from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 
 EXAMPLES_KEPT = 5
 TOKEN_COLUMNS = (
@@ -135,11 +136,12 @@ def check_requests(df: pd.DataFrame, outputs_enforced: bool = True) -> QualityRe
 
 
 def check_weekly_trends(df: pd.DataFrame) -> QualityResult:
-    """The regression rule of weekly_trends.sql: fails exactly on the rows whose regression_verdict is 'regression'.
+    """The regression rule of weekly_trends.sql: fails exactly on the rows whose verdict says a metric regressed
+    ('regression', or 'sustained' when it persists).
 
     Each failing row shows up in the failure's examples as "<week> <scenario> <endpoint>: <reasons>", so
-    the check's metadata says what regressed and by how much. Drift (past a threshold, inside the noise)
-    and rows without a baseline pass.
+    the check's metadata says what regressed and by how much. Rows past a threshold inside the noise
+    (within_noise), drifts (told by the regression notice sensor) and rows without a baseline pass.
     """
     if df.empty and "regression_verdict" not in df.columns:
         return _validate(
@@ -149,7 +151,7 @@ def check_weekly_trends(df: pd.DataFrame) -> QualityResult:
         df, ("week_start", "scenario", "endpoint", "regression_verdict", "regression_reasons"), "weekly_trends"
     )
     regression = [
-        f"{week} {scenario} {endpoint}: {reasons}" if verdict == "regression" else None
+        f"{week} {scenario} {endpoint}: {reasons}" if verdict in REGRESSED_VERDICTS else None
         for week, scenario, endpoint, verdict, reasons in zip(
             df["week_start"], df["scenario"], df["endpoint"], df["regression_verdict"], df["regression_reasons"]
         )

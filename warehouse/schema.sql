@@ -96,7 +96,10 @@ SELECT
     replay_clock,             -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
     replicas,                 -- SGLang workers serving the endpoint: a fleet's replicas behind its router, attach's worker_urls, else 1 (count; null: recorded before fleets)
     router_policy,            -- the fleet's router (smg) --policy: cache_aware | round_robin | prefix_hash | power_of_two | ... (null: no router block (one server, or attach without one), or recorded before fleets)
-    router_args_json          -- JSON list of the router's other smg launch flags, as endpoints.yaml gives them (null: no router block, or recorded before fleets)
+    router_args_json,         -- JSON list of the router's other smg launch flags, as endpoints.yaml gives them (null: no router block, or recorded before fleets)
+    shadow_output_tokens_per_s_ratio, -- twin / real sustained output tokens/s: the run's window replayed on the twin with the endpoint's flags on a virtual clock (the shadow canary, endpoints/sim/calibration/shadow_canary.py) (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
+    shadow_p50_ttft_ratio,    -- twin / real median TTFT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
+    shadow_p50_tpot_ratio     -- twin / real median TPOT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
 FROM @runs_source@;
 
 CREATE OR REPLACE VIEW requests AS
@@ -179,6 +182,31 @@ SELECT
     sm_clock_mhz,             -- SM clock (MHz)
     note                      -- why the values are null (written once per run when no source exists)
 FROM @gpu_samples_source@;
+
+-- The twin's error as a series (docs/twin.md, "The twin's error as a series"): one row per published calibration
+-- point and metric, recomputed weekly by the twin_calibration asset (endpoints/sim/calibration/published/
+-- calibration_tables.py).
+-- Partitioned by week only: the lake's scenario= folder is always published_points, so the view leaves it out.
+CREATE OR REPLACE VIEW twin_calibration AS
+SELECT
+    week AS week_start,       -- Monday (DATE) of the week the figures were computed for, from the lake path
+    point_key,                -- the published point: <calibration row>.c<concurrency>, a key of published_points.py
+    calibration_set,          -- fit (the cost constants or row 8's MTP acceptance were fitted on the point: not a prediction) | validation (a prediction)
+    metric,                   -- the published figure: throughput_per_gpu | mean_ttft | mean_tpot | p99_ttft
+    unit,                     -- the figure's unit, and for throughput which tokens count
+    counted,                  -- the figure counts toward the target (throughput, mean TTFT, mean TPOT); P99 TTFT is shown, not counted
+    twin_value,               -- the twin's figure in `unit`, measured as the publisher measured
+    published_value,          -- the publisher's figure in `unit`
+    ratio,                    -- twin_value / published_value (ratio)
+    point_set,                -- which points the computation ran: full (every published point) | quick (six of them)
+    setup,                    -- the published run: GPUs, model, SGLang release, lengths, concurrency
+    source,                   -- where the figure was published
+    published_sglang_version, -- the SGLang release the publisher ran
+    fitted_sglang_version,    -- the SGLang releases the cost constants of the point's GPU vendor were fitted against (endpoints/sim/calibration/fitted_constants.py)
+    constants_fitted_on,      -- when the cost constants were fitted (FIT_DATE)
+    twin_version,             -- the twin that computed the figure: git describe of the checkout, else the costbench package version
+    computed_wall_s           -- when the figures were computed (s since the Unix epoch)
+FROM @twin_calibration_source@;
 
 -- One row per shape a run's fleet plan tried (runs.fleet_plan_json unnested; endpoints/sim/calibration/fleet_plan.py):
 -- the window replayed once at the scenario's target rate through `replicas` twins behind the router policy's model.
@@ -345,7 +373,10 @@ CREATE OR REPLACE TABLE run_summary (
     max_worker_share DOUBLE,          -- largest run_workers.request_share of a named worker: the busiest worker's share of the completed requests (ratio 0-1; 1 / replicas is even; null: no request named its worker)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
     client_degraded BOOLEAN NOT NULL, -- the client fell behind its schedule: latency from send understates
-    partial BOOLEAN NOT NULL          -- the run did not finish
+    partial BOOLEAN NOT NULL,         -- the run did not finish
+    shadow_output_tokens_per_s_ratio DOUBLE,  -- runs.shadow_output_tokens_per_s_ratio: twin / real sustained output tokens/s of the run's shadow canary (ratio; null: no shadow)
+    shadow_p50_ttft_ratio DOUBLE,     -- runs.shadow_p50_ttft_ratio: twin / real median TTFT (ratio; null: no shadow)
+    shadow_p50_tpot_ratio DOUBLE      -- runs.shadow_p50_tpot_ratio: twin / real median TPOT (ratio; null: no shadow)
 );
 
 -- One row per run x worker that served its completed requests: how the router spread them and what each
@@ -408,7 +439,13 @@ CREATE OR REPLACE TABLE cost_intervals (
     hit_rate_low DOUBLE,              -- 2.5th percentile of the block-bootstrap client prefix-cache hit rate (ratio 0-1)
     hit_rate_high DOUBLE,             -- 97.5th percentile of the same (ratio 0-1)
     p95_ttft_low_ms DOUBLE,           -- 2.5th percentile of the block-bootstrap p95 TTFT, from 1%-wide log bins (ms)
-    p95_ttft_high_ms DOUBLE           -- 97.5th percentile of the same (ms)
+    p95_ttft_high_ms DOUBLE,          -- 97.5th percentile of the same (ms)
+    -- The bounds above are widened by the spread between runs (warehouse/marts/bootstrap_interval.py):
+    runs BIGINT NOT NULL,             -- runs the row pools (count)
+    run_spread_df BIGINT NOT NULL,    -- degrees of freedom of the pooled run-to-run spread (0: not known, one run a week)
+    cost_run_sd_log DOUBLE,           -- sd between runs of ln(cost per request), pooled (null when run_spread_df is 0)
+    p95_ttft_run_sd_log DOUBLE,       -- sd between runs of ln(p95 TTFT), pooled (null when run_spread_df is 0)
+    hit_rate_run_sd DOUBLE            -- sd between runs of the hit rate, pooled (ratio 0-1; null when run_spread_df is 0)
 );
 
 CREATE OR REPLACE TABLE weekly_trends (
@@ -460,9 +497,11 @@ CREATE OR REPLACE TABLE weekly_trends (
     hit_rate_high DOUBLE,             -- the same interval, high end (ratio 0-1)
     p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
     p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
-    regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | drift (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves)
+    regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | sustained (a regression the week after one) | drift (a change point over the canary's weeks that no week's threshold caught: drift_start_week) | within_noise (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves)
     regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
-    regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression)
+    regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression or sustained)
+    drift_start_week DATE,            -- drift: the Monday of the first week after the change point (null unless drift)
+    drift_metrics VARCHAR,            -- drift: JSON list of the metrics that drifted (null unless drift)
     cost_threshold_pct DOUBLE,        -- the regression rule's threshold on cost_change_pct (%)
     p95_ttft_threshold_pct DOUBLE,    -- the regression rule's threshold on p95_ttft_change_pct (%)
     hit_rate_threshold_pts DOUBLE     -- the regression rule's threshold on hit_rate_change_pts (percentage points; negative: a fall)

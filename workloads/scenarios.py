@@ -49,6 +49,8 @@ MAX_TRACE_S = 10 * 365 * 86_400.0  # ten years of trace seconds
 MIN_SPEEDUP, MAX_SPEEDUP = 1e-3, 1e4
 MAX_PROMPT_TOKENS = 1_000_000
 MAX_SHARDS = 1_024
+MAX_REPEATS = 16
+CANARY_REPEATS = 2  # a canary's runs per week unless its entry says: enough to see two runs differ
 MAX_CONCURRENCY = 1_000_000
 MAX_REASONING_RATIO = 1_000.0
 MAX_TARGET_RPS = 1e7
@@ -84,6 +86,12 @@ class Scenario:
     weekly_window: WeeklyWindow | None = None
     traffic_share: float = 1.0  # the session-sharded share of the trace one replica carries (ratio 0-1)
     role: str = "live"  # live: the traffic, carries the cost trend | canary: a fixed reference, judged for regressions
+    # Replays of the window per week, one after another (each a run of its own): the week's interval takes in how
+    # much runs differ (docs/pipeline.md, "Run-to-run variation"). Canaries default to 2, live scenarios to 1.
+    repeats: int = 1
+    # On a twin: each run draws its own node, clocks and step jitter (--sim-run-seed; endpoints/sim/calibration/
+    # run_variation.py). On by default for canaries, so a canary is not a deterministic world; no effect elsewhere.
+    twin_run_variation: bool = False
 
     def window_for(self, week_start: date, trace_end_s: float) -> tuple[float, float | None]:
         """(start_s, duration_s) of the trace window this scenario replays in the week of `week_start`."""
@@ -160,6 +168,8 @@ class _ScenarioEntry(ConfigModel):
     target_rps: float | None = Field(None, gt=0, le=MAX_TARGET_RPS)
     budget_usd_per_request: float | None = Field(None, gt=0, le=MAX_USD_PER_REQUEST)
     structured_output: StructuredOutputEntry | None = None
+    repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)  # None: 2 for a canary, 1 for live traffic
+    run_variation: bool | None = None  # None: on for a canary
 
     @model_validator(mode="after")
     def _one_window_rule(self) -> "_ScenarioEntry":
@@ -206,6 +216,8 @@ class _ScenarioEntry(ConfigModel):
             ),
             traffic_share=self.traffic_share,
             role=self.role,
+            repeats=self.repeats if self.repeats is not None else CANARY_REPEATS if self.role == "canary" else 1,
+            twin_run_variation=self.run_variation if self.run_variation is not None else self.role == "canary",
         )
 
 

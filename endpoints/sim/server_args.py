@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName
+from endpoints.sim.calibration.run_variation import RunVariation
 from endpoints.sim.engine.faults import FaultConfig
 from endpoints.sim.engine.schedule_policy import SchedulePolicy
 from endpoints.sim.engine.speculative import SPEC_DEFAULT_MAX_RUNNING_REQUESTS, SpecConfig, spec_server_info
@@ -145,6 +146,7 @@ class SimServerArgs:
     grammar_backend: str  # constrained decoding's backend, as SGLang resolves it ("none": constraints refused)
     sim_unconstrained_failure_rate: float  # prompt-only schemas: share of answers that do not parse (grammar.py)
     faults: FaultConfig
+    run_variation: RunVariation | None  # --sim-run-seed: this run's node, clocks and step jitter; None: off
     speculative: SpecConfig | None  # --speculative-algorithm EAGLE/NEXTN; None: off
     ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
 
@@ -159,9 +161,13 @@ class SimServerArgs:
     def as_server_info(self) -> dict:
         """Every argument under its SGLang field name, the way /server_info shows ServerArgs."""
         info = {
-            name: getattr(self, name) for name in self.__slots__ if name not in ("ignored", "faults", "speculative")
+            name: getattr(self, name)
+            for name in self.__slots__
+            if name not in ("ignored", "faults", "speculative", "run_variation")
         }
         info.update(self.faults.as_server_info())
+        if self.run_variation is not None:
+            info.update(self.run_variation.as_server_info())
         info.update(spec_server_info(self.speculative))
         info["schedule_policy"] = self.schedule_policy.value
         info["sim_hardware"] = self.sim_hardware.value
@@ -216,6 +222,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="share of answers to a schema given only in the prompt that do not parse (wrapped in prose or truncated)",
     )  # fmt: skip
     FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
+    RunVariation.add_arguments(p.add_argument_group("run-to-run variation (twin only, off by default)"))
     SpecConfig.add_arguments(p)
     ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
     for flags, kind, default in IGNORED_VALUE_FLAGS:
@@ -289,6 +296,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         raise ServerArgsError(f"--port must be 0-65535, got {ns.port}")
     try:
         faults = FaultConfig.from_namespace(ns)
+        run_variation = RunVariation.from_namespace(ns)
         speculative = SpecConfig.from_namespace(ns, ns.model_path)
     except ValueError as exc:
         raise ServerArgsError(str(exc)) from None
@@ -335,6 +343,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         grammar_backend=ns.grammar_backend or DEFAULT_GRAMMAR_BACKEND,
         sim_unconstrained_failure_rate=ns.sim_unconstrained_failure_rate,
         faults=faults,
+        run_variation=run_variation,
         speculative=speculative,
         ignored=tuple((dest, getattr(ns, dest)) for dest in _IGNORED_DESTS),
     )

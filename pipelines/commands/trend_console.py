@@ -8,6 +8,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 from warehouse.marts.mart_rows import CostAttributionRow, DiagnosisRow, FleetPlanRow, WeeklyTrendRow, as_frame
 from warehouse.report.fleet_plan_summary import plan_comparisons, run_price_rows
 from warehouse.report.structured_output import comparison_sentence, comparisons, structured_rows
@@ -171,7 +172,7 @@ def print_regression_verdicts(rows: list[WeeklyTrendRow], console: Console | Non
         table.add_column(column)
     for row in flagged:
         reasons = orjson.loads(row.regression_reasons) if row.regression_reasons else []
-        colour = "red" if row.regression_verdict == "regression" else "yellow"
+        colour = "red" if row.regression_verdict in REGRESSED_VERDICTS else "yellow"
         table.add_row(str(row.week_start), row.scenario, f"[{colour}]{row.regression_verdict}[/]", "\n".join(reasons))
     console.print(table)
 

@@ -23,6 +23,7 @@ import orjson
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
 from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV, WarehouseResource
+from assets.trend_assets import CONFIRMS_TAG
 from endpoints.spec import EndpointClock, load_endpoint_specs
 from pipelines.commands.cli_errors import EXIT_FAILED
 from pipelines.commands.cli_inputs import check_output_folder
@@ -63,6 +64,7 @@ RUNS_TIMEOUT_S = 1200.0
 # waits this long, not the 30 s a test instance gives its daemon.
 STOP_GRACE_S = 10.0
 NOTICE_WAIT_S = 30.0  # the sensor's ticks: every 5 s at most, as the daemon's sensor loop gets to it
+CONFIRMATION_WAIT_S = 300.0  # the confirmation runs the regression_notice sensor launches after the backfill's
 
 
 def last_complete_weeks(today: date, count: int) -> list[date]:
@@ -162,6 +164,9 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
                 backfill = backfill or _backfill_of(instance, keys)
                 if backfill is not None:
                     cancel_backfill(instance, backfill)
+                for run in _confirmation_runs(instance):
+                    if not run.is_finished:
+                        instance.run_coordinator.cancel_run(run.run_id)
                 raise
     except BaseException as exc:
         _leave_nothing_running(backfill, warehouse, exc)
@@ -223,14 +228,41 @@ def _wait_and_read(
     ]  # fmt: skip
     store = Warehouse(warehouse)
     rows = store.weekly_trends() if store.db_path.exists() else []
+    # A first regression is told only once a confirmation run of its week agrees: the regression_notice sensor
+    # launches one per such week, through the same queue; their replays replace the week's.
+    confirmations = sum(1 for r in rows if r.regression_verdict == "regression")
+    if confirmations:
+        print(f"  {confirmations} first regression(s): confirmation run(s) requested by the regression_notice sensor")
+        for run in _wait_for_confirmations(instance, confirmations):
+            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+            print(
+                f"  confirmation of {part}: {'ok' if run.status is dg.DagsterRunStatus.SUCCESS else run.status.value}"
+            )
+        runs = [*runs, *_confirmation_runs(instance)]
+        rows = store.weekly_trends()
     attribution = store.cost_attribution() if store.db_path.exists() else []
-    # The regression_notice sensor tells each regressed metric once its week's report is built: give the
-    # daemon's next sensor ticks the time to send what the trends hold.
+    # The regression_notice sensor tells each confirmed (or sustained) regressed metric once its week's report is
+    # built: give the daemon's next sensor ticks the time to send what the trends hold.
     expected = sum(len(orjson.loads(r.regressed_metrics)) for r in rows if r.regressed_metrics)
     waited = time.monotonic()
     while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
         time.sleep(1)
     return runs, verdicts, store, rows, attribution
+
+
+def _confirmation_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
+    return [r for r in instance.get_runs() if CONFIRMS_TAG in r.tags]
+
+
+def _wait_for_confirmations(instance: dg.DagsterInstance, expected: int) -> list[dg.DagsterRun]:
+    deadline = time.monotonic() + CONFIRMATION_WAIT_S
+    while True:
+        runs = _confirmation_runs(instance)
+        if len(runs) >= expected and all(r.is_finished for r in runs):
+            return runs
+        if time.monotonic() > deadline:
+            raise RunsDidNotFinish(f"after {CONFIRMATION_WAIT_S:.0f} s, {len(runs)} of {expected} confirmation runs")
+        time.sleep(1)
 
 
 def _backfill_of(instance: dg.DagsterInstance, keys: list[str]) -> str | None:
@@ -241,7 +273,10 @@ def _backfill_of(instance: dg.DagsterInstance, keys: list[str]) -> str | None:
 def _leave_nothing_running(backfill: str | None, warehouse: Path, exc: BaseException) -> None:
     """After the daemon's group has stopped: runs it could not end marked cancelled, orphaned twins ended."""
     why = f"the demo was stopped by {exc.signal_name}" if isinstance(exc, DemoStopped) else f"the demo failed: {exc!r}"
-    if backfill is not None:
-        with dg.DagsterInstance.get() as instance:
+    with dg.DagsterInstance.get() as instance:
+        if backfill is not None:
             mark_unfinished_cancelled(instance, backfill, why)
+        for run in _confirmation_runs(instance):
+            if not run.is_finished:
+                instance.report_run_canceled(run, message=why)
     end_orphaned_leases(WarehouseResource(root=str(warehouse)).leases_dir())

@@ -20,7 +20,7 @@ from pipelines.failure_notice import (
     failure_notice_sensor,
     outbox_dir,
 )
-from pipelines.regression_notice import regression_notice_sensor
+from pipelines.regression_notice import build_regression_notice_sensor
 from webhook_collector import closed_port, start_webhook
 
 SECRET_URL_PARTS = ("PATHSECRET", "QUERYSECRET")
@@ -111,8 +111,9 @@ def test_a_refused_webhook_keeps_the_notice_in_the_file_and_the_outbox_until_it_
     try:
         with dg.instance_for_test() as instance:
             resources = {"warehouse": WarehouseResource(root=str(warehouse_root))}
-            regression_notice_sensor(dg.build_sensor_context(instance=instance, resources=resources))
-            regression_notice_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+            sensor = build_regression_notice_sensor(dg.define_asset_job("weekly_benchmark"), lambda key: {})
+            sensor(dg.build_sensor_context(instance=instance, resources=resources))
+            sensor(dg.build_sensor_context(instance=instance, resources=resources))
     finally:
         webhook.stop()
     assert webhook.delivered == [line]  # once: the second tick found the outbox empty

@@ -1,6 +1,8 @@
-"""The regression rule judges the canary, and a regression verdict reaches people through the failure channel:
-a JSON line in the notice file and a POST to a loopback webhook, with what moved, by how much, the threshold,
-the week's interval and the report's path. A webhook that is down loses no verdict: it waits in the outbox."""
+"""The regression rule judges the canary, and a regression verdict reaches people through the failure channel once a
+confirmation run agrees: a JSON line in the notice file and a POST to a loopback webhook, with what moved, by how
+much, the threshold, the week's interval, the report's path and the run that confirmed it. A first regression asks
+for that run (through the weekly job, with the partition's tags) and tells nobody; a confirmation that disagrees
+tells nobody either. A webhook that is down loses no verdict: it waits in the outbox."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import orjson
 import pytest
 
 from assets.resources import WarehouseResource
+from assets.trend_assets import CONFIRMS_METADATA, CONFIRMS_TAG
 from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV, outbox_dir
-from pipelines.regression_notice import regression_notice_sensor
+from pipelines.regression_notice import build_regression_notice_sensor
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.marts.run_rows import RunContext
@@ -23,6 +26,10 @@ from webhook_collector import closed_port, start_webhook
 WEEKS = [date(2026, 10, 19) + timedelta(days=7 * i) for i in range(4)]
 N = 40
 SPEC = endpoint()  # 8 GPUs at $2/h: a window of c x 225 s costs c USD
+PARTITION_TAGS = {"costbench/endpoint": "v3-8xh200"}
+regression_notice_sensor = build_regression_notice_sensor(
+    dg.define_asset_job("weekly_benchmark"), lambda key: {**PARTITION_TAGS, "for": key}
+)
 
 
 def _week(store: Warehouse, week: date, scenario: str, role: str, cost_per_request: float) -> None:
@@ -62,11 +69,47 @@ def test_the_regression_rule_judges_the_canary_and_leaves_live_traffic_to_the_tr
     assert (run.role, run.traffic_share) == ("live", 0.5)
 
 
-def _report(instance: dg.DagsterInstance, week: date, scenario: str, path: str) -> None:
+def _report(instance: dg.DagsterInstance, week: date, scenario: str, path: str, confirms: str | None = None) -> None:
+    # A weekly report built; `confirms`: by a confirmation run of that Dagster run (its tag, as the asset records it).
     key = dg.MultiPartitionKey({"week": week.isoformat(), "scenario": scenario})
-    instance.report_runless_asset_event(
-        dg.AssetMaterialization("weekly_report", partition=key, metadata={"report": dg.MetadataValue.path(path)})
-    )
+    metadata = {"report": dg.MetadataValue.path(path), **({CONFIRMS_METADATA: confirms} if confirms else {})}
+    instance.report_runless_asset_event(dg.AssetMaterialization("weekly_report", partition=key, metadata=metadata))
+
+
+def test_a_first_regression_asks_for_a_confirmation_run_and_tells_nobody(warehouse, tmp_path, monkeypatch):
+    notice_file = tmp_path / "notices.jsonl"
+    monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
+    resources = {"warehouse": WarehouseResource(root=str(warehouse.root))}
+    with dg.instance_for_test() as instance:
+        _report(instance, WEEKS[2], "chat-canary", "report.html")  # ok: nothing to confirm
+        _report(instance, WEEKS[3], "chat-canary", "report.html")
+        context = dg.build_sensor_context(instance=instance, resources=resources)
+        result = regression_notice_sensor(context)
+        [request] = result.run_requests
+        again = regression_notice_sensor(dg.build_sensor_context(instance=instance, resources=resources,
+                                                                 cursor=context.cursor))  # fmt: skip
+    key = str(dg.MultiPartitionKey({"week": WEEKS[3].isoformat(), "scenario": "chat-canary"}))
+    assert request.partition_key == key
+    # Through the same queue as the schedule's runs: the partition's tags, and the run it checks.
+    assert request.tags["costbench/endpoint"] == "v3-8xh200" and request.tags["for"] == key
+    assert CONFIRMS_TAG in request.tags
+    assert not notice_file.exists()  # nobody is told before the confirmation agrees
+    assert again.run_requests == []  # asked for once
+
+
+def test_a_confirmation_that_does_not_agree_tells_nobody(tmp_path, monkeypatch):
+    notice_file = tmp_path / "notices.jsonl"
+    monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
+    store = Warehouse(tmp_path / "wh")
+    # The confirmation's runs replaced the week's: back at the baseline's cost.
+    for week, cost in zip(WEEKS, (0.10, 0.11, 0.09, 0.10)):
+        _week(store, week, "chat-canary", "canary", cost)
+    store.refresh()
+    resources = {"warehouse": WarehouseResource(root=str(store.root))}
+    with dg.instance_for_test() as instance:
+        _report(instance, WEEKS[3], "chat-canary", "report.html", confirms="first-run")
+        result = regression_notice_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    assert result.run_requests == [] and not notice_file.exists()
 
 
 def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(warehouse, tmp_path, monkeypatch):
@@ -80,7 +123,7 @@ def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(wa
         with dg.instance_for_test() as instance:
             _report(instance, WEEKS[3], "chat-live", report)  # not judged: no notice
             _report(instance, WEEKS[2], "chat-canary", report)  # ok: no notice
-            _report(instance, WEEKS[3], "chat-canary", report)
+            _report(instance, WEEKS[3], "chat-canary", report, confirms="first-run")  # the confirmation agrees
             context = dg.build_sensor_context(instance=instance, resources=resources)
             regression_notice_sensor(context)
             # The cursor moved past what was told: the next tick tells nothing again.
@@ -91,7 +134,7 @@ def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(wa
 
     [line] = notice_file.read_bytes().splitlines()
     notice = orjson.loads(line)
-    assert notice["kind"] == "regression"
+    assert notice["kind"] == "regression" and notice["confirms_run_id"] == "first-run"
     assert (notice["scenario"], notice["week_start"], notice["role"]) == ("chat-canary", WEEKS[3].isoformat(), "canary")
     assert notice["metric"] == "cost_per_request_usd" and notice["change_unit"] == "%"
     assert notice["change"] == pytest.approx(30.0) and notice["threshold"] == pytest.approx(10.0)
@@ -110,7 +153,7 @@ def test_a_regression_verdict_outlives_an_unreachable_webhook(warehouse, tmp_pat
     resources = {"warehouse": WarehouseResource(root=str(warehouse.root))}
     outbox = outbox_dir(warehouse.root)
     with dg.instance_for_test() as instance:
-        _report(instance, WEEKS[3], "chat-canary", "report.html")
+        _report(instance, WEEKS[3], "chat-canary", "report.html", confirms="first-run")
         tick = dg.build_sensor_context(instance=instance, resources=resources)
         regression_notice_sensor(tick)  # the webhook refuses: no error, the verdict is kept
         [line] = notice_file.read_bytes().splitlines()

@@ -189,7 +189,7 @@ def test_the_database_stores_no_absolute_path(store):
     with store.connect() as con:
         views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
         tables = con.execute("SELECT path FROM lake_files").fetchall()
-    lake_views = {"runs", "requests", "server_samples", "gpu_samples"}
+    lake_views = {"runs", "requests", "server_samples", "gpu_samples", "twin_calibration"}
     assert set(views) == lake_views | {"fleet_plan_shapes"}  # the last reads the runs view, not the lake
     for name, sql in views.items():
         assert str(store.root.parent) not in sql and "'/" not in sql, name

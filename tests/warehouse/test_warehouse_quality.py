@@ -91,14 +91,19 @@ def _trend(scenario: str, verdict: str, reasons: str | None = None) -> dict:
 
 
 def test_regression_check_fails_exactly_on_regression_verdicts_and_says_why():
-    rows = [_trend("a", "ok"), _trend("b", "drift", '["cost +12% inside noise"]'), _trend("c", "no_baseline")]
-    assert check_weekly_trends(pd.DataFrame(rows)).success  # drift warns in the table, it does not fail the check
+    rows = [_trend("a", "ok"), _trend("b", "within_noise", '["cost +12% inside noise"]'), _trend("c", "no_baseline"),
+            _trend("e", "drift", '["cost drifted +6%"]')]  # fmt: skip
+    # within_noise warns in the table and a drift is told by the notice sensor: neither fails the check.
+    assert check_weekly_trends(pd.DataFrame(rows)).success
     rows.append(_trend("d", "regression", '["cost_per_request_usd +30.0% vs baseline 0.1"]'))
     result = check_weekly_trends(pd.DataFrame(rows))
     assert not result.success and result.evaluated == 1
     [failure] = result.failures
     assert failure.unexpected_count == 1
     assert failure.examples == ('2025-03-03 d v3: ["cost_per_request_usd +30.0% vs baseline 0.1"]',)
+    rows.append(_trend("f", "sustained", '["cost_per_request_usd +25.0% vs baseline 0.1"]'))
+    [failure] = check_weekly_trends(pd.DataFrame(rows)).failures
+    assert failure.unexpected_count == 2  # a regression that persists fails it too
 
 
 def test_no_trend_rows_is_no_regression():

@@ -5,6 +5,7 @@ table), and a PNG of the cost trend."""
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import date, timedelta
 
@@ -13,13 +14,13 @@ import pytest
 from chromium_devtools import Browser, require_chromium
 from endpoints.router.router_spec import RouterSpec
 from endpoints.sim.calibration.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
-from endpoints.spec import FleetSpec, WorkerGroup, WorkerRole
+from endpoints.spec import EndpointMode, FleetSpec, WorkerGroup, WorkerRole
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import FleetPlanRow
 from warehouse.marts.run_rows import RunContext
 from warehouse.report import interactive_plots
 from warehouse.report.report_data import load_report_data
-from warehouse.report.weekly_report import write_weekly_report
+from warehouse.report.weekly_report import trend_figures, write_weekly_report
 from warehouse_builders import endpoint, request, run_info, write_run
 
 WEEKS = [date(2026, 10, 5) + timedelta(weeks=n) for n in range(5)]
@@ -267,3 +268,27 @@ def test_the_frontier_renders_and_answers_the_mouse_in_headless_chromium(planned
         assert "4 x cache_aware: 4 replicas, 32 GPUs" in label and "fleet $64.00/h" in label
     finally:
         browser.close()
+
+
+TWIN_ERROR = html.escape("The twin's error: shadow canaries, twin / real")  # its figure's caption, as on the page
+
+
+def test_the_shadow_canaries_ratios_are_plotted_per_week_only_where_a_real_endpoint_ran(tmp_path, report):
+    assert TWIN_ERROR not in report.html_path.read_text()  # twins only: their runs are the model
+    store = Warehouse(tmp_path / "wh")
+    attached = endpoint("r1-attach", mode=EndpointMode.ATTACH, url="http://gpu-node:30000")
+    for week, ttft_ratio in zip(WEEKS[:2], (0.9, 1.2)):
+        run_id = f"real-{week.isoformat()}"
+        records = [request(run_id, f"q{i}", 200.0, 2000.0, sent_mono_s=1 + i * 0.5) for i in range(10)]
+        context = RunContext(
+            shadow_output_tokens_per_s_ratio=1.05, shadow_p50_ttft_ratio=ttft_ratio, shadow_p50_tpot_ratio=0.97
+        )
+        write_run(store.lake_root, week, "chat", run_info(run_id, 30.0), attached, records, context)
+    store.refresh()
+    shadowed = write_weekly_report(store, WEEKS[1])
+    assert TWIN_ERROR in shadowed.html_path.read_text()
+    data = load_report_data(store, WEEKS[1])
+    assert len(trend_figures(data)) == TREND_PLOTS + 1
+    figure = interactive_plots.twin_error(data.runs)
+    ttft = next(trace for trace in figure.data if trace.name.endswith("median TTFT"))
+    assert list(ttft.y) == [0.9, 1.2] and len(figure.data) == 3

@@ -75,6 +75,15 @@ def test_relative_trace_resolves_against_repo_root(tmp_path: Path) -> None:
     )
 
 
+def test_a_canary_runs_twice_a_week_with_run_variation_unless_told_and_live_traffic_once(tmp_path: Path) -> None:
+    entries = [GOOD, {**GOOD, "name": "canary", "role": "canary"},
+               {**GOOD, "name": "canary-once", "role": "canary", "repeats": 1, "run_variation": False}]  # fmt: skip
+    scenarios = load_scenarios(write_scenarios(tmp_path, entries), tmp_path)
+    assert (scenarios["chat-v3"].repeats, scenarios["chat-v3"].twin_run_variation) == (1, False)
+    assert (scenarios["canary"].repeats, scenarios["canary"].twin_run_variation) == (2, True)
+    assert (scenarios["canary-once"].repeats, scenarios["canary-once"].twin_run_variation) == (1, False)
+
+
 def test_null_duration_means_to_the_end(tmp_path: Path) -> None:
     scenarios = load_scenarios(write_scenarios(tmp_path, [{**GOOD, "duration_s": None}]), tmp_path)
     assert scenarios["chat-v3"].duration_s is None
@@ -113,6 +122,9 @@ def without(key: str) -> dict:
         ([{**GOOD, "target_rps": 0}], "scenarios[0].target_rps: must be > 0, got 0"),
         ([{**GOOD, "budget_usd_per_request": -0.01}], "scenarios[0].budget_usd_per_request: must be > 0, got -0.01"),
         ([{**GOOD, "backend": "grpc"}], "backend: must be one of 'sglang', 'openai-chat' or 'openai-completions', got 'grpc'"),
+        ([{**GOOD, "repeats": 0}], "scenarios[0].repeats: must be >= 1, got 0"),
+        ([{**GOOD, "repeats": 17}], "scenarios[0].repeats: must be <= 16, got 17"),
+        ([{**GOOD, "run_variation": "yes"}], "scenarios[0].run_variation: must be true or false"),
         ([], "scenarios: must not be empty"),
     ],
 )  # fmt: skip

@@ -6,15 +6,28 @@ says why by arrival). A resample draws as many blocks as the week has, with repl
 pooled ratios (Σ cost / Σ requests, Σ cached / Σ prompt tokens) and the p95 of the pooled TTFT histogram. Whole
 blocks keep the time correlation of real traffic (a burst stays together), which resampling single
 requests would hide. Seeded per row: the same lake always gives the same interval.
+
+The blocks see only the variation inside a run. Runs differ too (a real endpoint's node, clocks and neighbours;
+the twin's --sim-run-seed), so a week of k runs (a canary's repeats) widens each interval by the spread between
+runs: the variance of a run's value (log cost per request, log p95 TTFT, hit rate) around its week's mean, pooled
+over the series' weeks with two runs or more (the same scenario, endpoint, backend and configuration, this week and
+up to RUN_SPREAD_WEEKS - 1 before it: never a later week, so a week's interval does not move when weeks are added).
+The week's mean of k runs has that variance / k; its half-width, t(0.975, df) x sqrt(variance / k) with df the
+pooled degrees of freedom, is added in quadrature to the bootstrap's own half-width on each side (in log space
+for cost and TTFT). A series that never ran twice in a week has no known spread (run_spread_df 0): its interval
+is the blocks' alone, as narrow as one run can say. docs/pipeline.md, "Run-to-run variation".
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import defaultdict
+from dataclasses import dataclass
 
 import duckdb
 import numpy as np
+from scipy import stats
 
 # Blocks of about 5 s of replay: long enough to keep a burst together, short enough that a window's slow
 # drift of rate (the traffic being measured, not noise about it) is not resampled as noise; docs/pipeline.md,
@@ -24,6 +37,7 @@ MIN_BLOCKS = 20  # a short run still gets 20 blocks
 RESAMPLES = 1000
 TTFT_BIN_BASE = 1.01  # bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms
 _KEY = ("week_start", "scenario", "endpoint", "backend", "config_fingerprint")
+RUN_SPREAD_WEEKS = 8  # weeks of a series whose run-to-run spread a week's interval pools (this one included)
 
 
 def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
@@ -41,15 +55,134 @@ def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
         totals[3] += cached
         if bin_ is not None:
             bins[key].append((run_id, block, bin_, requests))
+    values = {key: run_values(by_block, bins.get(key, [])) for key, by_block in blocks.items()}
     out = []
     for key, by_block in blocks.items():
         ordered = sorted(by_block.items())
         block_rows = [(run_id, block, *totals) for (run_id, block), totals in ordered]
-        out.append((*key, *interval_row(key, block_rows, bins.get(key, []))))
+        spread = run_spread(key, values)
+        row = widened(interval_row(key, block_rows, bins.get(key, [])), week_point(block_rows, bins.get(key, [])),
+                      spread, len(values[key]))  # fmt: skip
+        out.append((*key, *row, len(values[key]), spread.df, *spread.sds()))
     con.execute("DELETE FROM cost_intervals")
     if out:
-        con.executemany("INSERT INTO cost_intervals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", out)
+        marks = ", ".join("?" * len(out[0]))
+        con.executemany(f"INSERT INTO cost_intervals VALUES ({marks})", out)
     return len(out)
+
+
+@dataclass(frozen=True, slots=True)
+class RunValues:
+    """One run's own figures, as the week pools them."""
+
+    log_cost: float | None  # ln(cost per request in USD)
+    log_p95_ttft: float | None  # ln(p95 TTFT in ms), from the 1%-wide bins
+    hit_rate: float | None  # ratio 0-1
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpread:
+    """The pooled variance between runs of a week, per metric, and its degrees of freedom (0: unknown)."""
+
+    df: int
+    log_cost_var: float
+    log_p95_ttft_var: float
+    hit_rate_var: float
+
+    def sds(self) -> tuple[float | None, float | None, float | None]:
+        if self.df == 0:
+            return None, None, None
+        return math.sqrt(self.log_cost_var), math.sqrt(self.log_p95_ttft_var), math.sqrt(self.hit_rate_var)
+
+
+NO_SPREAD = RunSpread(0, 0.0, 0.0, 0.0)
+
+
+def run_values(by_block: dict[tuple, list], bin_rows: list[tuple]) -> dict[str, RunValues]:
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    for (run_id, _block), (cost, requests, prompt, cached) in by_block.items():
+        run = totals[run_id]
+        run[0] += cost
+        run[1] += requests
+        run[2] += prompt
+        run[3] += cached
+    histograms: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    for run_id, _block, bin_, count in bin_rows:
+        histograms[run_id][bin_] += count
+    out = {}
+    for run_id, (cost, requests, prompt, cached) in totals.items():
+        p95 = _histogram_p95(histograms.get(run_id, {}))
+        out[run_id] = RunValues(
+            math.log(cost / requests) if cost > 0 and requests > 0 else None,
+            math.log(p95) if p95 is not None else None,
+            cached / prompt if prompt > 0 else None,
+        )
+    return out
+
+
+def _histogram_p95(histogram: dict[int, float]) -> float | None:
+    total = sum(histogram.values())
+    if total <= 0:
+        return None
+    rank, seen = math.ceil(0.95 * total), 0.0
+    for bin_ in sorted(histogram):
+        seen += histogram[bin_]
+        if seen >= rank:
+            return TTFT_BIN_BASE ** (bin_ + 0.5)
+    return None
+
+
+def run_spread(key: tuple, values: dict[tuple, dict[str, RunValues]]) -> RunSpread:
+    """The run-to-run spread the week `key` pools: its series' weeks up to it with two runs or more."""
+    week, series = key[0], key[1:]
+    weeks = sorted((k for k in values if k[1:] == series and k[0] <= week and len(values[k]) > 1), reverse=True)
+    sums, dfs = [0.0, 0.0, 0.0], [0, 0, 0]
+    for k in weeks[:RUN_SPREAD_WEEKS]:
+        runs = list(values[k].values())
+        for i, metric in enumerate(("log_cost", "log_p95_ttft", "hit_rate")):
+            known = [getattr(r, metric) for r in runs if getattr(r, metric) is not None]
+            if len(known) > 1:
+                mean = sum(known) / len(known)
+                sums[i] += sum((v - mean) ** 2 for v in known)
+                dfs[i] += len(known) - 1
+    if dfs[0] == 0:
+        return NO_SPREAD
+    return RunSpread(dfs[0], *(total / df if df else 0.0 for total, df in zip(sums, dfs, strict=True)))
+
+
+def week_point(block_rows: list[tuple], bin_rows: list[tuple]) -> tuple[float | None, float | None, float | None]:
+    """The week's pooled cost per request, hit rate and (binned) p95 TTFT, the centre the spread widens about."""
+    cost = sum(r[2] for r in block_rows)
+    requests = sum(r[3] for r in block_rows)
+    prompt = sum(r[4] for r in block_rows)
+    cached = sum(r[5] for r in block_rows)
+    histogram: dict[int, float] = defaultdict(float)
+    for _run, _block, bin_, count in bin_rows:
+        histogram[bin_] += count
+    return (cost / requests if requests else None, cached / prompt if prompt else None, _histogram_p95(histogram))
+
+
+def widened(row: tuple, point: tuple, spread: RunSpread, runs: int) -> tuple:
+    """interval_row's figures with the between-run half-width added in quadrature on each side."""
+    blocks, cost_low, cost_high, hit_low, hit_high, ttft_low, ttft_high = row
+    if spread.df == 0:
+        return row
+    t = float(stats.t.ppf(0.975, spread.df))
+    cost_low, cost_high = _widen_log(point[0], cost_low, cost_high, t * math.sqrt(spread.log_cost_var / runs))
+    ttft_low, ttft_high = _widen_log(point[2], ttft_low, ttft_high, t * math.sqrt(spread.log_p95_ttft_var / runs))
+    extra = t * math.sqrt(spread.hit_rate_var / runs)
+    if point[1] is not None and hit_low is not None and hit_high is not None:
+        hit_low = point[1] - math.hypot(point[1] - hit_low, extra)
+        hit_high = point[1] + math.hypot(hit_high - point[1], extra)
+    return (blocks, cost_low, cost_high, hit_low, hit_high, ttft_low, ttft_high)
+
+
+def _widen_log(point: float | None, low: float | None, high: float | None, extra: float) -> tuple:
+    if point is None or low is None or high is None or point <= 0 or low <= 0:
+        return low, high
+    below = math.hypot(math.log(point / min(low, point)), extra)
+    above = math.hypot(math.log(max(high, point) / point), extra)
+    return point * math.exp(-below), point * math.exp(above)
 
 
 def interval_row(key: tuple, block_rows: list[tuple], bin_rows: list[tuple]) -> tuple:

@@ -15,6 +15,9 @@ from typing import Literal
 
 from warehouse.marts.mart_rows import WeeklyTrendRow
 
+# The verdicts that say a metric regressed this week (regressed_metrics names it): a first week, or one that persists.
+REGRESSED_VERDICTS = frozenset({"regression", "sustained"})
+
 
 @dataclass(frozen=True, slots=True)
 class JudgedReading:

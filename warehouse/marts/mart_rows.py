@@ -123,6 +123,9 @@ class RunSummaryRow:
     schedule_lag_p99_ms: float | None
     client_degraded: bool
     partial: bool
+    shadow_output_tokens_per_s_ratio: float | None
+    shadow_p50_ttft_ratio: float | None
+    shadow_p50_tpot_ratio: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +183,8 @@ class WeeklyTrendRow:
     regression_verdict: str
     regression_reasons: str | None
     regressed_metrics: str | None
+    drift_start_week: date | None
+    drift_metrics: str | None
     cost_threshold_pct: float | None
     p95_ttft_threshold_pct: float | None
     hit_rate_threshold_pts: float | None

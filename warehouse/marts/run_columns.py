@@ -15,6 +15,7 @@ from replay.recording.records import RUN_INFO_COLUMNS
 
 _RUN = RUN_INFO_COLUMNS
 _NONE = "null = none"
+_SHADOW_NOTE = "null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries"
 
 RUNS_COLUMNS = ColumnList(
     (
@@ -224,6 +225,30 @@ RUNS_COLUMNS = ColumnList(
             "JSON list of the router's other smg launch flags, as endpoints.yaml gives them",
             note="null: no router block, or recorded before fleets",
         ),
+        # The shadow canary of a run on a real endpoint (endpoints/sim/calibration/shadow_canary.py): the twin's
+        # measured error on the week's own traffic and server.
+        Column(
+            "shadow_output_tokens_per_s_ratio",
+            pa.float64(),
+            "ratio",
+            "twin / real sustained output tokens/s: the run's window replayed on the twin with the endpoint's flags "
+            "on a virtual clock (the shadow canary, endpoints/sim/calibration/shadow_canary.py)",
+            note=_SHADOW_NOTE,
+        ),
+        Column(
+            "shadow_p50_ttft_ratio",
+            pa.float64(),
+            "ratio",
+            "twin / real median TTFT, the same shadow canary",
+            note=_SHADOW_NOTE,
+        ),
+        Column(
+            "shadow_p50_tpot_ratio",
+            pa.float64(),
+            "ratio",
+            "twin / real median TPOT, the same shadow canary",
+            note=_SHADOW_NOTE,
+        ),
     )
 )
 
@@ -246,6 +271,9 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "running_requests_at_slo",
             "single_replica_hit_rate",
             "fleet_model_hit_rate",
+            "shadow_output_tokens_per_s_ratio",
+            "shadow_p50_ttft_ratio",
+            "shadow_p50_tpot_ratio",
         )
     )
 )

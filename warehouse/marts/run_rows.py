@@ -49,6 +49,9 @@ class RunContext:
     running_requests_at_slo: float | None = None  # the sweep's running batch at its capacity probe (capacity.json)
     single_replica_hit_rate: float | None = None  # routing_reference.py: one replica on the window's first requests
     fleet_model_hit_rate: float | None = None  # routing_reference.py: the fleet's router model, the same requests
+    shadow_output_tokens_per_s_ratio: float | None = None  # shadow_canary.json: the twin / real, a real endpoint's run
+    shadow_p50_ttft_ratio: float | None = None
+    shadow_p50_tpot_ratio: float | None = None
 
     @staticmethod
     def of_scenario(scenario: Scenario, prefix_reuse_share: float | None = None) -> "RunContext":
@@ -155,6 +158,9 @@ def build_run_row(
         "fleet_model_hit_rate": context.fleet_model_hit_rate,
         "replay_clock": endpoint.clock.value,
         **_fleet_columns(endpoint),
+        "shadow_output_tokens_per_s_ratio": context.shadow_output_tokens_per_s_ratio,
+        "shadow_p50_ttft_ratio": context.shadow_p50_ttft_ratio,
+        "shadow_p50_tpot_ratio": context.shadow_p50_tpot_ratio,
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

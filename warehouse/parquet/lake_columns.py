@@ -1,8 +1,9 @@
 """The lake tables' column definitions, one ColumnList per table, and their DuckDB types.
 
 Each list lives next to its record (replay/recording/records.py, endpoints/probes/probe_records.py,
-warehouse/marts/run_columns.py); this module only gathers them for the warehouse: the zero-row files that
-pin the views' columns (warehouse/backends/store.py) and the column docs shown to people (warehouse/column_docs.py).
+warehouse/marts/run_columns.py and calibration_columns.py); this module only gathers them for the warehouse: the
+zero-row files that pin the views' columns (warehouse/backends/store.py) and the column docs shown to people
+(warehouse/column_docs.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pyarrow as pa
 from common.record_columns import ColumnList
 from endpoints.probes.probe_records import GPU_SAMPLE_COLUMNS, SERVER_SAMPLE_COLUMNS
 from replay.recording.records import REQUEST_COLUMNS
+from warehouse.marts.calibration_columns import TWIN_CALIBRATION_COLUMNS, TWIN_CALIBRATION_TABLE
 from warehouse.marts.run_columns import RUNS_COLUMNS
 
 LAKE_COLUMNS: dict[str, ColumnList] = {
@@ -19,6 +21,7 @@ LAKE_COLUMNS: dict[str, ColumnList] = {
     "requests": REQUEST_COLUMNS,
     "server_samples": SERVER_SAMPLE_COLUMNS,
     "gpu_samples": GPU_SAMPLE_COLUMNS,
+    TWIN_CALIBRATION_TABLE: TWIN_CALIBRATION_COLUMNS,  # partitioned by week only (its scenario= is fixed)
 }
 # Columns every lake view takes from the partition folder (week=/scenario=), not from the files.
 PATH_COLUMNS = ("week_start", "scenario")

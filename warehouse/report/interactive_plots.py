@@ -12,6 +12,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
+from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
+
 _HEIGHT_PX = 380
 _MISSED_GREY = "#9e9e9e"  # a shape that misses the target: drawn, but not an option
 _CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
@@ -101,7 +103,7 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
                 hovertemplate="baseline $%{y:.6f}<extra>%{fullData.name}</extra>",
             )
         )
-        regressed = rows[rows["regression_verdict"] == "regression"]
+        regressed = rows[rows["regression_verdict"].isin(REGRESSED_VERDICTS)]
         if not regressed.empty:
             fig.add_trace(
                 go.Scatter(
@@ -207,6 +209,38 @@ def weekly_share(runs: pd.DataFrame, column: str, title: str) -> go.Figure:
                 )
             )
     return _layout(fig, title, "%")
+
+
+# run_summary's shadow canary ratios (twin / real), with what the legend calls them.
+SHADOW_RATIOS = (
+    ("shadow_output_tokens_per_s_ratio", "output tokens/s"),
+    ("shadow_p50_ttft_ratio", "median TTFT"),
+    ("shadow_p50_tpot_ratio", "median TPOT"),
+)
+
+
+def twin_error(runs: pd.DataFrame) -> go.Figure:
+    """The shadow canaries' twin / real ratios per week, scenario and endpoint (the week's runs averaged), against
+    1 (the twin right) and the calibration target's 0.75-1.33 band; no trace without a shadow canary."""
+    fig = go.Figure()
+    columns = [column for column, _ in SHADOW_RATIOS]
+    shadowed = runs.dropna(subset=columns, how="all") if not runs.empty else runs
+    if not shadowed.empty:
+        weekly = shadowed.groupby(["week_start", "scenario", "endpoint"], as_index=False)[columns].mean()
+        for label, rows in _series(weekly):
+            for column, name in SHADOW_RATIOS:
+                fig.add_trace(
+                    go.Scatter(
+                        x=pd.to_datetime(rows["week_start"]),
+                        y=_floats(rows[column]),
+                        mode="lines+markers",
+                        name=f"{label} {name}",
+                        hovertemplate="%{x|%Y-%m-%d}: twin / real %{y:.3f}<extra>%{fullData.name}</extra>",
+                    )
+                )
+        fig.add_hrect(y0=0.75, y1=1.33, fillcolor="#27ae60", opacity=0.08, line_width=0)
+        fig.add_hline(y=1.0, line_dash="dash", line_color=_MISSED_GREY)
+    return _layout(fig, "The twin's measured error: twin / real on the shadow canaries", "twin / real")
 
 
 def attribution_waterfall(row: dict) -> go.Figure:

@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from warehouse.marts.judged_metrics import REGRESSED_VERDICTS  # noqa: E402
+
 _SIZE = (7.5, 3.6)
 
 
@@ -52,7 +54,7 @@ def cost_trend(trends: pd.DataFrame) -> Figure:
             color=line.get_color(),
             alpha=0.7,
         )
-        regressed = rows[rows["regression_verdict"] == "regression"]
+        regressed = rows[rows["regression_verdict"].isin(REGRESSED_VERDICTS)]
         ax.scatter(
             pd.to_datetime(regressed["week_start"]),
             regressed["cost_per_request_usd"],

@@ -15,6 +15,7 @@ import orjson
 import pandas as pd
 
 from warehouse.backends.backend import WarehouseBackend
+from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 from warehouse.marts.mart_rows import FleetPlanRow
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
@@ -28,7 +29,7 @@ class WeeklyReport:
     html_path: Path
     cost_png_path: Path
     plots: int  # plots embedded in the page
-    regressions: int  # this week's rows whose verdict is regression
+    regressions: int  # this week's rows whose verdict is regression or sustained
 
 
 def _pct(share: float | None) -> float | None:
@@ -252,7 +253,7 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
-tr.verdict-regression{background:#fde2e2}tr.verdict-drift{background:#fff4d6}tr.verdict-ok{background:#e8f6e8}
+tr.verdict-regression,tr.verdict-sustained{background:#fde2e2}tr.verdict-drift{background:#fff4d6}tr.verdict-within_noise{background:#fffbea}tr.verdict-ok{background:#e8f6e8}
 tr.plan-chosen{background:#e8f6e8;font-weight:600}
 figure{margin:1.5em 0}.note{color:#666;font-size:12px}.wide{overflow-x:auto}
 """
@@ -291,6 +292,9 @@ def trend_figures(data: ReportData) -> dict[str, str]:
     frontier = plots_js.fleet_frontier(data.plans)
     if frontier.data:  # only a week with a plan: an empty figure would still count as a plot
         figures["Fleet plan: cost per request against p95 TTFT"] = frontier
+    twin_error = plots_js.twin_error(data.runs)
+    if twin_error.data:  # only with a run on a real endpoint, whose shadow canary ran on the twin
+        figures["The twin's error: shadow canaries, twin / real"] = twin_error
     return {title: plots_js.figure_html(fig, f"trend-{i}") for i, (title, fig) in enumerate(figures.items())}
 
 
@@ -337,5 +341,5 @@ def write_weekly_report(store: WarehouseBackend, week_start: date, reports_dir: 
         report_plots.to_png(report_plots.cost_trend(data.trends), out)
     os.replace(tmp_html, html_path)
     os.replace(tmp_png, png_path)
-    regressions = int((data.this_week["regression_verdict"] == "regression").sum())
+    regressions = int(data.this_week["regression_verdict"].isin(REGRESSED_VERDICTS).sum())
     return WeeklyReport(html_path, png_path, page.count("<figure class='plot"), regressions)

@@ -12,5 +12,5 @@ JOIN runs AS r USING (week_start, scenario, run_id)
 LEFT JOIN diagnoses AS d USING (week_start, scenario, run_id)
 LEFT JOIN run_summary AS prev
     ON prev.scenario = t.scenario AND prev.endpoint = t.endpoint AND prev.week_start = t.week_start - 7
-WHERE t.regression_verdict IN ('regression', 'drift')
+WHERE t.regression_verdict IN ('regression', 'sustained', 'drift')
 ORDER BY t.week_start DESC, t.scenario;

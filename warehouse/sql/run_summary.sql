@@ -409,7 +409,10 @@ SELECT
     max_worker_share,
     schedule_lag_p99_ms,
     client_degraded,
-    partial
+    partial,
+    shadow_output_tokens_per_s_ratio,
+    shadow_p50_ttft_ratio,
+    shadow_p50_tpot_ratio
 FROM sized
 ORDER BY week_start, scenario, run_id;
 

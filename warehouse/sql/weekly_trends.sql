@@ -287,23 +287,39 @@ explained AS (
     SELECT
         *,
         CASE WHEN config_reason IS NOT NULL AND len(threshold_reasons) > 0
-             THEN list_prepend(config_reason, threshold_reasons) ELSE threshold_reasons END AS reasons
+             THEN list_prepend(config_reason, threshold_reasons) ELSE threshold_reasons END AS reasons,
+        role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside)
+            OR (hit_past AND hit_outside)) AS regressed
     FROM reasoned
+),
+persisted AS (
+    -- Whether the series regressed the week before too (whatever configuration either week ran): a regression
+    -- that persists is 'sustained'. The week before was itself confirmed: a first regression is told only once a
+    -- confirmation run agrees (pipelines/regression_notice.py), and that run's records replace the week's.
+    SELECT e.grain, coalesce(bool_or(b.regressed), false) AS regressed_before
+    FROM explained AS e
+    LEFT JOIN explained AS b ON b.series = e.series AND b.week_start = e.week_start - 7
+    GROUP BY e.grain
 )
 SELECT
     * EXCLUDE (grain, series, cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
-               threshold_reasons, config_reason, config_unrecorded,
+               threshold_reasons, config_reason, config_unrecorded, regressed, regressed_before,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
     max_cost_change_pct AS cost_threshold_pct,
     max_p95_ttft_change_pct AS p95_ttft_threshold_pct,
     min_hit_rate_change_pts AS hit_rate_threshold_pts,
+    -- 'drift' (a change point over the canary's series that no single week's threshold caught) is marked
+    -- afterwards, on rows this leaves 'ok' or 'within_noise' (warehouse/marts/change_points.py).
     CASE
         WHEN role = 'live' THEN 'not_judged'
-        WHEN (cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside) THEN 'regression'
-        WHEN cost_past OR ttft_past OR hit_past THEN 'drift'
+        WHEN regressed AND regressed_before THEN 'sustained'
+        WHEN regressed THEN 'regression'
+        WHEN cost_past OR ttft_past OR hit_past THEN 'within_noise'
         WHEN baseline_weeks = 0 THEN 'no_baseline'
         ELSE 'ok'
     END AS regression_verdict,
+    CAST(NULL AS DATE) AS drift_start_week,
+    CAST(NULL AS VARCHAR) AS drift_metrics,
     CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons,
     CASE WHEN role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside))
         THEN to_json(list_filter(
@@ -312,4 +328,5 @@ SELECT
              CASE WHEN hit_past AND hit_outside THEN 'prefix_cache_hit_rate' END],
             lambda metric: metric IS NOT NULL))::VARCHAR END AS regressed_metrics
 FROM explained
+JOIN persisted USING (grain)
 ORDER BY week_start, scenario, endpoint, backend, config_fingerprint;

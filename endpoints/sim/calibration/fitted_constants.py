@@ -1,7 +1,7 @@
 """The cost model's constants per vendor, as plain data (read by profiles.cost_constants_for).
 
 Written by bench/twin_fit.py on 2026-12-02: least squares on the log ratios twin / published of every
-published figure of the fit set, points of bench/twin_published.py (the project's calibration rows):
+published figure of the fit set (points of endpoints/sim/calibration/published/published_points.py):
 nvidia: 7.c8, 7.c32, 7.c64, 8.c8, 8.c32; nvidia-blackwell: 1.c1, 3.c100; amd: 9.c4, 9.c16, 9.c64.
 Every other published point is validation (bench/twin_calibration.py).
 Do not edit by hand: rerun `python bench/twin_fit.py --write`.

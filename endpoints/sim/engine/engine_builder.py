@@ -10,6 +10,7 @@ from endpoints.sim.calibration.profiles import (
     hardware_profile_for,
     model_profile_for,
 )
+from endpoints.sim.calibration.run_variation import JitteredCostModel, draw_run, varied_constants
 from endpoints.sim.engine.clock import Clock
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine.kv_pool import KvPool, kv_capacity_tokens
@@ -27,12 +28,17 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
     hardware = hardware_profile_for(args.sim_hardware.value)
     parallel = ParallelConfig(args.tp_size, args.dp_size, args.enable_dp_attention)
     constants = cost_constants or cost_constants_for(hardware.vendor)
+    draw = None if args.run_variation is None else draw_run(args.run_variation)
+    if draw is not None:
+        constants = varied_constants(constants, draw)
     spec = args.speculative
     capacity = kv_capacity_tokens(model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
     cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, constants)
     if spec is not None:
         draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, constants)
         cost_model = SpeculativeCostModel(spec, cost_model, draft)
+    if draw is not None and args.run_variation is not None:
+        cost_model = JitteredCostModel(cost_model, args.run_variation.step_jitter_sd, draw.step_seed)
     if args.sim_cold_start:
         cost_model = ColdStartCostModel(cost_model, constants.cold_prefill_s)
     grammar = GrammarBackend(args.grammar_backend)

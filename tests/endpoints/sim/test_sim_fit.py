@@ -13,6 +13,7 @@ import pytest
 
 from endpoints.sim.calibration import fitted_constants
 from endpoints.sim.calibration.profiles import Vendor, cost_constants_for
+from endpoints.sim.calibration.published import published_points as published
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 
@@ -30,7 +31,6 @@ def _bench_module(name: str) -> ModuleType:
 
 def test_the_stored_fit_set_is_the_one_the_fit_script_declares():
     fit = _bench_module("twin_fit")
-    published = _bench_module("twin_published")
     declared = tuple(key for vendor in Vendor for key in fit.FIT_SET[vendor])
     assert fitted_constants.FIT_SET == declared
     assert fitted_constants.FIT_DATE is not None
@@ -44,7 +44,6 @@ def test_the_stored_fit_set_is_the_one_the_fit_script_declares():
 
 
 def test_the_stored_constants_reproduce_the_stored_fit_predictions():
-    published = _bench_module("twin_published")
     point = published.POINTS_BY_KEY["7.c8"]  # the cheapest fit point (under a second)
     measured = published.measure(point, cost_constants_for(Vendor.NVIDIA))
     stored = fitted_constants.FIT_PREDICTIONS["7.c8"]

@@ -55,7 +55,7 @@ def test_first_burst_dominates_the_tail_and_grows_with_its_size():
 
 
 def test_the_stream_interval_changes_no_timing_only_how_many_chunks():
-    # bench/twin_published.py measures means with chunks every 64 tokens to deliver fewer updates: the
+    # published_points.py measures means with chunks every 64 tokens to deliver fewer updates: the
     # twin's steps do not depend on streaming, so TTFT, TPOT, latency and throughput are the same.
     requests = _requests(24, 400, 120)
     per_token = run_bench(B200_R1, requests, 8)

@@ -6,26 +6,21 @@ One `Point` is one benchmark run: a server (SGLang flags, the GPUs it uses), a w
 published for it: throughput per GPU, mean TTFT, mean TPOT (whichever the source gives). Its key
 (`"7.c64"`: calibration row 7, concurrency 64) is what bench/twin_fit.py's fit set names.
 
-Used by bench/twin_fit.py (the fit) and bench/twin_calibration.py (the report); the engine, scheduler and
-cost model are exactly those behind HTTP.
+Used by bench/twin_fit.py (the fit), bench/twin_spec_fit.py (row 8's acceptance), and calibration_tables.py
+(bench/twin_calibration.py's tables and the weekly twin_calibration asset); the engine, scheduler and cost
+model are exactly those behind HTTP.
 """
 
 from __future__ import annotations
 
 import random
-import sys
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from twin_spec_fitted import ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402  (row 8's fitted MTP acceptance, plain data)
-
-from endpoints.sim.calibration.profiles import CostConstants  # noqa: E402
-from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench  # noqa: E402
+from endpoints.sim.calibration.profiles import CostConstants
+from endpoints.sim.calibration.published.spec_fitted import ROW8_SPEC_ACCEPT_LENGTH  # row 8's fitted MTP acceptance
+from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench
 
 
 class Metric(str, Enum):

@@ -1,0 +1,1 @@
+"""The published SGLang figures the twin is fitted and validated on, and its fit and validation tables."""
