@@ -22,6 +22,9 @@ from common.atomic_file import write_bytes_atomically
 from endpoints.provision import server_flags
 from endpoints.router.policy_params import UnmodelledRouting, parse_router_spec
 from endpoints.sim.calibration.profiles import HardwareName, UnknownProfileError, model_profile_for
+from endpoints.sim.engine.clock import VirtualClock
+from endpoints.sim.engine.engine_builder import build_engine
+from endpoints.sim.engine.kv_pool import KvSizingError
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec
 
@@ -90,10 +93,10 @@ def shadow_twin_spec(spec: EndpointSpec) -> EndpointSpec:
     )
     try:
         model_profile_for(spec.model)
-        parse_server_args(server_flags(twin, 0))
+        build_engine(parse_server_args(server_flags(twin, 0)), VirtualClock())  # the weights must fit, say
         if twin.fleet is not None:
             parse_router_spec(twin.fleet.router)
-    except (ServerArgsError, UnknownProfileError, UnmodelledRouting) as exc:
+    except (ServerArgsError, UnknownProfileError, UnmodelledRouting, KvSizingError) as exc:
         raise ShadowNotModelled(str(exc)) from None
     return twin
 

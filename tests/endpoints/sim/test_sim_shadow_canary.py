@@ -81,6 +81,9 @@ def test_a_twin_endpoint_has_no_shadow_and_an_unmodelled_one_says_why(real_run, 
     assert write_shadow_canary(twin, WORKLOAD, TRAFFIC, SCENARIO, [run_dir]) == ()
     with pytest.raises(ShadowNotModelled, match="--enable-lora"):
         shadow_twin_spec(replace(spec, server_args=("--tp", "8", "--enable-lora")))
+    # An attached server whose flags leave its parallelism out: DeepSeek-V3 does not fit one GPU, so no shadow.
+    with pytest.raises(ShadowNotModelled, match="raise --tp-size"):
+        shadow_twin_spec(replace(spec, server_args=()))
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns(SHADOW_DIR, "shadow_canary.json"))
     workers = replace(spec, worker_urls=("http://127.0.0.1:2", "http://127.0.0.1:3"))
