@@ -191,9 +191,8 @@ def _evaluate(
                     f"{_change(notice)}: {delivery.describe()}"
                 )
         context.update_cursor(str(record.storage_id))
-    return dg.SensorResult(
+    return dg.SensorResult(  # the cursor is context's, moved report by report above
         run_requests=confirming,
-        cursor=context.cursor,
         skip_reason=None if confirming else f"{told} notice(s) sent for {len(records)} weekly report(s)",
     )
 

@@ -13,6 +13,7 @@ import dagster as dg
 import orjson
 import pytest
 
+from assets.partitions import build_partitions
 from assets.resources import WarehouseResource
 from assets.trend_assets import CONFIRMS_METADATA, CONFIRMS_TAG
 from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV, outbox_dir
@@ -27,9 +28,17 @@ WEEKS = [date(2026, 10, 19) + timedelta(days=7 * i) for i in range(4)]
 N = 40
 SPEC = endpoint()  # 8 GPUs at $2/h: a window of c x 225 s costs c USD
 PARTITION_TAGS = {"costbench/endpoint": "v3-8xh200"}
-regression_notice_sensor = build_regression_notice_sensor(
-    dg.define_asset_job("weekly_benchmark"), lambda key: {**PARTITION_TAGS, "for": key}
-)
+PARTITIONS = build_partitions(["chat-canary", "chat-live"])
+
+
+@dg.asset(partitions_def=PARTITIONS)
+def weekly_report() -> None:
+    """Stands for the weekly job's report: what a confirmation run's partitions are checked against."""
+
+
+WEEKLY = dg.define_asset_job("weekly_benchmark", selection=[weekly_report], partitions_def=PARTITIONS)
+regression_notice_sensor = build_regression_notice_sensor(WEEKLY, lambda key: {**PARTITION_TAGS, "for": key})
+DEFS = dg.Definitions(assets=[weekly_report], jobs=[WEEKLY], sensors=[regression_notice_sensor])
 
 
 def _week(store: Warehouse, week: date, scenario: str, role: str, cost_per_request: float) -> None:
@@ -83,11 +92,13 @@ def test_a_first_regression_asks_for_a_confirmation_run_and_tells_nobody(warehou
     with dg.instance_for_test() as instance:
         _report(instance, WEEKS[2], "chat-canary", "report.html")  # ok: nothing to confirm
         _report(instance, WEEKS[3], "chat-canary", "report.html")
-        context = dg.build_sensor_context(instance=instance, resources=resources)
-        result = regression_notice_sensor(context)
+        # As the daemon evaluates a tick (its checks of what the sensor returns included).
+        context = dg.build_sensor_context(instance=instance, resources=resources, definitions=DEFS)
+        result = regression_notice_sensor.evaluate_tick(context)
         [request] = result.run_requests
-        again = regression_notice_sensor(dg.build_sensor_context(instance=instance, resources=resources,
-                                                                 cursor=context.cursor))  # fmt: skip
+        again = regression_notice_sensor.evaluate_tick(
+            dg.build_sensor_context(instance=instance, resources=resources, cursor=result.cursor, definitions=DEFS)
+        )
     key = str(dg.MultiPartitionKey({"week": WEEKS[3].isoformat(), "scenario": "chat-canary"}))
     assert request.partition_key == key
     # Through the same queue as the schedule's runs: the partition's tags, and the run it checks.
