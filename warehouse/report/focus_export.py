@@ -5,6 +5,7 @@ prefix for custom columns; FOCUS_COLUMNS is the file's header, and the query mus
 from __future__ import annotations
 
 import os
+import uuid
 from datetime import date
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def write_focus_week(store: WarehouseBackend, week_start: date, reports_dir: Pat
     reports_dir = Path(reports_dir or store.root / "reports")
     reports_dir.mkdir(parents=True, exist_ok=True)
     path = reports_dir / f"focus_week={week_start.isoformat()}.csv"
-    tmp = path.with_suffix(".csv.tmp")
+    tmp = path.with_suffix(f".csv.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")  # concurrent builds of one week
     pa_csv.write_csv(focus_rows(store, week_start), tmp)
     os.replace(tmp, path)
     return path

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import os
+import uuid
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -334,7 +335,9 @@ def write_weekly_report(store: WarehouseBackend, week_start: date, reports_dir: 
     plots = trend_figures(data)
     html_path = reports_dir / f"week={week_start.isoformat()}.html"
     png_path = reports_dir / f"cost_trend_week={week_start.isoformat()}.png"
-    tmp_html, tmp_png = html_path.with_suffix(".html.tmp"), png_path.with_suffix(".png.tmp")
+    # Two scenarios' runs of one week build its report at the same moment: each writes its own temporary files.
+    unique = f"{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    tmp_html, tmp_png = html_path.with_suffix(f".html.{unique}.tmp"), png_path.with_suffix(f".png.{unique}.tmp")
     page = render_html(data, plots)
     tmp_html.write_text(page)
     with open(tmp_png, "wb") as out:
