@@ -209,7 +209,7 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
             [TWIN_SCENARIO],
         ).fetchone()
         # A canary replays twice a week: the week's cost is its runs' windows over their requests.
-        runs, window_s = con.execute(
+        run_count, window_s = con.execute(
             "SELECT count(*), sum(window_s) FROM runs WHERE scenario = ?", [TWIN_SCENARIO]
         ).fetchone()
     assert {(s, str(w)) for s, w, _ in weeks} >= {(s, "2026-11-16") for s in scenarios}
@@ -220,7 +220,7 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         warehouse / f"lake/requests/week=2026-11-16/scenario={TWIN_SCENARIO}/part-0.parquet"
     ).to_pandas()
     assert (lake["status"] == "ok").all() and (lake["completion_tokens"] == lake["output_tokens"]).all()
-    assert completed == int((~lake["is_warmup"]).sum()) and runs == 2
+    assert completed == int((~lake["is_warmup"]).sum()) and run_count == 2
     assert cost == pytest.approx(8 * 3.5 * window_s / 3600 / completed)
     assert hit_rate > 0.3  # the 2,048-token system prompt is shared by every request
     assert read_leases(warehouse / "runs" / "leases") == []  # every endpoint stopped
