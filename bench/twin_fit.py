@@ -45,7 +45,7 @@ from endpoints.sim.calibration.profiles import CostConstants, Vendor, cost_const
 from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
 from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS  # noqa: E402
 
-FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "fitted_constants.py"
+FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "calibration" / "fitted_constants.py"
 
 # The declared fit set: both ends and one middle point of each concurrency sweep (Hopper: row 7, and row 8's
 # two acceptance-fit points for their TTFT; AMD: row 9), the cookbook's C = 1 and C = 100 for Blackwell. The

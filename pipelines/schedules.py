@@ -13,7 +13,7 @@ such a run keeps one busy from its first request to its last.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import date, timedelta
 
 import dagster as dg
 
@@ -46,6 +46,12 @@ def partition_run_tags(
     return run_tags(scenarios[name], clock_of(scenarios[name].endpoint))
 
 
+def _week_just_ended(context: dg.ScheduleEvaluationContext) -> date:
+    """The Monday that starts the week before the tick's."""
+    week_start = (context.scheduled_execution_time - timedelta(days=7)).date()
+    return week_start - timedelta(days=week_start.weekday())
+
+
 def build_weekly_schedule(
     job: dg.UnresolvedAssetJobDefinition, scenarios: dict[str, Scenario], clock_of: EndpointClockOf
 ) -> dg.ScheduleDefinition:
@@ -58,8 +64,7 @@ def build_weekly_schedule(
         description="Every Monday 06:00 UTC: replay every scenario for the week that just ended.",
     )
     def weekly_schedule(context: dg.ScheduleEvaluationContext):
-        week_start = (context.scheduled_execution_time - timedelta(days=7)).date()
-        week_start -= timedelta(days=week_start.weekday())  # the Monday that starts that week
+        week_start = _week_just_ended(context)
         for name, scenario in sorted(scenarios.items()):
             yield dg.RunRequest(
                 run_key=f"{week_start.isoformat()}|{name}",
@@ -81,8 +86,7 @@ def build_calibration_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.Sched
         "ended (an hour before its replays, so the week's report has them).",
     )
     def calibration_schedule(context: dg.ScheduleEvaluationContext):
-        week_start = (context.scheduled_execution_time - timedelta(days=7)).date()
-        week_start -= timedelta(days=week_start.weekday())  # the Monday that starts that week
+        week_start = _week_just_ended(context)
         yield dg.RunRequest(run_key=week_start.isoformat(), partition_key=week_start.isoformat())
 
     return calibration_schedule

@@ -121,15 +121,11 @@ def run_values(by_block: dict[tuple, list], bin_rows: list[tuple]) -> dict[str, 
 
 
 def _histogram_p95(histogram: dict[int, float]) -> float | None:
-    total = sum(histogram.values())
-    if total <= 0:
+    bins = sorted(histogram)
+    if not bins:
         return None
-    rank, seen = math.ceil(0.95 * total), 0.0
-    for bin_ in sorted(histogram):
-        seen += histogram[bin_]
-        if seen >= rank:
-            return TTFT_BIN_BASE ** (bin_ + 0.5)
-    return None
+    p95 = float(_binned_p95(np.array(bins), np.array([[histogram[b] for b in bins]], dtype=float))[0])
+    return None if math.isnan(p95) else p95
 
 
 def run_spread(key: tuple, values: dict[tuple, dict[str, RunValues]]) -> RunSpread:
@@ -233,15 +229,16 @@ def _ttft_interval(
     histogram = np.zeros((n_blocks, len(bins)))
     for run_id, block, bin_, count in bin_rows:
         histogram[index[(run_id, block)], column[bin_]] += count
-    pooled = np.cumsum(weights @ histogram, axis=1)  # RESAMPLES x bins
+    return _interval(_binned_p95(np.array(bins), weights @ histogram))
+
+
+def _binned_p95(bins: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per row of counts (rows x bins, bins ascending): the geometric midpoint of the bin holding the request at
+    rank ceil(0.95 n), which stands for the p95; NaN for a row with no requests."""
+    pooled = np.cumsum(counts, axis=1)
     totals = pooled[:, -1]
-    has_requests = totals > 0
-    if not has_requests.any():
-        return None, None
-    # The bin holding the request at rank ceil(0.95 n); its geometric midpoint stands for the p95.
-    first_at_rank = np.argmax(pooled[has_requests] >= np.ceil(0.95 * totals[has_requests])[:, None], axis=1)
-    midpoints = TTFT_BIN_BASE ** (np.array(bins, dtype=float) + 0.5)
-    return _interval(midpoints[first_at_rank])
+    first_at_rank = np.argmax(pooled >= np.ceil(0.95 * totals)[:, None], axis=1)
+    return np.where(totals > 0, TTFT_BIN_BASE ** (bins[first_at_rank].astype(float) + 0.5), np.nan)
 
 
 def cost_interval_width(arrivals_s: list[float], span_s: float, key: tuple = ("width",)) -> float | None:

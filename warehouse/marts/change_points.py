@@ -109,9 +109,9 @@ def _drifts(weeks: list[tuple], index: int) -> list[Drift]:
             continue
         values = [_scaled(w[4 + 2 * position], metric) for w in window]
         threshold = window[-1][5 + 2 * position]
-        if any(v is None for v in values) or threshold is None:
-            continue
         known = [float(v) for v in values if v is not None]
+        if len(known) < len(values) or threshold is None:
+            continue
         prior, recent = known[:-RECENT_WEEKS], known[-RECENT_WEEKS:]
         move = metric.sign * (_mean(recent) - _mean(prior))
         size = SIZE_SHARE_OF_THRESHOLD * abs(threshold) / 100.0

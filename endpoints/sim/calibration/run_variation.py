@@ -29,6 +29,12 @@ from endpoints.sim.engine.step_batch import StepBatch
 DEFAULT_EFFICIENCY_SD = 0.02
 DEFAULT_CLOCK_SD = 0.01
 DEFAULT_STEP_JITTER_SD = 0.03
+# The spreads, in RunVariation's field order: flag, default, help.
+_SD_FLAGS = (
+    ("--sim-run-efficiency-sd", DEFAULT_EFFICIENCY_SD, "log-sd of the run's efficiency (the node it lands on)"),
+    ("--sim-run-clock-sd", DEFAULT_CLOCK_SD, "log-sd of how far under boost clock the run's compute holds (one-sided)"),
+    ("--sim-step-jitter-sd", DEFAULT_STEP_JITTER_SD, "log-sd of each forward pass's time (mean-preserving)"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,31 +50,18 @@ class RunVariation:
             "--sim-run-seed", type=int, default=None,
             help="turn run-to-run variation on, drawn from this seed (off when unset: every run alike)",
         )  # fmt: skip
-        group.add_argument(
-            "--sim-run-efficiency-sd", type=float, default=DEFAULT_EFFICIENCY_SD,
-            help="log-sd of the run's efficiency (the node it lands on)",
-        )  # fmt: skip
-        group.add_argument(
-            "--sim-run-clock-sd", type=float, default=DEFAULT_CLOCK_SD,
-            help="log-sd of how far under boost clock the run's compute holds (one-sided)",
-        )  # fmt: skip
-        group.add_argument(
-            "--sim-step-jitter-sd", type=float, default=DEFAULT_STEP_JITTER_SD,
-            help="log-sd of each forward pass's time (mean-preserving)",
-        )  # fmt: skip
+        for flag, default, help_ in _SD_FLAGS:
+            group.add_argument(flag, type=float, default=default, help=help_)
 
     @classmethod
     def from_namespace(cls, ns: argparse.Namespace) -> RunVariation | None:
-        for flag, value in (
-            ("--sim-run-efficiency-sd", ns.sim_run_efficiency_sd),
-            ("--sim-run-clock-sd", ns.sim_run_clock_sd),
-            ("--sim-step-jitter-sd", ns.sim_step_jitter_sd),
-        ):
+        sds = [getattr(ns, flag[2:].replace("-", "_")) for flag, _, _ in _SD_FLAGS]
+        for (flag, _, _), value in zip(_SD_FLAGS, sds, strict=True):
             if not 0.0 <= value <= 0.5:
                 raise ValueError(f"{flag} must be in [0, 0.5], got {value}")
         if ns.sim_run_seed is None:
             return None
-        return cls(ns.sim_run_seed, ns.sim_run_efficiency_sd, ns.sim_run_clock_sd, ns.sim_step_jitter_sd)
+        return cls(ns.sim_run_seed, *sds)
 
     def as_server_info(self) -> dict:
         return {
