@@ -9,6 +9,8 @@ models come out of the twin's exposition through the probe's own parser.
 from __future__ import annotations
 
 import re
+import socket
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -98,6 +100,42 @@ def test_the_speculative_series_are_sglangs_too(definitions, record_property):
     spec = sorted(f.name for f in text_string_to_metric_families(exposition) if f.name.startswith("sglang:spec"))
     record_property("checked", f"{n} families under --speculative-algorithm EAGLE, {', '.join(spec)}")
     assert spec and not problems, "\n".join(problems)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_disaggregation_series_of_both_roles_are_sglangs_too(definitions, record_property):
+    """A prefill and a decode twin, one request sent to both with the bootstrap fields SGLang's router adds."""
+    port = _free_port()
+    prefill = start_twin(["--tp", "8", "--enable-metrics", "--skip-server-warmup", "--disaggregation-mode", "prefill",
+                          "--disaggregation-bootstrap-port", str(port)])  # fmt: skip
+    decode = start_twin(["--tp", "8", "--enable-metrics", "--skip-server-warmup", "--disaggregation-mode", "decode"])
+    try:
+        body = {"input_ids": list(range(100, 600)), "sampling_params": {"max_new_tokens": 8, "ignore_eos": True},
+                "bootstrap_host": "127.0.0.1", "bootstrap_port": port, "bootstrap_room": 2**63 + 5}  # fmt: skip
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda url: post_json(url, "/generate", body), (prefill.base_url, decode.base_url)))
+        expositions = [requests.get(s.base_url + "/metrics", timeout=30).text for s in (prefill, decode)]
+    finally:
+        prefill.stop()
+        decode.stop()
+    assert [status for status, _ in answers] == [200, 200] and answers[1][1]["meta_info"]["completion_tokens"] == 8
+    problems, shown = [], []
+    for role, exposition in zip(("prefill", "decode"), expositions, strict=True):
+        n, found = _family_problems(exposition, definitions)
+        problems += [f"{role}: {p}" for p in found]
+        families = [f for f in text_string_to_metric_families(exposition) if f.name.startswith("sglang:")]
+        types = {s.labels.get("engine_type") for f in families for s in f.samples} - {None}
+        if types != {role}:
+            problems.append(f"{role}: engine_type {sorted(types)}")
+        pd = sorted(f.name for f in families if "prefill_" in f.name or "decode_" in f.name or "kv_transfer" in f.name)
+        shown.append(f"{role}: {n} families, {', '.join(pd)}")
+    record_property("checked", "; ".join(shown))
+    assert not problems, "\n".join(problems)
 
 
 def test_every_metric_the_warehouse_reads_is_sglangs_and_the_twin_serves_it(exposition, definitions, record_property):

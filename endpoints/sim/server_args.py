@@ -5,9 +5,10 @@ A documented set of real SGLang flags that do not change what the twin models (l
 parsers, multi-node plumbing) is accepted with SGLang's type and default, recorded in /server_info, and
 otherwise ignored. A few more are accepted only at the value the twin models (`--ep-size 1`, ...).
 Flags that would change cost but are not modelled (the overlap scheduler or CUDA graphs turned off,
-two-batch overlap, EPLB, PD disaggregation, hierarchical cache, the speculative flags other than
-EAGLE/NEXTN's four) are rejected by name, saying why, rather than ignored; speculative decoding's own
-flags are parsed in speculative.py. `make conformance` checks every accepted flag against SGLang's parser.
+two-batch overlap, EPLB, hierarchical cache, the speculative flags other than EAGLE/NEXTN's four, the
+disaggregation flags other than the role's) are rejected by name, saying why, rather than ignored;
+speculative decoding's own flags are parsed in speculative.py; PD disaggregation is modelled in
+engine/disaggregation.py. `make conformance` checks every accepted flag against SGLang's parser.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from decimal import Decimal
 
 from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName
 from endpoints.sim.calibration.run_variation import RunVariation
+from endpoints.sim.engine.disaggregation import (
+    DEFAULT_BOOTSTRAP_PORT,
+    DEFAULT_RESERVED_DECODE_TOKENS,
+    TRANSFER_BACKENDS,
+    DisaggregationMode,
+)
 from endpoints.sim.engine.faults import FaultConfig
 from endpoints.sim.engine.schedule_policy import SchedulePolicy
 from endpoints.sim.engine.speculative import SPEC_DEFAULT_MAX_RUNNING_REQUESTS, SpecConfig, spec_server_info
@@ -30,6 +37,9 @@ DEFAULT_CHUNKED_PREFILL_TOKENS = 8192  # SGLang's default below 160 GB of HBM (H
 LARGE_GPU_CHUNKED_PREFILL_TOKENS = 16384  # and at 160 GB or more (B200)
 LARGE_GPU_HBM_BYTES = 160 * 2**30
 DEFAULT_MAX_RUNNING_REQUESTS = 2048
+# Per KV transfer: the decode's readiness notice, the RDMA write's completion and its notice. Not a published
+# figure: an RDMA round trip is microseconds, the notices go through each side's scheduler loop (docs/twin.md).
+DEFAULT_KV_TRANSFER_LATENCY_MS = 1.0
 KV_DTYPE_BYTES = {"auto": 2, "bf16": 2, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 # Real SGLang flags accepted and recorded without effect: logs, parsers, kernel choice (the cost model's
@@ -49,6 +59,7 @@ IGNORED_VALUE_FLAGS: tuple[tuple[tuple[str, ...], Callable[[str], object], objec
     (("--node-rank",), int, 0),
     (("--dist-init-addr", "--nccl-init-addr"), str, None),
     (("--revision",), str, None),
+    (("--disaggregation-ib-device",), str, None),  # which NICs: the link's speed is --sim-kv-link-gb-s
     (("--download-dir",), str, None),
     (("--num-continuous-decode-steps",), int, 1),  # declared, but read nowhere since the overlap scheduler (#2095)
     # The published runs cap their graphs at or above every batch they run, which is what the twin models.
@@ -148,6 +159,12 @@ class SimServerArgs:
     faults: FaultConfig
     run_variation: RunVariation | None  # --sim-run-seed: this run's node, clocks and step jitter; None: off
     speculative: SpecConfig | None  # --speculative-algorithm EAGLE/NEXTN; None: off
+    disaggregation_mode: DisaggregationMode  # null: a unified server; prefill or decode: one PD role
+    disaggregation_bootstrap_port: int  # a prefill server's bootstrap port, where its decode servers meet it
+    disaggregation_transfer_backend: str
+    num_reserved_decode_tokens: int  # a decode server keeps this many free slots per request it runs
+    sim_kv_link_gb_s: float  # per GPU, the link a KV transfer crosses (default: the GPU's NIC)
+    sim_kv_transfer_latency_ms: float  # per transfer, on top of its bytes' time
     ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
 
     @property
@@ -171,6 +188,7 @@ class SimServerArgs:
         info.update(spec_server_info(self.speculative))
         info["schedule_policy"] = self.schedule_policy.value
         info["sim_hardware"] = self.sim_hardware.value
+        info["disaggregation_mode"] = self.disaggregation_mode.value
         info["api_key"] = "<redacted>" if self.api_key else None
         info.update(dict(self.ignored))
         return info
@@ -224,6 +242,19 @@ def _build_parser() -> argparse.ArgumentParser:
     FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
     RunVariation.add_arguments(p.add_argument_group("run-to-run variation (twin only, off by default)"))
     SpecConfig.add_arguments(p)
+    pd = p.add_argument_group("prefill/decode disaggregation")
+    pd.add_argument("--disaggregation-mode", choices=[m.value for m in DisaggregationMode], default="null")
+    pd.add_argument("--disaggregation-bootstrap-port", type=int, default=DEFAULT_BOOTSTRAP_PORT)
+    pd.add_argument("--disaggregation-transfer-backend", choices=TRANSFER_BACKENDS, default="mooncake")
+    pd.add_argument("--num-reserved-decode-tokens", type=int, default=DEFAULT_RESERVED_DECODE_TOKENS)
+    pd.add_argument(
+        "--sim-kv-link-gb-s", type=float, default=None,
+        help="GB/s per GPU of the link a KV transfer crosses (default: the GPU's 400 Gb/s NIC, 50)",
+    )  # fmt: skip
+    pd.add_argument(
+        "--sim-kv-transfer-latency-ms", type=float, default=DEFAULT_KV_TRANSFER_LATENCY_MS,
+        help="fixed milliseconds per KV transfer (handshake and completion notice), on top of its bytes' time",
+    )  # fmt: skip
     ignored = p.add_argument_group("accepted SGLang flags the twin ignores")
     for flags, kind, default in IGNORED_VALUE_FLAGS:
         ignored.add_argument(*flags, type=kind, default=default)
@@ -300,6 +331,15 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         speculative = SpecConfig.from_namespace(ns, ns.model_path)
     except ValueError as exc:
         raise ServerArgsError(str(exc)) from None
+    if not 0 < ns.disaggregation_bootstrap_port <= 65535:
+        port = ns.disaggregation_bootstrap_port
+        raise ServerArgsError(f"--disaggregation-bootstrap-port must be 1-65535, got {port}")
+    if ns.num_reserved_decode_tokens < 0:
+        raise ServerArgsError(f"--num-reserved-decode-tokens must be >= 0, got {ns.num_reserved_decode_tokens}")
+    if ns.sim_kv_link_gb_s is not None:
+        _positive("--sim-kv-link-gb-s", ns.sim_kv_link_gb_s)
+    if ns.sim_kv_transfer_latency_ms < 0:
+        raise ServerArgsError(f"--sim-kv-transfer-latency-ms must be >= 0, got {ns.sim_kv_transfer_latency_ms}")
     default_running = DEFAULT_MAX_RUNNING_REQUESTS if speculative is None else SPEC_DEFAULT_MAX_RUNNING_REQUESTS
     hardware = HardwareName(ns.sim_hardware)
     default_chunk = (
@@ -345,6 +385,14 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         faults=faults,
         run_variation=run_variation,
         speculative=speculative,
+        disaggregation_mode=DisaggregationMode(ns.disaggregation_mode),
+        disaggregation_bootstrap_port=ns.disaggregation_bootstrap_port,
+        disaggregation_transfer_backend=ns.disaggregation_transfer_backend,
+        num_reserved_decode_tokens=ns.num_reserved_decode_tokens,
+        sim_kv_link_gb_s=(
+            HARDWARE_PROFILES[hardware].nic_bytes_per_s / 1e9 if ns.sim_kv_link_gb_s is None else ns.sim_kv_link_gb_s
+        ),
+        sim_kv_transfer_latency_ms=ns.sim_kv_transfer_latency_ms,
         ignored=tuple((dest, getattr(ns, dest)) for dest in _IGNORED_DESTS),
     )
 

@@ -113,6 +113,9 @@ class HardwareProfile:
     bf16_flops_per_s: float  # dense
     fp8_flops_per_s: float  # dense
     vendor: Vendor = Vendor.NVIDIA
+    # Each GPU's own scale-out NIC (RDMA), decimal bytes/s: what a KV transfer between nodes crosses. The
+    # HGX H100/H200/B200 and the MI300-series reference nodes pair every GPU with a 400 Gb/s NIC (ConnectX-7).
+    nic_bytes_per_s: float = 50e9
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import Protocol
 
 from endpoints.sim.calibration.profiles import ModelProfile
 from endpoints.sim.engine.clock import Clock
+from endpoints.sim.engine.disaggregation import (
+    BootstrapRooms,
+    Disaggregation,
+    DisaggregationMode,
+    PrefillPeer,
+    RoomDone,
+    TransferFailed,
+)
 from endpoints.sim.engine.scheduler import Scheduler
-from endpoints.sim.engine.sim_request import GenerateInput, SimRequest, TokenUpdate, planned_output
+from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput, SimRequest, TokenUpdate, planned_output
 from endpoints.sim.engine.step_batch import ForwardMode
 from endpoints.sim.structured.grammar_backend import GrammarBackend
 
@@ -43,6 +51,7 @@ class SimEngine:
         context_length_tokens: int,
         stream_interval: int = 1,
         grammar: GrammarBackend | None = None,
+        disaggregation: Disaggregation | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.grammar = grammar or GrammarBackend("xgrammar")
@@ -69,6 +78,18 @@ class SimEngine:
         # Requests in the running batch x the steps' seconds: / a span, the time-weighted mean running batch
         # (what sglang:num_running_reqs, sampled, averages to).
         self.running_request_s = 0.0
+        # PD disaggregation (disaggregation.py). A prefill server's rooms are served on its bootstrap port; a
+        # decode server reaches its prefills through `peer` (both set by the HTTP layer).
+        self.disaggregation = disaggregation
+        self.mode = DisaggregationMode.NULL if disaggregation is None else disaggregation.mode
+        self.rooms: BootstrapRooms | None = BootstrapRooms() if self.mode is DisaggregationMode.PREFILL else None
+        self.peer: PrefillPeer | None = None
+        self.bootstrapping = 0  # prefill: requests waiting for their decode to be ready (bootstrap queue)
+        self.inflight = 0  # prefill: KV transfers under way (inflight queue)
+        self.prealloc: deque[SimRequest] = deque()  # decode: waiting for KV slots (prealloc queue)
+        self._arrived: list[tuple[SimRequest, RoomDone | None]] = []  # decode: KV landed (None: the transfer failed)
+        self._pd_tasks: set[asyncio.Task] = set()
+        self.transfer_observer: Callable[[RoomDone], None] | None = None  # told of each KV transfer a prefill sends
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -77,6 +98,8 @@ class SimEngine:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="sim-engine")
 
     async def stop(self) -> None:
+        for task in list(self._pd_tasks):
+            task.cancel()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -91,6 +114,15 @@ class SimEngine:
         prompt = len(spec.input_ids)
         if prompt == 0:
             raise RequestRejected("the request has no input tokens")
+        if (
+            self.mode is not DisaggregationMode.NULL
+            and spec.bootstrap is None
+            and not spec.rid.startswith(HEALTH_CHECK_PREFIX)
+        ):
+            raise RequestRejected(
+                f"this is a {self.mode.value} server (--disaggregation-mode {self.mode.value}): send requests "
+                "through a PD router, which adds bootstrap_host, bootstrap_port and bootstrap_room"
+            )
         if prompt >= self.context_length_tokens:
             raise RequestRejected(
                 f"The input ({prompt} tokens) is longer than the model's context length "
@@ -109,17 +141,104 @@ class SimEngine:
             spec.input_ids, max_new, spec.ignore_eos, model.vocab_size, model.eos_token_id,
             model.think_end_token_id, model.reasoning_share, spec.reasoning_tokens, spec.answer,
         )  # fmt: skip
+        if self.mode is DisaggregationMode.PREFILL and spec.bootstrap is not None:
+            # The prefill server samples the first token only; its decode server produces the rest.
+            plan = replace(plan, output_ids=plan.output_ids[:1], finish_reason={"type": "length", "length": 1})
         now_s = self.clock.now_s()
         request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=now_s)
         wait_s = self.grammar.wait_s(spec.grammar_key, now_s) if spec.grammar_key is not None else 0.0
         if wait_s > 0:
             self._compiling.append((now_s + wait_s, request))  # scheduled once its grammar is compiled
+        else:
+            self._enqueue(request)
+        self._wake.set()
+        return request
+
+    def _enqueue(self, request: SimRequest) -> None:
+        if request.bootstrap is not None and self.mode is DisaggregationMode.DECODE:
+            self.prealloc.append(request)  # its KV comes from the prefill, once slots for it are taken (_run)
+        elif request.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
+            self._spawn(self._bootstrap(request))
         elif self._busy:
             self._inbox.append(request)  # joins the scheduler's queue at the next step boundary (see _run)
         else:
             self.scheduler.add(request)
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._pd_tasks.add(task)
+        task.add_done_callback(self._pd_tasks.discard)
+
+    # -- PD disaggregation ------------------------------------------------------------------------
+
+    async def _bootstrap(self, request: SimRequest) -> None:
+        """Prefill: the request waits in the bootstrap queue until its decode server has taken KV slots for it."""
+        assert self.rooms is not None and request.bootstrap is not None
+        self.bootstrapping += 1
+        try:
+            await self.rooms.wait_ready(request.bootstrap.room)
+        finally:
+            self.bootstrapping -= 1
+        if request.aborted:
+            return
+        if self._busy:
+            self._inbox.append(request)
+        else:
+            self.scheduler.add(request)
         self._wake.set()
-        return request
+
+    async def _send_kv(self, request: SimRequest) -> None:
+        """Prefill: the first token is sampled; the prompt's KV crosses the link to the decode server."""
+        assert self.rooms is not None and self.disaggregation is not None and request.bootstrap is not None
+        room = request.bootstrap.room
+        if request.aborted:
+            self.rooms.fail(room, f"the prefill aborted the request: {request.abort_reason}")
+            return
+        kv_bytes = request.prompt_tokens * self.disaggregation.kv_bytes_per_token
+        transfer_s = self.disaggregation.link.transfer_s(kv_bytes)
+        self.inflight += 1
+        try:
+            await self.clock.sleep_until(self.clock.now_s() + transfer_s)
+        finally:
+            self.inflight -= 1
+        outcome = RoomDone(request.cached_tokens, kv_bytes, transfer_s)
+        if self.transfer_observer is not None:
+            self.transfer_observer(outcome)
+        self.rooms.finish(room, outcome)
+
+    async def _receive_kv(self, request: SimRequest) -> None:
+        """Decode: slots are taken; tell the prefill, and wait for the KV (the transfer queue)."""
+        assert self.peer is not None and request.bootstrap is not None
+        outcome: RoomDone | None = None
+        try:
+            await self.peer.ready(request.bootstrap)
+            outcome = await self.peer.done(request.bootstrap)
+        except (TransferFailed, OSError, TimeoutError) as exc:
+            request.abort_reason = {"type": "abort", "message": f"KV transfer failed: {exc}"}
+        self._arrived.append((request, outcome))
+        self._wake.set()
+
+    def _pd_decode_boundary(self, now_s: float) -> None:
+        """Decode, at a step boundary: requests whose KV arrived join the batch; waiting ones take free slots."""
+        scheduler, reserved = self.scheduler, self.disaggregation.reserved_decode_tokens if self.disaggregation else 0
+        arrived, self._arrived = self._arrived, []
+        for request, outcome in arrived:
+            if outcome is None:
+                scheduler.drop_transfer(request)
+                self._tell_aborted(request)
+                continue
+            scheduler.add_transferred(request, outcome.cached_tokens, now_s)
+            if not request.aborted:
+                self._deliver([request], now_s)
+        while self.prealloc:
+            request = self.prealloc[0]
+            if request.aborted:
+                self.prealloc.popleft()
+                continue
+            if not scheduler.preallocate(request, reserved):
+                break
+            self.prealloc.popleft()
+            self._spawn(self._receive_kv(request))
 
     async def updates(self, request: SimRequest) -> AsyncGenerator[TokenUpdate, None]:
         """The request's updates until it finishes; aborts it if the consumer stops early."""
@@ -137,6 +256,8 @@ class SimEngine:
         if request.finished or request.aborted:
             return
         self.scheduler.abort(request, reason)
+        if self.rooms is not None and request.bootstrap is not None:
+            self.rooms.fail(request.bootstrap.room, f"the prefill aborted the request: {request.abort_reason}")
         self._tell_aborted(request)
         self._wake.set()
 
@@ -169,6 +290,8 @@ class SimEngine:
             self._staged, self._inbox = [r for r in self._inbox if not r.aborted], []
             if self._compiling:
                 self._admit_compiled(clock.now_s())
+            if self.mode is DisaggregationMode.DECODE:
+                self._pd_decode_boundary(clock.now_s())
             plan = scheduler.plan_step(clock.now_s())
             if scheduler.dropped:
                 for r in scheduler.dropped:
@@ -223,7 +346,7 @@ class SimEngine:
         self._compiling = [(t, r) for t, r in self._compiling if t > now_s]
         for r in ready:
             if not r.aborted:
-                self.scheduler.add(r)
+                self._enqueue(r)
 
     def compiling_requests(self) -> int:
         """Requests waiting for their grammar (SGLang's num_grammar_queue_reqs gauge)."""
@@ -240,9 +363,12 @@ class SimEngine:
                 r.sent_tokens = r.output_tokens
                 r.last_sent_s = now_s
                 r.updates.put_nowait(update)
+                if r.finished and r.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
+                    self._spawn(self._send_kv(r))
 
     def has_work(self) -> bool:
-        return bool(self._inbox or self._staged or self.compiling_requests()) or self.scheduler.has_work()
+        pd = self.bootstrapping or self.inflight or self.prealloc or self._arrived
+        return bool(self._inbox or self._staged or self.compiling_requests() or pd) or self.scheduler.has_work()
 
     def flush_cache(self) -> bool:
         """SGLang's /flush_cache: refused (False) while any request runs or waits; it empties the grammar

@@ -12,6 +12,7 @@ from endpoints.sim.calibration.profiles import (
 )
 from endpoints.sim.calibration.run_variation import JitteredCostModel, draw_run, varied_constants
 from endpoints.sim.engine.clock import Clock
+from endpoints.sim.engine.disaggregation import Disaggregation, DisaggregationMode, KvLink
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine.kv_pool import KvPool, kv_capacity_tokens
 from endpoints.sim.engine.radix_cache import RadixCache
@@ -54,10 +55,19 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
             enable_mixed_chunk=args.enable_mixed_chunk,
         ),
         cost_model,
-        RadixCache(disabled=args.disable_radix_cache),
+        # A decode server has no radix cache (SGLang's --disaggregation-decode-enable-radix-cache is off by default):
+        # its prompts arrive as KV from the prefill, whose cache is the one that hits.
+        RadixCache(disabled=args.disable_radix_cache or args.disaggregation_mode is DisaggregationMode.DECODE),
         KvPool(capacity),
         None if spec is None else SpeculativeDecoding.from_config(spec),
     )
+    disaggregation = None
+    if args.disaggregation_mode is not DisaggregationMode.NULL:
+        link = KvLink(args.sim_kv_link_gb_s, args.sim_kv_transfer_latency_ms / 1000.0)
+        disaggregation = Disaggregation(
+            args.disaggregation_mode, link, model.kv_bytes_per_token(args.kv_dtype_bytes),
+            args.num_reserved_decode_tokens,
+        )  # fmt: skip
     return SimEngine(
         scheduler,
         clock,
@@ -65,4 +75,5 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
         context_length_tokens=args.context_length or model.max_context_tokens,
         stream_interval=args.stream_interval,
         grammar=grammar,
+        disaggregation=disaggregation,
     )

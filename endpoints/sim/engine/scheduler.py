@@ -113,9 +113,10 @@ class Scheduler:
         # or at the cap; no admission is tried until fewer run (a request finished, aborted or was retracted).
         self._stopped_at_running: int | None = None
         self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
+        self.transferring: list[SimRequest] = []  # PD decode: KV pre-allocated, waiting for it to arrive
 
     def has_work(self) -> bool:
-        return bool(self.waiting or self.running)
+        return bool(self.waiting or self.running or self.transferring)
 
     def add(self, request: SimRequest) -> None:
         self.waiting.append(request)
@@ -140,6 +141,43 @@ class Scheduler:
         0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early)."""
         rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
         return r.prefill_remaining + rest * (1.0 if r.ignore_eos else self.new_token_ratio)
+
+    # -- PD decode: requests whose KV is computed elsewhere ----------------------------------------
+
+    def preallocate(self, r: SimRequest, reserved_per_request: int) -> bool:
+        """Take the slots a disaggregated request's prompt KV will land in, if the pool holds them beside what
+        every running or arriving request keeps in reserve for its decode (SGLang's decode prealloc queue:
+        `_allocatable_token_budgets`, without its retractable-token credit)."""
+        reserved = reserved_per_request * (len(self.running) + len(self.transferring))
+        if r.prompt_tokens + reserved_per_request > self.free_tokens() - reserved:
+            return False
+        if not self._take(r, r.prompt_tokens):
+            return False
+        self.transferring.append(r)
+        return True
+
+    def add_transferred(self, r: SimRequest, cached_tokens: int, now_s: float) -> None:
+        """The prompt's KV has arrived with the first token the prefill sampled: the request decodes from here."""
+        self.transferring.remove(r)
+        if r.aborted:
+            self._release(r)
+            return
+        r.admitted_s = now_s
+        r.cached_tokens = cached_tokens
+        r.prefill_target = r.prefilled_tokens = r.prompt_tokens
+        r.decoding = True
+        r.output_tokens = 1
+        r.first_token_s = now_s
+        if r.output_tokens >= r.target_tokens:
+            self._finish(r)
+            return
+        self.running.append(r)
+
+    def drop_transfer(self, r: SimRequest) -> None:
+        """The KV never came (the prefill failed it, or went away): its slots are freed."""
+        self.transferring.remove(r)
+        r.aborted = True
+        self._release(r)
 
     # -- planning -------------------------------------------------------------------------------
 
@@ -404,6 +442,8 @@ class Scheduler:
         r.abort_reason = reason or {"type": "abort", "message": "Abort before the request finished."}
         if r in self.waiting:
             self.waiting.remove(r)
+        elif r in self.transferring:
+            pass  # its slots are freed when the transfer ends (add_transferred)
         elif r in self.running:
             self.running.remove(r)
             self._release(r)

@@ -23,8 +23,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from endpoints.sim.engine.disaggregation import DisaggregationMode, RoomDone
 from endpoints.sim.engine.engine import SimEngine
-from endpoints.sim.engine.sim_request import SimRequest, TokenUpdate
+from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, SimRequest, TokenUpdate
 
 # SGLang's default buckets (metrics_collector.py, 0.5.23; `make conformance` compares them).
 TTFT_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
@@ -34,16 +35,19 @@ E2E_BUCKETS_S = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100
 QUEUE_BUCKETS_S = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70,
                    80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500,
                    3000)  # fmt: skip
-HEALTH_CHECK_PREFIX = "HEALTH_CHECK_"  # SGLang's health probes do not log metrics
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
-ENGINE_TYPE = "unified"  # DisaggregationMode.to_engine_type of a server that is not PD-disaggregated
+# The engine_type label: "unified" for a server that is not PD-disaggregated, else its role (DisaggregationMode).
 TOKENIZER_LABELS = ["model_name", "engine_type"]  # tokenizer_metric_labels()
 SCHEDULER_LABELS = ["model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank"]  # rank 0's, init_new
 STREAM_MODES = ("true", "false")  # the is_streaming label's values
 CACHE_SOURCE = "device"  # the one cache the twin has: the radix cache in GPU memory
+# SGLang's KV-transfer histogram buckets (metrics_collector.py, 0.5.23).
+KV_TRANSFER_LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
+KV_TRANSFER_SPEED_BUCKETS_GB_S = (0.1, 0.5, 1, 5, 10, 25, 50, 100, 200, 400)
+KV_TRANSFER_SIZE_BUCKETS_MB = (1, 5, 10, 50, 100, 500, 1000, 5000, 10000)
 
 
 class _Histogram:
@@ -71,8 +75,9 @@ class SimMetrics:
 
     def __init__(self, engine: SimEngine, model_name: str) -> None:
         self._engine = engine
-        self._tokenizer_values = [model_name, ENGINE_TYPE]
-        self._scheduler_values = [model_name, ENGINE_TYPE, "0", "0", "0"]
+        engine_type = engine.mode.engine_type
+        self._tokenizer_values = [model_name, engine_type]
+        self._scheduler_values = [model_name, engine_type, "0", "0", "0"]
         # Finished requests' counts, by is_streaming (SGLang's observe_one_finished_request).
         self.per_mode: dict[str, dict[str, int]] = {}
         self.cached_tokens = 0
@@ -83,6 +88,11 @@ class SimMetrics:
         self._queue = _Histogram(QUEUE_BUCKETS_S)
         self.spec_verify_calls = 0  # finished requests' spec_verify_ct, summed (speculative decoding only)
         self.structured_requests = 0  # finished requests that carried a constraint (num_so_requests_total)
+        # A prefill server's KV transfers (SGLang observes them where the transfer completes).
+        self._transfer_ms = _Histogram(KV_TRANSFER_LATENCY_BUCKETS_MS)
+        self._transfer_gb_s = _Histogram(KV_TRANSFER_SPEED_BUCKETS_GB_S)
+        self._transfer_mb = _Histogram(KV_TRANSFER_SIZE_BUCKETS_MB)
+        engine.transfer_observer = self.observe_transfer
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -114,6 +124,11 @@ class SimMetrics:
             if request.grammar_key is not None:  # a constraint was sent (SGLang's _request_has_grammar)
                 self.structured_requests += 1
             self._e2e.setdefault(mode, _Histogram(E2E_BUCKETS_S)).observe(now_s - update.arrival_s)
+
+    def observe_transfer(self, done: RoomDone) -> None:
+        self._transfer_ms.observe(done.transfer_s * 1000.0)
+        self._transfer_gb_s.observe(done.kv_bytes / done.transfer_s / 1e9 if done.transfer_s > 0 else 0.0)
+        self._transfer_mb.observe(done.kv_bytes / 1e6)
 
     # -- exposition -------------------------------------------------------------------------------
 
@@ -168,6 +183,24 @@ class SimMetrics:
                 engine.compiling_requests(),
             ),
         }
+        if engine.mode is DisaggregationMode.PREFILL:
+            gauges["num_prefill_bootstrap_queue_reqs"] = (
+                "The number of requests in the prefill bootstrap queue.",
+                engine.bootstrapping,
+            )
+            gauges["num_prefill_inflight_queue_reqs"] = (
+                "The number of requests in the prefill inflight queue.",
+                engine.inflight,
+            )
+        elif engine.mode is DisaggregationMode.DECODE:
+            gauges["num_decode_prealloc_queue_reqs"] = (
+                "The number of requests in the decode prealloc queue.",
+                len(engine.prealloc),
+            )
+            gauges["num_decode_transfer_queue_reqs"] = (
+                "The number of requests in the decode transfer queue.",
+                len(scheduler.transferring),
+            )
         for name, (doc, level) in gauges.items():
             gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
             gauge.add_metric(sched, level)
@@ -204,6 +237,15 @@ class SimMetrics:
         )
         self._queue.add_to(queue, sched)
         yield queue
+        if engine.mode is DisaggregationMode.PREFILL:
+            for name, doc, histogram in (
+                ("kv_transfer_latency_ms", "Histogram of KV cache transfer latency in ms.", self._transfer_ms),
+                ("kv_transfer_speed_gb_s", "Histogram of KV cache transfer speed in GB/s.", self._transfer_gb_s),
+                ("kv_transfer_total_mb", "Histogram of KV cache transfer size in MB.", self._transfer_mb),
+            ):
+                transfers = HistogramMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
+                histogram.add_to(transfers, sched)
+                yield transfers
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

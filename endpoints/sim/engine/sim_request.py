@@ -12,11 +12,14 @@ import zlib
 from array import array
 from dataclasses import dataclass
 
+from endpoints.sim.engine.disaggregation import Bootstrap
 from endpoints.sim.engine.radix_cache import RadixNode
 from endpoints.sim.engine.speculative import SpecCounters
 from endpoints.sim.http.update_channel import UpdateChannel
 from endpoints.sim.structured.structured_answer import AnswerAsk, answer, answer_tokens_needed
 
+# SGLang's health probes: they log no metrics and, on a PD server, run alone with a fake bootstrap (no transfer).
+HEALTH_CHECK_PREFIX = "HEALTH_CHECK_"
 _FIRST_ORDINARY_ID = 3  # 0-2 are BOS/EOS/PAD in DeepSeek's vocabulary
 _ID_STRIDE = 2_654_435_761  # Knuth's multiplicative hash constant: spreads consecutive steps over the vocabulary
 
@@ -31,6 +34,7 @@ class GenerateInput:
     reasoning_tokens: int | None = None  # twin-only: how many reasoning tokens to emit (R1); None: profile's draw
     answer: AnswerAsk | None = None  # a response format (constrained or prompt-only); None: free-form
     grammar_key: tuple[str, str] | None = None  # the constraint's grammar-cache key when one is enforced
+    bootstrap: Bootstrap | None = None  # where its prefill meets its decode (PD disaggregation); None: unified
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +143,7 @@ class SimRequest:
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
         "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
         "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from", "grammar_key",
-        "ignore_eos",
+        "ignore_eos", "bootstrap",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
@@ -154,6 +158,7 @@ class SimRequest:
         self.answer_pieces = plan.answer_pieces  # the text of the answer tokens under a response format
         self.mask_from = plan.mask_from  # a grammar masks output tokens from this index on (None: none)
         self.grammar_key = spec.grammar_key
+        self.bootstrap = spec.bootstrap
         self.arrival_s = arrival_s
         self.admitted_s: float | None = None
         self.cached_tokens = 0  # prompt tokens found in the radix tree at first admission (what is reported)

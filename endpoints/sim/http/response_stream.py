@@ -14,6 +14,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from endpoints.sim.engine.disaggregation import Bootstrap
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine.faults import RequestFaults
 from endpoints.sim.engine.sim_request import SimRequest, TokenUpdate
@@ -39,9 +40,10 @@ class Disconnect(Exception):
     """The injected fault: drop the connection without an answer."""
 
 
-def engine_spec(spec, faults: RequestFaults):
-    # A faulted request streams inside the engine so its first token is seen, whatever the client asked.
-    return replace(spec, stream=True) if faults.any and not spec.stream else spec
+def engine_spec(spec, faults: RequestFaults, bootstrap: Bootstrap | None = None):
+    """What the engine runs: the request, with where its PD halves meet; a faulted request streams inside the
+    engine so its first token is seen, whatever the client asked."""
+    return replace(spec, stream=spec.stream or faults.any, bootstrap=bootstrap)
 
 
 async def answer(

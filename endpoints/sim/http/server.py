@@ -15,16 +15,19 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import NoReturn
 
+import aiohttp
 import orjson
 from aiohttp import web
 
 from endpoints.sim.calibration.profiles import cost_constants_for, hardware_profile_for
 from endpoints.sim.engine.clock import Clock, MonotonicClock
+from endpoints.sim.engine.disaggregation import DisaggregationMode
 from endpoints.sim.engine.engine import RequestRejected, SimEngine
 from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.faults import CRASH_EXIT_STATUS, FaultInjector
 from endpoints.sim.engine.sim_metrics import CONTENT_TYPE, SimMetrics
-from endpoints.sim.engine.sim_request import GenerateInput
+from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput
+from endpoints.sim.http.bootstrap_server import HttpPrefillPeer, bootstrap_app, parse_bootstrap
 from endpoints.sim.http.generate_request import BadRequest, parse_generate
 from endpoints.sim.http.native_view import NativeView, json_response
 from endpoints.sim.http.openai_request import parse_chat, parse_completion
@@ -62,6 +65,8 @@ class SimTwin:
             args.reasoning_parser in REASONING_PARSERS_WITH_EFFECT and self.engine.model.reasoning_share is not None
         )
         self.started_s: float | None = None
+        self.pd_runner: web.AppRunner | None = None  # a prefill's bootstrap port
+        self.pd_session: aiohttp.ClientSession | None = None  # a decode's client for its prefills' ports
         self._on_crash = on_crash
         self._crashed = asyncio.Event()
 
@@ -181,7 +186,7 @@ async def _health(request: web.Request) -> web.Response:
     twin: SimTwin = request.app[TWIN_KEY]
     if twin.engine.has_work():
         return web.Response(text="")  # busy and stepping: SGLang answers without generating
-    probe = GenerateInput(rid=f"HEALTH_CHECK_{id(request)}", input_ids=(0,), max_new_tokens=1)
+    probe = GenerateInput(rid=f"{HEALTH_CHECK_PREFIX}{id(request)}", input_ids=(0,), max_new_tokens=1)
     try:
         await asyncio.wait_for(twin.engine.generate(probe), HEALTH_CHECK_TIMEOUT_S)
     except TimeoutError:
@@ -248,7 +253,7 @@ async def _generate(request: web.Request) -> web.StreamResponse:
         after_reasoning = twin.reasoning and ask.require_reasoning  # SGLang defers the grammar only then
         spec = twin.structured(ask.spec, constraint, prompt_text(body, chat=False), after_reasoning, body.get("rid"))
         faults = twin.faults.draw()
-        sim_request = engine.submit(engine_spec(spec, faults))
+        sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
     except (BadRequest, RequestRejected) as exc:
         return NativeView.error_response(str(exc), 400)
     except GrammarError as exc:
@@ -279,7 +284,7 @@ async def _openai(request: web.Request, route: Route) -> web.StreamResponse:
         after_reasoning = chat and twin.reasoning  # chat's thinking mode: the grammar starts after `</think>`
         spec = twin.structured(ask.spec, constraint, prompt_text(body, chat), after_reasoning, body.get("rid"))
         faults = twin.faults.draw()
-        sim_request = engine.submit(engine_spec(spec, faults))
+        sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
     except (BadRequest, RequestRejected) as exc:
         return OpenAIView.error_response(str(exc), 400)
     except GrammarError as exc:
@@ -336,11 +341,24 @@ def _crash_counted(handler: Callable[[web.Request], Awaitable[web.StreamResponse
 async def _on_startup(app: web.Application) -> None:
     twin: SimTwin = app[TWIN_KEY]
     twin.started_s = twin.clock.now_s()
-    twin.engine.start()
+    engine, args = twin.engine, twin.args
+    if engine.rooms is not None:
+        twin.pd_runner = web.AppRunner(bootstrap_app(engine.rooms), handle_signals=False)
+        await twin.pd_runner.setup()
+        await web.TCPSite(twin.pd_runner, args.host, args.disaggregation_bootstrap_port).start()
+    if args.disaggregation_mode is DisaggregationMode.DECODE:
+        twin.pd_session = aiohttp.ClientSession()
+        engine.peer = HttpPrefillPeer(twin.pd_session)
+    engine.start()
 
 
 async def _on_cleanup(app: web.Application) -> None:
-    await app[TWIN_KEY].engine.stop()
+    twin: SimTwin = app[TWIN_KEY]
+    await twin.engine.stop()
+    if twin.pd_session is not None:
+        await twin.pd_session.close()
+    if twin.pd_runner is not None:
+        await twin.pd_runner.cleanup()
 
 
 def create_app(
