@@ -19,7 +19,7 @@ from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.sim_request import GenerateInput
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
-from tests.twin_process import SMG, _free_port, running_sim
+from twin_process import SMG, _free_port, running_sim
 
 BASE_FLAGS = ["--tp", "8", "--sim-hardware", "h200"]
 V3_KV_BYTES_PER_TOKEN = (512 + 64) * 61 * 2  # MLA's latent + rope key, 61 layers, bf16: what one GPU sends a token
