@@ -33,7 +33,7 @@ from pathlib import Path
 import orjson
 
 from endpoints.fingerprint import ConfigFingerprint, config_fingerprint
-from endpoints.fleet_commands import router_command, smg_program, worker_extra_args
+from endpoints.fleet_commands import fleet_workers, router_command, smg_program, worker_extra_args
 from endpoints.probes.server_facts import (
     SERVER_FACTS_FILE,
     NotSglangError,
@@ -51,7 +51,7 @@ from endpoints.process_group import (
     stop_members,
     terminate_on_sigterm,
 )
-from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec
+from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec, WorkerRole
 
 LOOPBACK = "127.0.0.1"
 _ANY_ADDRESS = ("0.0.0.0", "::")  # bound to every interface: this host dials it on loopback
@@ -322,9 +322,14 @@ def _start_fleet(
     try:
         workers: list[tuple[str, subprocess.Popen, Path]] = []
         commands: list[list[str]] = []
-        for index in range(fleet.replicas):
+        bootstrap_ports: dict[str, int] = {}
+        for worker in fleet_workers(fleet):
             worker_port = free_port(LOOPBACK)
-            command = [*server_command(spec, worker_port, LOOPBACK), *worker_extra_args(spec, fleet, index)]
+            bootstrap = free_port(LOOPBACK) if worker.group.role is WorkerRole.PREFILL else None
+            if bootstrap is not None:
+                bootstrap_ports[_http_url(LOOPBACK, worker_port)] = bootstrap
+            command = [*server_command(spec, worker_port, LOOPBACK), *worker_extra_args(spec, worker, bootstrap)]
+            index = worker.index
             log_path = run_dir / f"{spec.name}.worker-{index}.server.log"
             log_path.write_text(f"# costbench: {' '.join(command)}\n")
             process = start_in_group(command, log_path, dict(spec.env), processes[0].pid if processes else None)
@@ -337,7 +342,7 @@ def _start_fleet(
             _wait_healthy(spec, worker_url, process, log_path, deadline)
         worker_urls = [worker_url for worker_url, _, _ in workers]
         metrics_port = free_port(spec.host)
-        command = router_command(smg, fleet, worker_urls, spec.host, port, metrics_port)
+        command = router_command(smg, fleet, worker_urls, spec.host, port, metrics_port, bootstrap_ports)
         router_log = run_dir / f"{spec.name}.server.log"  # the endpoint's entry point: its router
         router_log.write_text(f"# costbench: {' '.join(command)}\n")
         router = start_in_group(command, router_log, {}, processes[0].pid)
@@ -347,6 +352,7 @@ def _start_fleet(
             _check_advertised(spec, url, here)
         infos = tuple(_facts(spec, worker_url) for worker_url in worker_urls)
         router_facts = {
+            "pd_disaggregation": fleet.disaggregated,
             "policy": fleet.router.policy,
             "args": list(fleet.router.args),
             "command": command,

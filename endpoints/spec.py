@@ -47,10 +47,12 @@ class EndpointClock(str, Enum):
 
 
 class WorkerRole(str, Enum):
-    """What a fleet's worker does. Aggregated replicas only for now; prefill and decode workers of a
-    disaggregated fleet would be more roles (smg launch --pd-disaggregation --prefill ... --decode ...)."""
+    """What a fleet's worker does: both halves of a request (aggregated replicas), or one of them in a
+    disaggregated fleet (smg launch --pd-disaggregation --prefill URL PORT ... --decode URL ...)."""
 
     REGULAR = "regular"  # prefill and decode in one server, as sglang.launch_server runs by default
+    PREFILL = "prefill"  # --disaggregation-mode prefill: prefills, then sends the KV to a decode worker
+    DECODE = "decode"  # --disaggregation-mode decode: receives the KV and decodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class WorkerGroup:
     role: WorkerRole
     count: int  # workers of this role
     gpus_per_worker: int
+    server_args: tuple[str, ...] = ()  # this role's flags, after the endpoint's own (a PD fleet's roles differ)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,10 @@ class FleetSpec:
     def replicas(self) -> int:
         return sum(group.count for group in self.groups)
 
+    @property
+    def disaggregated(self) -> bool:
+        return any(group.role is not WorkerRole.REGULAR for group in self.groups)
+
 
 class EndpointSpecError(ConfigFileError):
     """An invalid endpoints file: the message names the file, the key path and the reason."""
@@ -83,6 +90,8 @@ _HTTP_URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 _BIND_HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
 # provision() sets these itself: a second value would silently win (argparse keeps the last one).
 _RESERVED_FLAGS = ("--model-path", "--model", "--host", "--port")
+# and these on each worker of a disaggregated fleet, by its role
+_PD_RESERVED_FLAGS = ("--disaggregation-mode", "--disaggregation-bootstrap-port")
 
 
 # The range of every number an endpoint may set (a typo such as gpu_count: 1e23 is refused here).
@@ -277,6 +286,27 @@ class _Router(ConfigModel):
     ] = []
 
 
+def _role_server_arg(arg: str) -> str:
+    arg = _server_arg(arg)
+    if arg.split("=", 1)[0] in _PD_RESERVED_FLAGS:
+        raise ValueError(f"{arg.split('=', 1)[0]} is set by costbench for each role (disaggregation.prefill/decode)")
+    return arg
+
+
+class _RoleWorkers(ConfigModel):
+    replicas: int = Field(1, gt=0, le=MAX_REPLICAS)
+    gpus_per_worker: int = Field(gt=0, le=MAX_GPU_COUNT)
+    server_args: Annotated[
+        list[Annotated[str, BeforeValidator(_scalar_text), AfterValidator(_role_server_arg)]],
+        AfterValidator(_starts_with_flag),
+    ] = []
+
+
+class _Disaggregation(ConfigModel):
+    prefill: _RoleWorkers
+    decode: _RoleWorkers
+
+
 class _Revision(ConfigModel):
     from_week: Annotated[IsoDate, AfterValidator(_monday)]
     server_args: ServerArgs
@@ -309,6 +339,7 @@ class _EndpointEntry(ConfigModel):
     replicas: int | None = Field(None, gt=0, le=MAX_REPLICAS)  # launch/sim: workers behind the router
     router: _Router | None = None
     router_metrics_url: HttpUrl | None = None
+    disaggregation: _Disaggregation | None = None  # launch/sim: prefill and decode workers behind a PD router
 
     @model_validator(mode="before")
     @classmethod
@@ -398,7 +429,11 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
 def _fleet(
     entry: _EndpointEntry, mode: EndpointMode, clock: EndpointClock, fail: Callable[..., EndpointSpecError]
 ) -> FleetSpec | None:
-    """The fleet the entry describes: `replicas` (launch, sim) or `worker_urls` (attach) behind `router`."""
+    """The fleet the entry describes: `replicas` or `disaggregation` (launch, sim) or `worker_urls` (attach) behind
+    `router`."""
+    if mode is EndpointMode.ATTACH and entry.disaggregation is not None:
+        raise fail("disaggregation", "attach lists a PD fleet's prefill and decode workers in worker_urls (each "
+                   "one's /server_info says its role); disaggregation is for launch and sim")  # fmt: skip
     if mode is EndpointMode.ATTACH:
         if entry.replicas is not None:
             raise fail("replicas", "attach counts its replicas in worker_urls; replicas is for launch and sim")
@@ -413,6 +448,8 @@ def _fleet(
         if entry.router_metrics_url is not None:
             raise fail("router_metrics_url", "is for attach: costbench finds the metrics of a router it starts")
         count = entry.replicas or 1
+    if entry.disaggregation is not None:
+        return _pd_fleet(entry, mode, clock, fail)
     if entry.router is None and count < 2:
         return None
     router = entry.router or _Router()
@@ -427,6 +464,28 @@ def _fleet(
                    "replicas")  # fmt: skip
     group = WorkerGroup(WorkerRole.REGULAR, count, entry.gpu_count // count)
     return FleetSpec(RouterSpec(router.policy, tuple(router.args)), (group,))
+
+
+def _pd_fleet(
+    entry: _EndpointEntry, mode: EndpointMode, clock: EndpointClock, fail: Callable[..., EndpointSpecError]
+) -> FleetSpec:
+    pd = entry.disaggregation
+    assert pd is not None
+    if entry.replicas is not None:
+        raise fail("replicas", "a disaggregated fleet counts its workers in disaggregation.prefill/decode.replicas")
+    if clock is EndpointClock.VIRTUAL:
+        raise fail("disaggregation", "a disaggregated fleet on the virtual clock is not modelled yet; use clock: wall, "
+                   "which starts the twins and the real router in PD mode")  # fmt: skip
+    total = pd.prefill.replicas * pd.prefill.gpus_per_worker + pd.decode.replicas * pd.decode.gpus_per_worker
+    if total != entry.gpu_count:
+        raise fail("gpu_count", f"is the fleet's total: the prefill and decode workers take {total} GPUs, not "
+                   f"{entry.gpu_count}")  # fmt: skip
+    groups = tuple(
+        WorkerGroup(role, block.replicas, block.gpus_per_worker, tuple(block.server_args))
+        for role, block in ((WorkerRole.PREFILL, pd.prefill), (WorkerRole.DECODE, pd.decode))
+    )
+    router = entry.router or _Router()
+    return FleetSpec(RouterSpec(router.policy, tuple(router.args)), groups)
 
 
 def load_endpoint_specs(path: Path) -> dict[str, EndpointSpec]:

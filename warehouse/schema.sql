@@ -162,7 +162,7 @@ SELECT
     kind,                     -- counter | gauge | histogram | info (the worker's cap on running requests from its /server_info, one row per run)
     labels_json,              -- sorted JSON of the labels, dp_rank summed away
     value,                    -- gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
-    role,                     -- what was scraped: router (a fleet's smg router, smg_* series) | worker (one of a fleet's SGLang servers) | server (a single server) (null: written before fleets)
+    role,                     -- what was scraped: router (a fleet's smg router, smg_* series) | worker (one of a fleet's SGLang servers) | prefill | decode (one of a disaggregated fleet's, by its disaggregation_mode) | server (a single server) (null: written before fleets)
     worker                    -- the worker the row describes: the scraped worker's URL, or a router series' worker label (null: a router-wide series, or written before fleets)
 FROM @server_samples_source@;
 

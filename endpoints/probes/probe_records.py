@@ -71,7 +71,8 @@ SERVER_SAMPLE_COLUMNS = ColumnList(
             pa.string(),
             "",
             "what was scraped: router (a fleet's smg router, smg_* series) | worker (one of a fleet's SGLang "
-            "servers) | server (a single server)",
+            "servers) | prefill | decode (one of a disaggregated fleet's, by its disaggregation_mode) | server "
+            "(a single server)",
             note="null: written before fleets",
         ),
         Column(

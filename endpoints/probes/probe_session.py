@@ -55,6 +55,7 @@ _MAX_NOTES = 20
 CAP_METRIC = "server_info:max_running_requests"  # a fact from /server_info, not a /metrics series
 CAP_KIND = "info"
 ROLE_SERVER, ROLE_WORKER, ROLE_ROUTER = "server", "worker", "router"
+ROLE_PREFILL, ROLE_DECODE = "prefill", "decode"  # a disaggregated fleet's workers, by their disaggregation_mode
 
 
 class ProbeClock(Protocol):
@@ -124,12 +125,14 @@ class ProbeSession:
         worker_caps: Mapping[str, int] | None = None,
         router_metrics_url: str | None = None,
         is_fleet: bool = False,
+        worker_roles: Mapping[str, str] | None = None,
     ) -> None:
         self.run_id = run_id
         self.metrics_urls = metrics_urls
         self.router_metrics_url = router_metrics_url  # the full /metrics URL of a fleet's router
         self.worker_role = ROLE_WORKER if is_fleet or router_metrics_url else ROLE_SERVER
         self.worker_caps = dict(worker_caps or {})  # metrics URL -> the cap that worker enforces
+        self.worker_roles = dict(worker_roles or {})  # metrics URL -> prefill | decode (a PD fleet's workers)
         self.headers = headers
         self.gpu_sampler = gpu_sampler
         self.interval_s = interval_s
@@ -143,20 +146,22 @@ class ProbeSession:
         self._server = _ParquetRows(self.run_dir / SERVER_SAMPLES_FILE, SERVER_SAMPLE_SCHEMA)
         self._gpu = _ParquetRows(self.run_dir / GPU_SAMPLES_FILE, GPU_SAMPLE_SCHEMA)
 
+    def _role(self, url: str) -> str:
+        return self.worker_roles.get(url, self.worker_role)
+
     def tick(self) -> None:
         """One sample of every source at one wall-clock instant."""
         wall_s = self.clock.wall_s()
         self.summary.ticks += 1
         if self.summary.ticks == 1 and self.worker_caps:
-            role = self.worker_role
-            caps = [ServerSample(self.run_id, wall_s, url, CAP_METRIC, CAP_KIND, "{}", float(cap), role, url)
+            caps = [ServerSample(self.run_id, wall_s, url, CAP_METRIC, CAP_KIND, "{}", float(cap), self._role(url), url)
                     for url, cap in self.worker_caps.items()]  # fmt: skip
             self._server.add(caps)
             self.summary.server_rows += len(caps)
         for url in self.metrics_urls:
             series = self._scrape(f"{url}/metrics", parse_sglang_metrics, " (launched without --enable-metrics?)")
             if series is not None:
-                self._add(self._deltas.samples(self.run_id, wall_s, url, series, self.worker_role, url))
+                self._add(self._deltas.samples(self.run_id, wall_s, url, series, self._role(url), url))
         if self.router_metrics_url:
             series = self._scrape(self.router_metrics_url, parse_router_metrics, " (not smg's --prometheus-port?)")
             if series is not None:
@@ -285,15 +290,26 @@ def probe_session(
         worker_caps=worker_caps(endpoint, metrics_urls),
         router_metrics_url=endpoint.router_metrics_url,
         is_fleet=len(metrics_urls) > 1 or endpoint.spec.fleet is not None,
+        worker_roles=worker_roles(endpoint, metrics_urls),
     )
+
+
+def _server_infos(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dict[str, dict]:
+    if endpoint.worker_server_infos:
+        return dict(zip(endpoint.worker_urls or endpoint.spec.worker_urls, endpoint.worker_server_infos))
+    return {url: endpoint.server_info for url in metrics_urls}
+
+
+def worker_roles(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dict[str, str]:
+    """The PD role of each scraped worker that has one, as its /server_info says (SGLang's disaggregation_mode)."""
+    infos = _server_infos(endpoint, metrics_urls)
+    roles = {url: infos[url].get("disaggregation_mode") for url in metrics_urls if url in infos}
+    return {url: role for url, role in roles.items() if role in (ROLE_PREFILL, ROLE_DECODE)}
 
 
 def worker_caps(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dict[str, int]:
     """Each scraped worker's cap on running requests, from the /server_info provisioning read: a fleet's
     workers each their own, a single server its one. Workers that report none are left out."""
-    if endpoint.worker_server_infos:
-        infos = dict(zip(endpoint.worker_urls or endpoint.spec.worker_urls, endpoint.worker_server_infos))
-    else:
-        infos = {url: endpoint.server_info for url in metrics_urls}
+    infos = _server_infos(endpoint, metrics_urls)
     caps = {url: max_running_requests(infos[url]) for url in metrics_urls if url in infos}
     return {url: cap for url, cap in caps.items() if cap is not None}

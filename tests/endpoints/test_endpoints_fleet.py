@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from endpoints.fleet_commands import router_command, smg_program, worker_extra_args
+from endpoints.fleet_commands import fleet_workers, router_command, smg_program, worker_extra_args
 from endpoints.probes.probe_records import SERVER_SAMPLES_FILE
 from endpoints.probes.probe_session import probe_session
 from endpoints.process_group import process_start
@@ -25,7 +25,7 @@ from endpoints.spec import (
     WorkerRole,
     load_endpoint_specs,
 )
-from process_members import group_members
+from process_members import group_members, listener_pid
 from replay.runner import ReplayConfig, run_replay
 from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
@@ -87,7 +87,10 @@ def test_bad_fleets_are_refused_naming_the_file_and_the_key(tmp_path, entry, mes
 def test_launch_builds_the_commands_a_user_would_type(tmp_path):
     spec = _load(tmp_path, mode="launch", replicas=2, gpu_count=8, server_args=["--tp", "4"],
                  router={"policy": "cache_aware", "args": ["--cache-threshold", "0.5"]})  # fmt: skip
-    workers = [[*server_command(spec, 31001 + i, "127.0.0.1"), *worker_extra_args(spec, spec.fleet, i)] for i in (0, 1)]
+    workers = [
+        [*server_command(spec, 31001 + i, "127.0.0.1"), *worker_extra_args(spec, fleet_workers(spec.fleet)[i])]
+        for i in (0, 1)
+    ]
     assert workers[1][1:] == ["-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3",
                               "--host", "127.0.0.1", "--port", "31002", "--enable-metrics", "--enable-cache-report",
                               "--tp", "4", "--base-gpu-id", "4"]  # fmt: skip
@@ -99,7 +102,7 @@ def test_launch_builds_the_commands_a_user_would_type(tmp_path):
         "--prometheus-host 0.0.0.0 --prometheus-port 29000 --policy cache_aware --cache-threshold 0.5"
     )
     placed = _load(tmp_path, mode="launch", replicas=2, server_args=["--tp", "8", "--base-gpu-id", "0"])
-    assert worker_extra_args(placed, placed.fleet, 1) == []  # the user's own placement is kept
+    assert worker_extra_args(placed, fleet_workers(placed.fleet)[1]) == []  # the user's own placement is kept
 
 
 # --- a real fleet: two `costbench sim` twins and the real smg, on loopback, in real time ------------------
@@ -123,7 +126,7 @@ def test_a_fleet_routes_through_the_real_router_is_scraped_per_worker_and_leaves
         facts = json.loads((tmp_path / "server_facts.json").read_text())
         assert [w["url"] for w in facts["workers"]] == list(endpoint.worker_urls)
         assert facts["router"]["policy"] == "round_robin" and facts["router"]["command"][1] == "launch"
-        groups.append(os.getpgid(_listener_pid(endpoint.url)))
+        groups.append(os.getpgid(listener_pid(endpoint.url)))
         assert len(group_members(groups[0])) >= 3  # two twins and the router, in one group
         probes = probe_session(endpoint, tmp_path, "run-1")
         probes.tick()
@@ -147,21 +150,6 @@ def test_a_fleet_routes_through_the_real_router_is_scraped_per_worker_and_leaves
               and r["sample_wall_s"] == last}  # fmt: skip
     assert routed == {url: 2.0 for url in endpoint.worker_urls}  # the router's own count, per worker
     assert {r["role"] for r in rows if r["metric"].startswith("smg_")} == {"router"}
-
-
-def _listener_pid(url: str) -> int:
-    """The pid listening on the URL's port (Linux /proc/net/tcp and the sockets in /proc/<pid>/fd)."""
-    port = int(url.rsplit(":", 1)[1])
-    inodes = {line.split()[9] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-              if int(line.split()[1].split(":")[1], 16) == port and line.split()[3] == "0A"}  # fmt: skip
-    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
-        try:
-            links = [os.readlink(fd) for fd in fd_dir.iterdir()]
-        except OSError:
-            continue
-        if any(link.startswith("socket:[") and link[8:-1] in inodes for link in links):
-            return int(fd_dir.parent.name)
-    raise AssertionError(f"nothing listens on {url}")
 
 
 @pytestmark_smg
