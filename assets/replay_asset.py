@@ -331,7 +331,12 @@ def measure_capacity(
     # A real endpoint's shadow canary: the same window on the twin with its flags, twin/real ratios per run.
     write_shadow_canary(spec, workload, part.traffic(warehouse.workloads_dir()), scenario, replay.run_dirs)
     if capacity is None:
-        context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
+        why = (
+            "a disaggregated fleet's sweep is not modelled yet"
+            if spec.fleet is not None and spec.fleet.disaggregated
+            else "twin endpoints only"
+        )
+        context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): {why}")
         return replay
     for run_dir in replay.run_dirs:  # one sweep for the week: its repeats replayed the same window on the same flags
         write_capacity_json(Path(run_dir), capacity)

@@ -38,6 +38,8 @@ class RunCapacity:
 
 def measure_run_capacity(inputs: CapacityInputs) -> RunCapacity:
     spec, window, slo = inputs.endpoint, inputs.window, inputs.slo
+    if spec.fleet is not None and spec.fleet.disaggregated:
+        return RunCapacity(None, None, None)  # its sweep needs the PD roles on the virtual clock, not modelled yet
     reference = None
     if spec.fleet is not None:
         capacity = measure_fleet_capacity(spec, window, *slo, inputs.cache_dir)
