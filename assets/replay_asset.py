@@ -331,12 +331,7 @@ def measure_capacity(
     # A real endpoint's shadow canary: the same window on the twin with its flags, twin/real ratios per run.
     write_shadow_canary(spec, workload, part.traffic(warehouse.workloads_dir()), scenario, replay.run_dirs)
     if capacity is None:
-        why = (
-            "a disaggregated fleet's sweep is not modelled yet"
-            if spec.fleet is not None and spec.fleet.disaggregated
-            else "twin endpoints only"
-        )
-        context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): {why}")
+        context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
         return replay
     for run_dir in replay.run_dirs:  # one sweep for the week: its repeats replayed the same window on the same flags
         write_capacity_json(Path(run_dir), capacity)
@@ -358,7 +353,7 @@ def measure_capacity(
         chosen = plan.chosen
         context.log.info(
             f"fleet plan for {scenario.target_rps:g} requests/s: "
-            + ("no shape tried held it" if chosen is None else f"{chosen.replicas} x {chosen.policy}")
+            + ("no shape tried held it" if chosen is None else chosen.label)
             + f" ({len(plan.shapes)} shapes, {plan.probes} replays, {plan.cpu_s:.1f} s CPU)"
         )
     return replay
@@ -376,6 +371,7 @@ def _capacity_inputs(
         # Each measured once per (requests, flags, SLO, fleet shape): a canary's fixed window only when its
         # configuration changes.
         cache_dir=warehouse.root_path() / "runs" / "capacity_cache",
+        plan_disaggregated=part.scenario.plan_disaggregated,
     )
 
 

@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", default="chat-v3-h200")
     parser.add_argument("--week", type=date.fromisoformat, default=date(2026, 11, 30), help="a Monday")
     parser.add_argument("--target-rps", type=float, help="instead of the scenario's target_rps")
+    parser.add_argument(
+        "--disaggregated", action="store_true", help="try xP+yD shapes too (the scenario key plan_disaggregated)"
+    )
     args = parser.parse_args(argv)
     endpoints = load_endpoint_specs(REPO / "workloads/endpoints.yaml")
     scenario = load_scenarios(REPO / "workloads/scenarios.yaml", REPO, endpoints)[args.scenario]
@@ -51,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     sweep = measure_fleet_capacity if spec.fleet is not None else measure_slo_capacity
     capacity = sweep(spec, window, *slo)
     sweep_cpu_s = time.process_time() - started
-    plan = measure_fleet_plan(spec, window, target_rps, slo, capacity)
+    plan = measure_fleet_plan(
+        spec, window, target_rps, slo, capacity, plan_disaggregated=args.disaggregated or scenario.plan_disaggregated
+    )
     if capacity is None or plan is None:
         print(f"{spec.name} is not a twin endpoint, or its window has no two arrivals: nothing to plan")
         return 1
@@ -63,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     for s in plan.shapes:
         capacity_text = "-" if s.capacity_rps_at_slo is None else f"{s.capacity_rps_at_slo:.3g}"
-        print(f"| {s.replicas} x {s.policy}{' (chosen)' if s.chosen else ''} | {s.gpus} | {s.good_share:.1%} | "
+        print(f"| {s.label}{' (chosen)' if s.chosen else ''} | {s.gpus} | {s.good_share:.1%} | "
               f"{'yes' if s.holds_target else 'no'} | {s.p95_ttft_ms:.0f} | {s.hit_rate:.1%} | "
               f"{s.max_worker_share:.1%} | {capacity_text} |")  # fmt: skip
     return 0

@@ -220,7 +220,7 @@ WITH plans AS (
             "requests": "BIGINT", "idle_good_share": "DOUBLE", "shapes": [{"replicas": "INTEGER", "policy": "VARCHAR",
             "gpus": "INTEGER", "good_share": "DOUBLE", "holds_target": "BOOLEAN", "hit_rate": "DOUBLE",
             "p95_ttft_ms": "DOUBLE", "max_worker_share": "DOUBLE", "capacity_rps_at_slo": "DOUBLE",
-            "chosen": "BOOLEAN"}]}') AS plan
+            "chosen": "BOOLEAN", "prefill_workers": "INTEGER", "decode_workers": "INTEGER"}]}') AS plan
     FROM runs
     WHERE fleet_plan_json IS NOT NULL
 ), shapes AS (
@@ -233,7 +233,9 @@ SELECT
     plan.target_rps AS target_rps,  -- the scenario's target rate every shape was replayed at (requests/s)
     plan.requests AS plan_requests,  -- requests each shape's replay sent: 300 per replica the endpoint's capacity predicts, at most 3,000 (count)
     plan.idle_good_share AS idle_good_share,  -- share inside the SLO on one idle replica, the verdict's reference (ratio 0-1)
-    shape.replicas AS replicas,  -- workers behind the router, each with the endpoint's flags and GPUs per worker (count)
+    shape.replicas AS replicas,  -- workers behind the router, each with the endpoint's flags and GPUs per worker; a disaggregated shape's prefill + decode workers (count)
+    coalesce(shape.prefill_workers, 0) AS prefill_workers,  -- a disaggregated shape's prefill workers; 0: aggregated replicas (count)
+    coalesce(shape.decode_workers, 0) AS decode_workers,  -- a disaggregated shape's decode workers; 0: aggregated replicas (count)
     shape.policy AS router_policy,  -- the router's --policy in the shape: cache_aware | round_robin
     shape.gpus AS gpus,       -- replicas x GPUs per worker (count)
     shape.good_share AS good_share,  -- requests inside both SLO parts at the target rate (ratio 0-1)
@@ -242,7 +244,7 @@ SELECT
     shape.p95_ttft_ms AS p95_ttft_ms,  -- TTFT from arrival at the target rate, 95th percentile, nearest rank (ms)
     shape.max_worker_share AS max_worker_share,  -- the busiest worker's share of the requests (ratio 0-1; 1 / replicas is even)
     shape.capacity_rps_at_slo AS capacity_rps_at_slo,  -- the chosen shape's capacity at the SLO, to within a factor 2^(1/2) below (requests/s; null: not swept, every other shape)
-    shape.chosen AS chosen    -- the fewest replicas holding the target (ties: the larger good_share, then the lower p95 TTFT)
+    shape.chosen AS chosen    -- the fewest GPUs holding the target (ties: the larger good_share, then the lower p95 TTFT)
 FROM shapes;
 
 CREATE OR REPLACE TABLE price_books (
@@ -408,6 +410,8 @@ CREATE OR REPLACE TABLE fleet_plans (
     slo_ttft_ms DOUBLE,               -- run_summary.slo_ttft_ms
     slo_tpot_ms DOUBLE,               -- run_summary.slo_tpot_ms
     replicas INTEGER NOT NULL,        -- fleet_plan_shapes.replicas (count)
+    prefill_workers INTEGER NOT NULL, -- fleet_plan_shapes.prefill_workers (count; 0: aggregated replicas)
+    decode_workers INTEGER NOT NULL,  -- fleet_plan_shapes.decode_workers (count; 0: aggregated replicas)
     router_policy VARCHAR NOT NULL,   -- fleet_plan_shapes.router_policy
     gpus INTEGER NOT NULL,            -- fleet_plan_shapes.gpus (count)
     holds_target BOOLEAN NOT NULL,    -- fleet_plan_shapes.holds_target

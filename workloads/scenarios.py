@@ -78,6 +78,7 @@ class Scenario:
     require_reasoning: bool = False  # ask the server to count reasoning tokens (DeepSeek-R1)
     reasoning_ratio: float = 0.0  # reasoning tokens per answer token, for traces that did not capture them
     target_rps: float | None = None  # load the fleet must carry (requests/s): run_summary sizes the fleet
+    plan_disaggregated: bool = False  # the fleet plan also tries xP+yD shapes of the endpoint's flags
     budget_usd_per_request: float | None = None  # what a request may cost (USD): diagnoses judge against it
     # A share of the requests asks for a response format (workloads/prompts/response_format.py); None: free-form.
     structured_output: StructuredOutput | None = None
@@ -166,6 +167,7 @@ class _ScenarioEntry(ConfigModel):
     require_reasoning: bool = False
     reasoning_ratio: float = Field(0.0, ge=0, le=MAX_REASONING_RATIO)
     target_rps: float | None = Field(None, gt=0, le=MAX_TARGET_RPS)
+    plan_disaggregated: bool = False
     budget_usd_per_request: float | None = Field(None, gt=0, le=MAX_USD_PER_REQUEST)
     structured_output: StructuredOutputEntry | None = None
     repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)  # None: 2 for a canary, 1 for live traffic
@@ -208,6 +210,7 @@ class _ScenarioEntry(ConfigModel):
             require_reasoning=self.require_reasoning,
             reasoning_ratio=self.reasoning_ratio,
             target_rps=self.target_rps,
+            plan_disaggregated=self.plan_disaggregated,
             budget_usd_per_request=self.budget_usd_per_request,
             weekly_window=(
                 WeeklyWindow(self.weekly_window.start_s, self.weekly_window.step_s, self.weekly_window.anchor_week)

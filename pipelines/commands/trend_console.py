@@ -207,14 +207,14 @@ def print_fleet_plans(rows: list[FleetPlanRow], console: Console | None = None) 
         return
     console = console or _console()
     table = Table(title="Fleet plan, last week (warehouse table fleet_plans; each shape one replay at the target rate)")
-    for column in ("scenario", "router", "replicas", "GPUs", "holds", "in SLO", "p95 TTFT", "hit rate", "fleet $/h",
+    for column in ("scenario", "router", "workers", "GPUs", "holds", "in SLO", "p95 TTFT", "hit rate", "fleet $/h",
                    "$/request", "capacity"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("scenario", "router", "holds") else "right")
     for r in run_price_rows(rows):
         table.add_row(
             r.scenario,
             r.router_policy + (" (chosen)" if r.chosen else ""),
-            str(r.replicas),
+            f"{r.prefill_workers}P + {r.decode_workers}D" if r.prefill_workers else str(r.replicas),
             str(r.gpus),
             "yes" if r.holds_target else "no",
             f"{r.good_share:.1%}",

@@ -4,6 +4,7 @@ twin_calibration view, and its check fails the week on the validation figures ou
 
 from __future__ import annotations
 
+import math
 from datetime import date, datetime, timezone
 
 import dagster as dg
@@ -30,16 +31,17 @@ def calibrated(tmp_path_factory):
         materialization = result.asset_materializations_for_node("twin_calibration")[0]
     store = Warehouse(root / "warehouse")
     store.refresh()
+    band = store.twin_error_band(date(2026, 11, 30)), store.twin_error_band(date(2026, 11, 9))
     with store.connect() as con:
         rows = con.execute(
             "SELECT week_start, point_key, calibration_set, metric, counted, ratio, fitted_sglang_version, point_set, "
             "twin_version FROM twin_calibration ORDER BY point_key, metric"
         ).fetchall()
-    return result, evaluations, materialization, rows
+    return result, evaluations, materialization, rows, band
 
 
 def test_one_row_per_published_point_and_metric_fit_and_validation_as_the_bench_splits_them(calibrated):
-    result, _, materialization, rows = calibrated
+    result, _, materialization, rows, _ = calibrated
     assert result.success  # a failed check warns the week; the figures are stored either way
     # The quick set's published figures: 1.c1 and 2.c16 two each, 7.c8 four (P99 TTFT too), 8.c4, 9.c4, 9.c8 three.
     assert len(rows) == 17 == materialization.metadata["rows"].value
@@ -55,7 +57,7 @@ def test_one_row_per_published_point_and_metric_fit_and_validation_as_the_bench_
 
 
 def test_the_check_fails_the_week_on_the_validation_figures_outside_the_bounds(calibrated):
-    _, evaluations, materialization, rows = calibrated
+    _, evaluations, materialization, rows, _ = calibrated
     (evaluation,) = evaluations
     assert evaluation.check_name == "twin_calibration_target"
     assert evaluation.severity == dg.AssetCheckSeverity.ERROR
@@ -80,3 +82,14 @@ def test_the_weekly_benchmark_job_leaves_the_calibration_to_its_own_job_and_sche
     # Monday 2026-11-23 05:00 UTC computes the week that started 2026-11-16, once.
     context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 23, 5, tzinfo=timezone.utc))
     assert [r.partition_key for r in schedule(context)] == [WEEK]
+
+
+def test_the_error_band_a_plan_is_read_with_is_the_latest_weeks_validation_figures(calibrated):
+    _, evaluations, _, rows, (later, before) = calibrated
+    validation = [r[5] for r in rows if r[2] == "validation" and r[4]]
+    logs = sorted(abs(math.log(r)) for r in validation)
+    assert later is not None and later.week_start == date.fromisoformat(WEEK) and later.figures == len(validation)
+    assert later.median_error_factor == pytest.approx(math.exp((logs[3] + logs[4]) / 2))  # eight figures
+    assert later.median_error_factor == pytest.approx(evaluations[0].metadata["validation_median_error_factor"].value)
+    assert (later.min_ratio, later.max_ratio) == (min(validation), max(validation))
+    assert "median error factor" in later.text() and before is None  # nothing computed before that week

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
@@ -292,3 +293,27 @@ def test_the_shadow_canaries_ratios_are_plotted_per_week_only_where_a_real_endpo
     figure = interactive_plots.twin_error(data.runs)
     ttft = next(trace for trace in figure.data if trace.name.endswith("median TTFT"))
     assert list(ttft.y) == [0.9, 1.2] and len(figure.data) == 3
+
+
+def _pd_shape(prefill: int, decode: int, p95_ttft_ms: float, holds: bool, chosen: bool = False) -> ShapeProbe:
+    shape = _shape(prefill + decode, "cache_aware", p95_ttft_ms, holds, chosen)
+    return replace(shape, prefill_workers=prefill, decode_workers=decode)
+
+
+def test_a_plan_with_disaggregated_shapes_shows_them_beside_the_replicas_with_the_twins_error(tmp_path):
+    shapes = (_shape(3, "cache_aware", 1300.0, False), _shape(4, "cache_aware", 800.0, True),
+              _pd_shape(1, 1, 1400.0, False), _pd_shape(1, 2, 700.0, True, True))  # fmt: skip
+    store = Warehouse(tmp_path / "wh")
+    _planned_run(store, "pd-planned", shapes)
+    store.refresh()
+    data = load_report_data(store, PLAN_WEEK)
+    traces = {t.name: t for t in interactive_plots.fleet_frontier(data.plans).data}
+    assert list(traces["cache_aware, disaggregated"].text) == ["1P2D x cache_aware"]
+    assert list(traces["cache_aware, disaggregated, misses the target"].text) == ["1P1D x cache_aware"]
+    assert list(traces["cache_aware"].text) == ["4 x cache_aware"]
+    page = write_weekly_report(store, PLAN_WEEK).html_path.read_text()
+    section = page[page.index("<h2>Fleet plan</h2>") : page.index("<h2>Trends</h2>")]
+    assert "<td><b>chosen</b></td><td>cache_aware</td><td>1P + 2D</td><td>24</td><td>yes</td>" in section
+    assert "cheapest: 1P2D x cache_aware (24 GPUs, $48.00/h); cache_aware needs 4 replicas ($64.00/h, +33%)" in section
+    # No twin_calibration week in this warehouse: the page says the error band is not known rather than none.
+    assert data.error_band is None and "validation error has not been computed in this warehouse yet" in section

@@ -31,6 +31,7 @@ from warehouse.marts.mart_rows import (
     LakeQuarantineRow,
     RunSummaryRow,
     RunWorkerRow,
+    TwinErrorBand,
     WeeklyTrendRow,
 )
 
@@ -64,6 +65,8 @@ class WarehouseBackend(Protocol):
     def run_workers(self) -> list[RunWorkerRow]: ...
 
     def fleet_plans(self) -> list[FleetPlanRow]: ...
+
+    def twin_error_band(self, week_start: date) -> TwinErrorBand | None: ...
 
     def weekly_trends(self) -> list[WeeklyTrendRow]: ...
 

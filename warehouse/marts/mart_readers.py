@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import fields
+from datetime import date
 from typing import TypeVar
 
 import duckdb
@@ -19,8 +20,10 @@ from warehouse.marts.mart_rows import (
     MartRow,
     RunSummaryRow,
     RunWorkerRow,
+    TwinErrorBand,
     WeeklyTrendRow,
 )
+from warehouse.sql_files import read_sql
 
 R = TypeVar("R", bound=MartRow)
 # The order weekly_trends and cost_attribution rows are read in: their grain.
@@ -59,8 +62,19 @@ class MartReaders:
 
     def fleet_plans(self) -> list[FleetPlanRow]:
         """Every fleet_plans row (a plan's shape at one price), by week, scenario, run, price, policy, replicas."""
-        order = "week_start, scenario, run_id, NOT run_price, price_book, router_policy, replicas"
+        order = "week_start, scenario, run_id, NOT run_price, price_book, prefill_workers > 0, router_policy, "
+        order += "replicas, prefill_workers"
         return self._rows(FleetPlanRow, "fleet_plans", order)
+
+    def twin_error_band(self, week_start: date) -> TwinErrorBand | None:
+        """The twin's validation error of the latest week up to `week_start` the twin_calibration asset computed
+        (warehouse/sql/twin_error_band.sql); None when it has computed none."""
+        with self.connect(read_only=True) as con:
+            try:
+                row = con.execute(read_sql("sql/twin_error_band.sql"), [week_start]).fetchone()
+            except duckdb.CatalogException:
+                return None  # a database built before the twin_calibration view
+        return None if row is None else TwinErrorBand(*row)
 
     def cost_attribution(self) -> list[CostAttributionRow]:
         """Every cost_attribution row (why cost per request moved against the baseline), ordered like weekly_trends."""

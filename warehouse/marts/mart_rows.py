@@ -273,6 +273,25 @@ class RunWorkerRow:
 
 
 @dataclass(frozen=True, slots=True)
+class TwinErrorBand:
+    """The twin's validation error of one computed week (warehouse/sql/twin_error_band.sql): what a modelled answer
+    (a fleet plan, a capacity) should be read with."""
+
+    week_start: date  # the week the twin_calibration asset computed the figures for
+    figures: int  # counted validation figures (throughput, mean TTFT, mean TPOT of points not fitted on)
+    median_error_factor: float  # exp(median |ln ratio|), as the twin_calibration_target check has it
+    min_ratio: float  # the lowest twin / published
+    max_ratio: float  # the highest
+
+    def text(self) -> str:
+        return (
+            f"the twin's validation on {self.figures} published figures (computed for the week of "
+            f"{self.week_start}): median error factor {self.median_error_factor:.2f}, twin / published "
+            f"{self.min_ratio:.2f} to {self.max_ratio:.2f}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class FleetPlanRow:
     """One shape a run's fleet plan tried, at one price (warehouse/sql/fleet_plans.sql)."""
 
@@ -285,6 +304,8 @@ class FleetPlanRow:
     slo_ttft_ms: float | None
     slo_tpot_ms: float | None
     replicas: int
+    prefill_workers: int
+    decode_workers: int
     router_policy: str
     gpus: int
     holds_target: bool
@@ -302,6 +323,13 @@ class FleetPlanRow:
     usd_per_request_at_slo: float | None
     api_cost_per_request_usd: float | None
     break_even_rps: float | None
+
+    @property
+    def label(self) -> str:
+        """'4 x cache_aware', or '1P3D x cache_aware' for a disaggregated shape."""
+        if self.prefill_workers:
+            return f"{self.prefill_workers}P{self.decode_workers}D x {self.router_policy}"
+        return f"{self.replicas} x {self.router_policy}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,22 +16,36 @@ def run_price_rows(rows: Sequence[FleetPlanRow]) -> list[FleetPlanRow]:
 
 def plan_comparison(shapes: Sequence[FleetPlanRow]) -> str:
     """'cheapest: 4 x cache_aware (32 GPUs, $64.00/h); round_robin needs 5 replicas ($80.00/h, +25%)' for one run's
-    shapes at one price; 'no round_robin count tried held the target' where none did."""
+    shapes at one price, with the cheapest disaggregated shape where the plan tried some; 'no round_robin count
+    tried held the target' where none did."""
     chosen = next((s for s in shapes if s.chosen), None)
     if chosen is None:
         most = max(s.replicas for s in shapes)
-        return f"no shape tried (up to {most} replicas) held {shapes[0].target_rps:,.4g} req/s inside the SLO"
-    shape = f"{chosen.replicas} x {chosen.router_policy}"
-    text = f"cheapest: {shape} ({chosen.gpus} GPUs, ${chosen.fleet_usd_per_hour:,.2f}/h)"
-    for policy in sorted({s.router_policy for s in shapes} - {chosen.router_policy}):
-        holding = [s for s in shapes if s.router_policy == policy and s.holds_target]
+        return f"no shape tried (up to {most} workers) held {shapes[0].target_rps:,.4g} req/s inside the SLO"
+    text = f"cheapest: {chosen.label} ({chosen.gpus} GPUs, ${chosen.fleet_usd_per_hour:,.2f}/h)"
+    aggregated = [s for s in shapes if not s.prefill_workers]
+    others = {s.router_policy for s in aggregated} - ({chosen.router_policy} if not chosen.prefill_workers else set())
+    for policy in sorted(others):
+        holding = [s for s in aggregated if s.router_policy == policy and s.holds_target]
         if not holding:
             text += f"; no {policy} count tried held the target"
             continue
         other = min(holding, key=lambda s: (s.fleet_usd_per_hour, s.replicas))
-        extra_pct = (other.fleet_usd_per_hour / chosen.fleet_usd_per_hour - 1) * 100
-        text += f"; {policy} needs {other.replicas} replicas (${other.fleet_usd_per_hour:,.2f}/h, {extra_pct:+.0f}%)"
+        text += f"; {policy} needs {other.replicas} replicas ({_against(other, chosen)})"
+    disaggregated = [s for s in shapes if s.prefill_workers]
+    if disaggregated and not chosen.prefill_workers:
+        holding = [s for s in disaggregated if s.holds_target]
+        if holding:
+            other = min(holding, key=lambda s: (s.fleet_usd_per_hour, s.prefill_workers))
+            text += f"; disaggregated, {other.label} ({_against(other, chosen)})"
+        else:
+            text += "; no disaggregated shape tried held the target"
     return text
+
+
+def _against(other: FleetPlanRow, chosen: FleetPlanRow) -> str:
+    extra_pct = (other.fleet_usd_per_hour / chosen.fleet_usd_per_hour - 1) * 100
+    return f"${other.fleet_usd_per_hour:,.2f}/h, {extra_pct:+.0f}%"
 
 
 def plan_comparisons(rows: Sequence[FleetPlanRow]) -> dict[tuple[str, str], str]:

@@ -280,20 +280,25 @@ def attribution_waterfall(row: dict) -> go.Figure:
 
 def fleet_frontier(plans: pd.DataFrame) -> go.Figure:
     """The fleet plan's frontier: cost per request at the target rate against p95 TTFT at that rate, one point per
-    shape tried (replicas x router policy) at the run's own price, one series per policy. Hollow grey: misses the
-    target inside the SLO (cheaper, but no option); ringed: the chosen shape; dashed: the SLO's TTFT. No rows at
-    the run's price give a figure without traces."""
+    shape tried (replicas x router policy, or xPyD: prefill and decode workers) at the run's own price, one series
+    per policy and one for the disaggregated shapes. Hollow grey: misses the target inside the SLO (cheaper, but no
+    option); ringed: the chosen shape; dashed: the SLO's TTFT. No rows at the run's price give a figure without
+    traces."""
     fig = go.Figure()
     priced = plans[plans["run_price"].astype(bool)] if not plans.empty else plans
     if priced.empty:
         return fig
+    priced = priced.assign(series=[
+        f"{p}, disaggregated" if d else p
+        for p, d in zip(priced["router_policy"], _prefill_workers(priced))
+    ])  # fmt: skip
     runs = list(priced.sort_values(["scenario", "run_id"]).groupby(["scenario", "run_id"], sort=False))
     scenarios = priced["scenario"].nunique()
     colors = iter(qualitative.Plotly * 4)
     for (scenario, run_id), rows in runs:
         # One planned run in the week: the legend names policies alone; more, and each says whose it is.
         prefix = "" if len(runs) == 1 else f"{scenario}: " if scenarios == len(runs) else f"{scenario} ({run_id}): "
-        for policy, shapes in rows.sort_values(["router_policy", "replicas"]).groupby("router_policy"):
+        for policy, shapes in rows.sort_values(["series", "replicas"]).groupby("series"):
             color = next(colors)
             label = f"{prefix}{policy}"
             holding = shapes["holds_target"].astype(bool)
@@ -326,16 +331,27 @@ def fleet_frontier(plans: pd.DataFrame) -> go.Figure:
     )
 
 
+def _prefill_workers(shapes: pd.DataFrame) -> list[int]:
+    """Each shape's prefill workers (0: aggregated replicas, and for every shape of a database built before PD)."""
+    if "prefill_workers" not in shapes:
+        return [0] * len(shapes)
+    return [int(x) for x in shapes["prefill_workers"].fillna(0)]
+
+
 def _frontier_points(
     shapes: pd.DataFrame, name: str, group: str | None, marker: dict, text_color: str | None = None
 ) -> go.Scatter:
-    """One trace of fleet_frontier: the shapes as points labelled 'N x policy', hover with the shape's columns."""
+    """One trace of fleet_frontier: the shapes as points labelled 'N x policy' or 'xPyD x policy', hover with the
+    shape's columns."""
     return go.Scatter(
         x=_floats(shapes["p95_ttft_ms"]),
         y=_floats(shapes["usd_per_request_at_target"]),
         mode="markers+text" if text_color else "markers",
         marker=marker,
-        text=[f"{n} x {p}" for n, p in zip(shapes["replicas"], shapes["router_policy"])],
+        text=[
+            f"{x}P{n - x}D x {p}" if x else f"{n} x {p}"
+            for n, x, p in zip(shapes["replicas"], _prefill_workers(shapes), shapes["router_policy"])
+        ],
         textposition="top center",
         textfont={"size": 10, "color": text_color},
         name=name,

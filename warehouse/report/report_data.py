@@ -12,7 +12,7 @@ import pandas as pd
 
 from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.mart_readers import MartNotBuiltError
-from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, MartRow, as_frame
+from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, MartRow, TwinErrorBand, as_frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +23,7 @@ class ReportData:
     diagnoses: pd.DataFrame  # diagnoses rows of week_start
     attribution: pd.DataFrame  # cost_attribution rows up to week_start (empty for a database built before it)
     plans: pd.DataFrame  # fleet_plans rows of week_start, every price (empty for a database built before it)
+    error_band: TwinErrorBand | None = None  # the twin's validation error up to week_start (None: never computed)
 
     @property
     def this_week(self) -> pd.DataFrame:
@@ -48,6 +49,7 @@ def load_report_data(store: WarehouseBackend, week_start: date) -> ReportData:
         of_week(store.diagnoses()),
         frame(_attribution(store)),
         of_week(_plans(store)),
+        store.twin_error_band(week_start),
     )
 
 

@@ -134,7 +134,8 @@ def _fleet_plan_section(data: ReportData) -> str:
     parts = []
     for (scenario, run_id), shapes in plans.sort_values(["scenario", "run_id"]).groupby(["scenario", "run_id"]):
         first = shapes.iloc[0]
-        rows = "".join(_plan_row(r) for _, r in shapes.sort_values(["router_policy", "replicas"]).iterrows())
+        order = shapes.assign(pd_shape=shapes.get("prefill_workers", 0) > 0)
+        rows = "".join(_plan_row(r) for _, r in order.sort_values(["pd_shape", "router_policy", "replicas"]).iterrows())
         ttft, tpot = _fmt(first["slo_ttft_ms"], ",.0f", " ms"), _fmt(first["slo_tpot_ms"], ",.0f", " ms")
         slo = f"SLO TTFT {ttft} and TPOT {tpot}"
         parts.append(
@@ -144,17 +145,25 @@ def _fleet_plan_section(data: ReportData) -> str:
             f"<table class='plan'>{head}{rows}</table>"
             f"<p class='plan-comparison'>{html.escape(_plan_comparison(shapes))}</p>"
         )
+    band = data.error_band
+    error = (
+        f"Read every shape with {html.escape(band.text())}."
+        if band is not None
+        else "The twin's validation error has not been computed in this warehouse yet (job twin_calibration_weekly)."
+    )
     note = (
         "<p class='note'>Each shape is one replay of the week's window at the target rate on the twin (a model, not a "
         "measurement); it holds the target when its share of requests inside the SLO (good share) is at least 95% of "
-        "the share one idle replica keeps. Cost per request at the target: the fleet's $/hour over the target rate. "
-        "The same shapes at the other price books of the GPU are in the mart fleet_plans.</p>"
+        "the share one idle replica keeps. A disaggregated shape (xP + yD) is x prefill and y decode workers behind "
+        "the router in PD mode, each with the endpoint's GPUs per worker. Cost per request at the target: the fleet's "
+        "$/hour over the target rate. The same shapes at the other price books of the GPU are in the mart "
+        f"fleet_plans.</p><p class='plan-error'>{error}</p>"
     )
     return f"<h2>Fleet plan</h2>{''.join(parts)}{note}"
 
 
 _PLAN_COLUMNS = (
-    "", "policy", "replicas", "GPUs", "holds target", "good share", "p95 TTFT", "hit rate", "fleet $/hour",
+    "", "policy", "workers", "GPUs", "holds target", "good share", "p95 TTFT", "hit rate", "fleet $/hour",
     "$/request at target", "capacity at SLO", "break-even vs API",
 )  # fmt: skip
 
@@ -163,7 +172,7 @@ def _plan_row(r: pd.Series) -> str:
     chosen = bool(r["chosen"])
     return (
         f"<tr class='{'plan-chosen' if chosen else 'plan-shape'}'><td>{'<b>chosen</b>' if chosen else ''}</td>"
-        f"<td>{html.escape(r['router_policy'])}</td><td>{_fmt(r['replicas'], ',.0f')}</td>"
+        f"<td>{html.escape(r['router_policy'])}</td><td>{_workers(r)}</td>"
         f"<td>{_fmt(r['gpus'], ',.0f')}</td>"
         f"<td>{'yes' if r['holds_target'] else 'no'}</td><td>{_fmt(_pct(r['good_share']), '.1f', '%')}</td>"
         f"<td>{_fmt(r['p95_ttft_ms'], ',.0f', ' ms')}</td><td>{_fmt(_pct(r['hit_rate']), '.1f', '%')}</td>"
@@ -171,6 +180,14 @@ def _plan_row(r: pd.Series) -> str:
         f"<td>{_fmt(r['capacity_rps_at_slo'], ',.3g', ' req/s')}</td>"
         f"<td>{_fmt(r['break_even_rps'], ',.3g', ' req/s')}</td></tr>"
     )
+
+
+def _workers(r: pd.Series) -> str:
+    """'3' replicas, or '1P + 3D' for a disaggregated shape."""
+    prefill = int(r.get("prefill_workers", 0) or 0)
+    if prefill:
+        return f"{prefill}P + {int(r['decode_workers'])}D"
+    return _fmt(r["replicas"], ",.0f")
 
 
 def _plan_comparison(shapes: pd.DataFrame) -> str:

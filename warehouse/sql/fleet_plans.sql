@@ -36,6 +36,8 @@ SELECT
     slo_ttft_ms,
     slo_tpot_ms,
     replicas,
+    prefill_workers,
+    decode_workers,
     router_policy,
     gpus,
     holds_target,
@@ -54,4 +56,5 @@ SELECT
     api_cost_per_request_usd,
     fleet_usd_per_hour / 3600.0 / nullif(api_cost_per_request_usd, 0) AS break_even_rps
 FROM priced
-ORDER BY week_start, scenario, run_id, NOT run_price, price_book, router_policy, replicas;
+ORDER BY week_start, scenario, run_id, NOT run_price, price_book, prefill_workers > 0, router_policy, replicas,
+    prefill_workers;

@@ -15,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from common.atomic_file import write_bytes_atomically
 from endpoints.router.policy_params import RouterModelParams, parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.router.routing_policy import build_policy
+from endpoints.router.routing_policy import RoutingPolicy, build_policy
 from endpoints.router.routing_text import routing_text
 from endpoints.router.worker_loads import EngineLoad, fleet_view
 from endpoints.sim.calibration.slo_capacity import (
@@ -74,6 +74,36 @@ def engine_load(engine: SimEngine) -> EngineLoad:
     )
 
 
+class LoadMonitor:
+    """smg's load monitor over in-process engines: each engine's gauges, polled once before any request and then
+    every --load-monitor-interval seconds of the clock, handed to the policy."""
+
+    def __init__(self, engines: Sequence[SimEngine], policy: RoutingPolicy, interval_s: float, clock: VirtualClock):
+        self.loads: dict[int, EngineLoad] = {}
+        self._engines, self._policy, self._interval_s, self._clock = engines, policy, interval_s, clock
+        self._task: asyncio.Task | None = None
+
+    def poll(self) -> None:
+        polled = {i: engine_load(e) for i, e in enumerate(self._engines)}
+        self.loads.update(polled)
+        self._policy.update_loads(polled)
+
+    async def _forever(self) -> None:
+        next_s = self._clock.now_s()
+        while True:
+            next_s += self._interval_s
+            await self._clock.sleep_until(next_s)
+            self.poll()
+
+    def start(self) -> None:
+        self.poll()  # smg polls once before it routes anything
+        self._task = asyncio.get_running_loop().create_task(self._forever())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
 def run_fleet_bench(
     flags: list[str], replicas: int, params: RouterModelParams, requests: Sequence[BenchRequest]
 ) -> FleetBenchResult:
@@ -89,26 +119,14 @@ def run_fleet_bench(
         for engine in engines:
             engine.start()
         policy = build_policy(params)
-        loads: dict[int, EngineLoad] = {}
+        monitor = LoadMonitor(engines, policy, params.load_monitor_interval_s, clock)
         in_flight = [0] * replicas
         workers = [0] * len(requests)
-
-        def poll() -> None:
-            polled = {i: engine_load(e) for i, e in enumerate(engines)}
-            loads.update(polled)
-            policy.update_loads(polled)
-
-        async def poll_forever() -> None:
-            next_s = clock.now_s()
-            while True:
-                next_s += params.load_monitor_interval_s
-                await clock.sleep_until(next_s)
-                poll()
 
         async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
             await clock.sleep_until(start_s + request.arrival_s)
             text = routing_text("/generate", {"input_ids": list(request.input_ids)})
-            fleet = fleet_view(urls, tuple(in_flight), loads, params.overload)
+            fleet = fleet_view(urls, tuple(in_flight), monitor.loads, params.overload)
             worker = policy.select(text, fleet, clock.now_s())
             workers[i] = worker
             in_flight[worker] += 1
@@ -117,13 +135,12 @@ def run_fleet_bench(
             finally:
                 in_flight[worker] -= 1
 
-        poll()  # smg polls once before it routes anything
-        poller = asyncio.get_running_loop().create_task(poll_forever())
+        monitor.start()
         try:
             start_s = clock.now_s()
             timings = await asyncio.gather(*(client(i, r, start_s) for i, r in enumerate(requests)))
         finally:
-            poller.cancel()
+            monitor.stop()
             for engine in engines:
                 await engine.stop()
         span_s = clock.now_s() - start_s
@@ -152,11 +169,28 @@ def sweep_fleet_capacity(
     per-worker shares and p95 TTFT there; the bracket starts at `start_factor` (search_capacity). A policy or
     flag the model does not implement is refused by name."""
     params = parse_router_spec(router)
+    return sweep_bench_capacity(
+        lambda scaled: run_fleet_bench(flags, replicas, params, scaled), replicas, router.policy, requests,
+        slo_ttft_ms, slo_tpot_ms, start_factor,
+    )  # fmt: skip
+
+
+def sweep_bench_capacity(
+    bench: Callable[[list[BenchRequest]], FleetBenchResult],
+    workers: int,
+    policy: str,
+    requests: Sequence[BenchRequest],
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    start_factor: float = 1.0,
+) -> FleetCapacity:
+    """The sweep over any fleet model `bench` runs (replicas here, prefill and decode workers in pd_capacity.py):
+    `workers` routed to, the hit rate, shares and p95 TTFT at the capacity probe."""
     seen: list[tuple[float, tuple[float, ...], float]] = []  # (hit rate, worker shares, p95 TTFT), probe order
 
     def share_of(scaled: list[BenchRequest]) -> tuple[float, float]:
-        result = run_fleet_bench(flags, replicas, params, scaled)
-        counts = [result.workers.count(w) for w in range(replicas)]
+        result = bench(scaled)
+        counts = [result.workers.count(w) for w in range(workers)]
         ttfts_ms = sorted(r.ttft_s * 1000 for r in result.bench.requests)
         p95_ms = ttfts_ms[min(len(ttfts_ms) - 1, math.ceil(0.95 * len(ttfts_ms)) - 1)]  # nearest rank
         seen.append((cached_share(result.bench), tuple(c / len(scaled) for c in counts), p95_ms))
@@ -166,8 +200,8 @@ def sweep_fleet_capacity(
     at = capacity.capacity_probe
     found = None if at is None else seen[at]
     return FleetCapacity(
-        replicas=replicas,
-        policy=router.policy,
+        replicas=workers,
+        policy=policy,
         capacity=capacity,
         hit_rate=None if found is None else found[0],
         worker_shares=() if found is None else found[1],
@@ -213,10 +247,18 @@ def cached_fleet_capacity(
     """sweep_fleet_capacity, done once per (requests, flags, fleet shape, router flags, SLO) with `cache_dir`:
     the twin and the policy model are deterministic (the model's draws are seeded)."""
     key_parts = [content_hash, flags, replicas, router.policy, list(router.args), slo_ttft_ms, slo_tpot_ms]
-    cached = sweep_cache_path(cache_dir, key_parts + [round(start_factor, 6), FLEET_RULES], prefix="fleet-")
+    return cached_sweep(
+        key_parts + [round(start_factor, 6), FLEET_RULES], cache_dir,
+        lambda: sweep_fleet_capacity(flags, replicas, router, requests, slo_ttft_ms, slo_tpot_ms, start_factor),
+    )  # fmt: skip
+
+
+def cached_sweep(key: list, cache_dir: Path | None, sweep: Callable[[], FleetCapacity]) -> FleetCapacity:
+    """A fleet sweep read from `cache_dir` under `key`, else run and written there (None: always run)."""
+    cached = sweep_cache_path(cache_dir, key, prefix="fleet-")
     if cached is not None and cached.exists():
         return read_fleet_capacity_json(cached)
-    fleet = sweep_fleet_capacity(flags, replicas, router, requests, slo_ttft_ms, slo_tpot_ms, start_factor)
+    fleet = sweep()
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         write_fleet_capacity_json(cached, fleet)
@@ -230,13 +272,22 @@ def measure_fleet_capacity(
     slo_tpot_ms: float,
     cache_dir: Path | None = None,
 ) -> SloCapacity | None:
-    """measure_slo_capacity for a fleet endpoint: its replicas (each with the endpoint's flags) behind its
-    router's model. None where no sweep applies (not a twin, fewer than two distinct arrivals)."""
+    """measure_slo_capacity for a fleet endpoint: its replicas (each with the endpoint's flags), or its prefill and
+    decode workers (pd_capacity.py), behind its router's model. None where no sweep applies (not a twin, fewer
+    than two distinct arrivals)."""
     if endpoint.mode is not EndpointMode.SIM or endpoint.fleet is None:
         return None
     requests = sweep_requests(workload)
     if len(requests) < 2 or arrival_span_s(requests) <= 0:
         return None
+    if endpoint.fleet.disaggregated:
+        from endpoints.sim.calibration.pd_capacity import cached_pd_capacity, pd_shape  # it builds on this module
+
+        shape = pd_shape(endpoint)
+        fleet = cached_pd_capacity(
+            workload.content_hash, shape, endpoint.fleet.router, requests, slo_ttft_ms, slo_tpot_ms, cache_dir
+        )
+        return fleet.capacity
     fleet = cached_fleet_capacity(
         workload.content_hash, list(endpoint.server_args), endpoint.fleet.replicas, endpoint.fleet.router,
         requests, slo_ttft_ms, slo_tpot_ms, cache_dir,

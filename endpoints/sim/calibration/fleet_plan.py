@@ -33,7 +33,8 @@ from pathlib import Path
 from common.atomic_file import write_bytes_atomically
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet_capacity import FLEET_RULES, cached_share, run_fleet_bench
+from endpoints.sim.calibration.fleet_capacity import FLEET_RULES, FleetBenchResult, cached_share, run_fleet_bench
+from endpoints.sim.calibration.pd_capacity import PdShape, pd_shape, run_pd_bench
 from endpoints.sim.calibration.slo_capacity import (
     IDLE_FACTOR,
     MAX_SWEEP_REQUESTS,
@@ -55,7 +56,9 @@ MAX_PLAN_REQUESTS = 3000  # CPU grows with the requests: about 2 s a probe per 1
 MAX_PLAN_REPLICAS = 64
 CAPACITY_STEP = math.sqrt(2)  # the chosen shape's capacity: the target times this, step by step, until it fails
 MAX_CAPACITY_STEPS = 8  # up to 16 times the target
-PLAN_RULES = (FLEET_RULES, REQUESTS_PER_REPLICA, MAX_PLAN_REQUESTS, CAPACITY_STEP, MAX_CAPACITY_STEPS, "plan", 3)
+PD_POLICY = "cache_aware"  # smg's default --policy, for both roles of a disaggregated shape
+MAX_PD_PREFILL_WORKERS = 8  # the most prefill workers a disaggregated shape tries
+PLAN_RULES = (FLEET_RULES, REQUESTS_PER_REPLICA, MAX_PLAN_REQUESTS, CAPACITY_STEP, MAX_CAPACITY_STEPS, "plan", 4)
 FLEET_PLANS_FILE = "fleet_plans.json"  # beside capacity.json in the run's folder
 
 
@@ -70,7 +73,26 @@ class ShapeProbe:
     p95_ttft_ms: float  # TTFT from arrival at the target rate, 95th percentile, nearest rank (ms)
     max_worker_share: float  # the busiest worker's share of the requests (ratio 0-1; 1 / replicas is even)
     capacity_rps_at_slo: float | None  # the chosen shape's capacity at the SLO (requests/s; None: not swept)
-    chosen: bool  # the fewest replicas holding the target
+    chosen: bool  # the fewest GPUs holding the target
+    # A disaggregated shape (xP+yD): its prefill and decode workers, replicas = x + y; 0 and 0: aggregated replicas.
+    prefill_workers: int = 0
+    decode_workers: int = 0
+
+    @property
+    def label(self) -> str:
+        if self.prefill_workers:
+            return f"{self.prefill_workers}P{self.decode_workers}D x {self.policy}"
+        return f"{self.replicas} x {self.policy}"
+
+
+@dataclass(frozen=True, slots=True)
+class PdCandidates:
+    """The disaggregated shapes a plan tries beside the aggregated ones: each role's full flags, and the GPUs of
+    one worker (of either role)."""
+
+    prefill_flags: tuple[str, ...]
+    decode_flags: tuple[str, ...]
+    gpus_per_worker: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +111,9 @@ class FleetPlan:
         return next((s for s in self.shapes if s.chosen), None)
 
     def fewest_holding(self, policy: str) -> ShapeProbe | None:
-        """The fewest replicas of `policy` that hold the target (None: none tried did)."""
-        return min((s for s in self.shapes if s.policy == policy and s.holds_target), default=None,
-                   key=lambda s: s.replicas)  # fmt: skip
+        """The fewest aggregated replicas of `policy` that hold the target (None: none tried did)."""
+        return min((s for s in self.shapes if s.policy == policy and s.holds_target and not s.prefill_workers),
+                   default=None, key=lambda s: s.replicas)  # fmt: skip
 
 
 def predicted_replicas(target_rps: float, replica_rps: float | None) -> int:
@@ -121,9 +143,12 @@ def plan_fleet(
     replica_rps: float | None,  # one replica's measured capacity at the SLO, the search's starting point
     idle_good_share: float | None = None,  # the capacity sweep's idle reference, when it ran on these requests
     policies: Sequence[str] = PLAN_POLICIES,
+    pd: PdCandidates | None = None,
 ) -> FleetPlan:
     """The plan on `requests` (arrivals as in the trace; compressed here to the target rate). Without
-    `idle_good_share` the idle reference is replayed here, on the first MAX_SWEEP_REQUESTS requests."""
+    `idle_good_share` the idle reference is replayed here, on the first MAX_SWEEP_REQUESTS requests. With `pd`,
+    disaggregated shapes too: for each prefill count x from 1, the fewest decode workers y that hold the target,
+    until x alone needs as many GPUs as the cheapest shape found."""
     requests = sorted(requests, key=lambda r: r.arrival_s)
     if target_rps <= 0:
         raise ValueError("a fleet plan needs a positive target_rps")
@@ -145,42 +170,117 @@ def plan_fleet(
         if (n, policy) not in probes:
             result = run_fleet_bench(flags, n, parse_router_spec(RouterSpec(policy, router_args)), at_target)
             runs[0] += 1
-            share = good_share(result.bench, slo_ttft_ms, slo_tpot_ms)
-            probes[n, policy] = ShapeProbe(
-                replicas=n,
-                policy=policy,
-                gpus=n * gpus_per_replica,
-                good_share=share,
-                holds_target=idle_share > 0 and share >= MIN_GOOD_SHARE * idle_share,
-                hit_rate=cached_share(result.bench),
-                p95_ttft_ms=_p95_ms(result.bench),
-                max_worker_share=max(result.workers.count(w) for w in range(n)) / len(at_target),
-                capacity_rps_at_slo=None,
-                chosen=False,
-            )
+            probes[n, policy] = _shape_probe(result, n, policy, n * gpus_per_replica, slo, idle_share, len(at_target))
         return probes[n, policy]
 
     start = predicted_replicas(target_rps, replica_rps)
     for policy in policies:
         _fewest_holding(start, functools.partial(_holds, probe, policy))
     shapes = sorted(probes.values(), key=lambda s: (policies.index(s.policy), s.replicas))
+    if pd is not None:
+        shapes += _pd_shapes(pd, router_args, at_target, slo, idle_share, start, shapes, runs)
     holding = [s for s in shapes if s.holds_target]
     if holding:
-        best = min(holding, key=lambda s: (s.gpus, -s.good_share, s.p95_ttft_ms, policies.index(s.policy)))
-        capacity_rps = _capacity(flags, best, router_args, at_target, slo, idle_share, target_rps, runs)
+        best = min(holding, key=lambda s: (s.gpus, -s.good_share, s.p95_ttft_ms, s.prefill_workers > 0,
+                                           s.policy not in policies or policies.index(s.policy)))  # fmt: skip
+        bench = _shape_bench(flags, pd, best, router_args)
+        capacity_rps = _capacity(bench, at_target, slo, idle_share, target_rps, runs)
         shapes = [replace(s, chosen=True, capacity_rps_at_slo=capacity_rps) if s is best else s
                   for s in shapes]  # fmt: skip
     return FleetPlan(target_rps, slo_ttft_ms, slo_tpot_ms, len(requests), idle_share, tuple(shapes), runs[0],
                      time.process_time() - started_cpu_s)  # fmt: skip
 
 
+def _shape_probe(
+    result: FleetBenchResult,
+    workers: int,
+    policy: str,
+    gpus: int,
+    slo: tuple[float, float],
+    idle_share: float,
+    requests: int,
+    prefill_workers: int = 0,
+    decode_workers: int = 0,
+) -> ShapeProbe:
+    share = good_share(result.bench, *slo)
+    routed = prefill_workers or workers  # a disaggregated shape's shares are its prefill workers'
+    return ShapeProbe(
+        replicas=workers,
+        policy=policy,
+        gpus=gpus,
+        good_share=share,
+        holds_target=idle_share > 0 and share >= MIN_GOOD_SHARE * idle_share,
+        hit_rate=cached_share(result.bench),
+        p95_ttft_ms=_p95_ms(result.bench),
+        max_worker_share=max(result.workers.count(w) for w in range(routed)) / requests,
+        capacity_rps_at_slo=None,
+        chosen=False,
+        prefill_workers=prefill_workers,
+        decode_workers=decode_workers,
+    )
+
+
+def _pd_shapes(
+    pd: PdCandidates,
+    router_args: tuple[str, ...],
+    at_target: list[BenchRequest],
+    slo: tuple[float, float],
+    idle_share: float,
+    start: int,
+    aggregated: Sequence[ShapeProbe],
+    runs: list[int],
+) -> list[ShapeProbe]:
+    """xP+yD shapes: for x = 1, 2, ..., the fewest y that hold (searched from start - x), while x prefill and one
+    decode worker cost no more than the cheapest holding shape so far (a tie is worth seeing: same price, other
+    latencies)."""
+    params = parse_router_spec(RouterSpec(PD_POLICY, router_args))
+    probes: dict[tuple[int, int], ShapeProbe] = {}
+
+    def probe(x: int, y: int) -> ShapeProbe:
+        if (x, y) not in probes:
+            shape = PdShape(x, y, pd.prefill_flags, pd.decode_flags)
+            runs[0] += 1
+            result = run_pd_bench(shape, params, at_target)
+            gpus = (x + y) * pd.gpus_per_worker
+            probes[x, y] = _shape_probe(result, x + y, PD_POLICY, gpus, slo, idle_share, len(at_target), x, y)
+        return probes[x, y]
+
+    best_gpus = min((s.gpus for s in aggregated if s.holds_target), default=None)
+    for x in range(1, MAX_PD_PREFILL_WORKERS + 1):
+        if best_gpus is not None and (x + 1) * pd.gpus_per_worker > best_gpus:
+            break  # x prefill and one decode worker already cost more than the cheapest found
+        # More decode workers than the cheapest shape found leaves room for cannot be chosen: the search stops there
+        # (a prefill-bound x would otherwise climb to MAX_PLAN_REPLICAS decode workers).
+        limit = MAX_PLAN_REPLICAS if best_gpus is None else max(1, best_gpus // pd.gpus_per_worker - x)
+        y = _fewest_holding(min(max(1, start - x), limit), functools.partial(_decode_holds, probe, x), limit)
+        if y is not None:
+            gpus = (x + y) * pd.gpus_per_worker
+            best_gpus = gpus if best_gpus is None else min(best_gpus, gpus)
+    return sorted(probes.values(), key=lambda s: (s.prefill_workers, s.decode_workers))
+
+
+def _decode_holds(probe: Callable[[int, int], ShapeProbe], prefill_workers: int, decode_workers: int) -> bool:
+    return probe(prefill_workers, decode_workers).holds_target
+
+
+def _shape_bench(
+    flags: list[str], pd: PdCandidates | None, shape: ShapeProbe, router_args: tuple[str, ...]
+) -> Callable[[list[BenchRequest]], BenchResult]:
+    params = parse_router_spec(RouterSpec(shape.policy, router_args))
+    if shape.prefill_workers:
+        assert pd is not None
+        pd_shape = PdShape(shape.prefill_workers, shape.decode_workers, pd.prefill_flags, pd.decode_flags)
+        return lambda requests: run_pd_bench(pd_shape, params, requests).bench
+    return lambda requests: run_fleet_bench(flags, shape.replicas, params, requests).bench
+
+
 def _holds(probe: Callable[[int, str], ShapeProbe], policy: str, n: int) -> bool:
     return probe(n, policy).holds_target
 
 
-def _fewest_holding(start: int, holds: Callable[[int], bool]) -> int | None:
-    """The fewest count in [1, MAX_PLAN_REPLICAS] for which `holds` is true, holding being monotone in the
-    count (None: not even MAX_PLAN_REPLICAS): from `start`, steps doubling away from it (down while the counts
+def _fewest_holding(start: int, holds: Callable[[int], bool], limit: int = MAX_PLAN_REPLICAS) -> int | None:
+    """The fewest count in [1, limit] for which `holds` is true, holding being monotone in the
+    count (None: not even `limit`): from `start`, steps doubling away from it (down while the counts
     hold, up while they do not) until the verdict flips, then bisecting between the two."""
     failing, holding = 0, None  # 0: no count below is known to fail
     step = 1
@@ -195,10 +295,10 @@ def _fewest_holding(start: int, holds: Callable[[int], bool]) -> int | None:
     else:
         failing = start
         while holding is None:
-            trying = min(start + step, MAX_PLAN_REPLICAS)
+            trying = min(start + step, limit)
             if holds(trying):
                 holding = trying
-            elif trying == MAX_PLAN_REPLICAS:
+            elif trying == limit:
                 return None
             else:
                 failing, step = trying, step * 2
@@ -212,9 +312,7 @@ def _fewest_holding(start: int, holds: Callable[[int], bool]) -> int | None:
 
 
 def _capacity(
-    flags: list[str],
-    shape: ShapeProbe,
-    router_args: tuple[str, ...],
+    bench: Callable[[list[BenchRequest]], BenchResult],
     at_target: list[BenchRequest],
     slo: tuple[float, float],
     idle_share: float,
@@ -225,12 +323,11 @@ def _capacity(
     of target x CAPACITY_STEP^k (k = 0, 1, ...) it holds. It held the target, so the first step is above it;
     stepping up rather than doubling keeps the replays off rates the shape is far from (an overloaded replay
     costs the most CPU), and one replay answers when the shape is as tight a fit as the fewest that hold is."""
-    params = parse_router_spec(RouterSpec(shape.policy, router_args))
     held = 0
     for k in range(1, MAX_CAPACITY_STEPS + 1):
         faster = compressed(at_target, CAPACITY_STEP**k)
         runs[0] += 1
-        if good_share(run_fleet_bench(flags, shape.replicas, params, faster).bench, *slo) < MIN_GOOD_SHARE * idle_share:
+        if good_share(bench(faster), *slo) < MIN_GOOD_SHARE * idle_share:
             break
         held = k
     return target_rps * CAPACITY_STEP**held
@@ -268,24 +365,35 @@ def measure_fleet_plan(
     slo: tuple[float, float],
     capacity: SloCapacity | None,
     cache_dir: Path | None = None,
+    plan_disaggregated: bool = False,
 ) -> FleetPlan | None:
     """The plan for a twin endpoint (one server or a fleet: its replica's flags and GPUs, its router's flags),
-    started from the endpoint's capacity sweep of the same window (its capacity divided by its replicas, its
-    idle reference); None where no plan
-    applies (not a twin, fewer than two distinct arrivals). With `cache_dir`, a plan is made once per inputs."""
+    started from the endpoint's capacity sweep of the same window (its capacity divided by its workers, its
+    idle reference); None where no plan applies (not a twin, fewer than two distinct arrivals). Disaggregated
+    shapes are tried beside the aggregated ones for a PD endpoint (its roles' flags; its shared flags make the
+    aggregated replica) or with `plan_disaggregated` (the endpoint's flags in each role). With `cache_dir`, a
+    plan is made once per inputs."""
     if endpoint.mode is not EndpointMode.SIM:
         return None
     fleet = endpoint.fleet
     replicas = fleet.replicas if fleet is not None else 1
     gpus_per_replica = endpoint.gpu_count // replicas
     router_args = fleet.router.args if fleet is not None else ()
+    flags = list(endpoint.server_args)
+    pd = None
+    if fleet is not None and fleet.disaggregated:
+        shape = pd_shape(endpoint)
+        gpus_per_replica = fleet.groups[0].gpus_per_worker
+        pd = PdCandidates(shape.prefill_flags, shape.decode_flags, gpus_per_replica)
+    elif plan_disaggregated:
+        pd = PdCandidates((*flags, "--disaggregation-mode", "prefill"), (*flags, "--disaggregation-mode", "decode"),
+                          gpus_per_replica)  # fmt: skip
     measured = None if capacity is None else capacity.capacity_rps_at_slo
     replica_rps = None if measured is None else measured / replicas
     idle_share = None if capacity is None else capacity.idle_good_share
     count = plan_requests(target_rps, replica_rps)
-    flags = list(endpoint.server_args)
     key = [workload.content_hash, flags, gpus_per_replica, list(router_args), target_rps, list(slo), count,
-           replica_rps, idle_share, PLAN_RULES]  # fmt: skip
+           replica_rps, idle_share, None if pd is None else asdict(pd), PLAN_RULES]  # fmt: skip
     cached = sweep_cache_path(cache_dir, key, prefix="plan-")
     if cached is not None and cached.exists():
         return read_fleet_plans_json(cached.parent, cached.name)
@@ -293,7 +401,8 @@ def measure_fleet_plan(
     requests = workload_bench_requests(window, count)
     if len(requests) < 2 or arrival_span_s(requests) <= 0:
         return None
-    plan = plan_fleet(flags, gpus_per_replica, router_args, requests, target_rps, slo, replica_rps, idle_share)
+    plan = plan_fleet(flags, gpus_per_replica, router_args, requests, target_rps, slo, replica_rps, idle_share,
+                      pd=pd)  # fmt: skip
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         write_fleet_plans_json(cached.parent, plan, cached.name)

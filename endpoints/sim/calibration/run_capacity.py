@@ -27,6 +27,7 @@ class CapacityInputs:
     target_rps: float | None  # the scenario's target rate: a plan is made for it (requests/s)
     speedup: float  # the scenario's replay speedup: the routing reference's arrival rate (ratio)
     cache_dir: Path  # where each measurement is kept by its inputs
+    plan_disaggregated: bool = False  # the plan tries xP+yD shapes too (always, for a PD endpoint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,15 +39,16 @@ class RunCapacity:
 
 def measure_run_capacity(inputs: CapacityInputs) -> RunCapacity:
     spec, window, slo = inputs.endpoint, inputs.window, inputs.slo
-    if spec.fleet is not None and spec.fleet.disaggregated:
-        return RunCapacity(None, None, None)  # its sweep needs the PD roles on the virtual clock, not modelled yet
     reference = None
     if spec.fleet is not None:
         capacity = measure_fleet_capacity(spec, window, *slo, inputs.cache_dir)
-        reference = measure_routing_reference(spec, window, inputs.speedup, inputs.cache_dir)
+        if not spec.fleet.disaggregated:  # one replica against the fleet: the routing lever of replicas
+            reference = measure_routing_reference(spec, window, inputs.speedup, inputs.cache_dir)
     else:
         capacity = measure_slo_capacity(spec, window, *slo, inputs.cache_dir)
     plan = None
     if capacity is not None and inputs.target_rps is not None:
-        plan = measure_fleet_plan(spec, window, inputs.target_rps, slo, capacity, inputs.cache_dir)
+        plan = measure_fleet_plan(
+            spec, window, inputs.target_rps, slo, capacity, inputs.cache_dir, inputs.plan_disaggregated
+        )
     return RunCapacity(capacity, reference, plan)

@@ -21,6 +21,7 @@ from statistics import fmean, median, quantiles
 
 from endpoints.sim.calibration.profiles import CostConstants
 from endpoints.sim.engine.clock import VirtualClock
+from endpoints.sim.engine.disaggregation import Bootstrap
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.sim_request import GenerateInput
@@ -121,14 +122,22 @@ def random_requests(
     return out
 
 
-async def timed_request(engine: SimEngine, i: int, request: BenchRequest) -> RequestTiming:
+async def timed_request(
+    engine: SimEngine, i: int, request: BenchRequest, prefill: SimEngine | None = None, room: Bootstrap | None = None
+) -> RequestTiming:
+    """The request on `engine`, timed as a client sees it. Disaggregated: `engine` is the decode engine, and the
+    request is sent to `prefill` too with the same `room`, as SGLang's router sends it to both."""
     clock = engine.clock
     sent_s = clock.now_s()
-    spec = GenerateInput(f"bench-{i}", request.input_ids, request.output_tokens, ignore_eos=True, stream=True)
+    spec = GenerateInput(f"bench-{i}", request.input_ids, request.output_tokens, ignore_eos=True, stream=True,
+                         bootstrap=room)  # fmt: skip
+    prefilled = None if prefill is None else asyncio.ensure_future(_drained(prefill, spec))
     times = []
     async for update in engine.updates(engine.submit(spec)):
         times.append(update.now_s)
         last = update
+    if prefilled is not None:
+        await prefilled  # the router reads the prefill's answer to its end, and drops it
     return RequestTiming(
         prompt_tokens=last.prompt_tokens,
         output_tokens=last.output_tokens,
@@ -139,6 +148,11 @@ async def timed_request(engine: SimEngine, i: int, request: BenchRequest) -> Req
         e2e_s=times[-1] - sent_s,
         chunk_gaps_s=tuple(b - a for a, b in zip(times, times[1:])),
     )
+
+
+async def _drained(engine: SimEngine, spec: GenerateInput) -> None:
+    async for _ in engine.updates(engine.submit(spec)):
+        pass
 
 
 def run_bench(

@@ -1,0 +1,97 @@
+"""A disaggregated fleet on the virtual clock: P prefill and D decode engines joined by their KV transfers, the
+router's policy model choosing each request's two workers; its capacity sweep, and xP+yD shapes in the fleet plan."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from endpoints.router.policy_params import parse_router_spec
+from endpoints.router.router_spec import RouterSpec
+from endpoints.sim.calibration.fleet_capacity import cached_share, run_fleet_bench
+from endpoints.sim.calibration.fleet_plan import PdCandidates, plan_fleet, read_fleet_plans_json, write_fleet_plans_json
+from endpoints.sim.calibration.pd_capacity import PdShape, cached_pd_capacity, run_pd_bench, sweep_pd_capacity
+from endpoints.sim.calibration.slo_capacity import sweep_slo_capacity
+from endpoints.sim.calibration.virtual_bench import BenchRequest, random_ids
+
+FLAGS = ("--tp", "8", "--sim-hardware", "h200")
+SLO = (500.0, 50.0)  # TTFT ms, TPOT ms
+V3_KV_BYTES_PER_TOKEN = (512 + 64) * 61 * 2
+PARAMS = parse_router_spec(RouterSpec("cache_aware"))
+
+
+def _shape(prefill: int, decode: int, *link: str) -> PdShape:
+    return PdShape(prefill, decode, (*FLAGS, *link, "--disaggregation-mode", "prefill"),
+                   (*FLAGS, "--disaggregation-mode", "decode"))  # fmt: skip
+
+
+def _shared_prefix(count: int = 120, every_s: float = 0.1) -> list[BenchRequest]:
+    """Eight 2,048-token system prompts, each request one of them and 512 tokens of its own."""
+    rng = random.Random(3)
+    shared = [random_ids(2048, rng) for _ in range(8)]
+    return [BenchRequest(shared[i % 8] + random_ids(512, rng), 128, i * every_s) for i in range(count)]
+
+
+def test_the_first_token_waits_for_the_prefill_and_the_transfer_and_the_decode_is_not_interrupted():
+    requests = _shared_prefix(60, every_s=0.25)
+    fast = run_pd_bench(_shape(1, 1), PARAMS, requests).bench
+    slow = run_pd_bench(_shape(1, 1, "--sim-kv-link-gb-s", "1"), PARAMS, requests).bench
+    # A 2,560-token prompt's KV at 1 GB/s instead of 50: every first token later by about the difference.
+    extra_s = 2560 * V3_KV_BYTES_PER_TOKEN * (1 / 1e9 - 1 / 50e9)
+    gaps = [s.ttft_s - f.ttft_s for s, f in zip(slow.requests, fast.requests, strict=True)]
+    assert min(gaps) > 0.9 * extra_s and sorted(gaps)[len(gaps) // 2] < 1.5 * extra_s
+    # Aggregated, each arriving prompt's prefill step stalls the running decodes; disaggregated, none does.
+    one = run_fleet_bench(list(FLAGS), 1, PARAMS, requests).bench
+    assert fast.max_itl_s < one.max_itl_s
+    # The prefill's radix cache hits: 7 of every 8 requests reuse a cached 2,048-token prompt.
+    assert cached_share(fast) == pytest.approx(cached_share(one), abs=0.02) and cached_share(fast) > 0.6
+
+
+def test_cache_aware_keeps_a_system_prompt_on_one_prefill_worker():
+    result = run_pd_bench(_shape(2, 1), PARAMS, _shared_prefix(80))
+    by_prompt: dict[int, set[int]] = {}
+    for i, worker in enumerate(result.workers):
+        by_prompt.setdefault(i % 8, set()).add(worker)
+    assert sum(len(w) == 1 for w in by_prompt.values()) >= 6  # a prompt's first request may land anywhere
+    assert set(result.workers) == {0, 1}
+
+
+def test_a_pd_capacity_sweep_is_read_back_equal_from_its_cache(tmp_path):
+    requests = _shared_prefix(60)
+    first = cached_pd_capacity("h", _shape(1, 1), RouterSpec("cache_aware"), requests, *SLO, tmp_path)
+    assert first.capacity.capacity_rps_at_slo is not None and first.replicas == 1  # routed over 1 prefill worker
+    assert cached_pd_capacity("h", _shape(1, 1), RouterSpec("cache_aware"), requests, *SLO, tmp_path) == first
+    again = sweep_pd_capacity(_shape(1, 1), RouterSpec("cache_aware"), requests, *SLO)  # deterministic, CPU time aside
+    assert (again.capacity.probes, again.hit_rate, again.p95_ttft_ms) == (
+        first.capacity.probes,
+        first.hit_rate,
+        first.p95_ttft_ms,
+    )
+
+
+def test_the_plan_tries_disaggregated_shapes_and_chooses_the_fewest_gpus_of_all(tmp_path):
+    requests = _shared_prefix(120)
+    one = sweep_slo_capacity(list(FLAGS), requests, *SLO).capacity_rps_at_slo
+    assert one is not None
+    pd = PdCandidates((*FLAGS, "--disaggregation-mode", "prefill"), (*FLAGS, "--disaggregation-mode", "decode"), 8)
+    plan = plan_fleet(list(FLAGS), 8, (), requests, 2.5 * one, SLO, one, pd=pd)
+    disaggregated = [s for s in plan.shapes if s.prefill_workers]
+    assert disaggregated and all(s.replicas == s.prefill_workers + s.decode_workers for s in disaggregated)
+    assert all(s.gpus == 8 * s.replicas and s.policy == "cache_aware" for s in disaggregated)
+    chosen = plan.chosen
+    assert chosen is not None and chosen.gpus == min(s.gpus for s in plan.shapes if s.holds_target)
+    # for each prefill count tried, one decode worker fewer than the fewest that held fell short
+    for s in disaggregated:
+        if (
+            s.holds_target
+            and s.decode_workers > 1
+            and s.gpus
+            == min(t.gpus for t in disaggregated if t.prefill_workers == s.prefill_workers and t.holds_target)
+        ):
+            assert any(t.prefill_workers == s.prefill_workers and t.decode_workers == s.decode_workers - 1
+                       and not t.holds_target for t in disaggregated)  # fmt: skip
+    assert chosen.capacity_rps_at_slo is not None and chosen.capacity_rps_at_slo >= 2.5 * one
+    write_fleet_plans_json(tmp_path, plan)
+    assert read_fleet_plans_json(tmp_path) == plan  # the shapes' roles come back from the file
+    assert all(s.label == f"{s.prefill_workers}P{s.decode_workers}D x cache_aware" for s in disaggregated)
