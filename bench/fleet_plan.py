@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 
 from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity  # noqa: E402
 from endpoints.sim.calibration.fleet_plan import measure_fleet_plan  # noqa: E402
+from endpoints.sim.calibration.pd_capacity import measure_pd_capacity  # noqa: E402
 from endpoints.sim.calibration.slo_capacity import measure_slo_capacity  # noqa: E402
 from endpoints.spec import load_endpoint_specs  # noqa: E402
 from workloads.scenario_workload import scenario_workload  # noqa: E402
@@ -51,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         traffic = week_traffic(scenario, args.week, Path(spool))
         window = scenario_workload(scenario, traffic).window(traffic.start_s, traffic.duration_s)
     started = time.process_time()
-    sweep = measure_fleet_capacity if spec.fleet is not None else measure_slo_capacity
+    sweep = measure_slo_capacity
+    if spec.fleet is not None:
+        sweep = measure_pd_capacity if spec.fleet.disaggregated else measure_fleet_capacity
     capacity = sweep(spec, window, *slo)
     sweep_cpu_s = time.process_time() - started
     plan = measure_fleet_plan(

@@ -474,8 +474,10 @@ def _pd_fleet(
     if entry.replicas is not None:
         raise fail("replicas", "a disaggregated fleet counts its workers in disaggregation.prefill/decode.replicas")
     if clock is EndpointClock.VIRTUAL:
-        raise fail("disaggregation", "a disaggregated fleet on the virtual clock is not modelled yet; use clock: wall, "
-                   "which starts the twins and the real router in PD mode")  # fmt: skip
+        try:  # the router is costbench's model of smg in PD mode: what it does not model fails the file
+            parse_router_spec(RouterSpec((entry.router or _Router()).policy, tuple((entry.router or _Router()).args)))
+        except UnmodelledRouting as exc:
+            raise fail("router", f"{exc}; or use clock: wall, which starts the twins and the real router") from None
     total = pd.prefill.replicas * pd.prefill.gpus_per_worker + pd.decode.replicas * pd.decode.gpus_per_worker
     if total != entry.gpu_count:
         raise fail("gpu_count", f"is the fleet's total: the prefill and decode workers take {total} GPUs, not "

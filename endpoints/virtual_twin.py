@@ -13,7 +13,9 @@ A fleet (`replicas`, `router` in endpoints.yaml) on a virtual clock is N twin ap
 (endpoints/router/fleet_router.py: smg 1.13.0's policy as costbench models it, not the smg binary) on the same
 loop, each on a loopback port of its own; the replay talks to the router's URL, the probes scrape every
 worker (role worker) and the model's /metrics (role router), and server_facts.json's router entry says the
-router was modelled. Which worker served a request is the model's x-smg-routed-worker-id header.
+router was modelled. Which worker served a request is the model's x-smg-routed-worker-id header. A disaggregated
+fleet is its prefill twins (each with a bootstrap port on loopback), its decode twins and the router's PD model
+(endpoints/router/pd_fleet_router.py).
 
     info = replay_on_virtual_twin(spec, run_dir, run_id, cold_start, replay)
     # replay(endpoint, clock) -> awaitable RunInfo: run_replay_async(..., clock=clock) at endpoint.url
@@ -29,15 +31,17 @@ from typing import TypeVar
 
 from aiohttp import web
 
+from endpoints.fleet_commands import fleet_workers, worker_extra_args
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probe_session
-from endpoints.provision import LOOPBACK, RunningEndpoint, describe_served, server_flags
+from endpoints.provision import LOOPBACK, RunningEndpoint, describe_served, free_port, server_flags
 from endpoints.router.fleet_router import FleetRouter
+from endpoints.router.pd_fleet_router import PdFleetRouter
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.sim.engine.clock import VirtualClock
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
-from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec
+from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec, WorkerRole
 
 T = TypeVar("T")
 ROUTER_MODEL = "costbench FleetRouter: a model of smg 1.13.0's routing (endpoints/router/), not the smg binary"
@@ -149,12 +153,25 @@ async def _serve_fleet(
     params = parse_router_spec(fleet.router)  # refused by name if the policy or a flag is not modelled
     logs: list[tuple[Path, str]] = []
     worker_urls: list[str] = []
-    for index in range(fleet.replicas):
+    bootstrap_ports: list[int] = []
+    for worker in fleet_workers(fleet):
+        index = worker.index
+        bootstrap = free_port(LOOPBACK) if worker.group.role is WorkerRole.PREFILL else None
+        if bootstrap is not None:
+            bootstrap_ports.append(bootstrap)
+        worker_flags = [*flags, *worker_extra_args(spec, worker, bootstrap)]
         log_path = run_dir / f"{spec.name}.worker-{index}.server.log"
-        log_path.write_text(f"# costbench: twin {index} in-process on a virtual clock: {' '.join(flags)}\n")
-        worker_urls.append(await _serve_twin(flags, clock, runners))
+        log_path.write_text(f"# costbench: twin {index} in-process on a virtual clock: {' '.join(worker_flags)}\n")
+        worker_urls.append(await _serve_twin(worker_flags, clock, runners))
         logs.append((log_path, worker_urls[-1]))
-    router = FleetRouter(tuple(worker_urls), params, clock)
+    router: FleetRouter | PdFleetRouter
+    if fleet.disaggregated:
+        prefills = len(bootstrap_ports)  # fleet_workers puts the prefill workers first
+        router = PdFleetRouter(
+            tuple(worker_urls[:prefills]), tuple(bootstrap_ports), tuple(worker_urls[prefills:]), params, clock
+        )
+    else:
+        router = FleetRouter(tuple(worker_urls), params, clock)
     router_url = await _listen(router.app(), runners)  # its startup polls every worker's /metrics once
     router_log = run_dir / f"{spec.name}.server.log"
     router_log.write_text(
@@ -162,6 +179,7 @@ async def _serve_fleet(
         f"{' '.join(worker_urls)} at {router_url}\n"
     )
     router_facts = {
+        "pd_disaggregation": fleet.disaggregated,
         "policy": fleet.router.policy,
         "args": list(fleet.router.args),
         "modelled": True,

@@ -51,6 +51,19 @@ def engine_load_from_metrics(text: str) -> EngineLoad | None:
     )
 
 
+def parsed_body(body: bytes) -> dict:
+    """The request's JSON object, or {} (the routing text of a body that is none)."""
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def forwarded_headers(request: web.Request) -> dict[str, str]:
+    return {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+
+
 class FleetRouter:
     def __init__(self, worker_urls: tuple[str, ...], params: RouterModelParams, clock: Clock) -> None:
         if not worker_urls:
@@ -83,7 +96,7 @@ class FleetRouter:
         app.on_cleanup.append(self._stop)
         return app
 
-    async def _start(self, _app: web.Application) -> None:
+    async def _start(self, _app: web.Application | None) -> None:
         # No cap on connections to the workers, as smg's HTTP client has none. aiohttp's default (100) queued the
         # 101st request in flight inside the model, and its pool hands a freed connection to a waiting host chosen
         # by an unseeded random draw: an overloaded replay came out different on every run.
@@ -92,7 +105,7 @@ class FleetRouter:
         await self._poll_once()
         self._poller = asyncio.get_running_loop().create_task(self._poll_forever(), name="router-load-poll")
 
-    async def _stop(self, _app: web.Application) -> None:
+    async def _stop(self, _app: web.Application | None) -> None:
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -143,24 +156,27 @@ class FleetRouter:
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            parsed = {}
-        text = routing_text(request.path, parsed if isinstance(parsed, dict) else {})
-        fleet = fleet_view(self.worker_urls, tuple(self._in_flight), self._loads, self.params.overload)
-        worker = self._policy.select(text, fleet, self._clock.now_s())
-        self._routed[worker] += 1
-        self._in_flight[worker] += 1
+        worker = self.pick(request.path, parsed_body(body))
         try:
             return await self._proxy(request, worker, body)
         finally:
-            self._in_flight[worker] -= 1
+            self.done(worker)
+
+    def pick(self, path: str, parsed: dict) -> int:
+        """The policy's worker for a request, counted as routed and in flight until `done`."""
+        fleet = fleet_view(self.worker_urls, tuple(self._in_flight), self._loads, self.params.overload)
+        worker = self._policy.select(routing_text(path, parsed), fleet, self._clock.now_s())
+        self._routed[worker] += 1
+        self._in_flight[worker] += 1
+        return worker
+
+    def done(self, worker: int) -> None:
+        self._in_flight[worker] -= 1
 
     async def _proxy(self, request: web.Request, worker: int, body: bytes) -> web.StreamResponse:
         assert self._session is not None
         url = self.worker_urls[worker]
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        headers = forwarded_headers(request)
         try:
             target = f"{url}{request.path_qs}"
             upstream = await self._session.request(request.method, target, data=body, headers=headers)

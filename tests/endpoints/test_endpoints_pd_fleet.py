@@ -47,7 +47,10 @@ def test_a_pd_fleet_is_prefill_and_decode_groups_with_their_own_flags(tmp_path):
     [
         ({"gpu_count": 16}, r"gpu_count: is the fleet's total: the prefill and decode workers take 32 GPUs, not 16"),
         ({"replicas": 2}, r"replicas: a disaggregated fleet counts its workers in disaggregation"),
-        ({"clock": "virtual"}, r"disaggregation: a disaggregated fleet on the virtual clock is not modelled yet"),
+        (
+            {"clock": "virtual", "router": {"policy": "least_load"}},
+            r"router: router policy 'least_load' is not modelled on the virtual clock",
+        ),
         (
             {
                 "disaggregation": {
@@ -111,3 +114,37 @@ def test_a_pd_fleet_replays_through_the_real_router_is_scraped_per_role_and_leav
                  if r["metric"] == "sglang:generation_tokens_total" and r["sample_wall_s"] == last}  # fmt: skip
     # The prefill samples each request's first token; the decode produces them all for the client.
     assert generated == {"prefill": 4.0, "decode": float(sum(r["output_tokens"] for r in requests))}
+
+
+def test_a_pd_fleet_on_the_virtual_clock_replays_through_the_routers_pd_model_and_is_scraped_per_role(tmp_path):
+    from endpoints.virtual_twin import replay_on_virtual_twin
+    from replay.runner import run_replay_async
+
+    spec = _load(tmp_path, gpu_count=24, clock="virtual", disaggregation={"prefill": {"gpus_per_worker": 8},
+                 "decode": {"replicas": 2, "gpus_per_worker": 8}})  # fmt: skip
+    workload = make_workload([0.0, 0.1, 0.2, 0.3, 0.4, 0.5], input_tokens=2048)
+
+    def replay(endpoint, clock):
+        config = ReplayConfig(url=endpoint.url, run_id="run-v", request_timeout_s=60)
+        return run_replay_async(workload, config, tmp_path / "shard-0", clock)
+
+    info = replay_on_virtual_twin(spec, tmp_path, "run-v", cold_start=True, replay=replay)
+    requests = read_requests(tmp_path / "shard-0").to_pylist()
+    assert info.requests_ok == 6, [r["error_message"] for r in requests]
+    facts = json.loads((tmp_path / "server_facts.json").read_text())
+    assert [w["server_info"]["disaggregation_mode"] for w in facts["workers"]] == ["prefill", "decode", "decode"]
+    assert facts["router"]["pd_disaggregation"] and facts["router"]["modelled"]
+    rows = pq.read_table(tmp_path / SERVER_SAMPLES_FILE).to_pylist()
+    last = max(r["sample_wall_s"] for r in rows)
+    at_end = [r for r in rows if r["sample_wall_s"] == last]
+    generated = {
+        r["worker"]: (r["role"], r["value"]) for r in at_end if r["metric"] == "sglang:generation_tokens_total"
+    }
+    assert sorted(role for role, _ in generated.values()) == ["decode", "decode", "prefill"]
+    assert sum(v for role, v in generated.values() if role == "prefill") == 6  # a first token each
+    assert sum(v for role, v in generated.values() if role == "decode") == sum(r["output_tokens"] for r in requests)
+    routed = {r["worker"]: r["value"] for r in at_end if r["metric"] == "smg_worker_requests_total"}
+    prefill_url = facts["workers"][0]["url"]
+    assert routed[prefill_url] == 6 and sum(routed.values()) == 12  # every request to one of each role
+    transfers = [r for r in at_end if r["metric"] == "sglang:kv_transfer_total_mb_count"]
+    assert [r["role"] for r in transfers] == ["prefill"] and transfers[0]["value"] == 6

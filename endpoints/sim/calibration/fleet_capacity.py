@@ -272,22 +272,15 @@ def measure_fleet_capacity(
     slo_tpot_ms: float,
     cache_dir: Path | None = None,
 ) -> SloCapacity | None:
-    """measure_slo_capacity for a fleet endpoint: its replicas (each with the endpoint's flags), or its prefill and
-    decode workers (pd_capacity.py), behind its router's model. None where no sweep applies (not a twin, fewer
-    than two distinct arrivals)."""
+    """measure_slo_capacity for a fleet of replicas: each with the endpoint's flags, behind its router's model.
+    None where no sweep applies (not a twin, fewer than two distinct arrivals)."""
     if endpoint.mode is not EndpointMode.SIM or endpoint.fleet is None:
         return None
     requests = sweep_requests(workload)
     if len(requests) < 2 or arrival_span_s(requests) <= 0:
         return None
     if endpoint.fleet.disaggregated:
-        from endpoints.sim.calibration.pd_capacity import cached_pd_capacity, pd_shape  # it builds on this module
-
-        shape = pd_shape(endpoint)
-        fleet = cached_pd_capacity(
-            workload.content_hash, shape, endpoint.fleet.router, requests, slo_ttft_ms, slo_tpot_ms, cache_dir
-        )
-        return fleet.capacity
+        raise ValueError(f"endpoint {endpoint.name!r} is disaggregated: pd_capacity.measure_pd_capacity sweeps it")
     fleet = cached_fleet_capacity(
         workload.content_hash, list(endpoint.server_args), endpoint.fleet.replicas, endpoint.fleet.router,
         requests, slo_ttft_ms, slo_tpot_ms, cache_dir,

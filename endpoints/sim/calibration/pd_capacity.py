@@ -29,12 +29,14 @@ from endpoints.sim.calibration.fleet_capacity import (
     cached_sweep,
     sweep_bench_capacity,
 )
+from endpoints.sim.calibration.slo_capacity import SloCapacity, arrival_span_s, sweep_requests
 from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, RequestTiming, timed_request
 from endpoints.sim.engine.clock import VirtualClock
 from endpoints.sim.engine.disaggregation import Bootstrap, BootstrapRooms, LocalPrefillPeer
 from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
-from endpoints.spec import EndpointSpec, WorkerRole
+from endpoints.spec import EndpointMode, EndpointSpec, WorkerRole
+from workloads.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,3 +162,24 @@ def cached_pd_capacity(
     return cached_sweep(
         key, cache_dir, lambda: sweep_pd_capacity(shape, router, requests, slo_ttft_ms, slo_tpot_ms, start_factor)
     )
+
+
+def measure_pd_capacity(
+    endpoint: EndpointSpec,
+    workload: Workload,
+    slo_ttft_ms: float,
+    slo_tpot_ms: float,
+    cache_dir: Path | None = None,
+) -> SloCapacity | None:
+    """measure_slo_capacity for a disaggregated fleet endpoint: its prefill and decode workers behind its router's
+    model. None where no sweep applies (not a twin, fewer than two distinct arrivals)."""
+    if endpoint.mode is not EndpointMode.SIM:
+        return None
+    requests = sweep_requests(workload)
+    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+        return None
+    assert endpoint.fleet is not None
+    fleet = cached_pd_capacity(
+        workload.content_hash, pd_shape(endpoint), endpoint.fleet.router, requests, slo_ttft_ms, slo_tpot_ms, cache_dir
+    )
+    return fleet.capacity

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity
 from endpoints.sim.calibration.fleet_plan import FleetPlan, measure_fleet_plan
+from endpoints.sim.calibration.pd_capacity import measure_pd_capacity
 from endpoints.sim.calibration.routing_reference import RoutingReference, measure_routing_reference
 from endpoints.sim.calibration.slo_capacity import SloCapacity, measure_slo_capacity
 from endpoints.spec import EndpointSpec
@@ -40,10 +41,11 @@ class RunCapacity:
 def measure_run_capacity(inputs: CapacityInputs) -> RunCapacity:
     spec, window, slo = inputs.endpoint, inputs.window, inputs.slo
     reference = None
-    if spec.fleet is not None:
+    if spec.fleet is not None and spec.fleet.disaggregated:
+        capacity = measure_pd_capacity(spec, window, *slo, inputs.cache_dir)
+    elif spec.fleet is not None:
         capacity = measure_fleet_capacity(spec, window, *slo, inputs.cache_dir)
-        if not spec.fleet.disaggregated:  # one replica against the fleet: the routing lever of replicas
-            reference = measure_routing_reference(spec, window, inputs.speedup, inputs.cache_dir)
+        reference = measure_routing_reference(spec, window, inputs.speedup, inputs.cache_dir)
     else:
         capacity = measure_slo_capacity(spec, window, *slo, inputs.cache_dir)
     plan = None

@@ -69,9 +69,6 @@ def shadow_twin_spec(spec: EndpointSpec) -> EndpointSpec:
             f"{len(spec.worker_urls)} workers behind a router with no router block: the twin cannot tell how they "
             "share the traffic (add router: {policy: ...} to the endpoint)"
         )
-    if spec.fleet is not None and spec.fleet.disaggregated:
-        raise ShadowNotModelled("a disaggregated fleet on the virtual clock is not modelled yet (the twin's PD roles "
-                                "run on the wall clock only)")  # fmt: skip
     args = list(spec.server_args)
     if "--sim-hardware" not in args and spec.gpu_type.lower() in {h.value for h in HardwareName}:
         args += ["--sim-hardware", spec.gpu_type.lower()]  # else the twin's default GPU, as its flags say
