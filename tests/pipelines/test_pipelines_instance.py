@@ -80,7 +80,7 @@ def _short_scenarios(path: Path) -> Path:
     chat ones replay in real time against the attached server, the twin's ones against a twin process."""
     raw = yaml.safe_load((REPO / "workloads" / "scenarios.yaml").read_text())
     for entry in raw["scenarios"]:
-        entry.update(duration_s=10, speedup=1.0)
+        entry.update(duration_s=6, speedup=1.0)
     [canary] = [entry for entry in raw["scenarios"] if entry["name"] == "chat-v3-h200-canary"]
     # 20 s of the canary's stretch (~150 requests) in real time through the fleet, once (the routing is what is
     # tested here, not the week's repeats), and a target to plan the fleet for
