@@ -53,15 +53,19 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running_smg(worker_urls: list[str], *router_args: str, ready_timeout_s: float = 30.0):
+def running_smg(
+    worker_urls: list[str], *router_args: str, ready_timeout_s: float = 30.0, routing: list[str] | None = None
+):
     """Real smg (SGLang's router, `smg launch`) on loopback in front of `worker_urls`; yields its base URL once
-    every worker is registered and healthy. Its Prometheus listener is on loopback too."""
+    every worker is registered and healthy. Its Prometheus listener is on loopback too. `routing`: how smg is told
+    its workers, if not `--worker-urls` (PD mode: `--pd-disaggregation --prefill URL PORT --decode URL`)."""
     import json
     import time
     import urllib.request
 
     port = _free_port()
-    command = [str(SMG), "launch", "--worker-urls", *worker_urls, "--host", "127.0.0.1", "--port", str(port),
+    workers = routing if routing is not None else ["--worker-urls", *worker_urls]
+    command = [str(SMG), "launch", *workers, "--host", "127.0.0.1", "--port", str(port),
                "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port()), *router_args]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

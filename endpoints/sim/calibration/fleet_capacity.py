@@ -29,11 +29,10 @@ from endpoints.sim.calibration.slo_capacity import (
     SWEEP_RULES,
     CapacityProbe,
     SloCapacity,
-    arrival_span_s,
     good_share,
     search_capacity,
     sweep_cache_path,
-    sweep_requests,
+    sweepable_requests,
 )
 from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, RequestTiming, timed_request
 from endpoints.sim.engine.clock import VirtualClock
@@ -276,8 +275,8 @@ def measure_fleet_capacity(
     None where no sweep applies (not a twin, fewer than two distinct arrivals)."""
     if endpoint.mode is not EndpointMode.SIM or endpoint.fleet is None:
         return None
-    requests = sweep_requests(workload)
-    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+    requests = sweepable_requests(workload)
+    if requests is None:
         return None
     if endpoint.fleet.disaggregated:
         raise ValueError(f"endpoint {endpoint.name!r} is disaggregated: pd_capacity.measure_pd_capacity sweeps it")

@@ -29,7 +29,7 @@ from endpoints.sim.calibration.fleet_capacity import (
     cached_sweep,
     sweep_bench_capacity,
 )
-from endpoints.sim.calibration.slo_capacity import SloCapacity, arrival_span_s, sweep_requests
+from endpoints.sim.calibration.slo_capacity import SloCapacity, sweepable_requests
 from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, RequestTiming, timed_request
 from endpoints.sim.engine.clock import VirtualClock
 from endpoints.sim.engine.disaggregation import Bootstrap, BootstrapRooms, LocalPrefillPeer
@@ -175,8 +175,8 @@ def measure_pd_capacity(
     model. None where no sweep applies (not a twin, fewer than two distinct arrivals)."""
     if endpoint.mode is not EndpointMode.SIM:
         return None
-    requests = sweep_requests(workload)
-    if len(requests) < 2 or arrival_span_s(requests) <= 0:
+    requests = sweepable_requests(workload)
+    if requests is None:
         return None
     assert endpoint.fleet is not None
     fleet = cached_pd_capacity(

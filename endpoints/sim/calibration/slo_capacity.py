@@ -254,6 +254,14 @@ def sweep_cache_path(cache_dir: Path | None, key_parts: list, prefix: str = "") 
     return Path(cache_dir) / f"{prefix}{hashlib.sha256(json.dumps(key_parts).encode()).hexdigest()[:24]}.json"
 
 
+def sweepable_requests(workload: Workload) -> list[BenchRequest] | None:
+    """The sweep's requests of a window, or None when the ones it sweeps have fewer than two distinct arrivals."""
+    requests = sweep_requests(workload)
+    if len(requests) < 2 or arrival_span_s(requests[:MAX_SWEEP_REQUESTS]) <= 0:
+        return None
+    return requests
+
+
 def measure_slo_capacity(
     endpoint: EndpointSpec,
     workload: Workload,
@@ -272,8 +280,8 @@ def measure_slo_capacity(
     cached = sweep_cache_path(cache_dir, [workload.content_hash, flags, slo_ttft_ms, slo_tpot_ms, SWEEP_RULES])
     if cached is not None and cached.exists():
         return read_capacity_json(cached.parent, cached.name)
-    requests = sweep_requests(workload)
-    if len(requests) < 2 or arrival_span_s(requests[:MAX_SWEEP_REQUESTS]) <= 0:
+    requests = sweepable_requests(workload)
+    if requests is None:
         return None
     capacity = sweep_slo_capacity(flags, requests, slo_ttft_ms, slo_tpot_ms)
     if cached is not None:

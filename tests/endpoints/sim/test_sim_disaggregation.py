@@ -19,7 +19,7 @@ from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.sim_request import GenerateInput
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
-from twin_process import SMG, _free_port, running_sim
+from twin_process import _free_port, running_sim, running_smg
 
 BASE_FLAGS = ["--tp", "8", "--sim-hardware", "h200"]
 V3_KV_BYTES_PER_TOKEN = (512 + 64) * 61 * 2  # MLA's latent + rope key, 61 layers, bf16: what one GPU sends a token
@@ -44,9 +44,6 @@ def _value(samples: dict, family: str, sample: str | None = None) -> float:
 @pytest.fixture
 def pd_router():
     """1P1D behind the real router: a prefill twin (bootstrap port), a decode twin, `smg launch --pd-disaggregation`."""
-    import subprocess
-    import time
-
     bootstrap_port = _free_port()
     prefill_flags = ("--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port", str(bootstrap_port),
                      "--enable-metrics", "--sim-kv-link-gb-s", "2")  # fmt: skip
@@ -54,33 +51,9 @@ def pd_router():
         running_sim(*prefill_flags) as (prefill, _),
         running_sim("--disaggregation-mode", "decode", "--enable-metrics") as (decode, _),
     ):
-        port = _free_port()
-        command = [str(SMG), "launch", "--pd-disaggregation", "--prefill", prefill, str(bootstrap_port),
-                   "--decode", decode, "--host", "127.0.0.1", "--port", str(port),
-                   "--prometheus-host", "127.0.0.1", "--prometheus-port", str(_free_port())]  # fmt: skip
-        router = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                assert router.poll() is None, f"smg exited ({router.returncode}): {command}"
-                try:
-                    with urllib.request.urlopen(base + "/workers", timeout=2) as response:
-                        workers = json.loads(response.read())["workers"]
-                    if sorted(w["worker_type"] for w in workers if w.get("is_healthy")) == ["decode", "prefill"]:
-                        break
-                except OSError:
-                    pass
-                assert time.monotonic() < deadline, "smg's PD workers were not healthy within 30 s"
-                time.sleep(0.05)
+        routing = ["--pd-disaggregation", "--prefill", prefill, str(bootstrap_port), "--decode", decode]
+        with running_smg([prefill, decode], routing=routing) as base:
             yield base, prefill, decode
-        finally:
-            router.terminate()
-            try:
-                router.wait(1)
-            except subprocess.TimeoutExpired:
-                router.kill()
-                router.wait()
 
 
 def test_a_request_through_the_pd_router_prefills_on_one_twin_and_decodes_on_the_other(pd_router):
