@@ -159,7 +159,11 @@ class SimEngine:
             self.prealloc.append(request)  # its KV comes from the prefill, once slots for it are taken (_run)
         elif request.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
             self._spawn(self._bootstrap(request))
-        elif self._busy:
+        else:
+            self._schedule(request)
+
+    def _schedule(self, request: SimRequest) -> None:
+        if self._busy:
             self._inbox.append(request)  # joins the scheduler's queue at the next step boundary (see _run)
         else:
             self.scheduler.add(request)
@@ -181,10 +185,7 @@ class SimEngine:
             self.bootstrapping -= 1
         if request.aborted:
             return
-        if self._busy:
-            self._inbox.append(request)
-        else:
-            self.scheduler.add(request)
+        self._schedule(request)
         self._wake.set()
 
     async def _send_kv(self, request: SimRequest) -> None:
