@@ -453,17 +453,23 @@ def _fleet(
     if entry.router is None and count < 2:
         return None
     router = entry.router or _Router()
-    if clock is EndpointClock.VIRTUAL:
-        # The router is then costbench's model of smg (endpoints/router/): what it does not model fails the file.
-        try:
-            parse_router_spec(RouterSpec(router.policy, tuple(router.args)))
-        except UnmodelledRouting as exc:
-            raise fail("router", f"{exc}; or use clock: wall, which starts the twins and the real router") from None
+    _check_modelled(router, clock, fail)
     if entry.gpu_count % count:
         raise fail("gpu_count", f"is the fleet's total: {entry.gpu_count} GPUs do not split evenly over {count} "
                    "replicas")  # fmt: skip
     group = WorkerGroup(WorkerRole.REGULAR, count, entry.gpu_count // count)
     return FleetSpec(RouterSpec(router.policy, tuple(router.args)), (group,))
+
+
+def _check_modelled(router: _Router, clock: EndpointClock, fail: Callable[..., EndpointSpecError]) -> None:
+    """On the virtual clock the router is costbench's model of smg (endpoints/router/): what it does not model
+    fails the file."""
+    if clock is not EndpointClock.VIRTUAL:
+        return
+    try:
+        parse_router_spec(RouterSpec(router.policy, tuple(router.args)))
+    except UnmodelledRouting as exc:
+        raise fail("router", f"{exc}; or use clock: wall, which starts the twins and the real router") from None
 
 
 def _pd_fleet(
@@ -473,11 +479,8 @@ def _pd_fleet(
     assert pd is not None
     if entry.replicas is not None:
         raise fail("replicas", "a disaggregated fleet counts its workers in disaggregation.prefill/decode.replicas")
-    if clock is EndpointClock.VIRTUAL:
-        try:  # the router is costbench's model of smg in PD mode: what it does not model fails the file
-            parse_router_spec(RouterSpec((entry.router or _Router()).policy, tuple((entry.router or _Router()).args)))
-        except UnmodelledRouting as exc:
-            raise fail("router", f"{exc}; or use clock: wall, which starts the twins and the real router") from None
+    router = entry.router or _Router()
+    _check_modelled(router, clock, fail)
     total = pd.prefill.replicas * pd.prefill.gpus_per_worker + pd.decode.replicas * pd.decode.gpus_per_worker
     if total != entry.gpu_count:
         raise fail("gpu_count", f"is the fleet's total: the prefill and decode workers take {total} GPUs, not "
@@ -486,7 +489,6 @@ def _pd_fleet(
         WorkerGroup(role, block.replicas, block.gpus_per_worker, tuple(block.server_args))
         for role, block in ((WorkerRole.PREFILL, pd.prefill), (WorkerRole.DECODE, pd.decode))
     )
-    router = entry.router or _Router()
     return FleetSpec(RouterSpec(router.policy, tuple(router.args)), groups)
 
 
