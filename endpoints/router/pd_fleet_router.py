@@ -6,7 +6,8 @@ gets a prefill worker from the prefill policy and a decode worker from the decod
 role, each a FleetRouter over its own workers: its polled loads, in-flight counts and counters). The body gains
 `bootstrap_host` (the prefill worker's host), `bootstrap_port` (its bootstrap port) and `bootstrap_room` (a
 63-bit number, seeded here so a replay repeats), and goes to both workers at once; the prefill's answer is read
-to its end and dropped, and the decode's is the client's, streamed as it comes.
+to its end and dropped, and the decode's is the client's, streamed as it comes, with the decode worker named in
+x-smg-routed-worker-id (what smg 1.13.0 sends in PD mode, tried on /generate and chat, streamed or not).
 
     router = PdFleetRouter(prefill_urls, bootstrap_ports, decode_urls, params, clock)
     runner = web.AppRunner(router.app()); ...

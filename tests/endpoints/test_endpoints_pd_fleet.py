@@ -106,6 +106,9 @@ def test_a_pd_fleet_replays_through_the_real_router_is_scraped_per_role_and_leav
     assert group_members(group) == []  # both twins and the router stopped
     requests = read_requests(tmp_path).to_pylist()
     assert run.requests_ok == 4, [r["error_message"] for r in requests]
+    # smg 1.13.0 in PD mode names the decode worker in x-smg-routed-worker-id (tried: /generate and chat, streamed
+    # or not); the replay keeps it.
+    assert {r["worker"] for r in requests} == {facts["workers"][1]["url"]}
     rows = pq.read_table(tmp_path / SERVER_SAMPLES_FILE).to_pylist()
     roles = {r["worker"]: r["role"] for r in rows if r["metric"].startswith("sglang:")}
     assert sorted(roles.values()) == ["decode", "prefill"]
@@ -132,6 +135,8 @@ def test_a_pd_fleet_on_the_virtual_clock_replays_through_the_routers_pd_model_an
     requests = read_requests(tmp_path / "shard-0").to_pylist()
     assert info.requests_ok == 6, [r["error_message"] for r in requests]
     facts = json.loads((tmp_path / "server_facts.json").read_text())
+    decodes = {w["url"] for w in facts["workers"][1:]}
+    assert {r["worker"] for r in requests} <= decodes  # the model names the decode worker, as smg does
     assert [w["server_info"]["disaggregation_mode"] for w in facts["workers"]] == ["prefill", "decode", "decode"]
     assert facts["router"]["pd_disaggregation"] and facts["router"]["modelled"]
     rows = pq.read_table(tmp_path / SERVER_SAMPLES_FILE).to_pylist()
