@@ -214,7 +214,7 @@ def print_fleet_plans(rows: list[FleetPlanRow], console: Console | None = None) 
         table.add_row(
             r.scenario,
             r.router_policy + (" (chosen)" if r.chosen else ""),
-            f"{r.prefill_workers}P + {r.decode_workers}D" if r.prefill_workers else str(r.replicas),
+            r.workers,
             str(r.gpus),
             "yes" if r.holds_target else "no",
             f"{r.good_share:.1%}",

@@ -326,10 +326,23 @@ class FleetPlanRow:
 
     @property
     def label(self) -> str:
-        """'4 x cache_aware', or '1P3D x cache_aware' for a disaggregated shape."""
-        if self.prefill_workers:
-            return f"{self.prefill_workers}P{self.decode_workers}D x {self.router_policy}"
-        return f"{self.replicas} x {self.router_policy}"
+        return shape_label(self.replicas, self.router_policy, self.prefill_workers, self.decode_workers)
+
+    @property
+    def workers(self) -> str:
+        return shape_workers(self.replicas, self.prefill_workers, self.decode_workers)
+
+
+def shape_label(replicas: int, policy: str, prefill_workers: int, decode_workers: int) -> str:
+    """A fleet plan's shape as the report and the console name it: '4 x cache_aware', or '1P3D x cache_aware'."""
+    if prefill_workers:
+        return f"{prefill_workers}P{decode_workers}D x {policy}"
+    return f"{replicas} x {policy}"
+
+
+def shape_workers(replicas: int, prefill_workers: int, decode_workers: int) -> str:
+    """Its workers in a table cell: '4' replicas, or '1P + 3D'."""
+    return f"{prefill_workers}P + {decode_workers}D" if prefill_workers else str(replicas)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
+from warehouse.marts.mart_rows import shape_label
 
 _HEIGHT_PX = 380
 _MISSED_GREY = "#9e9e9e"  # a shape that misses the target: drawn, but not an option
@@ -349,7 +350,7 @@ def _frontier_points(
         mode="markers+text" if text_color else "markers",
         marker=marker,
         text=[
-            f"{x}P{n - x}D x {p}" if x else f"{n} x {p}"
+            shape_label(int(n), p, x, int(n) - x)
             for n, x, p in zip(shapes["replicas"], _prefill_workers(shapes), shapes["router_policy"])
         ],
         textposition="top center",

@@ -17,7 +17,7 @@ import pandas as pd
 
 from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
-from warehouse.marts.mart_rows import FleetPlanRow
+from warehouse.marts.mart_rows import FleetPlanRow, shape_workers
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
 from warehouse.report.fleet_plan_summary import plan_comparison
@@ -183,11 +183,9 @@ def _plan_row(r: pd.Series) -> str:
 
 
 def _workers(r: pd.Series) -> str:
-    """'3' replicas, or '1P + 3D' for a disaggregated shape."""
-    prefill = int(r.get("prefill_workers", 0) or 0)
-    if prefill:
-        return f"{prefill}P + {int(r['decode_workers'])}D"
-    return _fmt(r["replicas"], ",.0f")
+    return shape_workers(
+        int(r["replicas"]), int(r.get("prefill_workers", 0) or 0), int(r.get("decode_workers", 0) or 0)
+    )
 
 
 def _plan_comparison(shapes: pd.DataFrame) -> str:

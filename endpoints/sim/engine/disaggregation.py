@@ -127,9 +127,6 @@ class BootstrapRooms:
                 self._done.pop(room, None)
                 self._ready.pop(room, None)
 
-    def waiting_rooms(self) -> int:
-        return sum(1 for e in self._ready.values() if not e.is_set())
-
 
 class TransferFailed(RuntimeError):
     """The prefill could not send a room's KV (it aborted the request, or its server went away)."""
