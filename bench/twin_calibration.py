@@ -13,8 +13,9 @@ every later request, which is where a closed-loop mean TTFT comes from.
     python bench/twin_calibration.py --quick    # the cheap points only, same figures (a few seconds)
 
 A third table checks the cookbook runs' P99 TTFT (the first burst of a cold server) and median TTFT,
-which nothing was fitted on but the C = 100 run's P99 (Blackwell's fit set, marked). Rows 5-6 (PD
-disaggregation and expert parallelism over 12 nodes) are not modelled.
+which nothing was fitted on but the C = 100 run's P99 (Blackwell's fit set, marked). The disaggregated,
+expert-parallel rows (4-6, 11, 12: one saturated phase each) get their own fit and validation tables, and row 5
+is counted the three ways InferenceX counts such a deployment.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from statistics import fmean, median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from endpoints.sim.calibration import fitted_constants  # noqa: E402
+from endpoints.sim.calibration import fitted_constants, fitted_ep_constants  # noqa: E402
+from endpoints.sim.calibration.phase_bench import PhaseResult  # noqa: E402
 from endpoints.sim.calibration.published.calibration_tables import QUICK_KEYS, TARGET, PointSet, run_calibration  # noqa: E402
 from endpoints.sim.calibration.published.published_points import Measured, Metric  # noqa: E402
 from endpoints.sim.calibration.virtual_bench import BenchResult, random_requests, run_bench  # noqa: E402
@@ -77,8 +79,13 @@ def _cells(m: Measured) -> list[str]:
     return cells
 
 
-def _burst_and_rest(result: BenchResult) -> str:
-    """The twin's mean TTFT of the measured run's first burst and of every later request: where it comes from."""
+def _burst_and_rest(result: BenchResult | PhaseResult) -> str:
+    """The twin's mean TTFT of the measured run's first burst and of every later request: where it comes from
+    (a saturated phase: its step instead)."""
+    if isinstance(result, PhaseResult):
+        return (
+            f"step of {result.batch_requests:,} requests, {result.step_tokens:,} tokens: {result.step_s * 1e3:,.0f} ms"
+        )
     burst = result.first_wave_ttft_s
     start_s = min(r.sent_s for r in result.requests)
     rest = [r.ttft_s for r in result.requests if r.sent_s > start_s]
@@ -134,6 +141,37 @@ def _unfitted_checks(quick: bool) -> list[str]:
     return lines
 
 
+def _phase(m: Measured) -> bool:
+    return isinstance(m.result, PhaseResult)
+
+
+def _three_ways(measured: list[Measured]) -> list[str]:
+    """Row 5 counted the three ways InferenceX counts a disaggregated deployment: input over the prefill GPUs and
+    output over the decode GPUs (as published), and total over all 96 GPUs (derived from those two)."""
+    by_key = {m.point.key: m for m in measured}
+    if not {"5.prefill", "5.decode"} <= set(by_key):
+        return []
+    prefill, decode = by_key["5.prefill"], by_key["5.decode"]
+    gpus = prefill.point.gpus + decode.point.gpus
+
+    def ways(pick) -> tuple[float, float, float]:
+        inp, out = pick(prefill), pick(decode)
+        # Steady state: the decode side emits what the prefill side admits, so the slower side sets both rates.
+        requests_s = min(inp * prefill.point.gpus / 2000, out * decode.point.gpus / 2000)
+        return inp, out, requests_s * 2000 * 2 / gpus
+
+    pub = ways(lambda m: m.point.published[Metric.THROUGHPUT])
+    twin = ways(lambda m: m.values[Metric.THROUGHPUT])
+    return [
+        "\nRow 5 counted three ways (tokens/s per GPU; total assumes as many output as input tokens a request, as the "
+        "blog's 2,000-token runs do not say)\n",
+        "| count | published | twin | ratio |",
+        "|---|---|---|---|",
+        *(f"| {name} | {p:,.0f} | {t:,.0f} | {t / p:.2f} |" for name, p, t in zip(
+            ("input ÷ prefill GPUs (24)", "output ÷ decode GPUs (72)", f"total ÷ all GPUs ({gpus})"), pub, twin)),
+    ]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the cheap points only")
@@ -146,11 +184,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {vendor}: {values['sglang_version']}")
     if args.quick:
         print(f"(--quick: only {', '.join(QUICK_KEYS)}, as the full run gives them)")
-    print("\n".join(_table("Fit set (fitted: not predictions)", fit)))
-    print("\n".join(_table("Validation set (predictions)", validation)))
+    single = [m for m in fit if not _phase(m)], [m for m in validation if not _phase(m)]
+    print("\n".join(_table("Fit set (fitted: not predictions)", single[0])))
+    print("\n".join(_table("Validation set (predictions)", single[1])))
+    large = [m for m in fit if _phase(m)], [m for m in validation if _phase(m)]
+    if large[0] or large[1]:
+        print(
+            f"\nDisaggregated, expert-parallel rows: the expert exchange fitted {fitted_ep_constants.FIT_DATE} on "
+            f"{', '.join(fitted_ep_constants.FIT_SET)} ({fitted_ep_constants.FITTED_EP}), the rest as above"
+        )
+        print("\n".join(_table("Fit set, disaggregated and expert-parallel (fitted: not predictions)", large[0])))
+        print("\n".join(_table("Validation set, disaggregated and expert-parallel (predictions)", large[1])))
+        print("\n".join(_three_ways(large[1])))
     for point, why in run.not_modelled:
         print(f"\n{point.key} ({point.setup}): not modelled yet ({why})")
-    print("\nRows 5-6 (96×H100, PD disaggregation + large-scale EP): not modelled")
+    print("\nNot modelled: row 12's FP8-attention + NVFP4-MoE variant and row 13 (NVFP4 MoE weights).")
     print("\n".join(_unfitted_checks(args.quick)))
     print(f"\n(wall time {time.perf_counter() - started:.1f} s{', --quick' if args.quick else ''})")
     return 0

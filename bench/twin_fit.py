@@ -40,8 +40,8 @@ from scipy.optimize import least_squares
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from endpoints.sim.calibration import fitted_constants  # noqa: E402
-from endpoints.sim.calibration.profiles import CostConstants, Vendor, cost_constants_for  # noqa: E402
+from endpoints.sim.calibration import fitted_constants, fitted_ep_constants  # noqa: E402
+from endpoints.sim.calibration.profiles import EP_CONSTANTS, CostConstants, Vendor, cost_constants_for  # noqa: E402
 from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
 from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS  # noqa: E402
 
@@ -117,8 +117,9 @@ def constants_from(vendor: Vendor, values: dict[str, float]) -> CostConstants:
         fields.setdefault("compute_efficiency", donor.gemm_efficiency)
     compute = fields.pop("compute_efficiency")
     return CostConstants(
-        sglang_version=SGLANG_VERSION[vendor], gemm_efficiency=compute, attention_efficiency=compute, **fields
-    )
+        sglang_version=SGLANG_VERSION[vendor], gemm_efficiency=compute, attention_efficiency=compute, **fields,
+        **fitted_ep_constants.FITTED_EP,  # the expert exchange's, fitted apart (bench/twin_ep_fit.py)
+    )  # fmt: skip
 
 
 def round3(x: float) -> float:
@@ -193,6 +194,8 @@ def stored_constants(vendor: Vendor) -> CostConstants:
 def _literal(constants: CostConstants) -> str:
     lines = []
     for name in CostConstants.__slots__:
+        if name in EP_CONSTANTS:  # stored in fitted_ep_constants.py
+            continue
         value = getattr(constants, name)
         lines.append(f'        "{name}": {json.dumps(value) if isinstance(value, str) else repr(value)},')
     return "\n".join(lines)

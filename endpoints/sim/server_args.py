@@ -3,12 +3,13 @@
 Unknown flags are rejected with a clear message, so a typo never silently changes a benchmark.
 A documented set of real SGLang flags that do not change what the twin models (logging, kernels,
 parsers, multi-node plumbing) is accepted with SGLang's type and default, recorded in /server_info, and
-otherwise ignored. A few more are accepted only at the value the twin models (`--ep-size 1`, ...).
+otherwise ignored. A few more are accepted only at the value the twin models (`--page-size 1`, ...).
 Flags that would change cost but are not modelled (the overlap scheduler or CUDA graphs turned off,
-two-batch overlap, EPLB, hierarchical cache, the speculative flags other than EAGLE/NEXTN's four, the
-disaggregation flags other than the role's) are rejected by name, saying why, rather than ignored;
+hierarchical cache, the speculative flags other than EAGLE/NEXTN's four, the disaggregation flags other than
+the role's, an all-to-all backend other than DeepEP) are rejected by name, saying why, rather than ignored;
 speculative decoding's own flags are parsed in speculative.py; PD disaggregation is modelled in
-engine/disaggregation.py. `make conformance` checks every accepted flag against SGLang's parser.
+engine/disaggregation.py, expert parallelism (`--ep-size`, DeepEP, EPLB, two-batch overlap) in
+calibration/expert_parallel.py. `make conformance` checks every accepted flag against SGLang's parser.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName
+from endpoints.sim.calibration.expert_parallel import ExpertParallel, expert_parallel_server_info
+from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
 from endpoints.sim.calibration.run_variation import RunVariation
 from endpoints.sim.engine.disaggregation import (
     DEFAULT_BOOTSTRAP_PORT,
@@ -49,13 +51,11 @@ IGNORED_VALUE_FLAGS: tuple[tuple[tuple[str, ...], Callable[[str], object], objec
     (("--log-level",), str, "info"),
     (("--attention-backend",), str, None),
     (("--moe-runner-backend",), str, "auto"),
-    (("--deepep-mode",), str, "auto"),  # read only with a DeepEP --moe-a2a-backend, which is refused
     (("--tool-call-parser",), str, None),
     (("--chat-template",), str, None),
     (("--watchdog-timeout",), float, 300),
     (("--random-seed",), int, None),
     (("--decode-log-interval",), int, 40),
-    (("--nnodes",), int, 1),
     (("--node-rank",), int, 0),
     (("--dist-init-addr", "--nccl-init-addr"), str, None),
     (("--revision",), str, None),
@@ -72,10 +72,6 @@ RETIRED_SGLANG_FLAGS = {"--cuda-graph-max-bs": "0.5.19", "--stream-output": "0.5
 # Real SGLang flags accepted only at the value the twin models (SGLang's default, or its equivalent for the
 # DeepSeek block-FP8 checkpoint); any other value changes cost in a way the twin does not model: refused.
 MODELLED_VALUE_FLAGS: tuple[tuple[tuple[str, ...], Callable[[str], object], object, tuple, str], ...] = (
-    (("--ep-size", "--expert-parallel-size", "--ep"), int, 1, (1,),
-     "expert parallelism is not modelled (the twin shards the MoE weights by TP)"),
-    (("--moe-a2a-backend",), str, "none", ("none",),
-     "expert-parallel all-to-all (DeepEP, Mooncake, ...) is not modelled"),
     (("--page-size",), int, None, (None, 1),
      "a paged KV cache is not modelled (the radix cache matches token by token)"),
     (("--dtype",), str, "auto", ("auto", "bfloat16"), "only the checkpoint's own bf16 activations are modelled"),
@@ -89,8 +85,6 @@ UNMODELLED_FLAGS = {
     "--disable-overlap-schedule": "the twin models the overlap scheduler, whose CPU work hides behind the GPU's",
     "--disable-cuda-graph": "the twin's decode step is a CUDA-graph replay, without per-kernel launch gaps",
     "--enable-torch-compile": "torch.compile's kernels are not modelled",
-    "--enable-two-batch-overlap": "two-batch overlap of communication and compute is not modelled",
-    "--enable-eplb": "expert-parallel load balancing is not modelled",
     "--enable-dp-lm-head": "a vocabulary-parallel LM head under DP attention is not modelled",
     "--disable-custom-all-reduce": "the twin's TP all-reduce is SGLang's custom one, not NCCL's",
 }
@@ -159,6 +153,8 @@ class SimServerArgs:
     faults: FaultConfig
     run_variation: RunVariation | None  # --sim-run-seed: this run's node, clocks and step jitter; None: off
     speculative: SpecConfig | None  # --speculative-algorithm EAGLE/NEXTN; None: off
+    expert_parallel: ExpertParallel | None  # --ep-size / --moe-a2a-backend deepep; None: experts sliced by TP
+    nnodes: int  # hosts one server spans (--nnodes); its GPUs are --tp-size over them
     disaggregation_mode: DisaggregationMode  # null: a unified server; prefill or decode: one PD role
     disaggregation_bootstrap_port: int  # a prefill server's bootstrap port, where its decode servers meet it
     disaggregation_transfer_backend: str
@@ -180,8 +176,9 @@ class SimServerArgs:
         info = {
             name: getattr(self, name)
             for name in self.__slots__
-            if name not in ("ignored", "faults", "speculative", "run_variation")
+            if name not in ("ignored", "faults", "speculative", "run_variation", "expert_parallel")
         }
+        info.update(expert_parallel_server_info(self.expert_parallel))
         info.update(self.faults.as_server_info())
         if self.run_variation is not None:
             info.update(self.run_variation.as_server_info())
@@ -208,6 +205,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tp-size", "--tp", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
     p.add_argument("--dp-size", "--dp", "--data-parallel-size", dest="dp_size", type=int, default=1)
     p.add_argument("--enable-dp-attention", action="store_true")
+    p.add_argument("--nnodes", type=int, default=1)
     p.add_argument("--schedule-policy", choices=[s.value for s in SchedulePolicy], default=SchedulePolicy.FCFS.value)
     p.add_argument("--max-running-requests", type=int, default=None)
     p.add_argument("--chunked-prefill-size", type=int, default=None)
@@ -242,6 +240,7 @@ def _build_parser() -> argparse.ArgumentParser:
     FaultConfig.add_arguments(p.add_argument_group("fault injection (twin only, all off by default)"))
     RunVariation.add_arguments(p.add_argument_group("run-to-run variation (twin only, off by default)"))
     SpecConfig.add_arguments(p)
+    ExpertParallel.add_arguments(p)
     pd = p.add_argument_group("prefill/decode disaggregation")
     pd.add_argument("--disaggregation-mode", choices=[m.value for m in DisaggregationMode], default="null")
     pd.add_argument("--disaggregation-bootstrap-port", type=int, default=DEFAULT_BOOTSTRAP_PORT)
@@ -283,6 +282,24 @@ _IGNORED_DESTS = tuple(
 def _positive(name: str, value: int | float) -> None:
     if value <= 0:
         raise ServerArgsError(f"{name} must be positive, got {value}")
+
+
+def _check_nodes(ns: argparse.Namespace, gpus_per_node: int) -> None:
+    """A server over several hosts, as SGLang starts one: the same command on each with its --node-rank."""
+    _positive("--nnodes", ns.nnodes)
+    if not 0 <= ns.node_rank < ns.nnodes:
+        raise ServerArgsError(f"--node-rank {ns.node_rank} must be in 0..{ns.nnodes - 1} (--nnodes {ns.nnodes})")
+    if ns.tp_size % ns.nnodes:
+        raise ServerArgsError(f"--tp-size {ns.tp_size} must split evenly over --nnodes {ns.nnodes}")
+    if ns.tp_size // ns.nnodes > gpus_per_node:
+        raise ServerArgsError(
+            f"--tp-size {ns.tp_size} over --nnodes {ns.nnodes} puts {ns.tp_size // ns.nnodes} GPUs on a host; a "
+            f"{ns.sim_hardware} host has {gpus_per_node}: raise --nnodes"
+        )
+    if ns.nnodes > 1 and ns.dist_init_addr is None:
+        raise ServerArgsError(
+            f"--nnodes {ns.nnodes} needs --dist-init-addr HOST:PORT, where the hosts meet (as in SGLang)"
+        )
 
 
 def parse_server_args(argv: list[str]) -> SimServerArgs:
@@ -329,6 +346,9 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         faults = FaultConfig.from_namespace(ns)
         run_variation = RunVariation.from_namespace(ns)
         speculative = SpecConfig.from_namespace(ns, ns.model_path)
+        wants_ep = ns.ep_size != 1 or ns.moe_a2a_backend != "none"
+        routed_experts = model_profile_for(ns.model_path).num_routed_experts if wants_ep else 0
+        expert_parallel = ExpertParallel.from_namespace(ns, ns.tp_size, routed_experts)
     except ValueError as exc:
         raise ServerArgsError(str(exc)) from None
     if not 0 < ns.disaggregation_bootstrap_port <= 65535:
@@ -340,6 +360,7 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         _positive("--sim-kv-link-gb-s", ns.sim_kv_link_gb_s)
     if ns.sim_kv_transfer_latency_ms < 0:
         raise ServerArgsError(f"--sim-kv-transfer-latency-ms must be >= 0, got {ns.sim_kv_transfer_latency_ms}")
+    _check_nodes(ns, HARDWARE_PROFILES[HardwareName(ns.sim_hardware)].gpus_per_node)
     default_running = DEFAULT_MAX_RUNNING_REQUESTS if speculative is None else SPEC_DEFAULT_MAX_RUNNING_REQUESTS
     hardware = HardwareName(ns.sim_hardware)
     default_chunk = (
@@ -385,6 +406,8 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         faults=faults,
         run_variation=run_variation,
         speculative=speculative,
+        expert_parallel=expert_parallel,
+        nnodes=ns.nnodes,
         disaggregation_mode=DisaggregationMode(ns.disaggregation_mode),
         disaggregation_bootstrap_port=ns.disaggregation_bootstrap_port,
         disaggregation_transfer_backend=ns.disaggregation_transfer_backend,

@@ -22,12 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from endpoints.sim.calibration.expert_parallel import ExpertParallel, busiest_gpu_load, exchange
 from endpoints.sim.calibration.profiles import CostConstants, HardwareProfile, ModelProfile, cost_constants_for
 from endpoints.sim.engine.step_batch import ForwardMode, StepBatch
 
-# Past one node (TP over more than 8 GPUs), every MoE layer exchanges tokens over InfiniBand: DeepEP's
-# published low-latency kernels at EP16 take ~118 µs to dispatch and ~195 µs to combine. Within a
+# Past one node (TP over more than 8 GPUs) without --ep-size, every MoE layer exchanges tokens over InfiniBand:
+# DeepEP's published low-latency kernels at EP16 take ~118 µs to dispatch and ~195 µs to combine. Within a
 # node, NVLink all-reduces are part of the per-layer overheads (CostConstants). A published figure, not fitted.
+# With --ep-size the exchange is modelled from its bytes and links instead (expert_parallel.py).
 GPUS_PER_NODE = 8
 INTER_NODE_MOE_EXCHANGE_S = 313e-6
 
@@ -71,11 +73,17 @@ class ParallelConfig:
     tp_size: int = 1
     dp_size: int = 1
     enable_dp_attention: bool = False
+    ep: ExpertParallel | None = None  # --ep-size above 1; None: each expert sliced over the TP ranks
 
     @property
     def attention_ranks(self) -> int:
         """How many groups the requests' KV is split over (1 unless DP attention is on)."""
         return self.dp_size if self.enable_dp_attention else 1
+
+    @property
+    def attention_tp_size(self) -> int:
+        """GPUs one attention rank's heads are split over: all of them, or tp / dp under DP attention."""
+        return self.tp_size // self.attention_ranks
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +91,11 @@ class StepCost:
     compute_s: float
     memory_s: float
     overhead_s: float
+    exchange_s: float = 0.0  # expert parallelism's token exchange, the part no computation hides
 
     @property
     def total_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.overhead_s
+        return max(self.compute_s, self.memory_s) + self.exchange_s + self.overhead_s
 
 
 class RooflineCostModel:
@@ -112,36 +121,89 @@ class RooflineCostModel:
         return experts * (1.0 - (1.0 - self._model.experts_per_token / experts) ** tokens)
 
     def step_cost(self, batch: StepBatch) -> StepCost:
-        model, hw, par, c = self._model, self._hw, self._parallel, self.constants
         tokens = batch.new_tokens
         if tokens <= 0:
             return StepCost(0.0, 0.0, 0.0)
-
+        if self._parallel.ep is not None:
+            return self._expert_parallel_cost(batch, self._parallel.ep)
+        model, hw, par, c = self._model, self._hw, self._parallel, self.constants
         expert_bytes = self.distinct_experts_per_layer(tokens) * model.num_moe_layers * self._expert_bytes
         weight_bytes = self._non_expert_bytes + expert_bytes
-        kv_tokens = sum(item.context_tokens + item.new_tokens for item in batch.items)
-        kv_bytes = kv_tokens * self._kv_bytes_per_token
         bandwidth = hw.hbm_bytes_per_s * c.memory_efficiency
-        memory_s = weight_bytes / (par.tp_size * bandwidth) + kv_bytes / (par.attention_ranks * bandwidth)
-
+        memory_s = weight_bytes / (par.tp_size * bandwidth) + self._kv_read_s(batch)
+        overhead_s = self._overhead_s(batch)
+        if par.tp_size > GPUS_PER_NODE:
+            overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
         gemm_flops = 2.0 * model.active_params * tokens
+        compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency) + self._attention_s(batch)
+        return StepCost(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s)
+
+    def _kv_read_s(self, batch: StepBatch) -> float:
+        """Every request's latent KV, read by each GPU of its attention rank (MLA's KV is not split by TP)."""
+        kv_tokens = sum(item.context_tokens + item.new_tokens for item in batch.items)
+        bandwidth = self._hw.hbm_bytes_per_s * self.constants.memory_efficiency
+        return kv_tokens * self._kv_bytes_per_token / (self._parallel.attention_ranks * bandwidth)
+
+    def _attention_s(self, batch: StepBatch) -> float:
+        model = self._model
         if batch.mode is ForwardMode.DECODE:
             # Every new token attends to the whole context: one query per request in plain decode, all
             # the draft tokens of a speculative verify (endpoints/sim/engine/speculative.py).
             attended = sum(item.new_tokens * (item.context_tokens + item.new_tokens) for item in batch.items)
-            attention_flops = model.decode_attention_flops_per_context_token * attended
-            overhead_s = c.decode_layer_s * model.num_layers
+            flops = model.decode_attention_flops_per_context_token * attended
         else:
             # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
             pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens / 2.0) for item in batch.items)
-            attention_flops = model.prefill_attention_flops_per_context_token * pairs
-            overhead_s = c.extend_layer_s * model.num_layers
-        if par.tp_size > GPUS_PER_NODE:
-            overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
-        compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency) + attention_flops / (
-            par.tp_size * hw.bf16_flops_per_s * c.attention_efficiency
+            flops = model.prefill_attention_flops_per_context_token * pairs
+        return flops / (self._parallel.tp_size * self._hw.bf16_flops_per_s * self.constants.attention_efficiency)
+
+    def _overhead_s(self, batch: StepBatch) -> float:
+        per_layer = self.constants.decode_layer_s if batch.mode is ForwardMode.DECODE else self.constants.extend_layer_s
+        return per_layer * self._model.num_layers
+
+    def _expert_parallel_cost(self, batch: StepBatch, ep: ExpertParallel) -> StepCost:
+        """The busiest GPU's step under expert parallelism (expert_parallel.py): its whole experts and their
+        token-slots, the attention weights of its rank, and the exchange, overlapped by two-batch overlap."""
+        model, hw, par, c = self._model, self._hw, self._parallel, self.constants
+        tokens = batch.new_tokens
+        decode = batch.mode is ForwardMode.DECODE
+        bandwidth = hw.hbm_bytes_per_s * c.memory_efficiency
+        attention_bytes = model.attention_params * model.weight_bytes_per_param
+        shared_bytes = (
+            self._non_expert_bytes - attention_bytes
+        ) / par.tp_size + attention_bytes / par.attention_tp_size
+        routed_active = model.experts_per_token * model.expert_params * model.num_moe_layers
+        other_gemm_s = (
+            2.0
+            * (model.active_params - routed_active)
+            * tokens
+            / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency)
         )
-        return StepCost(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s)
+        attention_s = self._attention_s(batch)
+        kv_s = self._kv_read_s(batch)
+
+        def roofline(step_tokens: int, share: float) -> tuple[float, float]:
+            load = busiest_gpu_load(step_tokens, ep, model)
+            expert_flops = 2.0 * model.expert_params * load.token_slots * model.num_moe_layers
+            compute = share * (other_gemm_s + attention_s) + expert_flops / (hw.fp8_flops_per_s * c.gemm_efficiency)
+            memory = (shared_bytes + load.experts_touched * model.num_moe_layers * self._expert_bytes) / bandwidth
+            return compute, memory + share * kv_s
+
+        def exchanged(step_tokens: int) -> float:
+            load = busiest_gpu_load(step_tokens, ep, model)
+            return exchange(step_tokens, par.tp_size, ep, load, model, hw, c, decode).total_s
+
+        overhead_s = self._overhead_s(batch)
+        if not ep.two_batch_overlap or tokens < 2:
+            compute_s, memory_s = roofline(tokens, 1.0)
+            return StepCost(compute_s, memory_s, overhead_s, exchanged(tokens))
+        # Two micro-batches, interleaved layer by layer: one's exchange runs under the other's compute, so the
+        # longer stream sets the pace, plus one layer's worth of the shorter to fill the pipeline.
+        half = tokens // 2
+        compute_h, memory_h = roofline(half, 0.5)
+        busy_h, exchange_h = max(compute_h, memory_h), exchanged(half)
+        visible = 2 * max(0.0, exchange_h - busy_h) + min(busy_h, exchange_h) / model.num_moe_layers
+        return StepCost(2 * compute_h, 2 * memory_h, overhead_s, visible)
 
     def step_time_s(self, batch: StepBatch) -> float:
         return self.step_cost(batch).total_s

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from endpoints.sim.calibration import fitted_constants
+from endpoints.sim.calibration import fitted_constants, fitted_ep_constants
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +59,32 @@ class ModelProfile:
         """Weights every forward step reads whatever the routing: attention, dense FFNs, shared
         experts, routers and the output head (the input embedding is a row lookup, not a read)."""
         return self.total_params - self.routed_expert_params - self.lm_head_params
+
+    @property
+    def attention_params(self) -> int:
+        """MLA's weights over all layers: q_a, q_b, kv_a (with the rope key), kv_b and the output projection."""
+        qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+        per_layer = (
+            self.hidden_size * self.q_lora_rank
+            + self.q_lora_rank * self.num_attention_heads * qk
+            + self.hidden_size * (self.kv_lora_rank + self.qk_rope_head_dim)
+            + self.kv_lora_rank * self.num_attention_heads * (self.qk_nope_head_dim + self.v_head_dim)
+            + self.num_attention_heads * self.v_head_dim * self.hidden_size
+        )
+        return per_layer * self.num_layers
+
+    def expert_parallel_weight_bytes_per_gpu(self, tp_size: int, attention_tp_size: int, ep_size: int,
+                                             redundant_experts: int) -> float:  # fmt: skip
+        """One GPU's bytes under expert parallelism: whole routed experts ((256 + redundant copies) / ep per MoE
+        layer), the attention weights split over its attention rank's GPUs only (replicated across DP attention
+        ranks), everything else as under TP."""
+        routed = self.num_moe_layers * (self.num_routed_experts + redundant_experts) / ep_size * self.expert_params
+        attention = self.attention_params
+        rest = (
+            self.weight_bytes_per_gpu(tp_size)
+            - (self.routed_expert_params + attention) * self.weight_bytes_per_param / tp_size
+        )
+        return rest + (routed + attention / attention_tp_size) * self.weight_bytes_per_param
 
     def weight_bytes_per_gpu(self, tp_size: int) -> float:
         """The checkpoint's bytes on one GPU as SGLang lays DeepSeek out under TP (models/deepseek_v2.py):
@@ -113,9 +139,15 @@ class HardwareProfile:
     bf16_flops_per_s: float  # dense
     fp8_flops_per_s: float  # dense
     vendor: Vendor = Vendor.NVIDIA
-    # Each GPU's own scale-out NIC (RDMA), decimal bytes/s: what a KV transfer between nodes crosses. The
-    # HGX H100/H200/B200 and the MI300-series reference nodes pair every GPU with a 400 Gb/s NIC (ConnectX-7).
+    # Each GPU's own scale-out NIC (RDMA), decimal bytes/s one way: what a KV transfer between nodes and an
+    # expert-parallel exchange between NVLink domains cross. The HGX H100/H200/B200, the GB200 NVL72 and the
+    # MI300-series reference nodes pair every GPU with a 400 Gb/s NIC (ConnectX-7); GB300 NVL72 with 800 Gb/s.
     nic_bytes_per_s: float = 50e9
+    # The scale-up fabric: NVLink (Infinity Fabric on AMD) bytes/s one way per GPU, and how many GPUs it joins.
+    # An HGX board joins 8; an NVL72 rack joins all 72 of its GPUs, across its 18 compute trays.
+    scale_up_bytes_per_s: float = 450e9
+    scale_up_domain_gpus: int = 8
+    gpus_per_node: int = 8  # one host: an HGX board, or a GB200/GB300 compute tray of 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +164,23 @@ class CostConstants:
     decode_layer_s: float  # per layer per decode step: CUDA-graph replay of its kernels, two all-reduces
     extend_layer_s: float  # per layer per extend step: eager kernel launches and host work
     cold_prefill_s: float = 0.0  # once, a cold server's first batched prefill (cold_start.py, --sim-cold-start)
+    # Expert parallelism's token exchange (expert_parallel.py), fitted apart by bench/twin_ep_fit.py on the
+    # disaggregated, expert-parallel rows (fitted_ep_constants.py), one set for every vendor.
+    a2a_layer_s: float = 0.0  # per MoE layer per exchange (dispatch + combine): launch, barrier, completions
+    link_efficiency: float = 1.0  # share of NVLink's and the NIC's one-way bandwidth the exchange reaches
+
+
+# The constants bench/twin_ep_fit.py fits, apart from bench/twin_fit.py's.
+EP_CONSTANTS = ("a2a_layer_s", "link_efficiency")
 
 
 def cost_constants_for(vendor: Vendor) -> CostConstants:
-    """The fitted constants for a vendor's GPUs (endpoints/sim/calibration/fitted_constants.py)."""
-    return CostConstants(**fitted_constants.FITTED[vendor.value])
+    """The fitted constants for a vendor's GPUs (endpoints/sim/calibration/fitted_constants.py), with the expert
+    exchange's (fitted_ep_constants.py: one set, DeepEP's kernels on every vendor's links)."""
+    ep = fitted_ep_constants.FITTED_EP
+    return CostConstants(
+        **fitted_constants.FITTED[vendor.value], a2a_layer_s=ep["a2a_layer_s"], link_efficiency=ep["link_efficiency"]
+    )
 
 
 def _deepseek_v3(name: str, reasoning_share: tuple[float, float] | None = None) -> ModelProfile:
@@ -178,6 +222,8 @@ class HardwareName(str, Enum):
     H100 = "h100"
     H200 = "h200"
     B200 = "b200"
+    GB200 = "gb200"  # a GPU of a GB200 NVL72 rack
+    GB300 = "gb300"  # a GPU of a GB300 NVL72 rack
     MI300X = "mi300x"
     MI325X = "mi325x"
     MI355X = "mi355x"
@@ -193,13 +239,49 @@ MODEL_PROFILES: dict[ModelName, ModelProfile] = {
 GIB = 2**30
 
 HARDWARE_PROFILES: dict[HardwareName, HardwareProfile] = {
+    # NVLink 4 on HGX H100/H200: 900 GB/s per GPU both ways, 450 one way; NVLink 5 on B200: 1.8 TB/s, 900 one way.
     HardwareName.H100: HardwareProfile("H100 SXM", 80 * GIB, 3.35e12, 990e12, 1979e12),
     HardwareName.H200: HardwareProfile("H200 SXM", 141 * GIB, 4.8e12, 990e12, 1979e12),
-    HardwareName.B200: HardwareProfile("B200", 180 * GIB, 8.0e12, 2250e12, 4500e12, Vendor.NVIDIA_BLACKWELL),
-    # AMD Instinct datasheets (docs/twin.md, "Profiles and sources"): dense peaks, no sparsity.
-    HardwareName.MI300X: HardwareProfile("MI300X", 192 * GIB, 5.3e12, 1307.4e12, 2614.9e12, Vendor.AMD),
-    HardwareName.MI325X: HardwareProfile("MI325X", 256 * GIB, 6.0e12, 1307.4e12, 2614.9e12, Vendor.AMD),
-    HardwareName.MI355X: HardwareProfile("MI355X", 288 * GIB, 8.0e12, 2516.6e12, 5033.2e12, Vendor.AMD),
+    HardwareName.B200: HardwareProfile(
+        "B200", 180 * GIB, 8.0e12, 2250e12, 4500e12, Vendor.NVIDIA_BLACKWELL, scale_up_bytes_per_s=900e9
+    ),
+    # NVIDIA GB200 / GB300 NVL72 datasheets, per GPU: NVLink 5 (1.8 TB/s) across all 72 GPUs of the rack, 4 GPUs a
+    # compute tray, one ConnectX-7 (GB200) or ConnectX-8 SuperNIC (GB300, 800 Gb/s) per GPU for scale-out.
+    HardwareName.GB200: HardwareProfile(
+        "GB200 NVL72",
+        186 * GIB,
+        8.0e12,
+        2500e12,
+        5000e12,
+        Vendor.NVIDIA_BLACKWELL,
+        nic_bytes_per_s=50e9,
+        scale_up_bytes_per_s=900e9,
+        scale_up_domain_gpus=72,
+        gpus_per_node=4,
+    ),  # fmt: skip
+    HardwareName.GB300: HardwareProfile(
+        "GB300 NVL72",
+        288 * GIB,
+        8.0e12,
+        2500e12,
+        5000e12,
+        Vendor.NVIDIA_BLACKWELL,
+        nic_bytes_per_s=100e9,
+        scale_up_bytes_per_s=900e9,
+        scale_up_domain_gpus=72,
+        gpus_per_node=4,
+    ),  # fmt: skip
+    # AMD Instinct datasheets (docs/twin.md, "Profiles and sources"): dense peaks, no sparsity. Infinity Fabric
+    # joins the 8 GPUs of a platform over 7 links: 448 GB/s one way per GPU (MI300X, MI325X), 537.6 (MI355X).
+    HardwareName.MI300X: HardwareProfile(
+        "MI300X", 192 * GIB, 5.3e12, 1307.4e12, 2614.9e12, Vendor.AMD, scale_up_bytes_per_s=448e9
+    ),
+    HardwareName.MI325X: HardwareProfile(
+        "MI325X", 256 * GIB, 6.0e12, 1307.4e12, 2614.9e12, Vendor.AMD, scale_up_bytes_per_s=448e9
+    ),
+    HardwareName.MI355X: HardwareProfile(
+        "MI355X", 288 * GIB, 8.0e12, 2516.6e12, 5033.2e12, Vendor.AMD, scale_up_bytes_per_s=537.6e9
+    ),
 }
 
 

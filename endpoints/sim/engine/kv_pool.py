@@ -37,7 +37,14 @@ def kv_capacity_tokens(
     mem_fraction_static: float,
     kv_dtype_bytes: int,
 ) -> int:
-    weight_bytes_per_gpu = model.weight_bytes_per_gpu(parallel.tp_size)
+    ep = parallel.ep
+    weight_bytes_per_gpu = (
+        model.weight_bytes_per_gpu(parallel.tp_size)
+        if ep is None
+        else model.expert_parallel_weight_bytes_per_gpu(
+            parallel.tp_size, parallel.attention_tp_size, ep.ep_size, ep.redundant_experts
+        )
+    )
     free_bytes = (hardware.hbm_bytes - RUNTIME_RESERVE_BYTES) * mem_fraction_static - weight_bytes_per_gpu
     if free_bytes <= 0:
         raise KvSizingError(

@@ -115,6 +115,10 @@ class Scheduler:
         self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
         self.transferring: list[SimRequest] = []  # PD decode: KV pre-allocated, waiting for it to arrive
 
+    @property
+    def cost_model(self) -> CostModel:
+        return self._cost_model
+
     def has_work(self) -> bool:
         return bool(self.waiting or self.running or self.transferring)
 

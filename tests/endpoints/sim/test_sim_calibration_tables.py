@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from endpoints.sim.calibration import fitted_constants
+from endpoints.sim.calibration import fitted_constants, fitted_ep_constants
 from endpoints.sim.calibration.published.calibration_tables import (
     FIT_KEYS,
     QUICK_KEYS,
@@ -34,10 +34,12 @@ def _figures(*ratios: float, **changes) -> list[CalibrationFigure]:
 
 
 def test_the_fit_set_is_the_fitted_constants_and_row_8s_acceptance_every_other_point_validates():
-    assert FIT_KEYS == set(fitted_constants.FIT_SET) | set(ROW8_FIT_KEYS)
+    assert FIT_KEYS == set(fitted_constants.FIT_SET) | set(ROW8_FIT_KEYS) | set(fitted_ep_constants.FIT_SET)
     assert FIT_KEYS <= set(POINTS_BY_KEY) and set(QUICK_KEYS) <= set(POINTS_BY_KEY)
     assert calibration_set_of("8.c8") is CalibrationSet.FIT  # row 8's acceptance fit, not the constants'
     assert calibration_set_of("2.c16") is CalibrationSet.VALIDATION
+    assert calibration_set_of("11.decode") is CalibrationSet.FIT  # the expert exchange's fit
+    assert calibration_set_of("5.decode") is CalibrationSet.VALIDATION
     # The quick set keeps both kinds, so a quick run still checks predictions.
     assert {calibration_set_of(k) for k in QUICK_KEYS} == set(CalibrationSet)
 

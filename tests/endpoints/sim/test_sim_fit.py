@@ -48,3 +48,19 @@ def test_the_stored_constants_reproduce_the_stored_fit_predictions():
     measured = published.measure(point, cost_constants_for(Vendor.NVIDIA))
     stored = fitted_constants.FIT_PREDICTIONS["7.c8"]
     assert {m.name: v for m, v in measured.values.items()} == pytest.approx(stored, rel=1e-9)
+
+
+def test_the_expert_exchange_is_fitted_on_the_declared_rows_and_validated_on_rows_4_and_5():
+    from endpoints.sim.calibration import fitted_ep_constants
+
+    ep_fit = _bench_module("twin_ep_fit")
+    assert fitted_ep_constants.FIT_SET == ep_fit.FIT_SET
+    # Rows 6, 11 and 12 (FP8) fit; rows 4 and 5 only validate; nothing of the single-node fit is in it.
+    assert {key.split(".")[0] for key in ep_fit.FIT_SET} == {"6", "11", "12"}
+    assert not set(ep_fit.FIT_SET) & set(fitted_constants.FIT_SET)
+    for key in ("4.c32", "5.prefill", "5.decode"):
+        assert key in published.POINTS_BY_KEY and key not in ep_fit.FIT_SET
+    # The stored constants give the stored predictions (each point one saturated step: milliseconds).
+    assert ep_fit.predictions(fitted_ep_constants.FITTED_EP) == pytest.approx(
+        {k: v["THROUGHPUT"] for k, v in fitted_ep_constants.FIT_PREDICTIONS.items()}, rel=1e-9
+    )

@@ -49,15 +49,16 @@ def test_accepted_sglang_flags_are_recorded_and_unknown_ones_rejected():
             ["--disable-cuda-graph"],
             "--disable-cuda-graph is a real SGLang flag that changes cost, refused: the twin's decode step is a CUDA-graph replay",
         ),
-        (["--enable-two-batch-overlap"], "--enable-two-batch-overlap is a real SGLang flag that changes cost, refused"),
-        (["--enable-eplb"], "--enable-eplb is a real SGLang flag that changes cost, refused"),
         (["--enable-torch-compile"], "--enable-torch-compile is a real SGLang flag that changes cost, refused"),
-        (
-            ["--ep-size", "8"],
-            "--ep-size 8: expert parallelism is not modelled (the twin shards the MoE weights by TP); the twin accepts only --ep-size 1",
-        ),
-        (["--tp", "8", "--ep", "8"], "--ep-size 8: expert parallelism is not modelled"),
-        (["--moe-a2a-backend", "deepep"], "--moe-a2a-backend deepep: expert-parallel all-to-all"),
+        (["--moe-a2a-backend", "mooncake"], "--moe-a2a-backend mooncake: the twin models none and deepep only"),
+        (["--enable-eplb"], "--enable-eplb needs expert parallelism (--ep-size above 1, or --moe-a2a-backend deepep)"),
+        (["--tp", "8", "--ep", "3"], "--ep-size 3 must divide --tp-size 8"),
+        (["--tp", "8", "--ep", "4", "--moe-a2a-backend", "deepep"], "--ep-size 4: with --moe-a2a-backend deepep"),
+        (["--tp", "8", "--ep", "8", "--enable-two-batch-overlap"], "--enable-two-batch-overlap overlaps DeepEP's"),
+        (["--tp", "8", "--ep", "8", "--ep-num-redundant-experts", "4"], "--ep-num-redundant-experts 4: 256 routed"),
+        (["--tp", "16"], "--tp-size 16 over --nnodes 1 puts 16 GPUs on a host; a h200 host has 8"),
+        (["--tp", "16", "--nnodes", "2"], "--nnodes 2 needs --dist-init-addr"),
+        (["--tp", "16", "--nnodes", "2", "--node-rank", "2"], "--node-rank 2 must be in 0..1"),
         (
             ["--page-size", "64"],
             "--page-size 64: a paged KV cache is not modelled (the radix cache matches token by token); the twin accepts only --page-size 1 or leaves it unset",
@@ -87,13 +88,42 @@ def test_pass_through_flags_take_sglangs_types_and_defaults_and_the_modelled_val
     )
     published = parse_server_args(
         ["--tp", "8", "--ep", "1", "--page-size", "1", "--dtype", "bfloat16", "--quantization", "fp8",
-         "--attention-backend", "flashinfer", "--cuda-graph-max-bs", "512", "--nnodes", "2"]
+         "--attention-backend", "flashinfer", "--cuda-graph-max-bs", "512", "--nnodes", "2",
+         "--dist-init-addr", "10.0.0.1:5000"]
     ).as_server_info()  # fmt: skip
     assert (published["ep_size"], published["page_size"], published["nnodes"]) == (1, 1, 2)
     # SGLang's deprecated alias (up to 0.5.19) of --cuda-graph-max-bs-decode lands on the same field.
     assert published["cuda_graph_max_bs_decode"] == 512
     with pytest.raises(ServerArgsError, match="--nnodes"):
         parse_server_args(["--nnodes", "two"])
+
+
+def test_expert_parallel_flags_resolve_as_sglang_resolves_them():
+    wide = parse_server_args(
+        ["--tp", "32", "--dp", "32", "--enable-dp-attention", "--moe-a2a-backend", "deepep", "--enable-eplb",
+         "--ep-num-redundant-experts", "32", "--enable-two-batch-overlap", "--deepep-mode", "low_latency",
+         "--nnodes", "4", "--node-rank", "3", "--dist-init-addr", "10.0.0.1:5000", "--sim-hardware", "h100"]
+    )  # fmt: skip
+    ep = wide.expert_parallel
+    assert ep is not None and (ep.ep_size, ep.enable_eplb, ep.redundant_experts, ep.two_batch_overlap) == (
+        32,
+        True,
+        32,
+        True,
+    )
+    info = wide.as_server_info()  # DeepEP runs the experts over every TP rank: SGLang sets ep_size to tp_size
+    assert (info["ep_size"], info["moe_a2a_backend"], info["deepep_mode"], info["nnodes"]) == (
+        32,
+        "deepep",
+        "low_latency",
+        4,
+    )
+    # An NVL72 rack's compute tray holds 4 GPUs: 48 GPUs over 12 hosts.
+    rack = parse_server_args(["--tp", "48", "--ep", "48", "--ep-num-redundant-experts", "32", "--nnodes", "12",
+                              "--dist-init-addr", "a:1", "--sim-hardware", "gb200"])  # fmt: skip
+    assert rack.expert_parallel is not None and rack.expert_parallel.a2a_backend.value == "none"
+    with pytest.raises(ServerArgsError, match="a gb200 host has 4"):
+        parse_server_args(["--tp", "8", "--sim-hardware", "gb200"])
 
 
 def test_token_counts_take_sglangs_suffixes_and_the_reasoning_parser_only_sglangs_names():

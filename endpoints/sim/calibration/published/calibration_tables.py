@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from statistics import median
 
-from endpoints.sim.calibration import fitted_constants
+from endpoints.sim.calibration import fitted_constants, fitted_ep_constants
 from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, cost_constants_for
 from endpoints.sim.calibration.published.published_points import POINTS, Measured, Metric, Point, measure
 from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS
@@ -36,8 +36,9 @@ MAX_MEDIAN_ERROR_FACTOR = 1.15
 RATIO_BOUNDS = (0.75, 1.33)
 # PointSet.QUICK runs these points only (each as published): the same figures the full run gives them.
 QUICK_KEYS = ("1.c1", "2.c16", "7.c8", "8.c4", "9.c4", "9.c8")
-# The cost constants' fit set, and row 8's points that fitted the MTP acceptance (bench/twin_spec_fit.py).
-FIT_KEYS = frozenset(fitted_constants.FIT_SET) | frozenset(ROW8_FIT_KEYS)
+# The cost constants' fit set, row 8's points that fitted the MTP acceptance (bench/twin_spec_fit.py), and the
+# expert exchange's (bench/twin_ep_fit.py).
+FIT_KEYS = frozenset(fitted_constants.FIT_SET) | frozenset(ROW8_FIT_KEYS) | frozenset(fitted_ep_constants.FIT_SET)
 _REPO = Path(__file__).resolve().parents[4]
 
 
@@ -132,7 +133,7 @@ def _hardware(point: Point) -> HardwareName:
 
 
 def _unit(point: Point, metric: Metric) -> str:
-    if metric is Metric.THROUGHPUT:  # which tokens the publisher counted: total, output or decode
+    if metric is Metric.THROUGHPUT:  # which tokens over which GPUs the publisher counted (ThroughputKind)
         return f"tokens/s per GPU, {point.throughput_kind.value}"
     return "ms"
 

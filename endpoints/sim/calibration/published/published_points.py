@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from endpoints.sim.calibration.phase_bench import Phase, PhaseResult, run_phase
 from endpoints.sim.calibration.profiles import CostConstants
 from endpoints.sim.calibration.published.spec_fitted import ROW8_SPEC_ACCEPT_LENGTH  # row 8's fitted MTP acceptance
 from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench
@@ -31,9 +32,14 @@ class Metric(str, Enum):
 
 
 class ThroughputKind(str, Enum):
-    TOTAL = "total"  # (input + output) tokens / duration
-    OUTPUT = "output"  # output tokens / duration
+    """Which tokens over which GPUs: InferenceX counts a disaggregated deployment three ways (total over all GPUs,
+    output over the decode GPUs, input over the prefill GPUs); each point says which one it was published as."""
+
+    TOTAL = "total"  # (input + output) tokens / duration, over all GPUs
+    OUTPUT = "output"  # output tokens / duration, over all GPUs
     DECODE = "decode"  # decode tokens per second once every request has its first token (row 4)
+    INPUT_PER_PREFILL_GPU = "input per prefill GPU"  # a saturated prefill server's input tokens/s per GPU
+    OUTPUT_PER_DECODE_GPU = "output per decode GPU"  # a saturated decode server's output tokens/s per GPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +64,29 @@ class Workload:
 
 
 @dataclass(frozen=True, slots=True)
+class PhaseWorkload:
+    """One phase of a disaggregated deployment kept saturated, as the large EP deployments publish (phase_bench.py)."""
+
+    phase: Phase
+    input_len: int  # the published prompt length: a prefill's prompts, a decode's context
+    batch_per_gpu: int | None = None  # decode: the published running batch per GPU (None: what the KV pool holds)
+
+    @property
+    def arrivals(self) -> str:
+        if self.phase is Phase.PREFILL:
+            return "saturated prefill: each rank's step full (--max-prefill-tokens)"
+        held = "as many as the KV pool holds" if self.batch_per_gpu is None else f"{self.batch_per_gpu} a GPU"
+        return f"saturated decode: {held}"
+
+
+@dataclass(frozen=True, slots=True)
 class Point:
-    key: str  # "<calibration row>.c<concurrency>"
+    key: str  # "<calibration row>.c<concurrency>"; a phase point "<row>.prefill" / "<row>.decode"
     row: int
     setup: str
     flags: tuple[str, ...]
     gpus: int
-    workload: Workload
+    workload: Workload | PhaseWorkload
     published: dict[Metric, float]
     throughput_kind: ThroughputKind
     sglang_version: str
@@ -75,7 +97,7 @@ class Point:
 class Measured:
     point: Point
     values: dict[Metric, float]
-    result: BenchResult
+    result: BenchResult | PhaseResult
 
     def ratio(self, metric: Metric) -> float:
         return self.values[metric] / self.point.published[metric]
@@ -90,7 +112,8 @@ COOKBOOK = "SGLang cookbook DeepSeek-R1.mdx"
 # one-off first-burst stall (endpoints/sim/calibration/cold_start.py).
 B200_R1 = _tokens("--model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 --sim-hardware b200 --sim-cold-start")
 H200_DP16 = _tokens(
-    "--model-path deepseek-ai/DeepSeek-R1 --tp 16 --dp 16 --enable-dp-attention --sim-hardware h200 --sim-cold-start"
+    "--model-path deepseek-ai/DeepSeek-R1 --tp 16 --dp 16 --enable-dp-attention --nnodes 2 "
+    "--dist-init-addr 10.0.0.1:5000 --sim-hardware h200 --sim-cold-start"
 )
 # InferenceX (rows 7-9): R1-0528 FP8, --disable-radix-cache, stream interval 10.
 H200_V057 = _tokens(
@@ -173,6 +196,55 @@ ROW4 = Point(
     source="LMSYS blog 2025-07-17 (sglang issue #7998)",
 )
 
+# Rows 5, 6, 11 and 12: prefill/decode disaggregation with DP attention and DeepEP over many GPUs, each phase
+# published apart at saturation (LMSYS blogs; SGLang's main branch of the day). Flags as the blogs' commands give
+# them where the twin models them; what they leave out (the decode's output length: the context is the input
+# length) is said in docs/twin.md. A node of HGX H100 holds 8 GPUs, a GB200 NVL72 compute tray 4.
+_LARGE_EP = "--enable-dp-attention --moe-a2a-backend deepep --enable-eplb --ep-num-redundant-experts 32"
+H100_EP_PREFILL = (f"--model-path deepseek-ai/DeepSeek-V3-0324 --sim-hardware h100 --disaggregation-mode prefill "
+                   f"{_LARGE_EP} --deepep-mode normal --enable-two-batch-overlap --mem-fraction-static 0.85 "
+                   "--dist-init-addr 10.0.0.1:5000")  # fmt: skip
+H100_EP_DECODE = (f"--model-path deepseek-ai/DeepSeek-V3-0324 --sim-hardware h100 --disaggregation-mode decode "
+                  f"{_LARGE_EP} --deepep-mode low_latency --enable-two-batch-overlap --mem-fraction-static 0.835 "
+                  "--dist-init-addr 10.0.0.1:5000")  # fmt: skip
+GB200_EP_DECODE = _tokens(
+    f"--model-path deepseek-ai/DeepSeek-R1 --sim-hardware gb200 --disaggregation-mode decode {_LARGE_EP} "
+    "--deepep-mode low_latency --tp 48 --dp 48 --nnodes 12 --dist-init-addr 10.0.0.1:5000"
+)
+LMSYS_EP = "LMSYS blog 2025-05-05 (large-scale EP)"
+
+
+def _phase(key: str, row: int, setup: str, flags: str | tuple[str, ...], gpus: int, workload: PhaseWorkload,
+           figure: float, source: str, version: str) -> Point:  # fmt: skip
+    kind = (ThroughputKind.INPUT_PER_PREFILL_GPU if workload.phase is Phase.PREFILL
+            else ThroughputKind.OUTPUT_PER_DECODE_GPU)  # fmt: skip
+    return Point(key, row, setup, flags if isinstance(flags, tuple) else _tokens(flags), gpus, workload,
+                 {Metric.THROUGHPUT: figure}, kind, version, source)  # fmt: skip
+
+
+PHASE_POINTS: tuple[Point, ...] = (
+    *(
+        _phase(f"6.prefill{k}k", 6, f"4×8 H100 prefill, EP32 + TBO, {k}K input", f"{H100_EP_PREFILL} --tp 32 --dp 32 "
+               "--nnodes 4", 32, PhaseWorkload(Phase.PREFILL, k * 1024), per_node / 8, LMSYS_EP, "2025-05 main")
+        for k, per_node in ((1, 57_674), (2, 54_543), (4, 50_302))
+    ),
+    _phase("5.prefill", 5, "3×8 H100 prefill of 12 nodes, EP24 + TBO, 2,000 input", f"{H100_EP_PREFILL} --tp 24 "
+           "--dp 24 --nnodes 3", 24, PhaseWorkload(Phase.PREFILL, 2000), 52_300 / 8, LMSYS_EP, "2025-05 main"),
+    _phase("5.decode", 5, "9×8 H100 decode of 12 nodes, EP72 + TBO, 2,000 input, batch 256/GPU",
+           f"{H100_EP_DECODE} --tp 72 --dp 72 --nnodes 9 --max-running-requests 18432", 72,
+           PhaseWorkload(Phase.DECODE, 2000, 256), 22_300 / 8, LMSYS_EP, "2025-05 main"),
+    _phase("11.decode", 11, "GB200 NVL72 decode, 12×4 GPUs, EP48, 2,000 input, saturated", GB200_EP_DECODE, 48,
+           PhaseWorkload(Phase.DECODE, 2000), 7583, "LMSYS blog 2025-06-16 (GB200 NVL72 part I)", "2025-06 main"),
+    _phase("12.prefill", 12, "GB200 NVL72 prefill instance of 4 GPUs, FP8 MoE, 2,000 input",
+           "--model-path deepseek-ai/DeepSeek-R1 --sim-hardware gb200 --disaggregation-mode prefill --tp 4 --dp 4 "
+           "--enable-dp-attention "
+           "--moe-a2a-backend deepep --deepep-mode normal --mem-fraction-static 0.95", 4,
+           PhaseWorkload(Phase.PREFILL, 2000), 18_471, "LMSYS blog 2025-09 (GB200 NVL72 part II)", "2025-09 main"),
+    _phase("12.decode", 12, "GB200 NVL72 decode over 48 ranks, FP8 MoE, 2,000 input, batch 1,408/GPU",
+           GB200_EP_DECODE, 48, PhaseWorkload(Phase.DECODE, 2000, 1408), 9087,
+           "LMSYS blog 2025-09 (GB200 NVL72 part II)", "2025-09 main"),
+)  # fmt: skip
+
 POINTS: tuple[Point, ...] = (
     _cookbook(1, 1, 10, {Metric.THROUGHPUT: 105 / 8, Metric.TTFT: 153}),
     _cookbook(2, 16, 80, {Metric.THROUGHPUT: 795 / 8, Metric.TTFT: 273.51}),
@@ -198,6 +270,7 @@ POINTS: tuple[Point, ...] = (
     ),
 )  # fmt: skip
 
+POINTS += PHASE_POINTS
 POINTS_BY_KEY = {p.key: p for p in POINTS}
 
 
@@ -224,6 +297,8 @@ def _requests(key: str) -> tuple[BenchRequest, ...]:
 def requests_for(point: Point) -> list[BenchRequest]:
     """The point's prompts as published (row 4: fixed lengths, every request in the one burst)."""
     w = point.workload
+    if not isinstance(w, Workload):
+        raise ValueError(f"{point.key} is a saturated phase, not a request list")
     if point.throughput_kind is ThroughputKind.DECODE:
         rng = random.Random(w.seed)
         return [BenchRequest(random_ids(w.input_len, rng), w.output_len) for _ in range(w.prompts)]
@@ -240,6 +315,9 @@ STREAM_INTERVAL_FOR_MEANS = 64
 def measure(point: Point, constants: CostConstants | None = None) -> Measured:
     """Run the point's workload on a twin built from its flags (cost constants injected, or the fitted ones)."""
     w = point.workload
+    if isinstance(w, PhaseWorkload):
+        phase = run_phase(list(point.flags), w.phase, w.input_len, w.batch_per_gpu, constants)
+        return Measured(point, {Metric.THROUGHPUT: phase.tokens_per_gpu_s}, phase)
     flags = list(point.flags)
     if point.throughput_kind is not ThroughputKind.DECODE:
         flags += ["--stream-interval", str(STREAM_INTERVAL_FOR_MEANS)]

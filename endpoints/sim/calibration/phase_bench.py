@@ -1,0 +1,58 @@
+"""One phase of a disaggregated deployment at saturation, measured on the twin: a prefill server's input tokens/s
+per GPU, or a decode server's output tokens/s per GPU, the way the large expert-parallel deployments publish them
+(calibration rows 5, 6, 11, 12). Those runs keep each phase saturated for minutes and report its steady rate, so
+the twin runs one saturated step of that phase, with the engine its flags build (the same cost model, KV pool and
+flag checks as behind HTTP), instead of replaying a request list:
+
+- prefill: every attention rank's step full at `--max-prefill-tokens` (SGLang's per-rank prefill budget), of whole
+  prompts of the published input length with no cached prefix (random prompts);
+- decode: the published batch per GPU, or as many requests as the KV pool holds at that context if fewer, each
+  one token a step, at the published input length of context.
+
+The rate is tokens of the step ÷ its time ÷ the server's GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from endpoints.sim.calibration.profiles import CostConstants
+from endpoints.sim.engine.clock import VirtualClock
+from endpoints.sim.engine.engine_builder import build_engine
+from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.server_args import parse_server_args
+
+
+class Phase(str, Enum):
+    PREFILL = "prefill"
+    DECODE = "decode"
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    tokens_per_gpu_s: float  # input tokens/s per prefill GPU, or output tokens/s per decode GPU
+    step_s: float
+    batch_requests: int  # requests in the step (decode: the running batch; prefill: whole prompts)
+    step_tokens: int
+
+
+def run_phase(flags: list[str], phase: Phase, context_tokens: int, batch_per_gpu: int | None = None,
+              cost_constants: CostConstants | None = None) -> PhaseResult:  # fmt: skip
+    """The saturated step of `phase` on a server started with `flags` (`batch_per_gpu`: decode's published batch,
+    None: as many as the KV pool holds)."""
+    args = parse_server_args(flags)
+    engine = build_engine(args, VirtualClock(), cost_constants)
+    gpus = args.tp_size
+    ranks = args.dp_size if args.enable_dp_attention else 1
+    if phase is Phase.PREFILL:
+        prompts = max(1, args.max_prefill_tokens * ranks // context_tokens)
+        items = tuple(BatchItem(new_tokens=context_tokens, context_tokens=0) for _ in range(prompts))
+        step = StepBatch(ForwardMode.EXTEND, items)
+    else:
+        fits = engine.scheduler.pool.capacity_tokens // (context_tokens + 1)
+        prompts = fits if batch_per_gpu is None else min(batch_per_gpu * gpus, fits)
+        step = StepBatch(ForwardMode.DECODE, tuple(BatchItem(new_tokens=1, context_tokens=context_tokens)
+                                                   for _ in range(prompts)))  # fmt: skip
+    step_s = engine.scheduler.cost_model.step_time_s(step)
+    return PhaseResult(step.new_tokens / step_s / gpus, step_s, prompts, step.new_tokens)
