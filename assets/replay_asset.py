@@ -372,6 +372,7 @@ def _capacity_inputs(
         # configuration changes.
         cache_dir=warehouse.root_path() / "runs" / "capacity_cache",
         plan_disaggregated=part.scenario.plan_disaggregated,
+        plan_ep_widths=part.scenario.plan_ep_widths,
     )
 
 

@@ -23,13 +23,28 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity  # noqa: E402
-from endpoints.sim.calibration.fleet_plan import measure_fleet_plan  # noqa: E402
+from endpoints.sim.calibration.fleet_plan import ShapeProbe, measure_fleet_plan  # noqa: E402
 from endpoints.sim.calibration.pd_capacity import measure_pd_capacity  # noqa: E402
 from endpoints.sim.calibration.slo_capacity import measure_slo_capacity  # noqa: E402
 from endpoints.spec import load_endpoint_specs  # noqa: E402
 from workloads.scenario_workload import scenario_workload  # noqa: E402
 from workloads.scenarios import load_scenarios  # noqa: E402
 from workloads.weekly_traffic import week_traffic  # noqa: E402
+from workloads.workload import Workload  # noqa: E402
+
+
+def _per_gpu(shape: ShapeProbe, rps: float, window: Workload) -> str:
+    """Tokens per GPU at the target rate, counted the three ways InferenceX counts a disaggregated deployment:
+    (input + output) over all GPUs, output over the decode GPUs, input over the prefill GPUs (an aggregated shape
+    has no roles: its GPUs count for both)."""
+    requests = window.table.num_rows
+    input_per_request = sum(window.table.column("input_tokens").to_pylist()) / requests
+    output_per_request = sum(window.table.column("output_tokens").to_pylist()) / requests
+    decode_gpus, prefill_gpus = (shape.decode_gpus, shape.prefill_gpus) if shape.prefill_workers else (shape.gpus,) * 2
+    total = rps * (input_per_request + output_per_request) / shape.gpus
+    return (
+        f"{total:,.0f} / {rps * output_per_request / decode_gpus:,.0f} / {rps * input_per_request / prefill_gpus:,.0f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--disaggregated", action="store_true", help="try xP+yD shapes too (the scenario key plan_disaggregated)"
     )
+    parser.add_argument(
+        "--ep-widths", type=int, nargs="*", default=None,
+        help="xP+yD shapes with wide expert-parallel decode workers of these GPUs too (scenario key plan_ep_widths)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     endpoints = load_endpoint_specs(REPO / "workloads/endpoints.yaml")
     scenario = load_scenarios(REPO / "workloads/scenarios.yaml", REPO, endpoints)[args.scenario]
@@ -58,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     capacity = sweep(spec, window, *slo)
     sweep_cpu_s = time.process_time() - started
     plan = measure_fleet_plan(
-        spec, window, target_rps, slo, capacity, plan_disaggregated=args.disaggregated or scenario.plan_disaggregated
+        spec,
+        window,
+        target_rps,
+        slo,
+        capacity,
+        plan_disaggregated=args.disaggregated or scenario.plan_disaggregated,
+        plan_ep_widths=scenario.plan_ep_widths if args.ep_widths is None else tuple(args.ep_widths),
     )
     if capacity is None or plan is None:
         print(f"{spec.name} is not a twin endpoint, or its window has no two arrivals: nothing to plan")
@@ -67,13 +92,16 @@ def main(argv: list[str] | None = None) -> int:
           f"endpoint's sweep: {capacity.capacity_rps_at_slo} requests/s ({sweep_cpu_s:.1f} s CPU); plan for "
           f"{target_rps:g} requests/s: {plan.requests} requests a replay, {plan.probes} replays, {plan.cpu_s:.1f} s "
           f"CPU, idle share {plan.idle_good_share:.3f}\n")  # fmt: skip
-    print("| shape | GPUs | share inside the SLO | holds | p95 TTFT ms | hit rate | busiest worker | capacity req/s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| shape | GPUs | share inside the SLO | holds | p95 TTFT ms | hit rate | busiest worker | capacity req/s "
+        "| tok/s per GPU: total / output per decode GPU / input per prefill GPU |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for s in plan.shapes:
         capacity_text = "-" if s.capacity_rps_at_slo is None else f"{s.capacity_rps_at_slo:.3g}"
         print(f"| {s.label}{' (chosen)' if s.chosen else ''} | {s.gpus} | {s.good_share:.1%} | "
               f"{'yes' if s.holds_target else 'no'} | {s.p95_ttft_ms:.0f} | {s.hit_rate:.1%} | "
-              f"{s.max_worker_share:.1%} | {capacity_text} |")  # fmt: skip
+              f"{s.max_worker_share:.1%} | {capacity_text} | {_per_gpu(s, target_rps, window)} |")  # fmt: skip
     return 0
 
 

@@ -220,7 +220,8 @@ WITH plans AS (
             "requests": "BIGINT", "idle_good_share": "DOUBLE", "shapes": [{"replicas": "INTEGER", "policy": "VARCHAR",
             "gpus": "INTEGER", "good_share": "DOUBLE", "holds_target": "BOOLEAN", "hit_rate": "DOUBLE",
             "p95_ttft_ms": "DOUBLE", "max_worker_share": "DOUBLE", "capacity_rps_at_slo": "DOUBLE",
-            "chosen": "BOOLEAN", "prefill_workers": "INTEGER", "decode_workers": "INTEGER"}]}') AS plan
+            "chosen": "BOOLEAN", "prefill_workers": "INTEGER", "decode_workers": "INTEGER",
+            "decode_ep_size": "INTEGER"}]}') AS plan
     FROM runs
     WHERE fleet_plan_json IS NOT NULL
 ), shapes AS (
@@ -236,6 +237,7 @@ SELECT
     shape.replicas AS replicas,  -- workers behind the router, each with the endpoint's flags and GPUs per worker; a disaggregated shape's prefill + decode workers (count)
     coalesce(shape.prefill_workers, 0) AS prefill_workers,  -- a disaggregated shape's prefill workers; 0: aggregated replicas (count)
     coalesce(shape.decode_workers, 0) AS decode_workers,  -- a disaggregated shape's decode workers; 0: aggregated replicas (count)
+    coalesce(shape.decode_ep_size, 0) AS decode_ep_size,  -- GPUs of each decode worker when it is one wide expert-parallel server (DP attention + DeepEP); 0: the endpoint's own kind of worker (count)
     shape.policy AS router_policy,  -- the router's --policy in the shape: cache_aware | round_robin
     shape.gpus AS gpus,       -- replicas x GPUs per worker (count)
     shape.good_share AS good_share,  -- requests inside both SLO parts at the target rate (ratio 0-1)
@@ -412,6 +414,7 @@ CREATE OR REPLACE TABLE fleet_plans (
     replicas INTEGER NOT NULL,        -- fleet_plan_shapes.replicas (count)
     prefill_workers INTEGER NOT NULL, -- fleet_plan_shapes.prefill_workers (count; 0: aggregated replicas)
     decode_workers INTEGER NOT NULL,  -- fleet_plan_shapes.decode_workers (count; 0: aggregated replicas)
+    decode_ep_size INTEGER NOT NULL,  -- fleet_plan_shapes.decode_ep_size (count; 0: the endpoint's kind of decode worker)
     router_policy VARCHAR NOT NULL,   -- fleet_plan_shapes.router_policy
     gpus INTEGER NOT NULL,            -- fleet_plan_shapes.gpus (count)
     holds_target BOOLEAN NOT NULL,    -- fleet_plan_shapes.holds_target

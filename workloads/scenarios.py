@@ -54,6 +54,8 @@ CANARY_REPEATS = 2  # a canary's runs per week unless its entry says: enough to 
 MAX_CONCURRENCY = 1_000_000
 MAX_REASONING_RATIO = 1_000.0
 MAX_TARGET_RPS = 1e7
+# The widest expert-parallel decode worker a plan tries: an NVL72 rack's 72 GPUs; 2 is the narrowest EP there is.
+MIN_EP_WIDTH, MAX_EP_WIDTH = 2, 72
 MAX_USD_PER_REQUEST = 1_000.0
 
 
@@ -79,6 +81,8 @@ class Scenario:
     reasoning_ratio: float = 0.0  # reasoning tokens per answer token, for traces that did not capture them
     target_rps: float | None = None  # load the fleet must carry (requests/s): run_summary sizes the fleet
     plan_disaggregated: bool = False  # the fleet plan also tries xP+yD shapes of the endpoint's flags
+    # ... and xP+yD shapes whose decode workers are each one wide expert-parallel server over this many GPUs
+    plan_ep_widths: tuple[int, ...] = ()
     budget_usd_per_request: float | None = None  # what a request may cost (USD): diagnoses judge against it
     # A share of the requests asks for a response format (workloads/prompts/response_format.py); None: free-form.
     structured_output: StructuredOutput | None = None
@@ -168,6 +172,7 @@ class _ScenarioEntry(ConfigModel):
     reasoning_ratio: float = Field(0.0, ge=0, le=MAX_REASONING_RATIO)
     target_rps: float | None = Field(None, gt=0, le=MAX_TARGET_RPS)
     plan_disaggregated: bool = False
+    plan_ep_widths: list[Annotated[int, Field(ge=MIN_EP_WIDTH, le=MAX_EP_WIDTH)]] = []
     budget_usd_per_request: float | None = Field(None, gt=0, le=MAX_USD_PER_REQUEST)
     structured_output: StructuredOutputEntry | None = None
     repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)  # None: 2 for a canary, 1 for live traffic
@@ -211,6 +216,7 @@ class _ScenarioEntry(ConfigModel):
             reasoning_ratio=self.reasoning_ratio,
             target_rps=self.target_rps,
             plan_disaggregated=self.plan_disaggregated,
+            plan_ep_widths=tuple(sorted(set(self.plan_ep_widths))),
             budget_usd_per_request=self.budget_usd_per_request,
             weekly_window=(
                 WeeklyWindow(self.weekly_window.start_s, self.weekly_window.step_s, self.weekly_window.anchor_week)

@@ -317,3 +317,21 @@ def test_a_plan_with_disaggregated_shapes_shows_them_beside_the_replicas_with_th
     assert "cheapest: 1P2D x cache_aware (24 GPUs, $48.00/h); cache_aware needs 4 replicas ($64.00/h, +33%)" in section
     # No twin_calibration week in this warehouse: the page says the error band is not known rather than none.
     assert data.error_band is None and "validation error has not been computed in this warehouse yet" in section
+
+
+def test_wide_expert_parallel_decode_shapes_are_priced_by_their_gpus_and_named_on_the_frontier(tmp_path):
+    wide = replace(_pd_shape(1, 1, 900.0, True), gpus=24, decode_ep_size=16)  # 8 prefill GPUs + one 16-GPU decode
+    shapes = (_shape(2, "cache_aware", 800.0, True, True), _pd_shape(1, 1, 700.0, True), wide)
+    store = Warehouse(tmp_path / "wh")
+    _planned_run(store, "ep-planned", shapes)
+    store.refresh()
+    data = load_report_data(store, PLAN_WEEK)
+    traces = {t.name: t for t in interactive_plots.fleet_frontier(data.plans).data}
+    assert list(traces["cache_aware, disaggregated, EP16 decode"].text) == ["1P1D (EP16 decode) x cache_aware"]
+    page = write_weekly_report(store, PLAN_WEEK).html_path.read_text()
+    section = page[page.index("<h2>Fleet plan</h2>") : page.index("<h2>Trends</h2>")]
+    assert "<td>1P + 1D of EP16</td><td>24</td>" in section
+    assert (
+        "cheapest: 2 x cache_aware (16 GPUs, $32.00/h); disaggregated, 1P1D x cache_aware ($32.00/h, +0%); "
+        "disaggregated with EP16 decode, 1P1D (EP16 decode) x cache_aware ($48.00/h, +50%)"
+    ) in section

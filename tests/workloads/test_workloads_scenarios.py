@@ -123,6 +123,8 @@ def without(key: str) -> dict:
         ([{**GOOD, "budget_usd_per_request": -0.01}], "scenarios[0].budget_usd_per_request: must be > 0, got -0.01"),
         ([{**GOOD, "backend": "grpc"}], "backend: must be one of 'sglang', 'openai-chat' or 'openai-completions', got 'grpc'"),
         ([{**GOOD, "repeats": 0}], "scenarios[0].repeats: must be >= 1, got 0"),
+        ([{**GOOD, "plan_ep_widths": [16, 1]}], "scenarios[0].plan_ep_widths[1]: must be >= 2, got 1"),
+        ([{**GOOD, "plan_ep_widths": 16}], "scenarios[0].plan_ep_widths: must be a list"),
         ([{**GOOD, "repeats": 17}], "scenarios[0].repeats: must be <= 16, got 17"),
         ([{**GOOD, "run_variation": "yes"}], "scenarios[0].run_variation: must be true or false"),
         ([], "scenarios: must not be empty"),
@@ -167,6 +169,8 @@ def test_fleet_target_and_budget_are_read(tmp_path: Path) -> None:
     assert isinstance(scenario.target_rps, float)
     unset = load_scenarios(write_scenarios(tmp_path, [GOOD]), tmp_path)["chat-v3"]
     assert (unset.target_rps, unset.budget_usd_per_request) == (None, None)
+    wide = write_scenarios(tmp_path, [{**GOOD, "target_rps": 40, "plan_ep_widths": [32, 16, 32]}])
+    assert load_scenarios(wide, tmp_path)["chat-v3"].plan_ep_widths == (16, 32)  # sorted, once each
 
 
 def test_file_without_scenarios_list(tmp_path: Path) -> None:

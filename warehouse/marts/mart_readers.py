@@ -63,7 +63,7 @@ class MartReaders:
     def fleet_plans(self) -> list[FleetPlanRow]:
         """Every fleet_plans row (a plan's shape at one price), by week, scenario, run, price, policy, replicas."""
         order = "week_start, scenario, run_id, NOT run_price, price_book, prefill_workers > 0, router_policy, "
-        order += "replicas, prefill_workers"
+        order += "decode_ep_size, replicas, prefill_workers"
         return self._rows(FleetPlanRow, "fleet_plans", order)
 
     def twin_error_band(self, week_start: date) -> TwinErrorBand | None:

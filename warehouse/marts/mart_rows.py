@@ -306,6 +306,7 @@ class FleetPlanRow:
     replicas: int
     prefill_workers: int
     decode_workers: int
+    decode_ep_size: int
     router_policy: str
     gpus: int
     holds_target: bool
@@ -326,23 +327,29 @@ class FleetPlanRow:
 
     @property
     def label(self) -> str:
-        return shape_label(self.replicas, self.router_policy, self.prefill_workers, self.decode_workers)
+        return shape_label(
+            self.replicas, self.router_policy, self.prefill_workers, self.decode_workers, self.decode_ep_size
+        )
 
     @property
     def workers(self) -> str:
-        return shape_workers(self.replicas, self.prefill_workers, self.decode_workers)
+        return shape_workers(self.replicas, self.prefill_workers, self.decode_workers, self.decode_ep_size)
 
 
-def shape_label(replicas: int, policy: str, prefill_workers: int, decode_workers: int) -> str:
-    """A fleet plan's shape as the report and the console name it: '4 x cache_aware', or '1P3D x cache_aware'."""
+def shape_label(replicas: int, policy: str, prefill_workers: int, decode_workers: int, decode_ep_size: int = 0) -> str:
+    """A fleet plan's shape as the report and the console name it: '4 x cache_aware', '1P3D x cache_aware', or
+    '1P2D (EP16 decode) x cache_aware' (endpoints/sim/calibration/fleet_plan.py names its probes alike)."""
     if prefill_workers:
-        return f"{prefill_workers}P{decode_workers}D x {policy}"
+        wide = f" (EP{decode_ep_size} decode)" if decode_ep_size else ""
+        return f"{prefill_workers}P{decode_workers}D{wide} x {policy}"
     return f"{replicas} x {policy}"
 
 
-def shape_workers(replicas: int, prefill_workers: int, decode_workers: int) -> str:
-    """Its workers in a table cell: '4' replicas, or '1P + 3D'."""
-    return f"{prefill_workers}P + {decode_workers}D" if prefill_workers else str(replicas)
+def shape_workers(replicas: int, prefill_workers: int, decode_workers: int, decode_ep_size: int = 0) -> str:
+    """Its workers in a table cell: '4' replicas, '1P + 3D', or '1P + 2D of EP16'."""
+    if not prefill_workers:
+        return str(replicas)
+    return f"{prefill_workers}P + {decode_workers}D" + (f" of EP{decode_ep_size}" if decode_ep_size else "")
 
 
 @dataclass(frozen=True, slots=True)

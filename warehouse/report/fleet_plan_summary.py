@@ -16,8 +16,8 @@ def run_price_rows(rows: Sequence[FleetPlanRow]) -> list[FleetPlanRow]:
 
 def plan_comparison(shapes: Sequence[FleetPlanRow]) -> str:
     """'cheapest: 4 x cache_aware (32 GPUs, $64.00/h); round_robin needs 5 replicas ($80.00/h, +25%)' for one run's
-    shapes at one price, with the cheapest disaggregated shape where the plan tried some; 'no round_robin count
-    tried held the target' where none did."""
+    shapes at one price, with the cheapest disaggregated shape of each decode kind (the endpoint's, each wide EP
+    width) where the plan tried some; 'no round_robin count tried held the target' where none did."""
     chosen = next((s for s in shapes if s.chosen), None)
     if chosen is None:
         most = max(s.replicas for s in shapes)
@@ -32,14 +32,18 @@ def plan_comparison(shapes: Sequence[FleetPlanRow]) -> str:
             continue
         other = min(holding, key=lambda s: (s.fleet_usd_per_hour, s.replicas))
         text += f"; {policy} needs {other.replicas} replicas ({_against(other, chosen)})"
-    disaggregated = [s for s in shapes if s.prefill_workers]
-    if disaggregated and not chosen.prefill_workers:
-        holding = [s for s in disaggregated if s.holds_target]
+    # Each family of disaggregated shapes (the endpoint's kind of decode worker, and each wide EP width) the chosen
+    # shape is not from: its cheapest that held, against the chosen.
+    for width in sorted({s.decode_ep_size for s in shapes if s.prefill_workers}):
+        if chosen.prefill_workers and chosen.decode_ep_size == width:
+            continue
+        family = "disaggregated" + (f" with EP{width} decode" if width else "")
+        holding = [s for s in shapes if s.prefill_workers and s.decode_ep_size == width and s.holds_target]
         if holding:
             other = min(holding, key=lambda s: (s.fleet_usd_per_hour, s.prefill_workers))
-            text += f"; disaggregated, {other.label} ({_against(other, chosen)})"
+            text += f"; {family}, {other.label} ({_against(other, chosen)})"
         else:
-            text += "; no disaggregated shape tried held the target"
+            text += f"; no {family} shape tried held the target"
     return text
 
 

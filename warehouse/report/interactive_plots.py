@@ -290,8 +290,8 @@ def fleet_frontier(plans: pd.DataFrame) -> go.Figure:
     if priced.empty:
         return fig
     priced = priced.assign(series=[
-        f"{p}, disaggregated" if d else p
-        for p, d in zip(priced["router_policy"], _prefill_workers(priced))
+        (f"{p}, disaggregated, EP{w} decode" if w else f"{p}, disaggregated") if d else p
+        for p, d, w in zip(priced["router_policy"], _prefill_workers(priced), _decode_ep_sizes(priced))
     ])  # fmt: skip
     runs = list(priced.sort_values(["scenario", "run_id"]).groupby(["scenario", "run_id"], sort=False))
     scenarios = priced["scenario"].nunique()
@@ -339,6 +339,13 @@ def _prefill_workers(shapes: pd.DataFrame) -> list[int]:
     return [int(x) for x in shapes["prefill_workers"].fillna(0)]
 
 
+def _decode_ep_sizes(shapes: pd.DataFrame) -> list[int]:
+    """Each shape's wide decode width (0: the endpoint's kind of worker, and every shape of an older database)."""
+    if "decode_ep_size" not in shapes:
+        return [0] * len(shapes)
+    return [int(x) for x in shapes["decode_ep_size"].fillna(0)]
+
+
 def _frontier_points(
     shapes: pd.DataFrame, name: str, group: str | None, marker: dict, text_color: str | None = None
 ) -> go.Scatter:
@@ -350,9 +357,11 @@ def _frontier_points(
         mode="markers+text" if text_color else "markers",
         marker=marker,
         text=[
-            shape_label(int(n), p, x, int(n) - x)
-            for n, x, p in zip(shapes["replicas"], _prefill_workers(shapes), shapes["router_policy"])
-        ],
+            shape_label(int(n), p, x, int(n) - x, w)
+            for n, x, p, w in zip(
+                shapes["replicas"], _prefill_workers(shapes), shapes["router_policy"], _decode_ep_sizes(shapes)
+            )
+        ],  # fmt: skip
         textposition="top center",
         textfont={"size": 10, "color": text_color},
         name=name,

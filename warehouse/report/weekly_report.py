@@ -184,8 +184,9 @@ def _plan_row(r: pd.Series) -> str:
 
 def _workers(r: pd.Series) -> str:
     return shape_workers(
-        int(r["replicas"]), int(r.get("prefill_workers", 0) or 0), int(r.get("decode_workers", 0) or 0)
-    )
+        int(r["replicas"]), int(r.get("prefill_workers", 0) or 0), int(r.get("decode_workers", 0) or 0),
+        int(r.get("decode_ep_size", 0) or 0),
+    )  # fmt: skip
 
 
 def _plan_comparison(shapes: pd.DataFrame) -> str:

@@ -38,6 +38,7 @@ SELECT
     replicas,
     prefill_workers,
     decode_workers,
+    decode_ep_size,
     router_policy,
     gpus,
     holds_target,
@@ -56,5 +57,5 @@ SELECT
     api_cost_per_request_usd,
     fleet_usd_per_hour / 3600.0 / nullif(api_cost_per_request_usd, 0) AS break_even_rps
 FROM priced
-ORDER BY week_start, scenario, run_id, NOT run_price, price_book, prefill_workers > 0, router_policy, replicas,
-    prefill_workers;
+ORDER BY week_start, scenario, run_id, NOT run_price, price_book, prefill_workers > 0, router_policy, decode_ep_size,
+    replicas, prefill_workers;

@@ -33,6 +33,7 @@ from pathlib import Path
 from common.atomic_file import write_bytes_atomically
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
+from endpoints.sim.calibration.ep_shapes import wide_ep_decode_flags
 from endpoints.sim.calibration.fleet_capacity import FLEET_RULES, FleetBenchResult, cached_share, run_fleet_bench
 from endpoints.sim.calibration.pd_capacity import PdShape, pd_shape, run_pd_bench
 from endpoints.sim.calibration.slo_capacity import (
@@ -77,22 +78,41 @@ class ShapeProbe:
     # A disaggregated shape (xP+yD): its prefill and decode workers, replicas = x + y; 0 and 0: aggregated replicas.
     prefill_workers: int = 0
     decode_workers: int = 0
+    # Its decode workers are each one wide expert-parallel server over this many GPUs (ep_shapes.py); 0: the
+    # endpoint's own kind of worker.
+    decode_ep_size: int = 0
+
+    @property
+    def decode_gpus(self) -> int:
+        """A disaggregated shape's GPUs on the decode side (its workers are alike unless the decode is wide)."""
+        return self.decode_workers * (self.decode_ep_size or self.gpus // self.replicas)
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.gpus - self.decode_gpus
 
     @property
     def label(self) -> str:
         if self.prefill_workers:
-            return f"{self.prefill_workers}P{self.decode_workers}D x {self.policy}"
+            wide = f" (EP{self.decode_ep_size} decode)" if self.decode_ep_size else ""
+            return f"{self.prefill_workers}P{self.decode_workers}D{wide} x {self.policy}"
         return f"{self.replicas} x {self.policy}"
 
 
 @dataclass(frozen=True, slots=True)
 class PdCandidates:
-    """The disaggregated shapes a plan tries beside the aggregated ones: each role's full flags, and the GPUs of
-    one worker (of either role)."""
+    """One family of disaggregated shapes a plan tries beside the aggregated ones: each role's full flags and the
+    GPUs of one worker of each role (decode_ep_size: the decode workers' expert-parallel width, 0: the endpoint's
+    own kind of worker)."""
 
     prefill_flags: tuple[str, ...]
     decode_flags: tuple[str, ...]
-    gpus_per_worker: int
+    gpus_per_worker: int  # a prefill worker's
+    decode_gpus_per_worker: int
+    decode_ep_size: int = 0
+
+    def gpus(self, prefill_workers: int, decode_workers: int) -> int:
+        return prefill_workers * self.gpus_per_worker + decode_workers * self.decode_gpus_per_worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +163,12 @@ def plan_fleet(
     replica_rps: float | None,  # one replica's measured capacity at the SLO, the search's starting point
     idle_good_share: float | None = None,  # the capacity sweep's idle reference, when it ran on these requests
     policies: Sequence[str] = PLAN_POLICIES,
-    pd: PdCandidates | None = None,
+    pd: Sequence[PdCandidates] = (),
 ) -> FleetPlan:
     """The plan on `requests` (arrivals as in the trace; compressed here to the target rate). Without
     `idle_good_share` the idle reference is replayed here, on the first MAX_SWEEP_REQUESTS requests. With `pd`,
-    disaggregated shapes too: for each prefill count x from 1, the fewest decode workers y that hold the target,
-    until x alone needs as many GPUs as the cheapest shape found."""
+    disaggregated shapes too, family by family: for each prefill count x from 1, the fewest decode workers y that
+    hold the target, until x alone needs as many GPUs as the cheapest shape found."""
     requests = sorted(requests, key=lambda r: r.arrival_s)
     if target_rps <= 0:
         raise ValueError("a fleet plan needs a positive target_rps")
@@ -177,8 +197,8 @@ def plan_fleet(
     for policy in policies:
         _fewest_holding(start, functools.partial(_holds, probe, policy))
     shapes = sorted(probes.values(), key=lambda s: (policies.index(s.policy), s.replicas))
-    if pd is not None:
-        shapes += _pd_shapes(pd, router_args, at_target, slo, idle_share, start, shapes, runs)
+    for family in pd:
+        shapes += _pd_shapes(family, router_args, at_target, slo, idle_share, start, shapes, runs)
     holding = [s for s in shapes if s.holds_target]
     if holding:
         best = min(holding, key=lambda s: (s.gpus, -s.good_share, s.p95_ttft_ms, s.prefill_workers > 0,
@@ -201,6 +221,7 @@ def _shape_probe(
     requests: int,
     prefill_workers: int = 0,
     decode_workers: int = 0,
+    decode_ep_size: int = 0,
 ) -> ShapeProbe:
     share = good_share(result.bench, *slo)
     routed = prefill_workers or workers  # a disaggregated shape's shares are its prefill workers'
@@ -217,6 +238,7 @@ def _shape_probe(
         chosen=False,
         prefill_workers=prefill_workers,
         decode_workers=decode_workers,
+        decode_ep_size=decode_ep_size,
     )
 
 
@@ -230,9 +252,9 @@ def _pd_shapes(
     aggregated: Sequence[ShapeProbe],
     runs: list[int],
 ) -> list[ShapeProbe]:
-    """xP+yD shapes: for x = 1, 2, ..., the fewest y that hold (searched from start - x), while x prefill and one
-    decode worker cost no more than the cheapest holding shape so far (a tie is worth seeing: same price, other
-    latencies)."""
+    """xP+yD shapes of one family: for x = 1, 2, ..., the fewest y that hold (searched from start - x), while x
+    prefill and one decode worker cost no more than the cheapest holding shape so far (a tie is worth seeing: same
+    price, other latencies); x = 1 always."""
     params = parse_router_spec(RouterSpec(PD_POLICY, router_args))
     probes: dict[tuple[int, int], ShapeProbe] = {}
 
@@ -241,21 +263,24 @@ def _pd_shapes(
             shape = PdShape(x, y, pd.prefill_flags, pd.decode_flags)
             runs[0] += 1
             result = run_pd_bench(shape, params, at_target)
-            gpus = (x + y) * pd.gpus_per_worker
-            probes[x, y] = _shape_probe(result, x + y, PD_POLICY, gpus, slo, idle_share, len(at_target), x, y)
+            probes[x, y] = _shape_probe(result, x + y, PD_POLICY, pd.gpus(x, y), slo, idle_share, len(at_target), x, y,
+                                        pd.decode_ep_size)  # fmt: skip
         return probes[x, y]
 
     best_gpus = min((s.gpus for s in aggregated if s.holds_target), default=None)
+    # A wide decode worker carries what several of the endpoint's would: start its search that many fewer.
+    start = max(1, start * pd.gpus_per_worker // pd.decode_gpus_per_worker)
     for x in range(1, MAX_PD_PREFILL_WORKERS + 1):
-        if best_gpus is not None and (x + 1) * pd.gpus_per_worker > best_gpus:
-            break  # x prefill and one decode worker already cost more than the cheapest found
+        if x > 1 and best_gpus is not None and pd.gpus(x, 1) > best_gpus:
+            break  # x prefill and one decode worker already cost more than the cheapest found (x = 1 is always
+            # tried, so the frontier shows every family, a wide decode worker's at low rates too)
         # More decode workers than the cheapest shape found leaves room for cannot be chosen: the search stops there
         # (a prefill-bound x would otherwise climb to MAX_PLAN_REPLICAS decode workers).
-        limit = MAX_PLAN_REPLICAS if best_gpus is None else max(1, best_gpus // pd.gpus_per_worker - x)
+        room = None if best_gpus is None else (best_gpus - x * pd.gpus_per_worker) // pd.decode_gpus_per_worker
+        limit = MAX_PLAN_REPLICAS if room is None else max(1, room)
         y = _fewest_holding(min(max(1, start - x), limit), functools.partial(_decode_holds, probe, x), limit)
         if y is not None:
-            gpus = (x + y) * pd.gpus_per_worker
-            best_gpus = gpus if best_gpus is None else min(best_gpus, gpus)
+            best_gpus = pd.gpus(x, y) if best_gpus is None else min(best_gpus, pd.gpus(x, y))
     return sorted(probes.values(), key=lambda s: (s.prefill_workers, s.decode_workers))
 
 
@@ -264,12 +289,12 @@ def _decode_holds(probe: Callable[[int, int], ShapeProbe], prefill_workers: int,
 
 
 def _shape_bench(
-    flags: list[str], pd: PdCandidates | None, shape: ShapeProbe, router_args: tuple[str, ...]
+    flags: list[str], pd: Sequence[PdCandidates], shape: ShapeProbe, router_args: tuple[str, ...]
 ) -> Callable[[list[BenchRequest]], BenchResult]:
     params = parse_router_spec(RouterSpec(shape.policy, router_args))
     if shape.prefill_workers:
-        assert pd is not None
-        pd_shape = PdShape(shape.prefill_workers, shape.decode_workers, pd.prefill_flags, pd.decode_flags)
+        family = next(f for f in pd if f.decode_ep_size == shape.decode_ep_size)
+        pd_shape = PdShape(shape.prefill_workers, shape.decode_workers, family.prefill_flags, family.decode_flags)
         return lambda requests: run_pd_bench(pd_shape, params, requests).bench
     return lambda requests: run_fleet_bench(flags, shape.replicas, params, requests).bench
 
@@ -366,13 +391,16 @@ def measure_fleet_plan(
     capacity: SloCapacity | None,
     cache_dir: Path | None = None,
     plan_disaggregated: bool = False,
+    plan_ep_widths: Sequence[int] = (),
 ) -> FleetPlan | None:
     """The plan for a twin endpoint (one server or a fleet: its replica's flags and GPUs, its router's flags),
     started from the endpoint's capacity sweep of the same window (its capacity divided by its workers, its
     idle reference); None where no plan applies (not a twin, fewer than two distinct arrivals). Disaggregated
     shapes are tried beside the aggregated ones for a PD endpoint (its roles' flags; its shared flags make the
-    aggregated replica) or with `plan_disaggregated` (the endpoint's flags in each role). With `cache_dir`, a
-    plan is made once per inputs."""
+    aggregated replica) or with `plan_disaggregated` (the endpoint's flags in each role); with `plan_ep_widths`,
+    also xP+yD shapes whose decode workers are each one wide expert-parallel server over that many GPUs
+    (ep_shapes.py). Raises ValueError when the twin cannot run a width. With `cache_dir`, a plan is made once per
+    inputs."""
     if endpoint.mode is not EndpointMode.SIM:
         return None
     fleet = endpoint.fleet
@@ -380,20 +408,27 @@ def measure_fleet_plan(
     gpus_per_replica = endpoint.gpu_count // replicas
     router_args = fleet.router.args if fleet is not None else ()
     flags = list(endpoint.server_args)
-    pd = None
+    pd: list[PdCandidates] = []
     if fleet is not None and fleet.disaggregated:
         shape = pd_shape(endpoint)
         gpus_per_replica = fleet.groups[0].gpus_per_worker
-        pd = PdCandidates(shape.prefill_flags, shape.decode_flags, gpus_per_replica)
-    elif plan_disaggregated:
-        pd = PdCandidates((*flags, "--disaggregation-mode", "prefill"), (*flags, "--disaggregation-mode", "decode"),
-                          gpus_per_replica)  # fmt: skip
+        pd.append(PdCandidates(shape.prefill_flags, shape.decode_flags, gpus_per_replica,
+                               fleet.groups[-1].gpus_per_worker))  # fmt: skip
+    elif plan_disaggregated or plan_ep_widths:
+        roles = [(*flags, "--disaggregation-mode", role) for role in ("prefill", "decode")]
+        pd.append(PdCandidates(roles[0], roles[1], gpus_per_replica, gpus_per_replica))
+    for width in plan_ep_widths:
+        try:
+            wide = wide_ep_decode_flags(pd[0].decode_flags, width)
+        except ValueError as exc:
+            raise ValueError(f"plan_ep_widths {width}: the twin cannot run that decode worker ({exc})") from None
+        pd.append(PdCandidates(pd[0].prefill_flags, wide, pd[0].gpus_per_worker, width, width))
     measured = None if capacity is None else capacity.capacity_rps_at_slo
     replica_rps = None if measured is None else measured / replicas
     idle_share = None if capacity is None else capacity.idle_good_share
     count = plan_requests(target_rps, replica_rps)
     key = [workload.content_hash, flags, gpus_per_replica, list(router_args), target_rps, list(slo), count,
-           replica_rps, idle_share, None if pd is None else asdict(pd), PLAN_RULES]  # fmt: skip
+           replica_rps, idle_share, [asdict(f) for f in pd] or None, PLAN_RULES]  # fmt: skip
     cached = sweep_cache_path(cache_dir, key, prefix="plan-")
     if cached is not None and cached.exists():
         return read_fleet_plans_json(cached.parent, cached.name)

@@ -29,6 +29,7 @@ class CapacityInputs:
     speedup: float  # the scenario's replay speedup: the routing reference's arrival rate (ratio)
     cache_dir: Path  # where each measurement is kept by its inputs
     plan_disaggregated: bool = False  # the plan tries xP+yD shapes too (always, for a PD endpoint)
+    plan_ep_widths: tuple[int, ...] = ()  # ... and xP+yD with wide expert-parallel decode workers of these GPUs
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,13 @@ def measure_run_capacity(inputs: CapacityInputs) -> RunCapacity:
     plan = None
     if capacity is not None and inputs.target_rps is not None:
         plan = measure_fleet_plan(
-            spec, window, inputs.target_rps, slo, capacity, inputs.cache_dir, inputs.plan_disaggregated
+            spec,
+            window,
+            inputs.target_rps,
+            slo,
+            capacity,
+            inputs.cache_dir,
+            inputs.plan_disaggregated,
+            inputs.plan_ep_widths,
         )
     return RunCapacity(capacity, reference, plan)

@@ -9,6 +9,7 @@ import pytest
 
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
+from endpoints.sim.calibration.ep_shapes import wide_ep_decode_flags
 from endpoints.sim.calibration.fleet_capacity import cached_share, run_fleet_bench
 from endpoints.sim.calibration.fleet_plan import PdCandidates, plan_fleet, read_fleet_plans_json, write_fleet_plans_json
 from endpoints.sim.calibration.pd_capacity import PdShape, cached_pd_capacity, run_pd_bench, sweep_pd_capacity
@@ -74,8 +75,8 @@ def test_the_plan_tries_disaggregated_shapes_and_chooses_the_fewest_gpus_of_all(
     requests = _shared_prefix(120)
     one = sweep_slo_capacity(list(FLAGS), requests, *SLO).capacity_rps_at_slo
     assert one is not None
-    pd = PdCandidates((*FLAGS, "--disaggregation-mode", "prefill"), (*FLAGS, "--disaggregation-mode", "decode"), 8)
-    plan = plan_fleet(list(FLAGS), 8, (), requests, 2.5 * one, SLO, one, pd=pd)
+    pd = PdCandidates((*FLAGS, "--disaggregation-mode", "prefill"), (*FLAGS, "--disaggregation-mode", "decode"), 8, 8)
+    plan = plan_fleet(list(FLAGS), 8, (), requests, 2.5 * one, SLO, one, pd=[pd])
     disaggregated = [s for s in plan.shapes if s.prefill_workers]
     assert disaggregated and all(s.replicas == s.prefill_workers + s.decode_workers for s in disaggregated)
     assert all(s.gpus == 8 * s.replicas and s.policy == "cache_aware" for s in disaggregated)
@@ -95,3 +96,27 @@ def test_the_plan_tries_disaggregated_shapes_and_chooses_the_fewest_gpus_of_all(
     write_fleet_plans_json(tmp_path, plan)
     assert read_fleet_plans_json(tmp_path) == plan  # the shapes' roles come back from the file
     assert all(s.label == f"{s.prefill_workers}P{s.decode_workers}D x cache_aware" for s in disaggregated)
+
+
+def test_the_plan_tries_wide_expert_parallel_decode_workers_priced_by_their_gpus(tmp_path):
+    requests = _shared_prefix(120)
+    one = sweep_slo_capacity(list(FLAGS), requests, *SLO).capacity_rps_at_slo
+    assert one is not None
+    narrow = PdCandidates(
+        (*FLAGS, "--disaggregation-mode", "prefill"), (*FLAGS, "--disaggregation-mode", "decode"), 8, 8
+    )
+    wide_flags = wide_ep_decode_flags(narrow.decode_flags, 16)
+    assert {"--enable-dp-attention", "--enable-eplb", "--enable-two-batch-overlap"} <= set(wide_flags)
+    assert wide_flags[wide_flags.index("--nnodes") + 1] == "2"  # 16 H200s are two hosts
+    wide = PdCandidates(narrow.prefill_flags, wide_flags, 8, 16, 16)
+    plan = plan_fleet(list(FLAGS), 8, (), requests, 2.5 * one, SLO, one, pd=[narrow, wide])
+    ep = [s for s in plan.shapes if s.decode_ep_size]
+    assert ep and all(s.gpus == 8 * s.prefill_workers + 16 * s.decode_workers for s in ep)
+    assert all(s.label == f"{s.prefill_workers}P{s.decode_workers}D (EP16 decode) x cache_aware" for s in ep)
+    chosen = plan.chosen
+    assert chosen is not None and chosen.gpus == min(s.gpus for s in plan.shapes if s.holds_target)
+    write_fleet_plans_json(tmp_path, plan)
+    assert read_fleet_plans_json(tmp_path) == plan
+    # A width the expert count and the hosts cannot carry is refused with the twin's reason.
+    with pytest.raises(ValueError, match="must divide --tp-size|split evenly|KV|weights"):
+        wide_ep_decode_flags(("--tp", "8", "--sim-hardware", "h100"), 4)
