@@ -46,6 +46,12 @@ MAX_NODES_PER_TOKEN = 4
 DISPATCH_SCALE_BLOCK = 128  # DeepEP's FP8 dispatch carries one float32 scale per 128 hidden values
 
 
+# SGLang 0.5.23's --moe-a2a-backend choices (`make conformance` checks them): every one parses, as in SGLang; the
+# twin models none and deepep, and refuses the rest by name (ExpertParallel.from_namespace).
+SGLANG_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe",
+                       "deepep_v2", "pplx", "ascend_tp", "flashinfer_megamoe")  # fmt: skip
+
+
 class A2aBackend(str, Enum):
     NONE = "none"  # all-gather the tokens over the EP group, reduce-scatter the outputs
     DEEPEP = "deepep"  # DeepEP's dispatch and combine kernels
@@ -76,8 +82,7 @@ class ExpertParallel:
         """SGLang's expert-parallel flags, with its names, types and defaults (`make conformance` checks them)."""
         group = parser.add_argument_group("expert parallelism")
         group.add_argument("--ep-size", "--expert-parallel-size", "--ep", dest="ep_size", type=int, default=1)
-        # Any of SGLang's backends parses; only none and deepep are modelled (from_namespace refuses the rest).
-        group.add_argument("--moe-a2a-backend", type=str, default=A2aBackend.NONE.value)
+        group.add_argument("--moe-a2a-backend", choices=SGLANG_A2A_BACKENDS, default=A2aBackend.NONE.value)
         group.add_argument("--deepep-mode", choices=[m.value for m in DeepEpMode], default=DeepEpMode.AUTO.value)
         group.add_argument("--enable-eplb", action="store_true")
         group.add_argument("--ep-num-redundant-experts", type=int, default=0)
