@@ -20,8 +20,8 @@ from endpoints.probes.probe_records import (
     SERVER_SAMPLE_SCHEMA,
     SERVER_SAMPLES_FILE,
 )
-from endpoints.sim.calibration.fleet_plan import fleet_plan_text, read_fleet_plans_json
-from endpoints.sim.calibration.routing_reference import ROUTING_REFERENCE_FILE, read_routing_reference_json
+from endpoints.sim.calibration.fleet.fleet_plan import fleet_plan_text, read_fleet_plans_json
+from endpoints.sim.calibration.fleet.routing_reference import ROUTING_REFERENCE_FILE, read_routing_reference_json
 from endpoints.sim.calibration.shadow_canary import read_shadow_canary_json
 from endpoints.sim.calibration.slo_capacity import read_capacity_json
 from replay.recording.run_json import read_run_json

@@ -31,8 +31,8 @@ from endpoints.probes.server_facts import SERVER_FACTS_FILE
 from endpoints.provision import RunningEndpoint, start_detached
 from endpoints.sim.calibration.capacity_alongside import LOG_FILE as ALONGSIDE_LOG
 from endpoints.sim.calibration.capacity_alongside import measuring_alongside
-from endpoints.sim.calibration.fleet_plan import write_fleet_plans_json
-from endpoints.sim.calibration.routing_reference import ROUTING_REFERENCE_FILE, write_routing_reference_json
+from endpoints.sim.calibration.fleet.fleet_plan import write_fleet_plans_json
+from endpoints.sim.calibration.fleet.routing_reference import ROUTING_REFERENCE_FILE, write_routing_reference_json
 from endpoints.sim.calibration.run_capacity import CapacityInputs, measure_run_capacity
 from endpoints.sim.calibration.slo_capacity import write_capacity_json
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec

@@ -1,5 +1,5 @@
 """The fleet plan of a bundled scenario with a target_rps (workloads/scenarios.yaml), as the weekly job makes it
-(endpoints/sim/calibration/fleet_plan.py) after its capacity sweep (slo_capacity.py, or fleet_capacity.py for a
+(endpoints/sim/calibration/fleet/fleet_plan.py) after its capacity sweep (slo_capacity.py, or fleet_capacity.py for a
 fleet endpoint), on the workload its materialize step builds for the week.
 
     python bench/fleet_plan.py                                   # chat-v3-h200, the week of 2026-11-30
@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity  # noqa: E402
-from endpoints.sim.calibration.fleet_plan import ShapeProbe, measure_fleet_plan  # noqa: E402
-from endpoints.sim.calibration.pd_capacity import measure_pd_capacity  # noqa: E402
+from endpoints.sim.calibration.fleet.fleet_capacity import measure_fleet_capacity  # noqa: E402
+from endpoints.sim.calibration.fleet.fleet_plan import ShapeProbe, measure_fleet_plan  # noqa: E402
+from endpoints.sim.calibration.fleet.pd_capacity import measure_pd_capacity  # noqa: E402
 from endpoints.sim.calibration.slo_capacity import measure_slo_capacity  # noqa: E402
 from endpoints.spec import load_endpoint_specs  # noqa: E402
 from workloads.scenario_workload import scenario_workload  # noqa: E402

@@ -1,6 +1,6 @@
 """Routing as a lever on multi-turn traffic, in virtual time: a long window of the bundled Mooncake conversation
 trace through one replica, then through a fleet of N replicas behind the router's policy model (round_robin,
-cache_aware, prefix_hash), all on one virtual clock (endpoints/sim/calibration/fleet_capacity.py::run_fleet_bench:
+cache_aware, prefix_hash), all on one virtual clock (endpoints/sim/calibration/fleet/fleet_capacity.py::run_fleet_bench:
 the twin's engine, scheduler, radix cache and cost model, and smg 1.13.0's routing as endpoints/router/ models it).
 No process, no HTTP: the latencies are the twin's model of DeepSeek-V3 on 8xH200, not a GPU's.
 
@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from endpoints.router.policy_params import UnmodelledRouting, parse_router_spec  # noqa: E402
 from endpoints.router.router_spec import RouterSpec  # noqa: E402
-from endpoints.sim.calibration.fleet_capacity import cached_share, run_fleet_bench  # noqa: E402
+from endpoints.sim.calibration.fleet.fleet_capacity import cached_share, run_fleet_bench  # noqa: E402
 from endpoints.sim.calibration.slo_capacity import good_share, workload_bench_requests  # noqa: E402
 from endpoints.sim.calibration.virtual_bench import BenchRequest  # noqa: E402
 from warehouse.marts.price_table import load_price_table  # noqa: E402

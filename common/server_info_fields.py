@@ -37,6 +37,11 @@ READ_FIELDS = frozenset(
         "quantization",
         "kv_cache_dtype",
         "dtype",
+        # endpoints/fingerprint.py's COST_FIELDS_AWAY_FROM_DEFAULT
+        "enable_eplb",
+        "ep_num_redundant_experts",
+        "deepep_mode",
+        "nnodes",
         # endpoints/running_cap.py (with max_running_requests, dp_size, enable_dp_attention above)
         "internal_states",
         "effective_max_running_requests_per_dp",  # inside each internal_states entry

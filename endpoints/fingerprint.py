@@ -42,6 +42,14 @@ COST_FIELDS = (
     "kv_cache_dtype",
     "dtype",
 )
+# More fields that change cost, added after fingerprints were first stored: each joins the facts only where the
+# server sets it away from SGLang's default, so every configuration fingerprinted before keeps its digest.
+COST_FIELDS_AWAY_FROM_DEFAULT = {
+    "enable_eplb": False,
+    "ep_num_redundant_experts": 0,
+    "deepep_mode": "auto",
+    "nnodes": 1,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +97,10 @@ def config_fingerprint(
         "version": server_info.get("version"),
         **{name: _normalised(_lookup(server_info, name)) for name in COST_FIELDS},
     }
+    for name, default in COST_FIELDS_AWAY_FROM_DEFAULT.items():
+        value = _normalised(_lookup(server_info, name))
+        if value is not None and value != default:
+            facts[name] = value
     if gpu_type is not None:
         facts["gpu_type"] = gpu_type.upper()
     if gpu_count is not None:

@@ -9,7 +9,7 @@ becomes a file name (its server log), so it is restricted to config_file.SAFE_NA
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from enum import Enum
@@ -353,6 +353,17 @@ class _EndpointsFile(ConfigModel):
     endpoints: list[_EndpointEntry]
 
 
+def _flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The value `args` give `flag` (`--flag V` or `--flag=V`; the last wins), None when they do not give it."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(f"{flag}="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
 def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
     """The spec, after the rules that involve more than one key."""
 
@@ -395,6 +406,13 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
                            "command, host, port or advertise_url")  # fmt: skip
         if entry.env:
             raise fail("env", "a twin on a virtual clock runs in the replay step's own process: no env")
+    if mode is EndpointMode.LAUNCH:
+        roles = () if entry.disaggregation is None else (entry.disaggregation.prefill, entry.disaggregation.decode)
+        for key, args in (("server_args", entry.server_args), *(("disaggregation", r.server_args) for r in roles)):
+            if _flag_value(args, "--nnodes") not in (None, "1"):
+                raise fail(key, "--nnodes above 1: launch starts every worker on this host, and a server over several "
+                           "hosts needs its other ranks started on theirs; start it by hand and attach to it "
+                           "(docs/endpoints.md, a wide expert-parallel deployment)")  # fmt: skip
     fleet = _fleet(entry, mode, clock, fail)
     weeks = [r.from_week for r in entry.revisions]
     if weeks != sorted(set(weeks)):

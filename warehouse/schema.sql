@@ -89,9 +89,9 @@ SELECT
     price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
     capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
     capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
-    fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
+    fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/fleet/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
     running_requests_at_slo,  -- one replica's time-weighted mean running batch at the capacity sweep's capacity probe (the fastest rate sustained inside the SLO), from the same sweep as capacity_rps_at_slo: the batch the endpoint runs when it carries its capacity (requests; null: no sweep, nothing sustained, or recorded before occupancy at SLO)
-    single_replica_hit_rate,  -- cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests at the run's replay rate (endpoints/sim/calibration/routing_reference.py): what the fleet's traffic would realise on one cache of one replica's size (ratio 0-1; null: not a twin fleet, or recorded before routing references)
+    single_replica_hit_rate,  -- cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests at the run's replay rate (endpoints/sim/calibration/fleet/routing_reference.py): what the fleet's traffic would realise on one cache of one replica's size (ratio 0-1; null: not a twin fleet, or recorded before routing references)
     fleet_model_hit_rate,     -- cached / prompt tokens the same requests realise on the twin through the fleet's replicas and its router's policy model: single_replica_hit_rate minus this is what routing loses (ratio 0-1; null: not a twin fleet, or recorded before routing references)
     replay_clock,             -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
     replicas,                 -- SGLang workers serving the endpoint: a fleet's replicas behind its router, attach's worker_urls, else 1 (count; null: recorded before fleets)
@@ -208,7 +208,7 @@ SELECT
     computed_wall_s           -- when the figures were computed (s since the Unix epoch)
 FROM @twin_calibration_source@;
 
--- One row per shape a run's fleet plan tried (runs.fleet_plan_json unnested; endpoints/sim/calibration/fleet_plan.py):
+-- One row per shape a run's fleet plan tried (runs.fleet_plan_json unnested; endpoints/sim/calibration/fleet/fleet_plan.py):
 -- the window replayed once at the scenario's target rate through `replicas` twins behind the router policy's model.
 CREATE OR REPLACE VIEW fleet_plan_shapes AS
 WITH plans AS (

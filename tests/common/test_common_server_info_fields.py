@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from common.server_info_fields import READ_FIELDS, keep_read_fields
-from endpoints.fingerprint import COST_FIELDS, config_fingerprint
+from endpoints.fingerprint import COST_FIELDS, COST_FIELDS_AWAY_FROM_DEFAULT, config_fingerprint
 from endpoints.running_cap import max_running_requests
 from replay.recording.run_json import read_run_json
 from replay.runner import SIM_MARKER_KEY, ReplayConfig, run_replay
@@ -52,7 +52,7 @@ def _keys_read(tree: ast.AST, receiver_ok) -> set[str]:
 
 
 def _fields_the_code_reads() -> set[str]:
-    read = set(COST_FIELDS) | {SIM_MARKER_KEY}  # looked up by a loop and by a constant
+    read = set(COST_FIELDS) | set(COST_FIELDS_AWAY_FROM_DEFAULT) | {SIM_MARKER_KEY}  # looked up by loops and a constant
     for package in READER_PACKAGES:
         for path in sorted((REPO / package).rglob("*.py")):
             if "sim" in path.relative_to(REPO).parts:

@@ -25,6 +25,10 @@ def _digest(**changes) -> str:
         {"tp_size": 4},
         {"dp_size": 8},
         {"ep_size": 8},
+        {"enable_eplb": True},
+        {"ep_num_redundant_experts": 32},
+        {"deepep_mode": "low_latency"},
+        {"nnodes": 2},
         {"enable_dp_attention": True},
         {"disable_radix_cache": True},
         {"schedule_policy": "lpm"},
@@ -78,3 +82,9 @@ def test_facts_json_is_stable():
     a = config_fingerprint(BASE_INFO, "m")
     b = config_fingerprint(dict(reversed(list(BASE_INFO.items()))), "m")
     assert a.facts_json() == b.facts_json() and a.digest == b.digest and len(a.digest) == 12
+
+
+def test_the_expert_parallel_fields_added_later_leave_a_default_configurations_digest_as_it_was():
+    # The digest BASE_INFO had before enable_eplb, ep_num_redundant_experts, deepep_mode and nnodes were read.
+    assert _digest(enable_eplb=False, ep_num_redundant_experts=0, deepep_mode="auto", nnodes=1) == _digest()
+    assert _digest() == "1c1979dc71e4"

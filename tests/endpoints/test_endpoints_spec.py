@@ -48,6 +48,8 @@ def _load(tmp_path, **entry):
         ({"command": []}, "command: must not be empty"),
         ({"command": ["docker", "run", "-e", "X", "--api-key=sk-1"]}, r"command\[4\]: --api-key would write a secret"),
         ({"gpus": 8}, "gpus: unknown key"),
+        ({"mode": "launch", "server_args": ["--tp", "16", "--nnodes", "2"]}, "server_args: --nnodes above 1: launch starts"),
+        ({"mode": "launch", "server_args": ["--nnodes=4"]}, "start it by hand and attach to it"),
         ({"server_arg": ["--tp", "8"]}, "server_arg: unknown key \\(did you mean 'server_args'\\?\\)"),
         ({"api_key": "sk-live"}, "api_key: unknown key \\(did you mean 'api_key_env'\\?\\)"),
     ],

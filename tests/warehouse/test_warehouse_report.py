@@ -14,7 +14,7 @@ import pytest
 
 from chromium_devtools import Browser, require_chromium
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
+from endpoints.sim.calibration.fleet.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from endpoints.spec import EndpointMode, FleetSpec, WorkerGroup, WorkerRole
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import FleetPlanRow

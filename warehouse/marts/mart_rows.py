@@ -338,7 +338,7 @@ class FleetPlanRow:
 
 def shape_label(replicas: int, policy: str, prefill_workers: int, decode_workers: int, decode_ep_size: int = 0) -> str:
     """A fleet plan's shape as the report and the console name it: '4 x cache_aware', '1P3D x cache_aware', or
-    '1P2D (EP16 decode) x cache_aware' (endpoints/sim/calibration/fleet_plan.py names its probes alike)."""
+    '1P2D (EP16 decode) x cache_aware' (endpoints/sim/calibration/fleet/fleet_plan.py names its probes alike)."""
     if prefill_workers:
         wide = f" (EP{decode_ep_size} decode)" if decode_ep_size else ""
         return f"{prefill_workers}P{decode_workers}D{wide} x {policy}"

@@ -182,7 +182,7 @@ RUNS_COLUMNS = ColumnList(
             pa.float64(),
             "ratio 0-1",
             "cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests "
-            "at the run's replay rate (endpoints/sim/calibration/routing_reference.py): what the fleet's traffic "
+            "at the run's replay rate (endpoints/sim/calibration/fleet/routing_reference.py): what the fleet's traffic "
             "would realise on one cache of one replica's size",
             note="null: not a twin fleet, or recorded before routing references",
         ),

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from endpoints.sim.calibration.fleet_capacity import measure_fleet_capacity
-from endpoints.sim.calibration.fleet_plan import FleetPlan, measure_fleet_plan
-from endpoints.sim.calibration.pd_capacity import measure_pd_capacity
-from endpoints.sim.calibration.routing_reference import RoutingReference, measure_routing_reference
+from endpoints.sim.calibration.fleet.fleet_capacity import measure_fleet_capacity
+from endpoints.sim.calibration.fleet.fleet_plan import FleetPlan, measure_fleet_plan
+from endpoints.sim.calibration.fleet.pd_capacity import measure_pd_capacity
+from endpoints.sim.calibration.fleet.routing_reference import RoutingReference, measure_routing_reference
 from endpoints.sim.calibration.slo_capacity import SloCapacity, measure_slo_capacity
 from endpoints.spec import EndpointSpec
 from workloads.workload import Workload

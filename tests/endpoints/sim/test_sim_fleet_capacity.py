@@ -10,13 +10,13 @@ import pytest
 
 from endpoints.router.policy_params import UnmodelledRouting, parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet_capacity import (
+from endpoints.sim.calibration.fleet.fleet_capacity import (
     cached_fleet_capacity,
     cached_share,
     run_fleet_bench,
     sweep_fleet_capacity,
 )
-from endpoints.sim.calibration.fleet_plan import (
+from endpoints.sim.calibration.fleet.fleet_plan import (
     _fewest_holding,
     fleet_plan_text,
     plan_fleet,

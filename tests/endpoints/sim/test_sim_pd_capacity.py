@@ -9,10 +9,15 @@ import pytest
 
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.ep_shapes import wide_ep_decode_flags
-from endpoints.sim.calibration.fleet_capacity import cached_share, run_fleet_bench
-from endpoints.sim.calibration.fleet_plan import PdCandidates, plan_fleet, read_fleet_plans_json, write_fleet_plans_json
-from endpoints.sim.calibration.pd_capacity import PdShape, cached_pd_capacity, run_pd_bench, sweep_pd_capacity
+from endpoints.sim.calibration.fleet.ep_shapes import wide_ep_decode_flags
+from endpoints.sim.calibration.fleet.fleet_capacity import cached_share, run_fleet_bench
+from endpoints.sim.calibration.fleet.fleet_plan import (
+    PdCandidates,
+    plan_fleet,
+    read_fleet_plans_json,
+    write_fleet_plans_json,
+)
+from endpoints.sim.calibration.fleet.pd_capacity import PdShape, cached_pd_capacity, run_pd_bench, sweep_pd_capacity
 from endpoints.sim.calibration.slo_capacity import sweep_slo_capacity
 from endpoints.sim.calibration.virtual_bench import BenchRequest, random_ids
 

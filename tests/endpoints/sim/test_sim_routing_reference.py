@@ -1,4 +1,4 @@
-"""The routing reference (endpoints/sim/calibration/routing_reference.py): the same requests through one replica and
+"""The routing reference (endpoints/sim/calibration/fleet/routing_reference.py): the same requests through one replica and
 through the fleet's router model, so the diagnosis blames routing for what routing loses and not for what a
 pool that evicts loses."""
 
@@ -8,7 +8,7 @@ import pytest
 from test_sim_fleet_capacity import FLAGS, _sessions
 
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.routing_reference import (
+from endpoints.sim.calibration.fleet.routing_reference import (
     RoutingReference,
     measure_routing_reference,
     read_routing_reference_json,

@@ -207,6 +207,8 @@ H100_EP_PREFILL = (f"--model-path deepseek-ai/DeepSeek-V3-0324 --sim-hardware h1
 H100_EP_DECODE = (f"--model-path deepseek-ai/DeepSeek-V3-0324 --sim-hardware h100 --disaggregation-mode decode "
                   f"{_LARGE_EP} --deepep-mode low_latency --enable-two-batch-overlap --mem-fraction-static 0.835 "
                   "--dist-init-addr 10.0.0.1:5000")  # fmt: skip
+# ASSUMED for rows 11 and 12's decode, which the blogs' summaries do not state: EPLB with 32 copies, as on the H100
+# deployment, and no two-batch overlap (its exchange crosses NVLink, which has little to hide).
 GB200_EP_DECODE = _tokens(
     f"--model-path deepseek-ai/DeepSeek-R1 --sim-hardware gb200 --disaggregation-mode decode {_LARGE_EP} "
     "--deepep-mode low_latency --tp 48 --dp 48 --nnodes 12 --dist-init-addr 10.0.0.1:5000"

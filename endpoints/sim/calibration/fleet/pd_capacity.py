@@ -21,7 +21,7 @@ from endpoints.router.router_spec import RouterSpec
 from endpoints.router.routing_policy import build_policy
 from endpoints.router.routing_text import routing_text
 from endpoints.router.worker_loads import fleet_view
-from endpoints.sim.calibration.fleet_capacity import (
+from endpoints.sim.calibration.fleet.fleet_capacity import (
     FLEET_RULES,
     FleetBenchResult,
     FleetCapacity,

@@ -21,7 +21,7 @@ from pathlib import Path
 from common.atomic_file import write_bytes_atomically
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet_capacity import FLEET_RULES, cached_share, run_fleet_bench
+from endpoints.sim.calibration.fleet.fleet_capacity import FLEET_RULES, cached_share, run_fleet_bench
 from endpoints.sim.calibration.slo_capacity import MAX_SWEEP_REQUESTS, compressed, sweep_cache_path, sweep_requests
 from endpoints.sim.calibration.virtual_bench import BenchRequest, run_bench
 from endpoints.spec import EndpointMode, EndpointSpec

@@ -33,9 +33,9 @@ from pathlib import Path
 from common.atomic_file import write_bytes_atomically
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.ep_shapes import wide_ep_decode_flags
-from endpoints.sim.calibration.fleet_capacity import FLEET_RULES, FleetBenchResult, cached_share, run_fleet_bench
-from endpoints.sim.calibration.pd_capacity import PdShape, pd_shape, run_pd_bench
+from endpoints.sim.calibration.fleet.ep_shapes import wide_ep_decode_flags
+from endpoints.sim.calibration.fleet.fleet_capacity import FLEET_RULES, FleetBenchResult, cached_share, run_fleet_bench
+from endpoints.sim.calibration.fleet.pd_capacity import PdShape, pd_shape, run_pd_bench
 from endpoints.sim.calibration.slo_capacity import (
     IDLE_FACTOR,
     MAX_SWEEP_REQUESTS,
