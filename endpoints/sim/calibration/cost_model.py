@@ -8,6 +8,9 @@ time = max(compute time, memory time) + a fixed per-step overhead.
   attention splits the requests (and their KV) over the DP ranks instead.
 - Compute: 2·active params FLOPs per new token (FP8 GEMMs) plus attention over the context (BF16).
   Cached prefix tokens cost nothing here: they only appear as context.
+- Expert parallelism (--ep-size, DeepEP): the busiest GPU's whole experts and token-slots, the attention
+  weights of its DP rank, and the token exchange over NVLink and RDMA, hidden in part by two-batch overlap
+  (expert_parallel.py).
 - Overhead: kernel launches and the two TP all-reduces per layer. Decode replays CUDA graphs, so it
   is small; prefill (extend) runs eagerly, so each layer costs far more launch and Python time.
 
@@ -22,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from endpoints.sim.calibration.expert_parallel import ExpertParallel, busiest_gpu_load, exchange
+from endpoints.sim.calibration.expert_parallel import ExpertLoad, ExpertParallel, busiest_gpu_load, exchange
 from endpoints.sim.calibration.profiles import CostConstants, HardwareProfile, ModelProfile, cost_constants_for
 from endpoints.sim.engine.step_batch import ForwardMode, StepBatch
 
@@ -182,26 +185,27 @@ class RooflineCostModel:
         attention_s = self._attention_s(batch)
         kv_s = self._kv_read_s(batch)
 
-        def roofline(step_tokens: int, share: float) -> tuple[float, float]:
-            load = busiest_gpu_load(step_tokens, ep, model)
+        def roofline(load: ExpertLoad, share: float) -> tuple[float, float]:
             expert_flops = 2.0 * model.expert_params * load.token_slots * model.num_moe_layers
             compute = share * (other_gemm_s + attention_s) + expert_flops / (hw.fp8_flops_per_s * c.gemm_efficiency)
             memory = (shared_bytes + load.experts_touched * model.num_moe_layers * self._expert_bytes) / bandwidth
             return compute, memory + share * kv_s
 
-        def exchanged(step_tokens: int) -> float:
-            load = busiest_gpu_load(step_tokens, ep, model)
-            return exchange(step_tokens, par.tp_size, ep, load, model, hw, c, decode).total_s
-
         overhead_s = self._overhead_s(batch)
         if not ep.two_batch_overlap or tokens < 2:
-            compute_s, memory_s = roofline(tokens, 1.0)
-            return StepCost(compute_s, memory_s, overhead_s, exchanged(tokens))
+            load = busiest_gpu_load(tokens, ep, model)
+            compute_s, memory_s = roofline(load, 1.0)
+            exchange_s = exchange(tokens, par.tp_size, ep, load, model, hw, c, decode).total_s
+            return StepCost(compute_s, memory_s, overhead_s, exchange_s)
         # Two micro-batches, interleaved layer by layer: one's exchange runs under the other's compute, so the
         # longer stream sets the pace, plus one layer's worth of the shorter to fill the pipeline.
         half = tokens // 2
-        compute_h, memory_h = roofline(half, 0.5)
-        busy_h, exchange_h = max(compute_h, memory_h), exchanged(half)
+        load = busiest_gpu_load(half, ep, model)
+        compute_h, memory_h = roofline(load, 0.5)
+        busy_h, exchange_h = (
+            max(compute_h, memory_h),
+            exchange(half, par.tp_size, ep, load, model, hw, c, decode).total_s,
+        )
         visible = 2 * max(0.0, exchange_h - busy_h) + min(busy_h, exchange_h) / model.num_moe_layers
         return StepCost(2 * compute_h, 2 * memory_h, overhead_s, visible)
 
