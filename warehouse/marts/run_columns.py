@@ -164,8 +164,8 @@ RUNS_COLUMNS = ColumnList(
             pa.string(),
             "",
             "the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/"
-            "fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the "
-            "view fleet_plan_shapes unnests it",
+            "fleet/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate "
+            "each; the view fleet_plan_shapes unnests it",
             note="null: no plan: no target_rps or SLO, not a twin, or recorded before plans",
         ),
         Column(
