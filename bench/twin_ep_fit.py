@@ -27,8 +27,8 @@ from scipy.optimize import least_squares
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from endpoints.sim.calibration import fitted_ep_constants  # noqa: E402
-from endpoints.sim.calibration.profiles import EP_CONSTANTS, HARDWARE_PROFILES, HardwareName, cost_constants_for  # noqa: E402
-from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Metric, Point, measure  # noqa: E402
+from endpoints.sim.calibration.profiles import EP_CONSTANTS, HARDWARE_PROFILES, cost_constants_for  # noqa: E402
+from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
 
 FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "calibration" / "fitted_ep_constants.py"
 # The issue's declared fit set: row 6 (96×H100's prefill nodes at three input lengths), row 11 (GB200 NVL72
@@ -41,16 +41,11 @@ PARAMETERS = {"a2a_layer_s": (50e-6, 1e-6, 2e-3), "link_efficiency": (0.7, 0.05,
 DIFF_STEP = 0.02
 
 
-def _hardware(point: Point) -> HardwareName:
-    flags = list(point.flags)
-    return HardwareName(flags[flags.index("--sim-hardware") + 1])
-
-
 def predictions(values: dict[str, float]) -> dict[str, float]:
     out = {}
     for key in FIT_SET:
         point = POINTS_BY_KEY[key]
-        constants = replace(cost_constants_for(HARDWARE_PROFILES[_hardware(point)].vendor), **values)
+        constants = replace(cost_constants_for(HARDWARE_PROFILES[point.hardware].vendor), **values)
         out[key] = measure(point, constants).values[Metric.THROUGHPUT]
     return out
 

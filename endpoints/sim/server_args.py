@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from endpoints.sim.calibration.cost_model import ParallelConfig
 from endpoints.sim.calibration.expert_parallel import ExpertParallel, expert_parallel_server_info
 from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
 from endpoints.sim.calibration.run_variation import RunVariation
@@ -162,6 +163,10 @@ class SimServerArgs:
     sim_kv_link_gb_s: float  # per GPU, the link a KV transfer crosses (default: the GPU's NIC)
     sim_kv_transfer_latency_ms: float  # per transfer, on top of its bytes' time
     ignored: tuple[tuple[str, object], ...]  # accepted SGLang flags with no effect on the twin
+
+    @property
+    def parallel(self) -> ParallelConfig:
+        return ParallelConfig(self.tp_size, self.dp_size, self.enable_dp_attention, self.expert_parallel)
 
     @property
     def kv_dtype_bytes(self) -> int:

@@ -44,7 +44,7 @@ def run_phase(flags: list[str], phase: Phase, context_tokens: int, batch_per_gpu
     args = parse_server_args(flags)
     engine = build_engine(args, VirtualClock(), cost_constants)
     gpus = args.tp_size
-    ranks = args.dp_size if args.enable_dp_attention else 1
+    ranks = args.parallel.attention_ranks
     if phase is Phase.PREFILL:
         prompts = max(1, args.max_prefill_tokens * ranks // context_tokens)
         items = tuple(BatchItem(new_tokens=context_tokens, context_tokens=0) for _ in range(prompts))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from endpoints.sim.calibration.cold_start import ColdStartCostModel
-from endpoints.sim.calibration.cost_model import CostModel, GrammarCostModel, ParallelConfig, RooflineCostModel
+from endpoints.sim.calibration.cost_model import CostModel, GrammarCostModel, RooflineCostModel
 from endpoints.sim.calibration.profiles import (
     CostConstants,
     cost_constants_for,
@@ -27,7 +27,7 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
     `cost_constants`: the cost model's efficiencies (default: the fitted ones for the GPU's vendor)."""
     model = model_profile_for(args.model_path)
     hardware = hardware_profile_for(args.sim_hardware.value)
-    parallel = ParallelConfig(args.tp_size, args.dp_size, args.enable_dp_attention, args.expert_parallel)
+    parallel = args.parallel
     constants = cost_constants or cost_constants_for(hardware.vendor)
     draw = None if args.run_variation is None else draw_run(args.run_variation)
     if draw is not None:

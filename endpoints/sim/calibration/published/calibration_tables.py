@@ -25,7 +25,7 @@ from pathlib import Path
 from statistics import median
 
 from endpoints.sim.calibration import fitted_constants, fitted_ep_constants
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, cost_constants_for
+from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, cost_constants_for
 from endpoints.sim.calibration.published.published_points import POINTS, Measured, Metric, Point, measure
 from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS
 from endpoints.sim.server_args import ServerArgsError
@@ -127,11 +127,6 @@ def within_bounds(ratio: float) -> bool:
     return RATIO_BOUNDS[0] <= ratio <= RATIO_BOUNDS[1]
 
 
-def _hardware(point: Point) -> HardwareName:
-    flags = list(point.flags)
-    return HardwareName(flags[flags.index("--sim-hardware") + 1])
-
-
 def _unit(point: Point, metric: Metric) -> str:
     if metric is Metric.THROUGHPUT:  # which tokens over which GPUs the publisher counted (ThroughputKind)
         return f"tokens/s per GPU, {point.throughput_kind.value}"
@@ -151,7 +146,7 @@ def calibration_figures(run: CalibrationRun, twin_version: str, computed_wall_s:
     figures = []
     for measured in (*run.fit, *run.validation):
         point = measured.point
-        constants = cost_constants_for(HARDWARE_PROFILES[_hardware(point)].vendor)
+        constants = cost_constants_for(HARDWARE_PROFILES[point.hardware].vendor)
         for metric in Metric:
             if metric not in point.published:
                 continue

@@ -19,7 +19,7 @@ from enum import Enum
 from functools import lru_cache
 
 from endpoints.sim.calibration.phase_bench import Phase, PhaseResult, run_phase
-from endpoints.sim.calibration.profiles import CostConstants
+from endpoints.sim.calibration.profiles import CostConstants, HardwareName
 from endpoints.sim.calibration.published.spec_fitted import ROW8_SPEC_ACCEPT_LENGTH  # row 8's fitted MTP acceptance
 from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench
 
@@ -91,6 +91,11 @@ class Point:
     throughput_kind: ThroughputKind
     sglang_version: str
     source: str
+
+    @property
+    def hardware(self) -> HardwareName:
+        """The GPU its flags name (--sim-hardware)."""
+        return HardwareName(self.flags[self.flags.index("--sim-hardware") + 1])
 
 
 @dataclass(frozen=True, slots=True)
