@@ -121,8 +121,9 @@ def _run_row(run_dir: Path, part: PartitionContext, run_context: RunContext) -> 
         run_context = replace(
             run_context,
             capacity_rps_at_slo=capacity.capacity_rps_at_slo,
-            capacity_source="twin_sweep",
+            capacity_source=capacity.source,
             running_requests_at_slo=capacity.running_requests_at_slo,
+            capacity_ramp_gpu_minutes=capacity.gpu_minutes if capacity.source == "rate_ramp" else None,
         )
     plan = read_fleet_plans_json(run_dir)
     if plan is not None:

@@ -5,7 +5,9 @@ attaches to) the endpoint as the partition's week had it configured and fans out
 `replay_shard` steps run in parallel under the multiprocess (or Kubernetes) executor and fix one
 shared t0 only once every shard has its prompts ready (replay/schedule/rendezvous.py); `finish_replay` stops
 the endpoint and merges the shards into one run; `measure_capacity` then finds, in virtual time on the
-twin, the load the endpoint sustains inside the SLO (capacity.json). Any failing step stops the endpoint too (a failure
+twin, the load the endpoint sustains inside the SLO (capacity.json; a real endpoint's is its shadow twin's, scaled by
+its measured throughput, unless the scenario's opt-in rate ramp measured it in replay_shard while the endpoint was
+up: assets/real_capacity.py). Any failing step stops the endpoint too (a failure
 hook reading the run's lease file), and the lease sensor stops it when the run ends any other way
 (terminated, run worker killed). One replay per endpoint at a time is enforced on runs, by their
 endpoint tag (pipelines/schedules.py, dagster.yaml).
@@ -22,6 +24,7 @@ import dagster as dg
 import orjson
 
 from assets.partition_context import PartitionContext
+from assets.real_capacity import ramp_real_endpoint, ramp_wanted, write_shadow_capacities
 from assets.resources import ScenarioCatalog, WarehouseResource
 from assets.shadow_replay import write_shadow_canary
 from endpoints.lease_file import end_lease, new_lease, write_lease
@@ -212,6 +215,16 @@ def replay_shard(
             # requests: SGLang flushes only an idle server; they wait for this shard at the rendezvous).
             prepare_cache(task.endpoint, scenario.cold_start)
         shard_dirs.append(str(_replay_one(context, part, workload, traffic, task, run, warehouse)))
+    if task.endpoint is not None and ramp_wanted(task.endpoint.spec, scenario):
+        # The opt-in rate ramp needs the endpoint up and to itself: here, after the week's replays (a ramp scenario
+        # has one shard), before finish_replay stops it.
+        run_dirs = [Path(run.run_dir) for run in task.runs]
+        ramp = ramp_real_endpoint(task.endpoint, workload, traffic, scenario, run_dirs, task.runs[-1].run_id)
+        context.log.info(
+            f"rate ramp: capacity at SLO {ramp.capacity_rps_at_slo} requests/s"
+            + ("" if ramp.broke else " (never broke: a lower bound)")
+            + f", {len(ramp.steps)} steps, {ramp.wall_s:.0f} s, {ramp.gpu_minutes:.1f} GPU-minutes"
+        )
     return shard_dirs
 
 
@@ -253,7 +266,8 @@ def _replay_one(
 
         first = run is task.runs[0]
         if task.shard_index == 0 and first:  # the capacity measurements overlap the replay: neither keeps a schedule
-            with measuring_alongside(_capacity_inputs(part, workload, traffic, warehouse), Path(run.run_dir)) as child:
+            inputs = _capacity_inputs(part, workload, traffic, warehouse, run.run_id)
+            with measuring_alongside(inputs, Path(run.run_dir)) as child:
                 info = replay_on_virtual_twin(spec, Path(run.run_dir), run.run_id, scenario.cold_start, replay)
             if child.returncode:
                 context.log.warning(f"the capacity measurement beside the replay failed (exit {child.returncode}, "
@@ -323,22 +337,36 @@ def measure_capacity(
     fleet_plans.json."""
     part = catalog.partition(context, endpoint=replay.endpoint)
     scenario, spec = part.scenario, part.endpoint
-    # Beside a virtual-clock replay the same measurements ran already (replay_shard): then all are read back.
-    measured = measure_run_capacity(
-        _capacity_inputs(part, workload, part.traffic(warehouse.workloads_dir()), warehouse)
-    )
-    capacity, reference, plan = measured.capacity, measured.reference, measured.plan
+    traffic = part.traffic(warehouse.workloads_dir())
+    # One sweep per run, on the twin as that run had it (its run-to-run variation seed): a week's repeats then
+    # differ in capacity as in everything else. Beside a virtual-clock replay the first run's measurements ran
+    # already (replay_shard): they are read back, and the routing reference and plan (the week's) are shared.
+    measured_runs = [
+        measure_run_capacity(_capacity_inputs(part, workload, traffic, warehouse, run_id)) for run_id in replay.run_ids
+    ]
+    capacity, reference, plan = measured_runs[0].capacity, measured_runs[0].reference, measured_runs[0].plan
     # A real endpoint's shadow canary: the same window on the twin with its flags, twin/real ratios per run.
-    write_shadow_canary(spec, workload, part.traffic(warehouse.workloads_dir()), scenario, replay.run_dirs)
+    canaries = write_shadow_canary(spec, workload, traffic, scenario, replay.run_dirs)
     if capacity is None:
-        context.log.info(f"no capacity sweep for {spec.name} ({spec.mode.value}): twin endpoints only")
+        # A real endpoint's capacity: the rate ramp's (replay_shard wrote it), else the shadow twin's, scaled.
+        inputs = _capacity_inputs(part, workload, traffic, warehouse, replay.run_ids[0])
+        real = write_shadow_capacities(spec, inputs.window, inputs.slo, canaries, replay.run_dirs, inputs.cache_dir)
+        if not canaries:
+            context.log.info(f"no capacity for {spec.name} ({spec.mode.value}): no sweep applies to its window")
+        for run_id, found in zip(replay.run_ids, real):
+            context.log.info(f"run {run_id}: capacity at SLO " + (
+                "none (no sweep applies, or the shadow twin cannot model the endpoint)" if found is None
+                else f"{found.capacity_rps_at_slo} requests/s ({found.source})"))  # fmt: skip
         return replay
-    for run_dir in replay.run_dirs:  # one sweep for the week: its repeats replayed the same window on the same flags
-        write_capacity_json(Path(run_dir), capacity)
-    context.log.info(
-        f"capacity at SLO {capacity.capacity_rps_at_slo} requests/s (this window at speedup 1: "
-        f"{capacity.offered_rps:.3g}); {len(capacity.probes)} probes, {capacity.cpu_s:.1f} s CPU"
-    )
+    for run_dir, run_id, measured in zip(replay.run_dirs, replay.run_ids, measured_runs, strict=True):
+        if measured.capacity is None:
+            continue
+        write_capacity_json(Path(run_dir), measured.capacity)
+        context.log.info(
+            f"run {run_id}: capacity at SLO {measured.capacity.capacity_rps_at_slo} requests/s (this window at "
+            f"speedup 1: {measured.capacity.offered_rps:.3g}); {len(measured.capacity.probes)} probes, "
+            f"{measured.capacity.cpu_s:.1f} s CPU"
+        )
     if reference is not None:
         for run_dir in replay.run_dirs:
             write_routing_reference_json(Path(run_dir) / ROUTING_REFERENCE_FILE, reference)
@@ -360,10 +388,11 @@ def measure_capacity(
 
 
 def _capacity_inputs(
-    part: PartitionContext, workload: Workload, traffic: WeekTraffic, warehouse: WarehouseResource
+    part: PartitionContext, workload: Workload, traffic: WeekTraffic, warehouse: WarehouseResource, run_id: str
 ) -> CapacityInputs:
     return CapacityInputs(
         endpoint=part.endpoint,
+        run_endpoint=varied_spec(part.endpoint, part.scenario, run_id),
         window=workload.window(traffic.start_s, traffic.duration_s),
         slo=(part.scenario.slo_ttft_ms, part.scenario.slo_tpot_ms),
         target_rps=part.scenario.target_rps,

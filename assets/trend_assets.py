@@ -18,7 +18,9 @@ CONFIRMS_METADATA = "confirms"  # the same, on the weekly report that run built 
 
 # Plotted by Dagster's UI over time, per partition.
 _TREND_METADATA = (
-    "cost_per_request_usd",
+    "efficiency_cost_per_request_usd",
+    "realised_cost_per_request_usd",
+    "idle_cost_per_request_usd",
     "p95_ttft_ms",
     "prefix_cache_hit_rate",
     "completed_requests",
@@ -58,10 +60,12 @@ def partition_attribution(store: WarehouseBackend, part: WeekScenario) -> dict[s
         if row.change_usd is None:
             continue
         parts = {
-            "cost_change_usd": row.change_usd,
-            "cost_change_price_usd": row.price_usd,
-            "cost_change_traffic_usd": row.traffic_usd,
-            "cost_change_runtime_usd": row.runtime_usd,
+            "realised_cost_change_usd": row.change_usd,
+            "realised_cost_change_price_usd": row.price_usd,
+            "realised_cost_change_traffic_usd": row.traffic_usd,
+            "realised_cost_change_idle_share_usd": row.traffic_volume_usd,
+            "realised_cost_change_runtime_usd": row.runtime_usd,
+            "realised_cost_change_prefix_cache_usd": row.prefix_cache_usd,
         }
         figures.update({name: value for name, value in parts.items() if value is not None})
     return figures

@@ -1,8 +1,10 @@
 """The changes bench/gate_error_rates.py injects into a canary's runs, each moving exactly one judged metric.
 
-- cost per request +x%: the run's usd_per_gpu_hour times (1 + x/100). run_summary prices a run as gpu_count x
-  usd_per_gpu_hour x window / 3600 over its completed requests, so cost per request scales exactly and nothing
-  else moves.
+- efficiency cost per request +x%: the run's capacity at the SLO divided by (1 + x/100), a runtime change that
+  moves capacity but not latency at the replayed rate (a cache that stops hitting only under load, a scheduler that
+  keeps a smaller batch inside the SLO): run_summary prices the efficiency cost as gpu_count x usd_per_gpu_hour /
+  3600 / capacity_rps_at_slo, so it scales exactly; the replay's own latencies, hit rate and realised cost do not
+  move, and no other judged metric can see it.
 - p95 TTFT +x%: every request's first token (and first answer token, its chunks and its finish) later by x% of its
   TTFT, so every TTFT, and hence every percentile of them, scales by (1 + x/100) and each e2e grows by the same
   milliseconds. The run's measured window (runs.window_s) is kept, so its cost does not move.
@@ -24,7 +26,7 @@ import pyarrow.compute as pc
 class Metric(enum.Enum):
     """A judged metric, by the name weekly_trends.regressed_metrics spells it."""
 
-    COST = "cost_per_request_usd"
+    COST = "efficiency_cost_per_request_usd"
     P95_TTFT = "p95_ttft_ms"
     HIT_RATE = "prefix_cache_hit_rate"
 
@@ -56,7 +58,7 @@ class Change:
     def apply(self, runs: pa.Table, requests: pa.Table) -> tuple[pa.Table, pa.Table]:
         """One run's `runs` row and requests with the change made."""
         if self.metric is Metric.COST:
-            return _scaled_price(runs, 1 + self.size / 100), requests
+            return _lower_capacity(runs, 1 + self.size / 100), requests
         if self.metric is Metric.P95_TTFT:
             return runs, _slower_first_token(requests, 1 + self.size / 100)
         return runs, _fewer_cached_tokens(requests, self.size / 100)
@@ -75,8 +77,8 @@ def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
     return table.set_column(index, table.schema.field(index), values.cast(table.schema.field(index).type))
 
 
-def _scaled_price(runs: pa.Table, factor: float) -> pa.Table:
-    return _replace(runs, "usd_per_gpu_hour", pc.multiply(runs.column("usd_per_gpu_hour"), factor))
+def _lower_capacity(runs: pa.Table, factor: float) -> pa.Table:
+    return _replace(runs, "capacity_rps_at_slo", pc.divide(runs.column("capacity_rps_at_slo"), factor))
 
 
 def _slower_first_token(requests: pa.Table, factor: float) -> pa.Table:

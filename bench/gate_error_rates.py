@@ -98,7 +98,7 @@ def pool_spread(folders: dict[str, Path], size: int) -> dict[str, dict[str, floa
         rows = store.run_summary()
     for scenario in folders:
         mine = [r for r in rows if r.scenario == f"{scenario}.pool"]
-        cost = [r.cost_per_request_usd for r in mine]
+        cost = [r.efficiency_cost_per_request_usd for r in mine]  # the judged cost: each run's own sweep
         ttft = [r.p95_ttft_ms for r in mine]
         hit = [r.prefix_cache_hit_rate for r in mine]
         spread = {"runs": len(mine), "cost": mean(cost), "ttft": mean(ttft), "hit": mean(hit)}

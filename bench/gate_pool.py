@@ -4,8 +4,9 @@ Each run is replayed the way the weekly job replays a canary on a virtual clock 
 `replay_shard`): the scenario's window (workloads/weekly_traffic.py), its workload (workloads/scenario_workload.py),
 its ReplayConfig (replay/scenario_config.py), served in-process by replay_on_virtual_twin with
 `--sim-run-seed <i>` added to the endpoint's flags (endpoints/sim/calibration/run_variation.py), and its `runs` row
-built by build_run_row with the scenario's RunContext. No capacity sweep, routing reference or fleet plan: they
-feed the diagnoses, not the regression verdict.
+built by build_run_row with the scenario's RunContext and the run's own capacity sweep on the twin as it had it (its
+seed: measure_capacity does the same per run), which the efficiency cost the gate judges is priced from. No routing
+reference or fleet plan: they feed the diagnoses, not the regression verdict.
 
 A run is cached as `<pool_dir>/<scenario>-<key>/seed-<i>/{runs,requests}.parquet`, key a digest of the scenario,
 the endpoint as configured, the workload's content hash and the source of endpoints/ and replay/, so a second
@@ -85,6 +86,7 @@ def _replay_one(job: tuple[str, int, Path, Path, Path, Path]) -> Path:
     """Replay seed `seed` of the scenario into `dest` (runs.parquet, requests.parquet); returns dest."""
     scenario_name, seed, scenarios_path, endpoints_path, spool_dir, dest = job
     from endpoints.probes.server_facts import SERVER_FACTS_FILE
+    from endpoints.sim.calibration.run_capacity import CapacityInputs, measure_run_capacity
     from endpoints.virtual_twin import replay_on_virtual_twin
     from replay.recording.shard_merge import merge_shard_runs
     from replay.runner import run_replay_async
@@ -94,6 +96,7 @@ def _replay_one(job: tuple[str, int, Path, Path, Path, Path]) -> Path:
     from workloads.trace_stats import trace_stats
 
     scenario, spec, traffic, workload = _resolved(scenario_name, scenarios_path, endpoints_path, spool_dir)
+    week_spec = spec
     spec = replace(spec, server_args=(*spec.server_args, "--sim-run-seed", str(seed)))
     run_id = f"pool-{scenario_name}-{seed}"
     with tempfile.TemporaryDirectory(prefix="gate-pool-") as tmp:
@@ -108,9 +111,18 @@ def _replay_one(job: tuple[str, int, Path, Path, Path, Path]) -> Path:
         replay_on_virtual_twin(spec, run_dir, run_id, scenario.cold_start, replay)
         facts = orjson.loads((run_dir / SERVER_FACTS_FILE).read_bytes())
         info = replace(merge_shard_runs([shard_dir], run_dir), config_fingerprint=facts.get("config_fingerprint"))
-        context = RunContext.of_scenario(
-            scenario, trace_stats(workload.window(traffic.start_s, traffic.duration_s)).prefix_reuse_share
-        )
+        window = workload.window(traffic.start_s, traffic.duration_s)
+        context = RunContext.of_scenario(scenario, trace_stats(window).prefix_reuse_share)
+        slo = (scenario.slo_ttft_ms, scenario.slo_tpot_ms)
+        inputs = CapacityInputs(week_spec, window, slo, None, scenario.speedup, Path(tmp) / "cache", run_endpoint=spec)
+        capacity = measure_run_capacity(inputs).capacity
+        if capacity is not None:
+            context = replace(
+                context,
+                capacity_rps_at_slo=capacity.capacity_rps_at_slo,
+                capacity_source="twin_sweep",
+                running_requests_at_slo=capacity.running_requests_at_slo,
+            )
         staged = dest.with_name(f"{dest.name}.tmp-{os.getpid()}")
         shutil.rmtree(staged, ignore_errors=True)
         staged.mkdir(parents=True)

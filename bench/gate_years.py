@@ -249,7 +249,7 @@ def judge_series(
         series = rows[plan.label]
         outcome.verdicts = [r["regression_verdict"] for r in series]
         outcome.changes = [
-            {"cost": r["cost_change_pct"], "ttft": r["p95_ttft_change_pct"], "hit": r["hit_rate_change_pts"]}
+            {"cost": r["efficiency_cost_change_pct"], "ttft": r["p95_ttft_change_pct"], "hit": r["hit_rate_change_pts"]}
             for r in series
         ]
         for week in sorted(confirmed[plan.label]):

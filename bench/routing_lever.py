@@ -116,7 +116,8 @@ def _print(store: Warehouse, args: argparse.Namespace, reuse: float, requests: i
         r = summary[shape.name]
         label = "1 replica" if shape.policy is None else f"{shape.replicas} x {shape.policy}"
         print(f"| {label} | {r.gpu_count} | {r.completed_requests} | {r.prefix_cache_hit_rate:.3f} | "
-              f"{r.p95_ttft_ms:.0f} | {r.cost_per_request_usd:.6f} | {'; '.join(workers.get(shape.name, ['-']))} | "
+              f"{r.p95_ttft_ms:.0f} | {r.realised_cost_per_request_usd:.6f} | "
+              f"{'; '.join(workers.get(shape.name, ['-']))} | "
               f"{levers[shape.name]} |")  # fmt: skip
 
 

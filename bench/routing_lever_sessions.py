@@ -83,7 +83,7 @@ class ShapeResult:
     p95_ttft_ms: float  # TTFT from arrival, nearest-rank 95th percentile (ms)
     inside_slo: float  # requests inside both SLO parts (ratio 0-1)
     span_s: float  # virtual time from the first arrival to the last completion (s)
-    cost_per_request_usd: float
+    realised_cost_per_request_usd: float
     worker_shares: tuple[float, ...]  # share of requests each worker served (ratio 0-1)
     cpu_s: float  # process CPU time the replay took (s)
 
@@ -120,7 +120,7 @@ def replay(shape: Shape, requests: Sequence[BenchRequest], usd_per_gpu_hour: flo
         p95_ttft_ms=ttfts_ms[math.ceil(0.95 * len(ttfts_ms)) - 1],
         inside_slo=good_share(bench, SLO_TTFT_MS, SLO_TPOT_MS),
         span_s=bench.duration_s,
-        cost_per_request_usd=gpus * usd_per_gpu_hour * bench.duration_s / 3600 / len(requests),
+        realised_cost_per_request_usd=gpus * usd_per_gpu_hour * bench.duration_s / 3600 / len(requests),
         worker_shares=tuple(result.workers.count(w) / len(requests) for w in range(shape.replicas)),
         cpu_s=time.process_time() - started_cpu_s,
     )
@@ -213,7 +213,8 @@ def _print(args: argparse.Namespace, workload: Workload, results: list[ShapeResu
     for r in results:
         shares = "-" if r.shape.replicas == 1 else " / ".join(f"{s:.2f}" for s in r.worker_shares)
         print(f"| {r.shape.label} | {GPUS_PER_REPLICA * r.shape.replicas} | {r.requests} | {r.hit_rate:.3f} | "
-              f"{r.p95_ttft_ms:.0f} | {r.inside_slo:.3f} | {r.cost_per_request_usd:.6f} | {shares} |")  # fmt: skip
+              f"{r.p95_ttft_ms:.0f} | {r.inside_slo:.3f} | {r.realised_cost_per_request_usd:.6f} | "
+              f"{shares} |")  # fmt: skip
     print()
     for r in results[1:]:
         print(f"{r.shape.label}: {100 * (one.hit_rate - r.hit_rate):+.1f} points below one cache, "

@@ -167,16 +167,26 @@ def write_run(
         write_partition(lake_root, "gpu_samples", week_start, scenario, table)
 
 
+def capacity_context(efficiency_cost_usd: float, gpus: int = 8, usd_per_gpu_hour: float = 200.0) -> RunContext:
+    """A run whose capacity at the SLO makes its efficiency cost per request `efficiency_cost_usd` on `gpus` GPUs at
+    `usd_per_gpu_hour` (the builders' default endpoint: 8 GPUs; the tests price them at $200/h)."""
+    return RunContext(
+        capacity_rps_at_slo=gpus * usd_per_gpu_hour / 3600.0 / efficiency_cost_usd, capacity_source="twin_sweep"
+    )
+
+
 def write_runs(
     lake_root: Path,
     week_start: date,
     scenario: str,
     runs: list[tuple[RunInfo, list[RequestRecord]]],
     spec: EndpointSpec,
-    context: RunContext = RunContext(),
+    context: RunContext | list[RunContext] = RunContext(),
 ) -> None:
-    """A week of several replays (a scenario's repeats) in one partition, the way the lake assets write them."""
-    rows = [build_run_row(info, spec, scenario, week_start, context) for info, _ in runs]
+    """A week of several replays (a scenario's repeats) in one partition, the way the lake assets write them; one
+    context for all, or each run's own (its own capacity sweep)."""
+    contexts = context if isinstance(context, list) else [context] * len(runs)
+    rows = [build_run_row(info, spec, scenario, week_start, c) for (info, _), c in zip(runs, contexts, strict=True)]
     write_partition(lake_root, "runs", week_start, scenario, pa.concat_tables(rows))
     records = [record for _, of_run in runs for record in of_run]
     write_partition(lake_root, "requests", week_start, scenario, requests_table(records))

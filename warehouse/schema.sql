@@ -87,8 +87,9 @@ SELECT
     role,                     -- the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference window every week, where the regression rule judges the runtime) (null: not recorded)
     traffic_share,            -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
     price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
-    capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
-    capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (null: no sweep ran)
+    capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, as capacity_source says: a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py), a rate ramp of the real endpoint (replay/capacity_ramp.py) or the shadow twin's sweep scaled by the measured/twin throughput (endpoints/sim/calibration/shadow_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
+    capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (a twin endpoint's own sweep) | rate_ramp (a real endpoint's opt-in rate ramp, measured: replay/capacity_ramp.py) | shadow_twin (a real endpoint's shadow twin's sweep x real / twin output tokens/s, modelled: endpoints/sim/calibration/shadow_capacity.py) (null: no sweep ran)
+    capacity_ramp_gpu_minutes, -- what the rate ramp held the real endpoint for: gpu_count x the ramp's wall seconds / 60, on the run after whose replay it ran; the week's other runs share its capacity (GPU-minutes; null: no ramp ran after this run)
     fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/fleet/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
     running_requests_at_slo,  -- one replica's time-weighted mean running batch at the capacity sweep's capacity probe (the fastest rate sustained inside the SLO), from the same sweep as capacity_rps_at_slo: the batch the endpoint runs when it carries its capacity (requests; null: no sweep, nothing sustained, or recorded before occupancy at SLO)
     single_replica_hit_rate,  -- cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests at the run's replay rate (endpoints/sim/calibration/fleet/routing_reference.py): what the fleet's traffic would realise on one cache of one replica's size (ratio 0-1; null: not a twin fleet, or recorded before routing references)
@@ -172,14 +173,16 @@ SELECT
     scenario,                 -- scenario name, from the lake path
     run_id,                   -- the replay the sample belongs to (runs.run_id)
     sample_wall_s,            -- when the GPU was sampled (s since the Unix epoch)
-    host,                     -- host the GPU is in
+    host,                     -- host the GPU is in (a twin's: its server's host:port)
     gpu_index,                -- GPU index on the host (null when no GPU could be read)
-    source,                   -- nvml | dcgm | none
+    source,                   -- nvml | dcgm | twin (modelled from the twin's own engine steps, not measured) | none
     utilisation_pct,          -- GPU busy time share over the sample period (%; null when unmeasured, never 0)
     memory_used_bytes,        -- device memory in use (bytes)
     memory_total_bytes,       -- device memory size (bytes)
     power_w,                  -- power draw (W)
     sm_clock_mhz,             -- SM clock (MHz)
+    sm_active_pct,            -- DCGM_FI_PROF_SM_ACTIVE: share of SM cycles with a warp resident over the sample period (%; null when unmeasured or written before this column)
+    dram_active_pct,          -- DCGM_FI_PROF_DRAM_ACTIVE: share of cycles the device memory interface moved data over the sample period (%; null when unmeasured or written before this column)
     note                      -- why the values are null (written once per run when no source exists)
 FROM @gpu_samples_source@;
 
@@ -296,7 +299,7 @@ CREATE OR REPLACE TABLE run_summary (
     output_tokens BIGINT,             -- sum of server-reported completion_tokens of completed requests (tokens; null = none reported)
     hit_rate_prompt_tokens BIGINT,    -- sum of prompt_tokens over completed requests reporting both prompt and cached tokens (tokens)
     hit_rate_cached_tokens BIGINT,    -- sum of cached_tokens over the same requests (tokens)
-    cost_per_request_usd DOUBLE,      -- run_cost_usd / completed_requests (USD; null when none completed)
+    realised_cost_per_request_usd DOUBLE,  -- the realised cost: run_cost_usd / completed_requests, what the GPUs cost over the window per request served; moves with the traffic's volume as well as the runtime (USD; null when none completed)
     cost_per_mtok_output_usd DOUBLE,  -- run_cost_usd / (output_tokens / 1e6) (USD per million output tokens)
     api_price_name VARCHAR,           -- api_prices.name matched by model (null: no API price for this model)
     api_cost_usd DOUBLE,              -- the completed requests' tokens at API prices: (cached x cached price + (prompt - cached) x uncached price + completion x output price) / 1e6; prompt/completion fall back to the requested input/output tokens, unreported cached counts as uncached (USD)
@@ -312,7 +315,12 @@ CREATE OR REPLACE TABLE run_summary (
     kv_usage_mean DOUBLE,             -- time-weighted mean of sglang:token_usage, KV-pool fraction, summed over workers as stored (ratio)
     kv_usage_max DOUBLE,              -- largest sampled sglang:token_usage in the measured window (ratio)
     retractions BIGINT,               -- delta sglang:num_retracted_requests_total over the measured window (count; null when the server does not export it)
+    spec_accept_length DOUBLE,        -- time-weighted mean of the servers' sglang:spec_accept_length over the measured window: tokens a decode step gives a request with speculative decoding (tokens per step; null: no speculative decoding reported)
+    prefill_token_weight DOUBLE,      -- GPU time of an uncached prompt token against an output token, both measured on this run: (mean running requests per worker) / (peak_prefill_tokens_per_ms x p50_tpot_ms), i.e. the fastest prefill seen against a decode step shared by the batch (ratio; null: no occupancy samples or TPOT)
     gpu_utilisation_pct DOUBLE,       -- mean of measured gpu_samples.utilisation_pct in the measured window (%; null when unmeasured)
+    sm_active_pct DOUBLE,             -- mean of measured gpu_samples.sm_active_pct in the measured window (%; null when unmeasured)
+    dram_active_pct DOUBLE,           -- mean of measured gpu_samples.dram_active_pct in the measured window (%; null when unmeasured)
+    gpu_metrics_source VARCHAR,       -- where the GPU numbers come from: nvml | dcgm (measured) | twin (modelled from the twin's own steps) (null when unmeasured)
     server_sample_count BIGINT NOT NULL,  -- server_samples rows of the run (count)
     gpu_sample_count BIGINT NOT NULL, -- gpu_samples rows of the run with a measured utilisation (count)
     p50_ttft_ms DOUBLE,               -- median ttft_ms of completed requests, linear interpolation like every percentile here (ms)
@@ -356,7 +364,7 @@ CREATE OR REPLACE TABLE run_summary (
     constrained_requests BIGINT,      -- of those, the ones whose format was sent to the server as a constraint (constrained) (count)
     valid_answers BIGINT,             -- of the structured requests, those whose answer validated against its format (count)
     valid_answer_rate DOUBLE,         -- valid_answers / structured_requests (ratio 0-1; null without structured requests)
-    usd_per_valid_request DOUBLE,     -- cost_per_request_usd / valid_answer_rate: what one parseable answer costs when every invalid one is sent again (USD; null when none valid)
+    usd_per_valid_request DOUBLE,     -- realised_cost_per_request_usd / valid_answer_rate: what one parseable answer costs when every invalid one is sent again (USD; null when none valid)
     retries DOUBLE,                   -- structured_requests x (1 / valid_answer_rate - 1): extra requests expected until every structured answer is valid, each retry failing at the same rate (count; null when none valid)
     tpot_constrained_ms DOUBLE,       -- median tpot_ms of completed requests with constrained = true: decoding under the grammar (ms per token; null = none)
     tpot_unconstrained_ms DOUBLE,     -- median tpot_ms of the other completed requests (ms per token)
@@ -365,8 +373,13 @@ CREATE OR REPLACE TABLE run_summary (
     traffic_share DOUBLE,             -- runs.traffic_share (ratio 0-1)
     price_book VARCHAR,               -- runs.price_book: where usd_per_gpu_hour came from ('endpoint': the endpoint's own figure)
     capacity_rps_at_slo DOUBLE,       -- runs.capacity_rps_at_slo: highest rate sustained inside the SLO on this workload (requests/s; null: not measured)
-    cost_per_request_at_slo_usd DOUBLE,  -- gpu_count x usd_per_gpu_hour / 3600 / capacity_rps_at_slo: what a request costs when the endpoint carries as much of this traffic as its SLO allows (USD)
-    idle_capacity_usd_per_request DOUBLE,  -- cost_per_request_usd - cost_per_request_at_slo_usd: the price of idle capacity in each request (USD; negative: the run was loaded past its SLO capacity)
+    capacity_source VARCHAR,          -- runs.capacity_source: how capacity_rps_at_slo was found (twin_sweep | rate_ramp | shadow_twin; null: not measured)
+    capacity_ramp_gpu_minutes DOUBLE, -- runs.capacity_ramp_gpu_minutes: the GPU time the real endpoint's rate ramp cost, on the run after whose replay it ran (GPU-minutes; null: no ramp)
+    efficiency_cost_per_request_usd DOUBLE,  -- the efficiency cost: gpu_count x usd_per_gpu_hour / 3600 / capacity_rps_at_slo, what a request costs on this endpoint loaded to what it holds inside the SLO on this traffic; moves only with the runtime, the traffic's shape and the price, never with its volume (USD; null: no capacity)
+    load_share_of_capacity DOUBLE,    -- completed_requests / window_s / capacity_rps_at_slo: how much of its SLO capacity the window's traffic used (ratio; above 1: overloaded)
+    load_state VARCHAR,               -- idle_capacity (load_share_of_capacity <= 1) | overloaded (above 1) (null: no capacity)
+    idle_cost_per_request_usd DOUBLE, -- realised_cost_per_request_usd - efficiency_cost_per_request_usd: the idle GPU time in each request's realised cost (USD; null when overloaded or without a capacity: never negative)
+    load_note VARCHAR,                -- the load in words: the rate served against the capacity and the idle share, or that the run was overloaded and why its realised cost is below the efficiency cost
     break_even_rps DOUBLE,            -- gpu_count x usd_per_gpu_hour / 3600 / api_cost_per_request_usd: requests/s above which one replica costs less per request than the API; reachable inside the SLO only up to capacity_rps_at_slo (requests/s)
     replicas INTEGER,                 -- runs.replicas: SGLang workers serving the endpoint (count; null: recorded before fleets)
     router_policy VARCHAR,            -- runs.router_policy: the fleet's smg --policy (null: no router block, or recorded before fleets)
@@ -441,18 +454,21 @@ CREATE OR REPLACE TABLE cost_intervals (
     backend VARCHAR NOT NULL,         -- 'sim' or 'sglang'
     config_fingerprint VARCHAR,       -- configuration the row pools
     blocks BIGINT NOT NULL,           -- time blocks resampled (count)
-    cost_per_request_low_usd DOUBLE,  -- 2.5th percentile of the block-bootstrap cost per request (USD)
-    cost_per_request_high_usd DOUBLE, -- 97.5th percentile of the block-bootstrap cost per request (USD)
+    realised_cost_low_usd DOUBLE,     -- 2.5th percentile of the block-bootstrap realised cost per request (USD)
+    realised_cost_high_usd DOUBLE,    -- 97.5th percentile of the block-bootstrap realised cost per request (USD)
     hit_rate_low DOUBLE,              -- 2.5th percentile of the block-bootstrap client prefix-cache hit rate (ratio 0-1)
     hit_rate_high DOUBLE,             -- 97.5th percentile of the same (ratio 0-1)
     p95_ttft_low_ms DOUBLE,           -- 2.5th percentile of the block-bootstrap p95 TTFT, from 1%-wide log bins (ms)
     p95_ttft_high_ms DOUBLE,          -- 97.5th percentile of the same (ms)
+    efficiency_cost_low_usd DOUBLE,   -- the week's efficiency cost per request (request-weighted over runs with a capacity) x exp(-t(0.975, df) x efficiency_run_sd_log / sqrt(runs)): from the spread between the runs' own capacity sweeps; the point itself while that spread is unknown (USD; null: no capacity)
+    efficiency_cost_high_usd DOUBLE,  -- the same with exp(+...) (USD)
     -- The bounds above are widened by the spread between runs (warehouse/marts/bootstrap_interval.py):
     runs BIGINT NOT NULL,             -- runs the row pools (count)
     run_spread_df BIGINT NOT NULL,    -- degrees of freedom of the pooled run-to-run spread (0: not known, one run a week)
     cost_run_sd_log DOUBLE,           -- sd between runs of ln(cost per request), pooled (null when run_spread_df is 0)
     p95_ttft_run_sd_log DOUBLE,       -- sd between runs of ln(p95 TTFT), pooled (null when run_spread_df is 0)
-    hit_rate_run_sd DOUBLE            -- sd between runs of the hit rate, pooled (ratio 0-1; null when run_spread_df is 0)
+    hit_rate_run_sd DOUBLE,           -- sd between runs of the hit rate, pooled (ratio 0-1; null when run_spread_df is 0)
+    efficiency_run_sd_log DOUBLE      -- sd between runs of ln(efficiency cost per request), pooled over runs with a capacity (null: unknown)
 );
 
 CREATE OR REPLACE TABLE weekly_trends (
@@ -466,8 +482,14 @@ CREATE OR REPLACE TABLE weekly_trends (
     runs BIGINT NOT NULL,             -- replays pooled into this row (count)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up, over the runs (count)
     failed_requests BIGINT NOT NULL,  -- status error or timeout, not warm-up, over the runs (count)
+    efficiency_cost_per_request_usd DOUBLE,  -- the efficiency cost, the week's headline: sum over the runs with a capacity of run_summary.efficiency_cost_per_request_usd x completed_requests / their completed requests; what a request costs on this endpoint loaded to its SLO capacity on this traffic: moves with the runtime, the traffic's shape and the price, not with its volume (USD; null: no capacity measured or modelled)
+    realised_cost_per_request_usd DOUBLE,  -- the realised cost: cost_usd / completed requests of those runs; what the GPUs cost over the windows per request served: moves with the traffic's volume too (USD)
+    idle_cost_per_request_usd DOUBLE, -- realised_cost_per_request_usd - efficiency_cost_per_request_usd: the idle capacity in each request's realised cost (USD; null when overloaded or without a capacity)
+    load_state VARCHAR,               -- idle_capacity | overloaded (load_share_of_capacity above 1: the traffic was past what the SLO allows, so there is no idle part; the realised cost is then below the efficiency cost) (null: no capacity)
+    load_share_of_capacity DOUBLE,    -- sum over those runs of completed_requests / capacity_rps_at_slo / their window_s: the share of the SLO capacity the traffic used (ratio; above 1: overloaded)
+    capacity_rps_at_slo DOUBLE,       -- the runs' capacities at the SLO, pooled as the efficiency cost pools them: their completed requests / sum of completed_requests / capacity_rps_at_slo (requests/s)
+    capacity_source VARCHAR,          -- run_summary.capacity_source of the runs: twin_sweep | rate_ramp | shadow_twin (null: none)
     cost_usd DOUBLE,                  -- sum of run_cost_usd over the runs with a known window (USD)
-    cost_per_request_usd DOUBLE,      -- cost_usd / completed requests of those runs (USD)
     cost_per_mtok_output_usd DOUBLE,  -- cost_usd / (output tokens of those runs / 1e6) (USD per million output tokens)
     api_cost_per_request_usd DOUBLE,  -- sum of api_cost_usd / completed requests of the runs with an API price (USD)
     p50_ttft_ms DOUBLE,               -- median ttft_ms over the completed requests of all runs (ms)
@@ -481,53 +503,56 @@ CREATE OR REPLACE TABLE weekly_trends (
     constrained_requests BIGINT,      -- sum of run_summary.constrained_requests: those constrained on the server (count)
     valid_answers BIGINT,             -- sum of run_summary.valid_answers (count)
     valid_answer_rate DOUBLE,         -- valid_answers / structured_requests (ratio 0-1; null without structured requests)
-    usd_per_valid_request DOUBLE,     -- cost_per_request_usd / valid_answer_rate (USD; null when none valid)
+    usd_per_valid_request DOUBLE,     -- realised_cost_per_request_usd / valid_answer_rate (USD; null when none valid)
     retries DOUBLE,                   -- structured_requests x (1 / valid_answer_rate - 1): extra requests expected until every answer is valid (count)
     tpot_constrained_ms DOUBLE,       -- median tpot_ms over the completed constrained requests of all runs (ms per token)
     tpot_unconstrained_ms DOUBLE,     -- median tpot_ms over the other completed requests of all runs (ms per token)
     min_valid_rate DOUBLE,            -- the strictest runs.min_valid_rate of the runs: the quality check fails the week when a constrained valid_answer_rate is below it (ratio 0-1)
     prev_week_start DATE,             -- the same configuration's week 7 days earlier, when there was one
-    cost_wow_change_pct DOUBLE,       -- 100 x (cost_per_request_usd - previous week's) / previous week's (%)
+    efficiency_cost_wow_change_pct DOUBLE,  -- 100 x (efficiency_cost_per_request_usd - previous week's) / previous week's (%)
+    realised_cost_wow_change_pct DOUBLE,  -- 100 x (realised_cost_per_request_usd - previous week's) / previous week's (%)
     p95_ttft_wow_change_pct DOUBLE,   -- 100 x (p95_ttft_ms - previous week's) / previous week's (%)
     hit_rate_wow_change_pts DOUBLE,   -- 100 x (prefix_cache_hit_rate - previous week's) (percentage points)
     baseline_weeks BIGINT NOT NULL,   -- earlier weeks in the baseline: up to the 4 most recent with the same scenario, endpoint, backend and fingerprint; for a week whose configuration changed (or is not known to be the same) and has none, the 4 most recent of any configuration (count)
     baseline_source VARCHAR,          -- same_config | previous_config (the configuration changed this week) | unrecorded_config (this or the previous week's configuration was not recorded) | null (no baseline)
-    baseline_cost_per_request_usd DOUBLE,  -- median cost_per_request_usd of the baseline weeks (USD; null when none)
+    baseline_efficiency_cost_per_request_usd DOUBLE,  -- median efficiency_cost_per_request_usd of the baseline weeks (USD; null when none)
+    baseline_realised_cost_per_request_usd DOUBLE,  -- median realised_cost_per_request_usd of the baseline weeks (USD; null when none)
     baseline_p95_ttft_ms DOUBLE,      -- median p95_ttft_ms of the baseline weeks (ms)
     baseline_prefix_cache_hit_rate DOUBLE,  -- median prefix_cache_hit_rate of the baseline weeks (ratio 0-1)
-    cost_change_pct DOUBLE,           -- 100 x (cost_per_request_usd - baseline) / baseline (%; null without a baseline)
+    efficiency_cost_change_pct DOUBLE,  -- 100 x (efficiency_cost_per_request_usd - baseline) / baseline (%; null without a baseline): what the regression rule judges on cost
+    realised_cost_change_pct DOUBLE,  -- 100 x (realised_cost_per_request_usd - baseline) / baseline (%; null without a baseline): not judged (traffic volume moves it); cost_attribution says why it moved
     p95_ttft_change_pct DOUBLE,       -- 100 x (p95_ttft_ms - baseline) / baseline (%)
     hit_rate_change_pts DOUBLE,       -- 100 x (prefix_cache_hit_rate - baseline) (percentage points)
-    cost_per_request_low_usd DOUBLE,  -- this week's 95% block-bootstrap interval for cost per request, low end (USD)
-    cost_per_request_high_usd DOUBLE, -- the same interval, high end (USD)
+    efficiency_cost_low_usd DOUBLE,   -- this week's 95% interval for the efficiency cost, low end: from the spread between runs' own capacity sweeps (cost_intervals) (USD)
+    efficiency_cost_high_usd DOUBLE,  -- the same interval, high end (USD)
+    realised_cost_low_usd DOUBLE,     -- this week's 95% block-bootstrap interval for the realised cost per request, low end (USD)
+    realised_cost_high_usd DOUBLE,    -- the same interval, high end (USD)
     hit_rate_low DOUBLE,              -- this week's 95% block-bootstrap interval for the hit rate, low end (ratio 0-1)
     hit_rate_high DOUBLE,             -- the same interval, high end (ratio 0-1)
     p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
     p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
     regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | sustained (a regression the week after one) | drift (a change point over the canary's weeks that no week's threshold caught: drift_start_week) | within_noise (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves)
     regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
-    regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression or sustained)
+    regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (efficiency_cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression or sustained)
     drift_start_week DATE,            -- drift: the Monday of the first week after the change point (null unless drift)
     drift_metrics VARCHAR,            -- drift: JSON list of the metrics that drifted (null unless drift)
-    cost_threshold_pct DOUBLE,        -- the regression rule's threshold on cost_change_pct (%)
+    cost_threshold_pct DOUBLE,        -- the regression rule's threshold on efficiency_cost_change_pct (%)
     p95_ttft_threshold_pct DOUBLE,    -- the regression rule's threshold on p95_ttft_change_pct (%)
     hit_rate_threshold_pts DOUBLE     -- the regression rule's threshold on hit_rate_change_pts (percentage points; negative: a fall)
 );
 
--- Cost attribution (warehouse/sql/cost_attribution.sql; docs/warehouse.md "Cost attribution"). Why cost per
--- request moved against weekly_trends' baseline, in parts that add up to the change exactly:
+-- Cost attribution (warehouse/sql/cost_attribution.sql; docs/warehouse.md "Cost attribution"). Why the realised
+-- cost per request moved against weekly_trends' baseline, in parts that add up to the change exactly:
 --   change_usd = price_usd + traffic_usd + runtime_usd + unattributed_usd
---   traffic_usd = traffic_volume_usd + traffic_token_mix_usd + traffic_prefix_reuse_usd
---   runtime_usd = runtime_cache_usd + runtime_latency_usd + runtime_occupancy_usd
--- Method: cost per request is a product of seven pooled ratios, price (USD per GPU-hour) x tokens per request
--- x offered work / tokens x realised work / offered work x capacity GPU-hours / realised work x offered
--- seconds per request x (offered rps x paid GPU-hours / capacity GPU-hours), which telescopes to cost per
--- request exactly; work = input tokens not served from a prefix cache + output tokens (offered: at the
--- reuse the trace offers; realised: at the cached_tokens reported); capacity GPU-hours = what the completed
--- requests need at capacity_rps_at_slo. Each factor's part is its log-mean (LMDI) share of the change,
--- (c - c0) / (ln c - ln c0) x ln(f / f0): no residual, no order. Against a median of an even number of weeks,
--- the mean of the decompositions against the middle two. unattributed_usd holds the parts whose factor is
--- unknown on either side (0 when every factor is known).
+--   traffic_usd = traffic_volume_usd (the idle share) + traffic_mix_usd + traffic_prefix_reuse_usd
+--   runtime_usd = prefix_cache_usd + batching_usd + speculative_decoding_usd + routing_usd + structured_output_usd
+--                 + engine_speed_usd
+-- Method: the realised cost per request is a product of pooled factors (price, paid over capacity GPU-hours, tokens
+-- per request, offered and realised work, GPUs per request in flight at capacity, the runtime levers, and the rest of
+-- the speed at capacity) that telescopes to it exactly; work weighs an uncached prompt token by prefill_token_weight.
+-- Each factor's part is its log-mean (LMDI) share of the change, (c - c0) / (ln c - ln c0) x ln(f / f0): no
+-- residual, no order. Against a median of an even number of weeks, the mean of the decompositions against the
+-- middle two. unattributed_usd holds the parts whose factor is unknown on either side (0 when every factor is known).
 CREATE OR REPLACE TABLE cost_attribution (
     week_start DATE NOT NULL,         -- Monday that starts the week
     scenario VARCHAR NOT NULL,        -- scenario name
@@ -538,27 +563,28 @@ CREATE OR REPLACE TABLE cost_attribution (
     baseline_source VARCHAR,          -- weekly_trends.baseline_source: which earlier weeks the baseline is the median of (null: none)
     baseline_weeks BIGINT NOT NULL,   -- weekly_trends.baseline_weeks (count)
     baseline_median_weeks VARCHAR,    -- the baseline week(s) the median is made of, comma-separated: the parts are decomposed against them
-    cost_per_request_usd DOUBLE,      -- weekly_trends.cost_per_request_usd (USD)
-    baseline_cost_per_request_usd DOUBLE,  -- the baseline median: equals weekly_trends.baseline_cost_per_request_usd (USD; null without a baseline)
-    change_usd DOUBLE,                -- cost_per_request_usd - baseline_cost_per_request_usd: what the parts add up to (USD per request)
-    price_usd DOUBLE,                 -- part of the change from the price per GPU-hour (the price book) (USD per request)
-    traffic_volume_usd DOUBLE,        -- part from the offered request rate: fewer requests on the same GPUs cost more each (USD per request)
-    traffic_token_mix_usd DOUBLE,     -- part from input + output (reasoning included) tokens per request (USD per request)
-    traffic_prefix_reuse_usd DOUBLE,  -- part from the share of tokens left to compute after the prefix reuse the traffic offers (USD per request)
-    runtime_cache_usd DOUBLE,         -- part from realised vs offered prefix reuse: work the cache failed to save (USD per request)
-    runtime_latency_usd DOUBLE,       -- part from GPU-hours per unit of work at the SLO capacity: the runtime's speed under load (USD per request; null without a capacity on both sides)
-    runtime_occupancy_usd DOUBLE,     -- part from paid GPU-hours over those needed at the SLO capacity, per offered rate: idle capacity and the window's drain; latency included when runtime_latency_usd is null (USD per request)
+    realised_cost_per_request_usd DOUBLE,  -- weekly_trends.realised_cost_per_request_usd (USD)
+    baseline_realised_cost_per_request_usd DOUBLE,  -- the baseline median: equals weekly_trends.baseline_realised_cost_per_request_usd (USD; null without a baseline)
+    change_usd DOUBLE,                -- realised_cost_per_request_usd - baseline_realised_cost_per_request_usd: what the parts add up to (USD per request)
+    price_usd DOUBLE,                 -- part from the price per GPU-hour (the price book) (USD per request)
+    traffic_usd DOUBLE,               -- traffic_volume_usd + traffic_mix_usd + traffic_prefix_reuse_usd (USD per request)
+    traffic_volume_usd DOUBLE,        -- part from paid GPU-hours over the GPU-hours the requests need at the SLO capacity: the idle share, which falls as more traffic fills the same GPUs (USD per request)
+    traffic_mix_usd DOUBLE,           -- part from input + output (reasoning included) tokens per request (USD per request)
+    traffic_prefix_reuse_usd DOUBLE,  -- part from the work left after the prefix reuse the traffic offers (runs.prefix_reuse_share) (USD per request)
+    runtime_usd DOUBLE,               -- the runtime's efficiency: prefix_cache_usd + batching_usd + speculative_decoding_usd + routing_usd + structured_output_usd + engine_speed_usd (USD per request)
+    prefix_cache_usd DOUBLE,          -- part from the work the prefix cache realised against what the traffic offered (cached_tokens; uncached prompt tokens weighed by prefill_token_weight) (USD per request)
+    batching_usd DOUBLE,              -- part from GPUs per request in flight at the SLO capacity (gpu_count / (running_requests_at_slo x replicas)): a denser batch costs less a request (USD per request)
+    speculative_decoding_usd DOUBLE,  -- part from decode steps per token, 1 / spec_accept_length (1 without speculative decoding) (USD per request)
+    routing_usd DOUBLE,               -- part from the fleet's load imbalance, workers_served x max_worker_share (1: even, or one server) (USD per request)
+    structured_output_usd DOUBLE,     -- part from constrained decoding's slower steps: 1 + constrained share x (tpot_constrained_ms / tpot_unconstrained_ms - 1) (USD per request)
+    engine_speed_usd DOUBLE,          -- the rest of the runtime: request-hours in flight at capacity per unit of work, less the three levers above (kernels, hardware, scheduling) (USD per request)
     unattributed_usd DOUBLE,          -- change_usd minus the known parts: the parts of factors unknown on either side (USD per request; 0 when all are known)
-    traffic_usd DOUBLE,               -- traffic_volume_usd + traffic_token_mix_usd + traffic_prefix_reuse_usd (USD per request)
-    runtime_usd DOUBLE,               -- runtime_cache_usd + runtime_latency_usd + runtime_occupancy_usd (USD per request)
-    capacity_known BOOLEAN,           -- both sides had capacity_rps_at_slo, so latency and occupancy are split
+    capacity_known BOOLEAN,           -- both sides had capacity_rps_at_slo, so the idle share is split from the runtime
     usd_per_gpu_hour DOUBLE,          -- this week's pooled price: cost / paid GPU-hours (USD)
-    offered_rps DOUBLE,               -- requests scheduled in the measured window / their schedule's span, pooled (requests/s)
     input_tokens_per_request DOUBLE,  -- prompt tokens per completed request (tokens)
     output_tokens_per_request DOUBLE, -- completion tokens, reasoning included, per completed request (tokens)
     reasoning_tokens_per_request DOUBLE,  -- reasoning tokens per completed request (tokens; null when not reported)
-    offered_work_share DOUBLE,        -- offered work / tokens: what is left to compute after the reuse the trace offers (ratio 0-1)
-    realised_work_share DOUBLE,       -- realised work / tokens: what was left after the cached_tokens reported (ratio 0-1)
+    prefill_token_weight DOUBLE,      -- this week's run_summary.prefill_token_weight, request-weighted (ratio; null: not measured on every run)
     replicas INTEGER,                 -- this week's run_summary.replicas (count; null: its runs differ, or one is not recorded)
     router_policy VARCHAR,            -- this week's run_summary.router_policy (null: no router, its runs differ, or not recorded)
     baseline_fleet VARCHAR,           -- the baseline median week(s)' fleet, e.g. '2 x round_robin' or '1 server', comma-separated when they differ (null: no baseline, or not recorded)
@@ -578,7 +604,7 @@ CREATE OR REPLACE TABLE diagnoses (
     batch_occupancy DOUBLE,           -- run_summary.batch_occupancy (ratio 0-1)
     p95_queue_share DOUBLE,           -- run_summary.p95_queue_share (ratio 0-1)
     gpu_utilisation_pct DOUBLE,       -- run_summary.gpu_utilisation_pct (%)
-    cost_per_request_usd DOUBLE,      -- run_summary.cost_per_request_usd (USD)
+    realised_cost_per_request_usd DOUBLE,      -- run_summary.realised_cost_per_request_usd (USD)
     budget_usd_per_request DOUBLE,    -- the scenario's budget, else the API-equivalent cost per request (USD)
     levers VARCHAR NOT NULL,          -- JSON list of the runtime levers that apply, by name: prefix_cache | routing | queueing ([] when none)
     replicas INTEGER,                 -- run_summary.replicas (count; null: recorded before fleets)

@@ -57,6 +57,19 @@ MAX_TARGET_RPS = 1e7
 # The widest expert-parallel decode worker a plan tries: an NVL72 rack's 72 GPUs; 2 is the narrowest EP there is.
 MIN_EP_WIDTH, MAX_EP_WIDTH = 2, 72
 MAX_USD_PER_REQUEST = 1_000.0
+MAX_RAMP_STEPS = 32
+MAX_RAMP_STEP_S = 3_600.0
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityRamp:
+    """The opt-in rate ramp of a real endpoint (replay/capacity_ramp.py): step k replays the window's requests at
+    start_rps x step_factor^k for step_duration_s, until the share inside the SLO breaks or max_steps ran."""
+
+    start_rps: float  # the first (reference) step's rate (requests/s)
+    step_factor: float  # each step's rate over the last's (ratio > 1)
+    max_steps: int  # steps at most (count)
+    step_duration_s: float  # wall time each step's requests are spread over (s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +110,9 @@ class Scenario:
     # On a twin: each run draws its own node, clocks and step jitter (--sim-run-seed; endpoints/sim/calibration/
     # run_variation.py). On by default for canaries, so a canary is not a deterministic world; no effect elsewhere.
     twin_run_variation: bool = False
+    # A real endpoint's capacity measured by a rate ramp after the replay (GPU time: docs/endpoints.md); None: modelled
+    # from the shadow twin. No effect on a twin endpoint, which is swept in virtual time.
+    capacity_ramp: CapacityRamp | None = None
 
     def window_for(self, week_start: date, trace_end_s: float) -> tuple[float, float | None]:
         """(start_s, duration_s) of the trace window this scenario replays in the week of `week_start`."""
@@ -129,6 +145,13 @@ def _trace_format(value: str) -> str:
 class _Slo(ConfigModel):
     ttft_ms: float = Field(gt=0, le=MAX_SLO_MS)
     tpot_ms: float = Field(gt=0, le=MAX_SLO_MS)
+
+
+class _CapacityRamp(ConfigModel):
+    start_rps: float = Field(gt=0, le=MAX_TARGET_RPS)
+    step_factor: float = Field(gt=1, le=16)
+    max_steps: int = Field(ge=2, le=MAX_RAMP_STEPS)
+    step_duration_s: float = Field(gt=0, le=MAX_RAMP_STEP_S)
 
 
 class _WeeklyWindow(ConfigModel):
@@ -177,6 +200,7 @@ class _ScenarioEntry(ConfigModel):
     structured_output: StructuredOutputEntry | None = None
     repeats: int | None = Field(None, ge=1, le=MAX_REPEATS)  # None: 2 for a canary, 1 for live traffic
     run_variation: bool | None = None  # None: on for a canary
+    capacity_ramp: _CapacityRamp | None = None
 
     @model_validator(mode="after")
     def _one_window_rule(self) -> "_ScenarioEntry":
@@ -190,6 +214,8 @@ class _ScenarioEntry(ConfigModel):
             raise ValueError(
                 "a canary replays the same window every week: it takes start_s, not weekly_window or a {week} trace"
             )
+        if self.capacity_ramp is not None and self.shards != 1:
+            raise ValueError("capacity_ramp needs shards: 1 (the ramp runs in the one replay step, after its replay)")
         return self
 
     def to_scenario(self, repo_root: Path) -> Scenario:
@@ -227,6 +253,7 @@ class _ScenarioEntry(ConfigModel):
             role=self.role,
             repeats=self.repeats if self.repeats is not None else CANARY_REPEATS if self.role == "canary" else 1,
             twin_run_variation=self.run_variation if self.run_variation is not None else self.role == "canary",
+            capacity_ramp=None if self.capacity_ramp is None else CapacityRamp(**self.capacity_ramp.model_dump()),
         )
 
 

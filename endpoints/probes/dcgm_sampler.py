@@ -2,8 +2,11 @@
 
 Fields (dcgm-exporter's default counters): DCGM_FI_DEV_GPU_UTIL (%), DCGM_FI_DEV_FB_USED and
 DCGM_FI_DEV_FB_FREE (MiB; total = used + free + reserved), DCGM_FI_DEV_POWER_USAGE (W),
-DCGM_FI_DEV_SM_CLOCK (MHz). One row per (Hostname, gpu) label pair; a field the exporter does not
-export is null. An exporter that cannot be read gives one null row per distinct reason.
+DCGM_FI_DEV_SM_CLOCK (MHz); and the profiling fields an exporter shows when configured with them (its
+dcp-metrics-included.csv), DCGM_FI_PROF_SM_ACTIVE and DCGM_FI_PROF_DRAM_ACTIVE (ratios 0-1, stored as %). One
+row per (Hostname, gpu) label pair; a field the exporter does not export is null. An exporter that cannot be
+read gives one null row per distinct reason. The twin serves the same page for its modelled GPUs
+(twin_sampler.py reads it with this sampler, source twin).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ _FIELDS = {
     "DCGM_FI_DEV_FB_RESERVED": "reserved_mib",
     "DCGM_FI_DEV_POWER_USAGE": "power_w",
     "DCGM_FI_DEV_SM_CLOCK": "sm_clock_mhz",
+    "DCGM_FI_PROF_SM_ACTIVE": "sm_active",
+    "DCGM_FI_PROF_DRAM_ACTIVE": "dram_active",
 }
 
 
@@ -41,7 +46,13 @@ def parse_dcgm(text: str, default_host: str) -> dict[tuple[str, int | None], dic
     return gpus
 
 
-def _row(run_id: str, wall_s: float, host: str, index: int | None, values: dict[str, float]) -> GpuSample:
+def _pct(ratio: float | None) -> float | None:
+    return None if ratio is None else 100.0 * ratio
+
+
+def _row(
+    run_id: str, wall_s: float, host: str, index: int | None, values: dict[str, float], source: GpuSource
+) -> GpuSample:
     used, free = values.get("used_mib"), values.get("free_mib")
     total = None if used is None or free is None else used + free + values.get("reserved_mib", 0.0)
     return GpuSample(
@@ -49,20 +60,23 @@ def _row(run_id: str, wall_s: float, host: str, index: int | None, values: dict[
         sample_wall_s=wall_s,
         host=host,
         gpu_index=index,
-        source=GpuSource.DCGM.value,
+        source=source.value,
         utilisation_pct=values.get("utilisation_pct"),
         memory_used_bytes=None if used is None else int(used * MIB),
         memory_total_bytes=None if total is None else int(total * MIB),
         power_w=values.get("power_w"),
         sm_clock_mhz=values.get("sm_clock_mhz"),
+        sm_active_pct=_pct(values.get("sm_active")),
+        dram_active_pct=_pct(values.get("dram_active")),
     )
 
 
 class DcgmSampler:
-    source = GpuSource.DCGM
+    """`source`: what the rows say they come from (a real exporter's dcgm, or the twin's page)."""
 
-    def __init__(self, url: str, timeout_s: float = 2.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 2.0, source: GpuSource = GpuSource.DCGM) -> None:
         self.url = url
+        self.source = source
         self.host = urlsplit(url).hostname or url
         self.timeout_s = timeout_s
         self._notes = OnceNotes()
@@ -85,7 +99,8 @@ class DcgmSampler:
             if self._notes.first_time(reason):
                 return [unmeasured(run_id, wall_s, self.host, self.source, reason)]
             return []
-        return [_row(run_id, wall_s, host, index, values) for (host, index), values in sorted(gpus.items(), key=str)]
+        rows = sorted(gpus.items(), key=str)
+        return [_row(run_id, wall_s, host, index, values, self.source) for (host, index), values in rows]
 
     def close(self) -> None:
         pass

@@ -1,6 +1,6 @@
 """What every GPU sampler shares: the source it reads, the protocol, and the null row for a reason.
 
-The samplers (nvml_sampler, dcgm_sampler) build on this module and the registry (gpu_sampler)
+The samplers (nvml_sampler, dcgm_sampler, twin_sampler) build on this module and the registry (gpu_sampler)
 chooses among them, so the imports point one way. A sampler that cannot measure records null
 values and its reason once, never zeros.
 """
@@ -16,6 +16,7 @@ from endpoints.probes.probe_records import GpuSample
 class GpuSource(str, Enum):
     NVML = "nvml"
     DCGM = "dcgm"
+    TWIN = "twin"  # the twin's modelled GPUs, on its dcgm-exporter page: values computed from its steps
     NONE = "none"
 
 
@@ -30,7 +31,7 @@ class GpuSampler(Protocol):
 
 
 def unmeasured(run_id: str, wall_s: float, host: str, source: GpuSource, note: str) -> GpuSample:
-    return GpuSample(run_id, wall_s, host, None, source.value, None, None, None, None, None, note)
+    return GpuSample(run_id, wall_s, host, None, source.value, None, None, None, None, None, note=note)
 
 
 class NoGpuSampler:

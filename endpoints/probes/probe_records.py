@@ -101,6 +101,8 @@ class GpuSample:
     memory_total_bytes: int | None
     power_w: float | None
     sm_clock_mhz: float | None
+    sm_active_pct: float | None = None
+    dram_active_pct: float | None = None
     note: str | None = None
 
 
@@ -108,9 +110,15 @@ GPU_SAMPLE_COLUMNS = ColumnList(
     (
         Column("run_id", pa.string(), "", "the replay the sample belongs to (runs.run_id)", nullable=False),
         Column("sample_wall_s", pa.float64(), "s since the Unix epoch", "when the GPU was sampled", nullable=False),
-        Column("host", pa.string(), "", "host the GPU is in", nullable=False),
+        Column("host", pa.string(), "", "host the GPU is in (a twin's: its server's host:port)", nullable=False),
         Column("gpu_index", pa.int32(), "", "GPU index on the host", note="null when no GPU could be read"),
-        Column("source", pa.string(), "", "nvml | dcgm | none", nullable=False),
+        Column(
+            "source",
+            pa.string(),
+            "",
+            "nvml | dcgm | twin (modelled from the twin's own engine steps, not measured) | none",
+            nullable=False,
+        ),
         Column(
             "utilisation_pct",
             pa.float64(),
@@ -122,6 +130,20 @@ GPU_SAMPLE_COLUMNS = ColumnList(
         Column("memory_total_bytes", pa.int64(), "bytes", "device memory size"),
         Column("power_w", pa.float64(), "W", "power draw"),
         Column("sm_clock_mhz", pa.float64(), "MHz", "SM clock"),
+        Column(
+            "sm_active_pct",
+            pa.float64(),
+            "%",
+            "DCGM_FI_PROF_SM_ACTIVE: share of SM cycles with a warp resident over the sample period",
+            note="null when unmeasured or written before this column",
+        ),
+        Column(
+            "dram_active_pct",
+            pa.float64(),
+            "%",
+            "DCGM_FI_PROF_DRAM_ACTIVE: share of cycles the device memory interface moved data over the sample period",
+            note="null when unmeasured or written before this column",
+        ),
         Column("note", pa.string(), "", "why the values are null (written once per run when no source exists)"),
     )
 )

@@ -15,6 +15,9 @@ A fleet's router (smg) is scraped too, at its own metrics URL, for its smg_* rou
 its workers' rows are role `worker`, a single server's `server`. The warehouse adds up only the workers'
 sglang:* counters, so nothing the router reports is counted twice.
 
+GPU samples come from the sampler gpu_sampler.py picks for where the GPUs are: NVML, a DCGM exporter, or a
+twin's modelled GPUs (each of its servers).
+
 The first tick also writes, for each worker whose /server_info gave one, the cap on running requests
 it enforces (endpoints/running_cap.py) as a row of kind `info`, metric `server_info:max_running_requests`:
 batch occupancy divides each worker's running requests by its own cap.
@@ -37,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from endpoints.probes.gpu_protocol import GpuSampler
-from endpoints.probes.gpu_sampler import open_gpu_sampler
+from endpoints.probes.gpu_sampler import GpuSite, open_gpu_sampler
 from endpoints.probes.metrics_scrape import DeltaTracker, SeriesValue, parse_router_metrics, parse_sglang_metrics
 from endpoints.probes.probe_records import (
     GPU_SAMPLE_SCHEMA,
@@ -283,7 +286,7 @@ def probe_session(
         run_id=run_id,
         metrics_urls=metrics_urls,
         headers=auth_headers(spec),
-        gpu_sampler=open_gpu_sampler(spec, socket.gethostname()),
+        gpu_sampler=open_gpu_sampler(gpu_site(endpoint, metrics_urls)),
         run_dir=Path(run_dir),
         interval_s=interval_s or spec.scrape_interval_s,
         clock=clock,
@@ -292,6 +295,13 @@ def probe_session(
         is_fleet=len(metrics_urls) > 1 or endpoint.spec.fleet is not None,
         worker_roles=worker_roles(endpoint, metrics_urls),
     )
+
+
+def gpu_site(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> GpuSite:
+    """Where the endpoint's GPUs are: this host, its servers, and what they run (a twin serves its GPUs' counters)."""
+    backends = {info.get("backend") for info in _server_infos(endpoint, metrics_urls).values()}
+    backend = backends.pop() if len(backends) == 1 else None
+    return GpuSite(endpoint.spec, socket.gethostname(), metrics_urls, backend)
 
 
 def _server_infos(endpoint: RunningEndpoint, metrics_urls: tuple[str, ...]) -> dict[str, dict]:

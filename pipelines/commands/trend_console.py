@@ -23,18 +23,27 @@ def _fmt(value, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _usd_1k(value) -> str:
+    return "—" if value is None else f"${1000 * value:,.2f}"
+
+
 def _ms(value) -> str:
     return "—" if value is None else f"{value:,.1f} ms"
 
 
 def print_weekly_trends(rows: list[WeeklyTrendRow], console: Console | None = None) -> None:
     console = console or _console()
-    table = Table(title="Weekly trends (warehouse table weekly_trends)")
+    table = Table(
+        title="Weekly trends (warehouse table weekly_trends), USD per 1,000 requests: efficiency (at the SLO capacity, "
+        "what the runtime costs; judged on canaries) and realised (the window's GPU cost, moves with volume too)"
+    )
     for column in (
         "week",
         "scenario",
-        "cost/request",
+        "efficiency",
         "vs baseline",
+        "realised",
+        "idle",
         "p95 TTFT",
         "p95 e2e",
         "cache hit",
@@ -43,12 +52,14 @@ def print_weekly_trends(rows: list[WeeklyTrendRow], console: Console | None = No
     ):
         table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
     for row in rows:
-        change = row.cost_change_pct
+        change = row.efficiency_cost_change_pct
         table.add_row(
             str(row.week_start),
             row.scenario,
-            "$" + _fmt(row.cost_per_request_usd, ".5f"),
+            _usd_1k(row.efficiency_cost_per_request_usd),
             "—" if change is None else f"{change:+.1f}%",
+            _usd_1k(row.realised_cost_per_request_usd),
+            "overloaded" if row.load_state == "overloaded" else _usd_1k(row.idle_cost_per_request_usd),
             _fmt(row.p95_ttft_ms, ",.0f") + " ms",
             _fmt(row.p95_e2e_ms, ",.0f") + " ms",
             _fmt(row.prefix_cache_hit_rate, ".1%"),
@@ -73,8 +84,8 @@ def print_structured_output(rows: list[WeeklyTrendRow], console: Console | None 
         "sent as",
         "valid",
         "retries",
-        "cost/request",
-        "cost/valid",
+        "realised/req",
+        "realised/valid",
         "TPOT constr.",
         "TPOT other",
     )
@@ -89,7 +100,7 @@ def print_structured_output(rows: list[WeeklyTrendRow], console: Console | None 
             "constraint" if row.constrained_requests else "prompt only",
             ("[red]" if below and row.constrained_requests else "") + _fmt(rate, ".1%"),
             _fmt(row.retries, ",.1f"),
-            "$" + _fmt(row.cost_per_request_usd, ".5f"),
+            "$" + _fmt(row.realised_cost_per_request_usd, ".5f"),
             "$" + _fmt(row.usd_per_valid_request, ".5f"),
             _ms(row.tpot_constrained_ms),
             _ms(row.tpot_unconstrained_ms),
@@ -104,21 +115,34 @@ def _usd_per_1k(value) -> str:
     return "—" if value is None else f"{1000 * value:+.3f}"
 
 
+# The runtime's levers as the console names them (cost_attribution columns), after price and traffic.
+_LEVERS = (
+    ("cache", "prefix_cache_usd"),
+    ("batching", "batching_usd"),
+    ("spec. dec.", "speculative_decoding_usd"),
+    ("routing", "routing_usd"),
+    ("structured", "structured_output_usd"),
+    ("engine", "engine_speed_usd"),
+)
+
+
 def print_cost_attribution(rows: list[CostAttributionRow], console: Console | None = None) -> None:
-    """Why cost per request moved against the baseline (warehouse table cost_attribution): its parts add up
-    to the change; shown per 1,000 requests so the digits are readable."""
+    """Why the realised cost per request moved against the baseline (warehouse table cost_attribution): its parts add
+    up to the change; shown per 1,000 requests so the digits are readable."""
     rows = [r for r in rows if r.change_usd is not None]
     if not rows:
         return
     console = console or _console()
-    table = Table(title="Why cost moved, USD per 1,000 requests vs baseline (warehouse table cost_attribution)")
-    # The parts' sub-parts (token mix, latency, occupancy) are in the table and the report's waterfall.
-    parts = ("change", "price", "traffic", "of it volume", "runtime", "of it cache", "unattributed")
+    table = Table(
+        title="Why the realised cost moved, USD per 1,000 requests vs baseline (warehouse table cost_attribution): "
+        "price, traffic (of it the idle share) and the runtime's levers"
+    )
+    parts = ("change", "price", "traffic", "of it idle", "runtime", *(name for name, _ in _LEVERS), "unattributed")
     for column in ("week", "scenario", *parts):
         table.add_column(column, justify="left" if column in ("week", "scenario") else "right")
     for row in rows:
         values = (row.change_usd, row.price_usd, row.traffic_usd, row.traffic_volume_usd, row.runtime_usd,
-                  row.runtime_cache_usd, row.unattributed_usd)  # fmt: skip
+                  *(getattr(row, column) for _, column in _LEVERS), row.unattributed_usd)  # fmt: skip
         table.add_row(str(row.week_start), row.scenario, *(_usd_per_1k(value) for value in values))
     console.print(table)
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from endpoints.fleet_commands import fleet_workers, router_command, smg_program, worker_extra_args
-from endpoints.probes.probe_records import SERVER_SAMPLES_FILE
+from endpoints.probes.probe_records import GPU_SAMPLES_FILE, SERVER_SAMPLES_FILE
 from endpoints.probes.probe_session import probe_session
 from endpoints.provision import provision, server_command
 from endpoints.spec import EndpointSpec, EndpointSpecError, WorkerRole, load_endpoint_specs
@@ -153,3 +153,9 @@ def test_a_pd_fleet_on_the_virtual_clock_replays_through_the_routers_pd_model_an
     assert routed[prefill_url] == 6 and sum(routed.values()) == 12  # every request to one of each role
     transfers = [r for r in at_end if r["metric"] == "sglang:kv_transfer_total_mb_count"]
     assert [r["role"] for r in transfers] == ["prefill"] and transfers[0]["value"] == 6
+    gpus = pq.read_table(tmp_path / GPU_SAMPLES_FILE).to_pylist()  # each worker's modelled GPUs, prefill and decode
+    busiest = {}
+    for r in gpus:
+        busiest[r["host"]] = max(busiest.get(r["host"], 0.0), r["utilisation_pct"])
+    assert set(busiest) == {w["url"].removeprefix("http://") for w in facts["workers"]}
+    assert busiest[prefill_url.removeprefix("http://")] > 0 and {r["source"] for r in gpus} == {"twin"}

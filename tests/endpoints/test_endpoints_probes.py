@@ -11,7 +11,7 @@ from aiohttp import web
 
 from endpoints.probes.dcgm_sampler import DcgmSampler
 from endpoints.probes.gpu_protocol import GpuSource, NoGpuSampler
-from endpoints.probes.gpu_sampler import gpu_source_for
+from endpoints.probes.gpu_sampler import GpuSite, gpu_source_for, open_gpu_sampler
 from endpoints.probes.nvml_sampler import open_nvml_sampler
 from endpoints.probes.probe_records import (
     GPU_SAMPLE_SCHEMA,
@@ -20,6 +20,7 @@ from endpoints.probes.probe_records import (
     SERVER_SAMPLES_FILE,
 )
 from endpoints.probes.probe_session import ProbeSession, probing
+from endpoints.probes.twin_sampler import TWIN_DCGM_PATH, TwinSampler
 from endpoints.provision import provision
 from endpoints.spec import EndpointMode, EndpointSpec
 from endpoints_loopback import serve_in_thread
@@ -134,13 +135,23 @@ def test_nvml_without_a_driver_is_source_none_with_the_reason_once():
 
 
 @pytest.mark.parametrize(
-    "mode, dcgm, source",
-    [(EndpointMode.LAUNCH, None, GpuSource.NVML), (EndpointMode.ATTACH, None, GpuSource.NONE),
-     (EndpointMode.ATTACH, "http://h:9400/metrics", GpuSource.DCGM), (EndpointMode.SIM, None, GpuSource.NONE)],
+    "mode, dcgm, backend, source",
+    [(EndpointMode.LAUNCH, None, "sglang", GpuSource.NVML), (EndpointMode.ATTACH, None, "sglang", GpuSource.NONE),
+     (EndpointMode.ATTACH, "http://h:9400/metrics", None, GpuSource.DCGM), (EndpointMode.SIM, None, "sim", GpuSource.TWIN),
+     (EndpointMode.ATTACH, None, "sim", GpuSource.TWIN), (EndpointMode.LAUNCH, None, "sim", GpuSource.TWIN)],
 )  # fmt: skip
-def test_the_gpu_source_follows_where_the_gpus_are(mode, dcgm, source):
+def test_the_gpu_source_follows_where_the_gpus_are(mode, dcgm, backend, source):
     spec = EndpointSpec("e", mode, "m", (), "H200", 8, 3.5, url="http://h:1", dcgm_url=dcgm)
-    assert gpu_source_for(spec) is source
+    assert gpu_source_for(spec, backend) is source
+
+
+def test_the_registry_gives_a_twin_endpoint_the_twin_sampler_over_every_server():
+    spec = EndpointSpec("e", EndpointMode.SIM, "deepseek-ai/DeepSeek-V3", (), "H200", 16, 3.5)
+    sampler = open_gpu_sampler(GpuSite(spec, "this-host", ("http://127.0.0.1:1", "http://127.0.0.1:2"), "sim"))
+    assert isinstance(sampler, TwinSampler) and sampler.source is GpuSource.TWIN
+    rows = sampler.sample("r", 1.0)  # nothing listens there: one null row per server, saying why, source twin
+    assert [(r.source, r.utilisation_pct) for r in rows] == [("twin", None), ("twin", None)]
+    assert all(TWIN_DCGM_PATH in r.note for r in rows)
 
 
 def _twin_spec(name: str = "twin", *flags: str) -> EndpointSpec:
@@ -171,7 +182,11 @@ def test_probing_a_launched_twin_in_a_background_thread(tmp_path):
     assert _last_value(rows, "sglang:num_requests_total", endpoint.url) == 3  # the final tick saw them all
     assert probes.summary.ticks >= 2 and probes.summary.scrape_failures == 0
     gpu = pq.read_table(tmp_path / GPU_SAMPLES_FILE).to_pylist()
-    assert len(gpu) == 1 and gpu[0]["source"] == "none" and "twin" in gpu[0]["note"]
+    # The twin's modelled GPUs: its 8 (--tp 8), every tick, with values (busy during the requests, idle before).
+    assert {r["source"] for r in gpu} == {"twin"} and {r["gpu_index"] for r in gpu} == set(range(8))
+    assert {r["host"] for r in gpu} == {endpoint.url.removeprefix("http://")}
+    assert all(r["utilisation_pct"] is not None and r["dram_active_pct"] is not None for r in gpu)
+    assert max(r["utilisation_pct"] for r in gpu) > 0 and probes.summary.gpu_source == "twin"
     assert json.loads((tmp_path / "probes.json").read_text())["ticks"] == probes.summary.ticks
 
 

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from endpoints.probes.probe_records import SERVER_SAMPLES_FILE
+from endpoints.probes.probe_records import GPU_SAMPLES_FILE, SERVER_SAMPLES_FILE
 from endpoints.router.router_spec import RouterSpec
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec, WorkerGroup, WorkerRole
 from endpoints.virtual_twin import replay_on_virtual_twin
@@ -73,6 +73,7 @@ def _run(run_dir: Path, policy: str) -> dict:
         "requests": requests,
         "workers": seen["worker_urls"],
         "samples": pq.read_table(run_dir / SERVER_SAMPLES_FILE).to_pylist(),
+        "gpus": pq.read_table(run_dir / GPU_SAMPLES_FILE).to_pylist(),
         "facts": json.loads((run_dir / "server_facts.json").read_text()),
         "hit_rate": sum(r["cached_tokens"] for r in requests) / sum(r["prompt_tokens"] for r in requests),
     }
@@ -133,6 +134,17 @@ def test_the_probes_scrape_every_worker_and_the_router_model(runs, policy):
     assert router["policy"] == policy and router["modelled"] is True and "not the smg binary" in router["model"]
     assert [w["url"] for w in run["facts"]["workers"]] == list(run["workers"])
     assert run["facts"]["clock"] == "virtual"
+
+
+def test_each_worker_reports_its_own_modelled_gpus(runs):
+    run = runs["round_robin"]
+    hosts = {url.removeprefix("http://") for url in run["workers"]}
+    rows = run["gpus"]
+    assert {r["source"] for r in rows} == {"twin"} and {r["host"] for r in rows} == hosts  # one row set per worker
+    for host in hosts:
+        mine = [r for r in rows if r["host"] == host]
+        assert {r["gpu_index"] for r in mine} == set(range(8))
+        assert all(r["utilisation_pct"] is not None for r in mine) and max(r["utilisation_pct"] for r in mine) > 0
 
 
 def test_a_policy_the_model_does_not_have_is_refused_by_name(tmp_path):

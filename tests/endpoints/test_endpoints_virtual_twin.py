@@ -98,6 +98,19 @@ def test_probes_tick_on_virtual_time(virtual_runs):
     assert running.value.max() > 0  # a probe saw requests in flight: it ran while the replay did
 
 
+def test_a_virtual_replay_records_the_twins_modelled_gpus(virtual_runs):
+    first, _, _, run_dir = virtual_runs
+    gpus = pq.read_table(run_dir / "gpu_samples.parquet").to_pandas()
+    assert set(gpus.source) == {"twin"} and set(gpus.gpu_index) == set(range(8))  # --tp 8
+    for column in ("utilisation_pct", "sm_active_pct", "dram_active_pct"):
+        assert gpus[column].notna().all(), column
+    # One sample a virtual second; each the share of the second before it: 24 requests over 6 s keep it busy part-time.
+    per_tick = gpus[gpus.gpu_index == 0].sort_values("sample_wall_s")
+    assert len(per_tick) >= int(first.window_s)
+    assert 0.0 < per_tick.utilisation_pct.mean() < 100.0 and per_tick.utilisation_pct.max() > 50.0
+    assert (per_tick.sm_active_pct <= per_tick.utilisation_pct + 1e-9).all()
+
+
 def test_a_thread_calling_a_server_on_the_loop_sees_no_time_pass():
     """A thread started from a virtual loop: the loop waits for its I/O instead of jumping to its next timer."""
     from aiohttp import web

@@ -208,7 +208,7 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
     with Warehouse(warehouse).connect() as con:  # read-only, with the lake's search path
         weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()
         cost, hit_rate, completed = con.execute(
-            "SELECT cost_per_request_usd, prefix_cache_hit_rate, completed_requests FROM weekly_trends "
+            "SELECT realised_cost_per_request_usd, prefix_cache_hit_rate, completed_requests FROM weekly_trends "
             "WHERE scenario = ? AND week_start = DATE '2026-11-16'",
             [TWIN_SCENARIO],
         ).fetchone()

@@ -7,6 +7,7 @@ tells nobody either. A webhook that is down loses no verdict: it waits in the ou
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import date, timedelta
 
 import dagster as dg
@@ -20,8 +21,7 @@ from pipelines.failure_notice import NOTICE_FILE_ENV, WEBHOOK_URL_ENV, outbox_di
 from pipelines.regression_notice import build_regression_notice_sensor
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import WeeklyTrendRow
-from warehouse.marts.run_rows import RunContext
-from warehouse_builders import endpoint, request, run_info, write_run
+from warehouse_builders import capacity_context, endpoint, request, run_info, write_run
 from webhook_collector import closed_port, start_webhook
 
 WEEKS = [date(2026, 10, 19) + timedelta(days=7 * i) for i in range(4)]
@@ -46,7 +46,9 @@ def _week(store: Warehouse, week: date, scenario: str, role: str, cost_per_reque
     run_id = f"{scenario}-{week.isoformat()}"
     records = [request(run_id, f"q{i}", 100.0, 200.0, sent_mono_s=(i + 0.5) * window_s / N - 0.2) for i in range(N)]
     info = run_info(run_id, window_s, requests_total=N, requests_recorded=N, requests_ok=N)
-    write_run(store.lake_root, week, scenario, info, SPEC, records, RunContext(role=role, traffic_share=0.5))
+    # At its capacity: the efficiency cost the gate judges moves with the realised one.
+    capacity = replace(capacity_context(cost_per_request, usd_per_gpu_hour=SPEC.usd_per_gpu_hour), role=role)
+    write_run(store.lake_root, week, scenario, info, SPEC, records, replace(capacity, traffic_share=0.5))
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +71,9 @@ def test_the_regression_rule_judges_the_canary_and_leaves_live_traffic_to_the_tr
     rows = warehouse.weekly_trends()
     canary, live = _row(rows, "chat-canary", WEEKS[3]), _row(rows, "chat-live", WEEKS[3])
     assert canary.role == "canary" and canary.regression_verdict == "regression"
-    assert json.loads(canary.regressed_metrics) == ["cost_per_request_usd"]
+    assert json.loads(canary.regressed_metrics) == ["efficiency_cost_per_request_usd"]
     # The live row carries the same cost trend, and no verdict: its traffic moved too.
-    assert live.role == "live" and live.cost_change_pct == pytest.approx(canary.cost_change_pct)
+    assert live.role == "live" and live.realised_cost_change_pct == pytest.approx(canary.realised_cost_change_pct)
     assert live.regression_verdict == "not_judged" and live.regression_reasons is None
     assert all(r.regression_verdict == "not_judged" for r in rows if r.role == "live")
     [run] = [r for r in warehouse.run_summary() if r.run_id == f"chat-live-{WEEKS[3].isoformat()}"]
@@ -147,12 +149,12 @@ def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(wa
     notice = orjson.loads(line)
     assert notice["kind"] == "regression" and notice["confirms_run_id"] == "first-run"
     assert (notice["scenario"], notice["week_start"], notice["role"]) == ("chat-canary", WEEKS[3].isoformat(), "canary")
-    assert notice["metric"] == "cost_per_request_usd" and notice["change_unit"] == "%"
+    assert notice["metric"] == "efficiency_cost_per_request_usd" and notice["change_unit"] == "%"
     assert notice["change"] == pytest.approx(30.0) and notice["threshold"] == pytest.approx(10.0)
     assert notice["baseline"] == pytest.approx(0.10) and notice["value"] == pytest.approx(0.13)
     assert notice["interval_low"] <= notice["value"] <= notice["interval_high"]
     assert notice["interval_low"] > notice["baseline"]
-    assert notice["report_path"] == report and notice["reason"].startswith("cost_per_request_usd +30.0%")
+    assert notice["report_path"] == report and notice["reason"].startswith("efficiency_cost_per_request_usd +30.0%")
     assert [orjson.loads(b) for b in webhook.delivered] == [notice]
 
 

@@ -1,5 +1,6 @@
-"""cost_attribution: the change in cost per request against weekly_trends' baseline, split into price, traffic
-and runtime parts that add up to it exactly. Built lake rows where the answer is known by construction."""
+"""cost_attribution: the change in the realised cost per request against weekly_trends' baseline, split into price,
+traffic (volume: the idle share; mix; offered reuse) and the runtime's levers, parts that add up to it exactly. Built
+lake rows where the answer is known by construction."""
 
 from __future__ import annotations
 
@@ -10,17 +11,28 @@ import pytest
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import CostAttributionRow, WeeklyTrendRow
 from warehouse.marts.run_rows import RunContext
-from warehouse_builders import endpoint, request, run_info, write_run
+from warehouse_builders import endpoint, request, run_info, server_sample, write_run
 
 WEEKS = [date(2026, 11, 2) + timedelta(days=7 * i) for i in range(5)]
 PARTS = (
     "price_usd",
     "traffic_volume_usd",
-    "traffic_token_mix_usd",
+    "traffic_mix_usd",
     "traffic_prefix_reuse_usd",
-    "runtime_cache_usd",
-    "runtime_latency_usd",
-    "runtime_occupancy_usd",
+    "prefix_cache_usd",
+    "batching_usd",
+    "speculative_decoding_usd",
+    "routing_usd",
+    "structured_output_usd",
+    "engine_speed_usd",
+)
+LEVERS = (
+    "prefix_cache_usd",
+    "batching_usd",
+    "speculative_decoding_usd",
+    "routing_usd",
+    "structured_output_usd",
+    "engine_speed_usd",
 )
 
 
@@ -35,9 +47,12 @@ def _week(
     completion: int = 100,
     window_s: float = 20.0,
     capacity_rps: float | None = 8.0,
+    running_at_slo: float = 16.0,
+    spec_accept_length: float | None = None,
 ) -> None:
     """One run: `requests` requests scheduled evenly over the first 10 s (the last at 10 s), a measured window
-    of `window_s`, 1,000 prompt tokens each of which the trace offers half for reuse."""
+    of `window_s`, 1,000 prompt tokens each of which the trace offers half for reuse; 4 requests running (the
+    samples), a batch of `running_at_slo` at the SLO capacity."""
     run_id = f"{scenario}-{week.isoformat()}"
     records = [
         request(
@@ -59,20 +74,32 @@ def _week(
         prefix_reuse_share=0.5,
         capacity_rps_at_slo=capacity_rps,
         capacity_source=None if capacity_rps is None else "twin_sweep",
+        running_requests_at_slo=None if capacity_rps is None else running_at_slo,
     )
-    write_run(store.lake_root, week, scenario, info, endpoint(usd_per_gpu_hour=usd_per_gpu_hour), records, context)
+    gauges = [("sglang:num_running_reqs", 4.0)]
+    if spec_accept_length is not None:
+        gauges.append(("sglang:spec_accept_length", spec_accept_length))
+    samples = [server_sample(run_id, t, m, v) for t in (0.5, window_s / 2) for m, v in gauges]
+    write_run(
+        store.lake_root, week, scenario, info, endpoint(usd_per_gpu_hour=usd_per_gpu_hour), records, context,
+        server_samples=samples,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Warehouse:
     store = Warehouse(tmp_path_factory.mktemp("attribution") / "wh")
-    for scenario in ("price", "cache-off", "volume", "no-capacity"):
+    for scenario in ("price", "cache-off", "volume", "no-capacity", "batch", "mtp"):
         _week(store, WEEKS[0], scenario)
     _week(store, WEEKS[1], "price", usd_per_gpu_hour=4.0)  # the price book doubled, nothing else
     # The same traffic with the radix cache off: nothing cached, a slower drain, less capacity at the SLO.
     _week(store, WEEKS[1], "cache-off", cached=0, window_s=23.0, capacity_rps=5.0)
     _week(store, WEEKS[1], "volume", requests=20)  # half the requests in the same window
     _week(store, WEEKS[1], "no-capacity", completion=150, window_s=21.0, capacity_rps=None)
+    # Half the batch at the SLO, and the capacity with it (the same time in flight per request).
+    _week(store, WEEKS[1], "batch", capacity_rps=4.0, running_at_slo=8.0)
+    # Speculative decoding on: two tokens a step, twice the capacity, the same batch.
+    _week(store, WEEKS[1], "mtp", capacity_rps=16.0, spec_accept_length=2.0)
     # Four different baseline weeks (an even median: the middle two), then a week where everything moved.
     for week, (n, usd, cached, window, capacity) in zip(
         WEEKS[:4],
@@ -89,7 +116,7 @@ def store(tmp_path_factory) -> Warehouse:
             capacity_rps=capacity,
         )
     _week(store, WEEKS[4], "mixed", requests=30, usd_per_gpu_hour=3.5, cached=200, completion=180, window_s=26.0,
-          capacity_rps=4.0)  # fmt: skip
+          capacity_rps=4.0, running_at_slo=12.0, spec_accept_length=1.5)  # fmt: skip
     store.refresh()
     return store
 
@@ -111,9 +138,9 @@ def _others_zero(row: CostAttributionRow, *kept: str) -> None:
 
 
 def test_every_week_has_a_row_and_the_first_has_no_baseline(rows):
-    assert len(rows) == 4 * 2 + 5
+    assert len(rows) == 6 * 2 + 5
     first = rows[("price", WEEKS[0])]
-    assert first.baseline_cost_per_request_usd is None and first.change_usd is None
+    assert first.baseline_realised_cost_per_request_usd is None and first.change_usd is None
     assert all(getattr(first, part) is None for part in PARTS)
     assert first.traffic_usd is None and first.runtime_usd is None
 
@@ -121,55 +148,78 @@ def test_every_week_has_a_row_and_the_first_has_no_baseline(rows):
 def test_a_doubled_price_is_all_price(rows):
     row = rows[("price", WEEKS[1])]
     # 8 GPUs x $4/h x 20 s / 40 requests, against the same at $2/h.
-    assert row.cost_per_request_usd == pytest.approx(8 * 4.0 * 20 / 3600 / 40)
-    assert row.change_usd == pytest.approx(row.cost_per_request_usd / 2)
+    assert row.realised_cost_per_request_usd == pytest.approx(8 * 4.0 * 20 / 3600 / 40)
+    assert row.change_usd == pytest.approx(row.realised_cost_per_request_usd / 2)
     assert row.price_usd == pytest.approx(row.change_usd, rel=1e-12)
     _others_zero(row, "price_usd")
     assert row.unattributed_usd == pytest.approx(0.0, abs=1e-15)
     assert row.usd_per_gpu_hour == pytest.approx(4.0)
 
 
-def test_the_same_traffic_with_the_cache_off_is_all_runtime(rows):
+def test_the_same_traffic_with_the_cache_off_is_all_runtime_and_mostly_the_cache(rows, trends):
     row = rows[("cache-off", WEEKS[1])]
     assert row.change_usd > 0
     assert row.price_usd == pytest.approx(0.0, abs=1e-15)
-    assert row.traffic_usd == pytest.approx(0.0, abs=1e-12)
-    assert row.runtime_usd == pytest.approx(row.change_usd, rel=1e-12)
-    assert row.runtime_cache_usd > 0  # the work the cache no longer saved
-    assert row.realised_work_share == pytest.approx(1.0)  # nothing cached: every token computed
-    assert row.offered_work_share == pytest.approx(1 - 0.5 * 1000 / 1100)  # what the trace offered
+    assert row.traffic_mix_usd == pytest.approx(0.0, abs=1e-12)
+    assert row.traffic_prefix_reuse_usd == pytest.approx(0.0, abs=1e-12)
+    assert row.prefix_cache_usd > 0  # the work the cache no longer saved
+    assert row.batching_usd == pytest.approx(0.0, abs=1e-12)
+    # Capacity fell from 8 to 5 requests/s, and the realised cost rose by less (the same traffic filled more of it).
+    efficiency = trends[("cache-off", WEEKS[1])].efficiency_cost_change_pct
+    assert efficiency == pytest.approx(100 * (8 / 5 - 1))
+    assert row.runtime_usd > row.change_usd > 0 > row.traffic_volume_usd
+    assert row.prefill_token_weight is not None and row.prefill_token_weight > 0
     assert row.capacity_known is True
 
 
 def test_half_the_requests_on_the_same_gpus_is_all_traffic_volume(rows):
     row = rows[("volume", WEEKS[1])]
-    assert row.change_usd == pytest.approx(row.baseline_cost_per_request_usd)  # twice the cost each
+    assert row.change_usd == pytest.approx(row.baseline_realised_cost_per_request_usd)  # twice the cost each
     assert row.traffic_volume_usd == pytest.approx(row.change_usd, rel=1e-12)
     _others_zero(row, "traffic_volume_usd")
-    assert row.offered_rps == pytest.approx(2.0)  # 20 requests over a 10 s schedule
 
 
-def test_without_a_capacity_latency_and_occupancy_are_one_part(rows):
+def test_a_halved_batch_at_capacity_is_batching(rows):
+    row = rows[("batch", WEEKS[1])]
+    # Half the capacity doubles what each request needs at capacity; the same window costs the same.
+    assert row.change_usd == pytest.approx(0.0, abs=1e-15)
+    assert row.batching_usd == pytest.approx(-row.traffic_volume_usd, rel=1e-9) and row.batching_usd > 0
+    _others_zero(row, "batching_usd", "traffic_volume_usd")
+
+
+def test_speculative_decoding_is_its_own_lever(rows):
+    row = rows[("mtp", WEEKS[1])]
+    # Twice the capacity with two tokens a step: all of the runtime's part is speculative decoding's.
+    assert row.speculative_decoding_usd < 0
+    assert row.speculative_decoding_usd == pytest.approx(-row.traffic_volume_usd, rel=1e-9)
+    _others_zero(row, "speculative_decoding_usd", "traffic_volume_usd")
+
+
+def test_without_a_capacity_the_idle_share_and_the_speed_are_unattributed(rows):
     row = rows[("no-capacity", WEEKS[1])]
     assert row.capacity_known is False
-    assert row.runtime_latency_usd is None
-    assert row.traffic_token_mix_usd > 0  # 150 output tokens instead of 100
+    assert row.traffic_volume_usd is None and row.batching_usd is None and row.engine_speed_usd is None
+    assert row.traffic_mix_usd > 0  # 150 output tokens instead of 100
     total = sum(getattr(row, p) for p in PARTS if getattr(row, p) is not None)
-    assert total == pytest.approx(row.change_usd, rel=1e-12)
-    assert row.unattributed_usd == pytest.approx(0.0, abs=1e-15)
+    assert total + row.unattributed_usd == pytest.approx(row.change_usd, rel=1e-12)
+    assert row.unattributed_usd != 0
 
 
 def test_parts_add_up_to_the_change_against_weekly_trends_own_median(rows, trends):
     row = rows[("mixed", WEEKS[4])]
     trend = trends[("mixed", WEEKS[4])]
     assert row.baseline_weeks == 4 and row.baseline_source == "same_config"
-    assert row.baseline_cost_per_request_usd == pytest.approx(trend.baseline_cost_per_request_usd, rel=1e-12)
-    assert row.cost_per_request_usd == pytest.approx(trend.cost_per_request_usd, rel=1e-12)
+    assert row.baseline_realised_cost_per_request_usd == pytest.approx(
+        trend.baseline_realised_cost_per_request_usd, rel=1e-12
+    )
+    assert row.realised_cost_per_request_usd == pytest.approx(trend.realised_cost_per_request_usd, rel=1e-12)
     assert len(row.baseline_median_weeks.split(",")) == 2  # an even count: the middle two weeks
-    parts = {part: getattr(row, part) for part in PARTS}
-    assert all(parts[part] is not None and parts[part] != 0 for part in PARTS if part != "traffic_prefix_reuse_usd")
+    moved = ("price_usd", "traffic_volume_usd", "traffic_mix_usd", "prefix_cache_usd", "batching_usd",
+             "speculative_decoding_usd", "engine_speed_usd")  # fmt: skip
+    assert all(getattr(row, part) not in (None, 0) for part in moved)
     assert sum(getattr(row, p) for p in PARTS) == pytest.approx(row.change_usd, rel=1e-12)
     assert row.price_usd + row.traffic_usd + row.runtime_usd == pytest.approx(row.change_usd, rel=1e-12)
+    assert row.runtime_usd == pytest.approx(sum(getattr(row, p) for p in LEVERS), rel=1e-12)
     assert row.unattributed_usd == pytest.approx(0.0, abs=1e-15)
     for week in WEEKS[1:4]:  # every week with a baseline adds up, whatever its median weeks
         earlier = rows[("mixed", week)]

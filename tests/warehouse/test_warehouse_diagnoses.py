@@ -41,7 +41,7 @@ def _diagnose(**numbers) -> dict:
         batch_occupancy=0.8,
         p95_queue_share=0.1,
         gpu_utilisation_pct=80.0,
-        cost_per_request_usd=0.02,
+        realised_cost_per_request_usd=0.02,
         api_cost_per_request_usd=0.01,
         budget_usd_per_request=None,
     )
@@ -126,3 +126,11 @@ def test_missing_numbers_make_the_verdict_inconclusive_not_a_guess():
     assert found["verdict"] == "inconclusive"
     # An unknown reusable share is no cache lever, and the hit rate alone decides nothing.
     assert _diagnose(prefix_reuse_share=None, prefix_cache_hit_rate=0.0)["verdict"] == "model_candidate"
+
+
+def test_a_twins_gpu_utilisation_is_labelled_modelled():
+    twin = _diagnose(backend="sim", gpu_utilisation_pct=63.2, gpu_metrics_source="twin")
+    assert twin["verdict"] == "model_candidate" and twin["reasons"][2] == "GPU utilisation 63.2% (modelled)"
+    idle = _diagnose(backend="sim", gpu_utilisation_pct=20.0, gpu_metrics_source="twin")
+    assert "GPU utilisation 20.0% (modelled) is below 50% with no runtime lever showing" in idle["reasons"]
+    assert _diagnose(gpu_metrics_source="nvml")["reasons"][2] == "GPU utilisation 80.0%"  # measured: as it was

@@ -9,6 +9,7 @@ from importlib import resources
 import pytest
 
 from warehouse.backends.store import Warehouse
+from warehouse.marts.run_rows import RunContext
 from warehouse_builders import endpoint, request, run_info, server_sample, write_run
 
 WEEKS = [date(2025, 2, 3) + timedelta(days=7 * i) for i in range(3)]
@@ -37,7 +38,9 @@ def _run(store, week, scenario, spec, window_s, cached, reasoning=None):
     info = run_info(run_id, window_s, server_info={"version": "0.5.4", "backend": "sim", "max_running_requests": 16})
     samples = [server_sample(run_id, t, m, v) for t in (0.5, window_s / 2)
                for m, v in (("sglang:num_running_reqs", 4), ("sglang:token_usage", 0.25))]  # fmt: skip
-    write_run(store.lake_root, week, scenario, info, spec, records, server_samples=samples)
+    # Each run at 80% of its capacity: the efficiency cost follows the window's cost per request.
+    context = RunContext(capacity_rps_at_slo=20 / window_s / 0.8, capacity_source="twin_sweep")
+    write_run(store.lake_root, week, scenario, info, spec, records, context, server_samples=samples)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +80,7 @@ def test_cost_trend_per_scenario(store):
 def test_what_changed_in_a_regressed_week(store):
     [row] = _query(store, "example_regressed_week.sql")
     assert (row["week_start"], row["scenario"], row["regression_verdict"]) == (WEEKS[2], "chat-v3", "regression")
-    assert any("cost_per_request_usd" in reason for reason in json.loads(row["regression_reasons"]))
+    assert any("efficiency_cost_per_request_usd" in reason for reason in json.loads(row["regression_reasons"]))
     assert row["prefix_cache_hit_rate"] == pytest.approx(0.2) and row["prev_hit_rate"] == pytest.approx(0.62)
     assert row["batch_occupancy"] == pytest.approx(0.25) and row["diagnosis"] is not None
 
@@ -93,7 +96,7 @@ def test_the_r1_reasoning_tax(store):
     r1 = rows["deepseek-ai/DeepSeek-R1"]
     assert r1["reasoning_token_share"] == pytest.approx(0.6)  # 60 of 100 output tokens
     assert r1["p50_wait_for_answer_ms"] == pytest.approx(800.0)
-    assert r1["reasoning_cost_per_request_usd"] == pytest.approx(0.6 * r1["cost_per_request_usd"], rel=1e-3)
+    assert r1["reasoning_cost_per_request_usd"] == pytest.approx(0.6 * r1["realised_cost_per_request_usd"], rel=1e-3)
     assert rows["deepseek-ai/DeepSeek-V3"]["reasoning_token_share"] is None  # V3 reported no reasoning
 
 

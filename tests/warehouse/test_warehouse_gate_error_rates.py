@@ -24,20 +24,21 @@ INJECTION_WEEK = 20
 
 
 def _pool() -> list[RunSource]:
-    """One run: 60 requests over 120 s (24 interval blocks), every TTFT 100 ms, half of every prompt cached."""
+    """One run: 60 requests over 120 s (24 interval blocks), every TTFT 100 ms, half of every prompt cached, at half
+    its capacity."""
     run_id = "pool-0"
     records = [request(run_id, f"r{i}", 100.0, 900.0, cached_tokens=500, sent_mono_s=2.0 * i) for i in range(60)]
     info = run_info(run_id, window_s=120.0, requests_total=60, requests_recorded=60, requests_ok=60)
-    runs = build_run_row(info, endpoint(), SCENARIO, date(2025, 1, 6), RunContext(role="canary"))
+    context = RunContext(role="canary", capacity_rps_at_slo=1.0, capacity_source="twin_sweep")
+    runs = build_run_row(info, endpoint(), SCENARIO, date(2025, 1, 6), context)
     return [RunSource(runs, requests_table(records))]
 
 
 def test_changes_move_only_their_metric() -> None:
     [run] = _pool()
     cost = Change(Metric.COST, 20).apply(run.runs, run.requests)
-    assert cost[0].column("usd_per_gpu_hour")[0].as_py() == pytest.approx(
-        1.2 * run.runs.column("usd_per_gpu_hour")[0].as_py()
-    )
+    assert cost[0].column("capacity_rps_at_slo")[0].as_py() == pytest.approx(1.0 / 1.2)
+    assert cost[0].column("usd_per_gpu_hour").equals(run.runs.column("usd_per_gpu_hour"))  # the realised cost stays
     assert cost[1].equals(run.requests)
     _, slow = Change(Metric.P95_TTFT, 40).apply(run.runs, run.requests)
     ttft_ms = pc.multiply(pc.subtract(slow.column("first_token_mono_s"), slow.column("sent_mono_s")), 1000).to_pylist()
@@ -61,7 +62,7 @@ def test_an_aa_year_raises_nothing_and_a_40pct_cost_change_is_caught_in_its_week
     assert aa.notices == [] and aa.confirmations == 0
     assert all(v in ("no_baseline", "ok") for v in aa.verdicts), aa.verdicts
     assert [(n.week, n.kind, n.metrics) for n in injected.notices] == [
-        (INJECTION_WEEK, Kind.REGRESSION, ("cost_per_request_usd",))
+        (INJECTION_WEEK, Kind.REGRESSION, ("efficiency_cost_per_request_usd",))
     ]
     assert injected.confirmations == 1 and injected.unconfirmed == 0
     assert injected.changes[INJECTION_WEEK]["cost"] == pytest.approx(40.0)

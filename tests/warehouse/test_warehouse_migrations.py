@@ -62,9 +62,9 @@ def _write_v1_database(store: Warehouse) -> None:
     with duckdb.connect(str(store.db_path)) as con:
         con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         con.execute("INSERT INTO schema_version VALUES (1)")
-        con.execute("CREATE TABLE run_summary (run_id VARCHAR NOT NULL, cost_per_request_usd DOUBLE)")
+        con.execute("CREATE TABLE run_summary (run_id VARCHAR NOT NULL, realised_cost_per_request_usd DOUBLE)")
         con.execute("INSERT INTO run_summary VALUES ('stale', 9.9)")
-        con.execute("CREATE TABLE weekly_trends (week_start DATE NOT NULL, cost_change_pct DOUBLE)")
+        con.execute("CREATE TABLE weekly_trends (week_start DATE NOT NULL, realised_cost_change_pct DOUBLE)")
 
 
 def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
@@ -89,7 +89,7 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
         assert con.execute("SELECT sum(held_s), count(held_by) FROM requests").fetchone() == (0.0, 0)
     [row] = store.run_summary()  # the stale v1 row is gone, the lake's run is there
     assert row.run_id == "r1" and row.completed_requests == 2
-    assert row.cost_per_request_usd == pytest.approx(0.20)  # 8 x $2/h x 90 s / 3600 / 2
+    assert row.realised_cost_per_request_usd == pytest.approx(0.20)  # 8 x $2/h x 90 s / 3600 / 2
     assert store.refresh().upgrade_notes == ()  # already current: nothing to upgrade
     with store.connect(read_only=True) as con:  # the lake files were read as they are, never rewritten
         assert con.execute("SELECT path, schema_version FROM lake_files ORDER BY path").fetchall() == [

@@ -95,13 +95,13 @@ def test_regression_check_fails_exactly_on_regression_verdicts_and_says_why():
             _trend("e", "drift", '["cost drifted +6%"]')]  # fmt: skip
     # within_noise warns in the table and a drift is told by the notice sensor: neither fails the check.
     assert check_weekly_trends(pd.DataFrame(rows)).success
-    rows.append(_trend("d", "regression", '["cost_per_request_usd +30.0% vs baseline 0.1"]'))
+    rows.append(_trend("d", "regression", '["realised_cost_per_request_usd +30.0% vs baseline 0.1"]'))
     result = check_weekly_trends(pd.DataFrame(rows))
     assert not result.success and result.evaluated == 1
     [failure] = result.failures
     assert failure.unexpected_count == 1
-    assert failure.examples == ('2025-03-03 d v3: ["cost_per_request_usd +30.0% vs baseline 0.1"]',)
-    rows.append(_trend("f", "sustained", '["cost_per_request_usd +25.0% vs baseline 0.1"]'))
+    assert failure.examples == ('2025-03-03 d v3: ["realised_cost_per_request_usd +30.0% vs baseline 0.1"]',)
+    rows.append(_trend("f", "sustained", '["realised_cost_per_request_usd +25.0% vs baseline 0.1"]'))
     [failure] = check_weekly_trends(pd.DataFrame(rows)).failures
     assert failure.unexpected_count == 2  # a regression that persists fails it too
 
@@ -109,7 +109,7 @@ def test_regression_check_fails_exactly_on_regression_verdicts_and_says_why():
 def test_no_trend_rows_is_no_regression():
     assert check_weekly_trends(pd.DataFrame([])).success
     with pytest.raises(ValueError, match="missing columns"):
-        check_weekly_trends(pd.DataFrame([{"cost_change_pct": 30.0}]))
+        check_weekly_trends(pd.DataFrame([{"realised_cost_change_pct": 30.0}]))
 
 
 def test_the_lake_check_passes_a_week_with_nothing_quarantined_or_only_replaced_files():

@@ -75,7 +75,9 @@ def test_warm_up_is_excluded_once_and_the_console_agrees_with_the_warehouse(tmp_
     assert info.window_s == pytest.approx(window_s)  # run.json: warm-up already out
     assert row.window_s == pytest.approx(window_s)  # and not subtracted a second time
     assert row.completed_requests == len(completed)
-    assert row.cost_per_request_usd == pytest.approx(GPUS * USD_PER_GPU_HOUR * window_s / 3600 / len(completed))
+    assert row.realised_cost_per_request_usd == pytest.approx(
+        GPUS * USD_PER_GPU_HOUR * window_s / 3600 / len(completed)
+    )
 
     # The console's summary is run_summary's numbers.
     console = summarize(read_requests(replay_dir, SUMMARY_COLUMNS), run)

@@ -22,7 +22,7 @@ from warehouse.marts.run_rows import RunContext
 from warehouse.report import interactive_plots
 from warehouse.report.report_data import load_report_data
 from warehouse.report.weekly_report import trend_figures, write_weekly_report
-from warehouse_builders import endpoint, request, run_info, write_run
+from warehouse_builders import endpoint, request, run_info, server_sample, write_run
 
 WEEKS = [date(2026, 10, 5) + timedelta(weeks=n) for n in range(5)]
 TREND_PLOTS = 6
@@ -46,8 +46,10 @@ def _week(store: Warehouse, week: date, cost_window_s: float, cached: int, capac
         prefix_reuse_share=0.6,
         capacity_rps_at_slo=capacity_rps,
         capacity_source="twin_sweep",
+        running_requests_at_slo=16.0,
     )
-    write_run(store.lake_root, week, "chat", info, endpoint(), records, context)
+    samples = [server_sample(run_id, t, "sglang:num_running_reqs", 4.0) for t in (0.5, cost_window_s / 2)]
+    write_run(store.lake_root, week, "chat", info, endpoint(), records, context, server_samples=samples)
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +103,11 @@ def test_the_page_shows_why_cost_moved_and_the_cost_at_slo_capacity(store, repor
             "SELECT change_usd, runtime_usd, price_usd FROM cost_attribution WHERE week_start = ?", [WEEKS[4]]
         ).fetchone()
     assert change > 0 and runtime == pytest.approx(change) and price == pytest.approx(0, abs=1e-15)
-    section = page[page.index("<h2>Why cost per request moved</h2>") : page.index("<h2>Diagnoses")]
-    assert f"<td>${change:+.6f}</td>" in section and "runtime: cache hit vs offered" in section
-    capacity = page[page.index("<h2>Cost at the SLO capacity") : page.index("<h2>Fleet sizing")]
-    # 8 GPUs x $2/h / 3600 / 4 req/s at the SLO against 8 x 2 x 45 s / 3600 / 40 requests realised.
+    section = page[page.index("<h2>Why the realised cost per request moved</h2>") : page.index("<h2>Diagnoses")]
+    assert f"<td>${change:+.6f}</td>" in section and "runtime: prefix cache" in section
+    capacity = page[page.index("<h2>Two costs per request") : page.index("<h2>Fleet sizing")]
+    # 8 GPUs x $2/h / 3600 / 4 req/s at the SLO (the efficiency cost) against 8 x 2 x 45 s / 3600 / 40 requests
+    # (realised).
     assert "<td>4 req/s</td>" in capacity and "<td>$0.00111</td>" in capacity and "<td>$0.00500</td>" in capacity
     assert "<td>endpoint</td>" in capacity  # the price book: the endpoint's own figure
 
@@ -117,7 +120,7 @@ def test_plots_render_and_answer_the_mouse_in_headless_chromium(report, tmp_path
         # The page's own script counts the plots the browser drew with a real size and real marks.
         rendered = browser.wait_for("document.body.getAttribute('data-plots-rendered')")
         assert int(rendered) == report.plots
-        assert browser.evaluate("document.querySelectorAll('#waterfall-0 .waterfalllayer .point').length") == 10
+        assert browser.evaluate("document.querySelectorAll('#waterfall-0 .waterfalllayer .point').length") == 13
         # Hover over the cost trend's last point: plotly's hover label shows its value.
         last_point = (
             "const pts = gd.querySelectorAll('.scatterlayer .trace:first-child .points path.point');"

@@ -17,7 +17,7 @@ from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import CostAttributionRow, DiagnosisRow
 from warehouse.marts.run_rows import RunContext, build_run_row
 from warehouse.parquet.lake import write_partition
-from warehouse_builders import endpoint, request, requests_table, run_info, write_run
+from warehouse_builders import endpoint, request, requests_table, run_info, server_sample, write_run
 
 WEEKS = [date(2026, 11, 2) + timedelta(days=7 * i) for i in range(2)]
 WORKERS = tuple(f"http://127.0.0.1:3100{i}" for i in range(4))
@@ -54,9 +54,12 @@ def _run(
     info = run_info(run_id, 20.0, requests_total=n, requests_recorded=n, requests_ok=n)
     context = RunContext(slo_ttft_ms=1000.0, slo_tpot_ms=100.0, prefix_reuse_share=reuse, capacity_rps_at_slo=8.0,
                          capacity_source="twin_sweep", single_replica_hit_rate=None if reference is None else reference[0],
-                         fleet_model_hit_rate=None if reference is None else reference[1])  # fmt: skip
+                         fleet_model_hit_rate=None if reference is None else reference[1],
+                         running_requests_at_slo=16.0)  # fmt: skip
     if not before_fleets:
-        write_run(store.lake_root, week, scenario, info, spec, records, context)
+        # 4 requests running: the prefill weight the attribution weighs the cache's saved tokens by is known.
+        samples = [server_sample(run_id, t, "sglang:num_running_reqs", 4.0) for t in (0.5, 10.0)]
+        write_run(store.lake_root, week, scenario, info, spec, records, context, server_samples=samples)
         return
     row = build_run_row(info, spec, scenario, week, context).drop_columns(FLEET_COLUMNS)
     write_partition(store.lake_root, "runs", week, scenario, row)
@@ -150,7 +153,7 @@ def test_cost_attribution_names_routing_when_the_policy_changed(attribution):
     assert (row.baseline_fleet, row.replicas, row.router_policy) == ("2 x round_robin", 2, "cache_aware")
     # What the new policy's cache saved is a runtime part; the whole change is the runtime's, none traffic or price
     # (on the same GPUs, window and capacity the saving shows as work per GPU-hour, not yet as cost).
-    assert row.runtime_cache_usd < 0
+    assert row.prefix_cache_usd < 0
     assert row.runtime_usd == pytest.approx(row.change_usd, abs=1e-12)
     assert row.traffic_usd == pytest.approx(0.0, abs=1e-12) and row.price_usd == pytest.approx(0.0, abs=1e-12)
 
@@ -163,14 +166,14 @@ def test_cost_attribution_names_replicas_and_router_flags_and_nothing_when_nothi
     assert json.loads(flags.runtime_changes) == ['router flags: [] -> ["--cache-threshold", "0.9"]']
     steady = attribution[("steady", WEEKS[1])]
     assert steady.routing_changed is False and json.loads(steady.runtime_changes) == []
-    assert steady.runtime_cache_usd > 0  # the hit rate fell, with no routing change to name
+    assert steady.prefix_cache_usd > 0  # the hit rate fell, with no routing change to name
     first = attribution[("policy", WEEKS[0])]
     assert (first.routing_changed, first.runtime_changes, first.baseline_fleet) == (None, None, None)
 
 
 def test_a_baseline_recorded_before_fleets_claims_no_routing_change(attribution):
     row = attribution[("unrecorded", WEEKS[1])]
-    assert row.baseline_cost_per_request_usd is not None  # judged against it all the same
+    assert row.baseline_realised_cost_per_request_usd is not None  # judged against it all the same
     assert (row.routing_changed, row.baseline_fleet, json.loads(row.runtime_changes)) == (None, None, [])
 
 

@@ -169,7 +169,7 @@ def test_cost_over_the_measured_window_excludes_the_warm_up(row):
     assert row.window_s == pytest.approx(90.0)
     assert row.run_cost_usd == pytest.approx(0.40)
     assert (row.completed_requests, row.failed_requests) == (4, 1)
-    assert row.cost_per_request_usd == pytest.approx(0.10)
+    assert row.realised_cost_per_request_usd == pytest.approx(0.10)
     # 5 + 5 + 3 + 2 = 15 output tokens: $0.40 / 15e-6 Mtok; 15 tokens / 90 s.
     assert row.cost_per_mtok_output_usd == pytest.approx(0.40 / 15e-6)
     assert row.sustained_output_tokens_per_s == pytest.approx(15 / 90)

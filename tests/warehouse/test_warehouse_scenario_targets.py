@@ -72,7 +72,7 @@ def test_target_rps_sizes_the_fleet(store):
 
 def test_the_scenario_budget_decides_the_verdict(store):
     rows = _by_scenario(store.run_summary())
-    assert rows["sized"].cost_per_request_usd == pytest.approx(8 * 2.0 * 30 / 3600 / 40)
+    assert rows["sized"].realised_cost_per_request_usd == pytest.approx(8 * 2.0 * 30 / 3600 / 40)
     found = _by_scenario(store.diagnoses())
     assert found["sized"].verdict == "healthy"
     assert found["sized"].budget_usd_per_request == pytest.approx(0.01)

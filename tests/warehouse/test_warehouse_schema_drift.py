@@ -44,7 +44,7 @@ def test_a_version_1_week_before_fingerprinted_weeks_is_not_a_configuration_chan
     first_v2 = rows[2]
     # Judged against the unrecorded weeks (cost per request $0.20 each), saying why, not claiming a change.
     assert (first_v2.baseline_source, first_v2.baseline_weeks) == ("unrecorded_config", 2)
-    assert first_v2.baseline_cost_per_request_usd == pytest.approx(0.20)
+    assert first_v2.baseline_realised_cost_per_request_usd == pytest.approx(0.20)
     assert first_v2.regression_verdict == "ok" and first_v2.regression_reasons is None
     assert (rows[1].baseline_source, rows[3].baseline_source) == ("same_config", "same_config")
     assert rows[3].baseline_weeks == 1  # the fingerprinted configuration starts its own baseline

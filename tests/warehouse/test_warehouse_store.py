@@ -54,7 +54,7 @@ def test_refresh_with_runs_but_no_requests_yet(store):
     write_run(store.lake_root, W5, "chat", run_info("r1", 90.0), SPEC, records=None)
     store.refresh()
     [row] = store.run_summary()
-    assert row.completed_requests == 0 and row.cost_per_request_usd is None
+    assert row.completed_requests == 0 and row.realised_cost_per_request_usd is None
     assert row.run_cost_usd == pytest.approx(0.4)
 
 
@@ -65,7 +65,7 @@ def test_run_summary_by_hand(store):
     assert (row.completed_requests, row.failed_requests, row.cancelled_requests) == (4, 1, 0)
     # 8 GPUs x $2/h x 90 s / 3600 = $0.40 for the run; / 4 completed = $0.10 per request.
     assert row.run_cost_usd == pytest.approx(0.40)
-    assert row.cost_per_request_usd == pytest.approx(0.10)
+    assert row.realised_cost_per_request_usd == pytest.approx(0.10)
     # 4 x 100 output tokens = 400 tokens: $0.40 / 0.0004 Mtok = $1000 per million output tokens; 400 / 90 s.
     assert row.cost_per_mtok_output_usd == pytest.approx(1000.0)
     assert row.sustained_output_tokens_per_s == pytest.approx(400 / 90)
@@ -97,14 +97,16 @@ def test_hit_rate_is_null_when_the_server_reports_no_cached_tokens(store):
     assert trend.prefix_cache_hit_rate is None
 
 
-def _one_request_week(store: Warehouse, week: date, cost_per_request_usd: float, scenario: str = "chat") -> None:
+def _one_request_week(
+    store: Warehouse, week: date, realised_cost_per_request_usd: float, scenario: str = "chat"
+) -> None:
     # One completed request, so the run's cost is the cost per request: window_s = cost x 225.
     run_id = f"run-{week.isoformat()}-{scenario}"
     write_run(
         store.lake_root,
         week,
         scenario,
-        run_info(run_id, cost_per_request_usd * 225),
+        run_info(run_id, realised_cost_per_request_usd * 225),
         SPEC,
         [request(run_id, "q1", 100, 1000)],
     )
@@ -130,24 +132,24 @@ def test_weekly_trends_by_hand_with_baseline_and_cost_change(store):
     this_week = rows[(W5, "chat")]
     assert (this_week.endpoint, this_week.backend, this_week.runs) == ("v3-8xh200", "sim", 1)
     assert (this_week.completed_requests, this_week.failed_requests) == (4, 1)
-    assert this_week.cost_per_request_usd == pytest.approx(0.10)
+    assert this_week.realised_cost_per_request_usd == pytest.approx(0.10)
     assert (this_week.p50_ttft_ms, this_week.p95_ttft_ms) == (pytest.approx(250.0), pytest.approx(385.0))
     assert (this_week.p50_e2e_ms, this_week.p95_e2e_ms) == (pytest.approx(2500.0), pytest.approx(3850.0))
     assert this_week.prefix_cache_hit_rate == pytest.approx(0.5)
     # Baseline: W1..W4 (W0 is 35 days back, outside the 4 weeks) = median(0.10, 0.12, 0.08, 0.11) = 0.105;
     # change = (0.10 - 0.105) / 0.105 = -4.76 %.
     assert this_week.baseline_weeks == 4
-    assert this_week.baseline_cost_per_request_usd == pytest.approx(0.105)
-    assert this_week.cost_change_pct == pytest.approx(-100 * 0.005 / 0.105)
+    assert this_week.baseline_realised_cost_per_request_usd == pytest.approx(0.105)
+    assert this_week.realised_cost_change_pct == pytest.approx(-100 * 0.005 / 0.105)
 
     # W4: baseline W0..W3 (W0 exactly 28 days back counts) = median(1.00, 0.10, 0.12, 0.08) = 0.11; change 0 %.
-    assert rows[(W4, "chat")].baseline_cost_per_request_usd == pytest.approx(0.11)
-    assert rows[(W4, "chat")].cost_change_pct == pytest.approx(0.0)
+    assert rows[(W4, "chat")].baseline_realised_cost_per_request_usd == pytest.approx(0.11)
+    assert rows[(W4, "chat")].realised_cost_change_pct == pytest.approx(0.0)
     # W1: only W0 = 1.00 -> 0.10 is -90 %.
-    assert rows[(W1, "chat")].cost_change_pct == pytest.approx(-90.0)
+    assert rows[(W1, "chat")].realised_cost_change_pct == pytest.approx(-90.0)
     for first in (rows[(W0, "chat")], rows[(W5, "chat-fcfs")]):
         assert first.baseline_weeks == 0
-        assert first.baseline_cost_per_request_usd is None and first.cost_change_pct is None
+        assert first.baseline_realised_cost_per_request_usd is None and first.realised_cost_change_pct is None
 
 
 def test_rematerializing_a_partition_replaces_it_in_the_marts(store):
@@ -165,7 +167,7 @@ def test_rematerializing_a_partition_replaces_it_in_the_marts(store):
     store.refresh()
     [row] = store.weekly_trends()
     assert (row.runs, row.completed_requests, row.failed_requests) == (1, 2, 0)
-    assert row.cost_per_request_usd == pytest.approx(0.20)  # $0.40 / 2
+    assert row.realised_cost_per_request_usd == pytest.approx(0.20)  # $0.40 / 2
     assert [r.run_id for r in store.run_summary()] == ["r2"]
 
 

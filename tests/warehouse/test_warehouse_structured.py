@@ -296,7 +296,7 @@ def test_replayed_against_the_twin_the_warehouse_counts_what_the_replay_validate
         assert summary.constrained_requests == (len(structured) if constrain else 0)
         rate = len(valid) / len(structured)
         assert summary.valid_answer_rate == pytest.approx(rate)
-        assert summary.usd_per_valid_request == pytest.approx(summary.cost_per_request_usd / rate)
+        assert summary.usd_per_valid_request == pytest.approx(summary.realised_cost_per_request_usd / rate)
         tpots = [(r["finish_mono_s"] - r["first_token_mono_s"]) * 1000 / (r["completion_tokens"] - 1) for r in ok]
         grammar = [t for t, r in zip(tpots, ok) if r["constrained"]]
         other = [t for t, r in zip(tpots, ok) if not r["constrained"]]

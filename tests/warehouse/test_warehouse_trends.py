@@ -12,7 +12,7 @@ import pytest
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.quality import check_weekly_trends
-from warehouse_builders import endpoint, request, run_info, write_run
+from warehouse_builders import capacity_context, endpoint, request, run_info, write_run, write_runs
 
 W1 = date(2025, 2, 3)
 WEEKS = [W1 + timedelta(days=7 * i) for i in range(6)]  # W1..W6
@@ -23,14 +23,14 @@ N = 40
 SERVER_INFO = {"version": "0.5.4", "backend": "sim", "tp_size": 8}
 
 
-def _week(store, week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bunched=False, server_info=SERVER_INFO):
-    """N completed requests in a window that makes the week cost `cost_per_request` each.
+def _run(week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bunched=False, server_info=SERVER_INFO, run=""):
+    """N completed requests in a window that makes the run cost `cost_per_request` each (realised).
 
     Arriving evenly over the window (every arrival block alike: a tight interval), or bunched into the
     first tenth of it (most blocks without arrivals: a wide interval)."""
     window_s = cost_per_request * N * 2.25
     span = window_s / 10 if bunched else window_s
-    run_id = f"{scenario}-{week.isoformat()}"
+    run_id = f"{scenario}-{week.isoformat()}{run}"
     records = [
         request(run_id, f"q{i}", ttft_ms, ttft_ms + 100, cached_tokens=cached, sent_mono_s=(i + 0.5) * span / N + 0.01)
         for i in range(N)
@@ -40,18 +40,41 @@ def _week(store, week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bu
         run_id, window_s, duration_s=window_s, speedup=1.0, requests_total=N, requests_recorded=N, requests_ok=N,
         server_info=server_info,
     )  # fmt: skip
-    write_run(store.lake_root, week, scenario, info, SPEC, records)
+    return info, records
+
+
+def _week(store, week, scenario, cost_per_request, efficiency_cost=None, **kwargs):
+    """One run; its efficiency cost is `efficiency_cost` (default: the realised cost, the endpoint at capacity)."""
+    info, records = _run(week, scenario, cost_per_request, **kwargs)
+    context = capacity_context(efficiency_cost or cost_per_request)
+    write_run(store.lake_root, week, scenario, info, SPEC, records, context)
+
+
+def _repeats(store, week, scenario, efficiency_costs, cost_per_request=0.10):
+    """A week of runs (a canary's repeats) with the same realised cost and their own sweeps' efficiency costs."""
+    runs = [_run(week, scenario, cost_per_request, run=f"-{i}") for i in range(len(efficiency_costs))]
+    write_runs(store.lake_root, week, scenario, runs, SPEC, [capacity_context(e) for e in efficiency_costs])
 
 
 @pytest.fixture(scope="module")
 def trends(tmp_path_factory) -> list[WeeklyTrendRow]:
     store = Warehouse(tmp_path_factory.mktemp("trends") / "wh")
-    for scenario in ("cost-up", "cost-noisy", "ttft-up", "hits-down", "config"):
+    for scenario in ("cost-up", "ttft-up", "hits-down", "config"):
         for week, cost in zip(WEEKS[:4], (0.10, 0.11, 0.09, 0.10)):  # baseline median 0.10
             _week(store, week, scenario, cost)
     _week(store, WEEKS[4], "cost-up", 0.13)
     _week(store, WEEKS[5], "cost-up", 0.13)  # still up the week after
-    _week(store, WEEKS[4], "cost-noisy", 0.115, bunched=True)
+    # Two runs a week whose own sweeps differ by about 20%: a rise of 15% is inside that spread.
+    for week in WEEKS[:4]:
+        _repeats(store, week, "cost-noisy", [0.09, 0.11])
+    _repeats(store, WEEKS[4], "cost-noisy", [0.105, 0.125])
+    # The same traffic at the same rate every week (a canary): the realised cost cannot move; the runtime got slower
+    # (its capacity fell), which only the efficiency cost shows.
+    for week in WEEKS[:4]:
+        _week(store, week, "capacity-down", 0.10, efficiency_cost=0.06)
+    _week(store, WEEKS[4], "capacity-down", 0.10, efficiency_cost=0.085)
+    # Past its capacity: no idle part, and said so.
+    _week(store, WEEKS[0], "overloaded", 0.10, efficiency_cost=0.125)
     _week(store, WEEKS[4], "ttft-up", 0.10, ttft_ms=150.0)
     _week(store, WEEKS[4], "hits-down", 0.10, cached=300)
     _week(store, WEEKS[4], "config", 0.13, server_info={**SERVER_INFO, "tp_size": 4})  # another configuration
@@ -67,30 +90,51 @@ def _row(trends, scenario, week) -> WeeklyTrendRow:
 
 def test_a_cost_rise_outside_the_noise_is_a_regression_with_its_reason(trends):
     row = _row(trends, "cost-up", WEEKS[4])
-    assert row.baseline_weeks == 4 and row.baseline_cost_per_request_usd == pytest.approx(0.10)
-    assert row.cost_change_pct == pytest.approx(30.0)
-    assert row.cost_wow_change_pct == pytest.approx(30.0) and row.prev_week_start == WEEKS[3]
-    # Every block alike: the interval is the point itself, above the baseline.
-    assert row.cost_per_request_low_usd == pytest.approx(0.13)
+    assert row.baseline_weeks == 4 and row.baseline_efficiency_cost_per_request_usd == pytest.approx(0.10)
+    assert row.efficiency_cost_change_pct == pytest.approx(30.0)
+    assert row.efficiency_cost_wow_change_pct == pytest.approx(30.0) and row.prev_week_start == WEEKS[3]
+    # One run a week, no spread between runs known: the interval is the point itself, above the baseline.
+    assert row.efficiency_cost_low_usd == pytest.approx(0.13) == row.efficiency_cost_high_usd
     assert row.regression_verdict == "regression"
     [reason] = json.loads(row.regression_reasons)
-    assert reason.startswith("cost_per_request_usd +30.0% vs baseline 0.1 (threshold +10%)")
+    assert reason.startswith("efficiency_cost_per_request_usd +30.0% vs baseline 0.1 (threshold +10%)")
     assert reason.endswith("lies above the baseline")
 
 
-def test_a_cost_rise_inside_a_wide_interval_is_within_noise_not_regression(trends):
+def test_a_cost_rise_inside_the_spread_between_runs_is_within_noise_not_regression(trends):
     row = _row(trends, "cost-noisy", WEEKS[4])
-    assert row.cost_change_pct == pytest.approx(15.0)
-    assert row.cost_per_request_low_usd < 0.10 < row.cost_per_request_high_usd
+    assert row.runs == 2 and row.efficiency_cost_per_request_usd == pytest.approx(0.115)
+    assert row.efficiency_cost_change_pct == pytest.approx(15.0)
+    # Pooled ln-spread of (0.09, 0.11) x 4 weeks and (0.105, 0.125): t(0.975, 5) x sd / sqrt(2) on each side.
+    assert row.efficiency_cost_low_usd < 0.10 < 0.115 < row.efficiency_cost_high_usd
     assert row.regression_verdict == "within_noise"
     assert "within noise" in json.loads(row.regression_reasons)[0]
+
+
+def test_a_slower_runtime_on_the_same_traffic_moves_the_efficiency_cost_not_the_realised_one(trends):
+    row = _row(trends, "capacity-down", WEEKS[4])
+    assert row.realised_cost_change_pct == pytest.approx(0.0)  # a canary: the same window at the same rate
+    assert row.efficiency_cost_change_pct == pytest.approx(100 * (0.085 / 0.06 - 1))
+    assert row.idle_cost_per_request_usd == pytest.approx(0.10 - 0.085)
+    assert row.load_state == "idle_capacity" and row.load_share_of_capacity == pytest.approx(0.85)
+    assert row.regression_verdict == "regression"
+    assert json.loads(row.regressed_metrics) == ["efficiency_cost_per_request_usd"]
+
+
+def test_an_overloaded_week_has_no_idle_part_and_says_why(trends):
+    row = _row(trends, "overloaded", WEEKS[0])
+    assert row.load_state == "overloaded" and row.load_share_of_capacity == pytest.approx(1.25)
+    assert row.idle_cost_per_request_usd is None  # never a negative idle cost
+    assert row.realised_cost_per_request_usd < row.efficiency_cost_per_request_usd
 
 
 def test_a_regression_that_persists_the_next_week_is_sustained(trends):
     row = _row(trends, "cost-up", WEEKS[5])
     # Against the median of the four weeks before (0.11, 0.09, 0.10, 0.13): still past +10% and outside the noise.
-    assert row.baseline_cost_per_request_usd == pytest.approx(0.105)
-    assert row.regression_verdict == "sustained" and json.loads(row.regressed_metrics) == ["cost_per_request_usd"]
+    assert row.baseline_efficiency_cost_per_request_usd == pytest.approx(0.105)
+    assert row.regression_verdict == "sustained" and json.loads(row.regressed_metrics) == [
+        "efficiency_cost_per_request_usd"
+    ]
     assert _row(trends, "cost-up", WEEKS[4]).regression_verdict == "regression"  # the first week stays the first
 
 
@@ -111,12 +155,12 @@ def test_a_new_configuration_is_judged_against_the_previous_one_then_starts_its_
     assert changed.config_changed is True
     # No week ran this configuration before: the change itself is judged against the old baseline (0.10).
     assert changed.baseline_source == "previous_config" and changed.baseline_weeks == 4
-    assert changed.baseline_cost_per_request_usd == pytest.approx(0.10)
+    assert changed.baseline_efficiency_cost_per_request_usd == pytest.approx(0.10)
     assert changed.regression_verdict == "regression"
     reasons = json.loads(changed.regression_reasons)
     assert reasons[0].startswith("configuration changed this week")
-    assert reasons[1].startswith("cost_per_request_usd +30.0%")
-    assert changed.cost_wow_change_pct is None  # last week ran another configuration
+    assert reasons[1].startswith("efficiency_cost_per_request_usd +30.0%")
+    assert changed.efficiency_cost_wow_change_pct is None  # last week ran another configuration
     after = _row(trends, "config", WEEKS[5])
     assert after.config_changed is False
     assert after.baseline_source == "same_config"
@@ -140,6 +184,7 @@ def test_the_dagster_check_fails_exactly_where_the_verdict_says_a_metric_regress
             assert failure.unexpected_count == len(regressed)
             assert sorted(e.split(" ")[1] for e in failure.examples) == regressed
     assert sorted(r.scenario for r in trends if r.regression_verdict == "regression") == [
+        "capacity-down",
         "config",
         "cost-up",
         "hits-down",

@@ -12,7 +12,7 @@ import pytest
 
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import WeeklyTrendRow
-from warehouse_builders import endpoint, request, run_info, write_runs
+from warehouse_builders import capacity_context, endpoint, request, run_info, write_runs
 
 W1 = date(2025, 1, 6)
 WEEKS = [W1 + timedelta(days=7 * i) for i in range(14)]
@@ -22,7 +22,7 @@ SERVER_INFO = {"version": "0.5.4", "backend": "sim", "tp_size": 8}
 
 
 def _run(store: Warehouse, week: date, scenario: str, *costs_per_request: float) -> None:
-    """The week's runs, one per cost per request."""
+    """The week's runs, one per cost per request (realised, and efficiency: each run at its capacity)."""
     runs = []
     for run, cost_per_request in enumerate(costs_per_request):
         window_s = cost_per_request * N * 2.25
@@ -32,7 +32,7 @@ def _run(store: Warehouse, week: date, scenario: str, *costs_per_request: float)
         info = run_info(run_id, window_s, duration_s=window_s, speedup=1.0, requests_total=N, requests_recorded=N,
                         requests_ok=N, server_info=SERVER_INFO)  # fmt: skip
         runs.append((info, records))
-    write_runs(store.lake_root, week, scenario, runs, SPEC)
+    write_runs(store.lake_root, week, scenario, runs, SPEC, [capacity_context(c) for c in costs_per_request])
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +57,8 @@ def _row(rows: list[WeeklyTrendRow], scenario: str, week: date) -> WeeklyTrendRo
 
 
 def _width(row: WeeklyTrendRow) -> float:
-    assert row.cost_per_request_low_usd is not None and row.cost_per_request_high_usd is not None
-    return math.log(row.cost_per_request_high_usd / row.cost_per_request_low_usd)
+    assert row.realised_cost_low_usd is not None and row.realised_cost_high_usd is not None
+    return math.log(row.realised_cost_high_usd / row.realised_cost_low_usd)
 
 
 def test_a_week_of_two_runs_widens_its_interval_by_their_spread(store):
@@ -70,12 +70,18 @@ def test_a_week_of_two_runs_widens_its_interval_by_their_spread(store):
     # the mean of two runs has sd / sqrt(2), and the 95% interval t(0.975, 6) = 2.447 of it on each side.
     sd = math.log(1.04) / math.sqrt(2)
     assert _width(two) == pytest.approx(2 * 2.447 * sd / math.sqrt(2), rel=0.01)
+    # The efficiency cost is one figure a run (its own capacity sweep): its interval is the spread alone.
+    assert math.log(two.efficiency_cost_high_usd / two.efficiency_cost_low_usd) == pytest.approx(
+        2 * 2.447 * sd / math.sqrt(2), rel=0.01
+    )
+    assert one.efficiency_cost_low_usd == one.efficiency_cost_high_usd == pytest.approx(0.102)
     with store.connect() as con:
         interval = con.execute(
-            "SELECT runs, run_spread_df, cost_run_sd_log FROM cost_intervals WHERE scenario = 'two-runs' "
-            "AND week_start = ?", [WEEKS[5]],
+            "SELECT runs, run_spread_df, cost_run_sd_log, efficiency_run_sd_log FROM cost_intervals "
+            "WHERE scenario = 'two-runs' AND week_start = ?", [WEEKS[5]],
         ).fetchone()  # fmt: skip
     assert interval[:2] == (2, 6) and interval[2] == pytest.approx(sd, rel=1e-6)
+    assert interval[3] == pytest.approx(sd, rel=1e-6)
     # The first week knows only its own two runs (df 1): its interval is far wider.
     assert _width(_row(rows, "two-runs", WEEKS[0])) > 4 * _width(two)
 
@@ -86,7 +92,7 @@ def test_a_creep_no_week_catches_is_a_drift_with_the_week_it_started(store):
     drifts = [r for r in rows if r.regression_verdict == "drift"]
     assert drifts, [r.regression_verdict for r in rows]
     first = drifts[0]
-    assert json.loads(first.drift_metrics) == ["cost_per_request_usd"]
+    assert json.loads(first.drift_metrics) == ["efficiency_cost_per_request_usd"]
     assert first.drift_start_week is not None and first.drift_start_week < first.week_start
     assert any("drifted" in reason for reason in json.loads(first.regression_reasons))
 

@@ -9,6 +9,7 @@ import yaml
 
 from endpoints.spec import load_endpoint_specs
 from workloads.scenarios import (
+    CapacityRamp,
     Scenario,
     ScenarioError,
     default_endpoints_path,
@@ -194,3 +195,23 @@ def test_missing_and_unparsable_files(tmp_path: Path) -> None:
     bad.write_text("scenarios: [\n")
     with pytest.raises(ScenarioError, match="bad.yaml: invalid YAML"):
         load_scenarios(bad, tmp_path)
+
+
+RAMP = {"start_rps": 0.5, "step_factor": 1.5, "max_steps": 6, "step_duration_s": 20}
+
+
+def test_a_capacity_ramp_is_read_and_a_bad_ramp_key_is_named_with_the_file(tmp_path: Path) -> None:
+    path = write_scenarios(tmp_path, [{**GOOD, "capacity_ramp": RAMP}])
+    ramp = load_scenarios(path, tmp_path)["chat-v3"].capacity_ramp
+    assert ramp == CapacityRamp(start_rps=0.5, step_factor=1.5, max_steps=6, step_duration_s=20.0)
+    assert load_scenarios(write_scenarios(tmp_path, [GOOD]), tmp_path)["chat-v3"].capacity_ramp is None
+    typo = write_scenarios(tmp_path, [{**GOOD, "capacity_ramp": {**RAMP, "step_seconds": 20}}])
+    with pytest.raises(ScenarioError) as caught:
+        load_scenarios(typo, tmp_path)
+    assert str(typo) in str(caught.value) and "scenarios[0].capacity_ramp.step_seconds" in str(caught.value)
+    flat = write_scenarios(tmp_path, [{**GOOD, "capacity_ramp": {**RAMP, "step_factor": 1}}])
+    with pytest.raises(ScenarioError, match=r"capacity_ramp\.step_factor"):
+        load_scenarios(flat, tmp_path)
+    sharded = write_scenarios(tmp_path, [{**GOOD, "shards": 2, "capacity_ramp": RAMP}])
+    with pytest.raises(ScenarioError, match="capacity_ramp needs shards: 1"):
+        load_scenarios(sharded, tmp_path)

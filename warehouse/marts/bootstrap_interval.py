@@ -1,4 +1,4 @@
-"""This week's noise: 95% block-bootstrap intervals for cost per request, hit rate and p95 TTFT (table cost_intervals).
+"""This week's noise: 95% intervals for the two costs per request, hit rate and p95 TTFT (table cost_intervals).
 
 Each run's arrival span is cut into equal time blocks of about BLOCK_S seconds (at least MIN_BLOCKS); a block
 carries an equal share of the run's cost and the completed requests that arrived in it (sql/interval_blocks.sql
@@ -16,6 +16,11 @@ The week's mean of k runs has that variance / k; its half-width, t(0.975, df) x 
 pooled degrees of freedom, is added in quadrature to the bootstrap's own half-width on each side (in log space
 for cost and TTFT). A series that never ran twice in a week has no known spread (run_spread_df 0): its interval
 is the blocks' alone, as narrow as one run can say. docs/pipeline.md, "Run-to-run variation".
+
+The efficiency cost per request (run_summary: the price over the run's capacity at the SLO) is one figure per run,
+from that run's own capacity sweep, not a sum over blocks: its interval is the spread between runs alone, about the
+week's request-weighted mean, t(0.975, df) x sqrt(variance of ln(efficiency cost) / k) on each side in log space.
+Without a known spread it is the point itself.
 """
 
 from __future__ import annotations
@@ -40,10 +45,22 @@ _KEY = ("week_start", "scenario", "endpoint", "backend", "config_fingerprint")
 RUN_SPREAD_WEEKS = 8  # weeks of a series whose run-to-run spread a week's interval pools (this one included)
 
 
+_EFFICIENCY_SQL = """
+    SELECT week_start, scenario, endpoint, backend, config_fingerprint, run_id, efficiency_cost_per_request_usd,
+           completed_requests
+    FROM run_summary
+    WHERE run_cost_usd IS NOT NULL AND window_s > 0 AND efficiency_cost_per_request_usd > 0 AND completed_requests > 0
+"""
+
+
 def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
     """Fill cost_intervals from run_summary and requests (sql/interval_blocks.sql); returns the rows written."""
     sql = blocks_sql.replace("$min_blocks", str(MIN_BLOCKS)).replace("$block_s", repr(BLOCK_S))
     rows = con.execute(sql).fetchall()
+    # (group key) -> run_id -> (efficiency cost per request, completed requests)
+    efficiency: dict[tuple, dict[str, tuple[float, int]]] = defaultdict(dict)
+    for *key_columns, run_id, usd, requests in con.execute(_EFFICIENCY_SQL).fetchall():
+        efficiency[tuple(key_columns)][run_id] = (usd, requests)
     # (group key) -> (run_id, block) -> [cost, requests, prompt, cached]; and the TTFT bins per block.
     blocks: dict[tuple, dict[tuple, list]] = defaultdict(dict)
     bins: dict[tuple, list[tuple]] = defaultdict(list)
@@ -55,7 +72,7 @@ def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
         totals[3] += cached
         if bin_ is not None:
             bins[key].append((run_id, block, bin_, requests))
-    values = {key: run_values(by_block, bins.get(key, [])) for key, by_block in blocks.items()}
+    values = {key: run_values(by_block, bins.get(key, []), efficiency[key]) for key, by_block in blocks.items()}
     out = []
     for key, by_block in blocks.items():
         ordered = sorted(by_block.items())
@@ -63,7 +80,8 @@ def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
         spread = run_spread(key, values)
         row = widened(interval_row(key, block_rows, bins.get(key, [])), week_point(block_rows, bins.get(key, [])),
                       spread, len(values[key]))  # fmt: skip
-        out.append((*key, *row, len(values[key]), spread.df, *spread.sds()))
+        low, high = efficiency_interval(efficiency[key], spread, len(values[key]))
+        out.append((*key, *row, low, high, len(values[key]), spread.df, *spread.sds()))
     con.execute("DELETE FROM cost_intervals")
     if out:
         marks = ", ".join("?" * len(out[0]))
@@ -75,9 +93,10 @@ def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
 class RunValues:
     """One run's own figures, as the week pools them."""
 
-    log_cost: float | None  # ln(cost per request in USD)
+    log_cost: float | None  # ln(realised cost per request in USD)
     log_p95_ttft: float | None  # ln(p95 TTFT in ms), from the 1%-wide bins
     hit_rate: float | None  # ratio 0-1
+    log_efficiency_cost: float | None = None  # ln(efficiency cost per request in USD): the run's own capacity sweep
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +107,37 @@ class RunSpread:
     log_cost_var: float
     log_p95_ttft_var: float
     hit_rate_var: float
+    log_efficiency_cost_var: float = 0.0
+    efficiency_df: int = 0  # runs with a capacity: a week's may be fewer than its runs
 
-    def sds(self) -> tuple[float | None, float | None, float | None]:
+    def sds(self) -> tuple[float | None, float | None, float | None, float | None]:
         if self.df == 0:
-            return None, None, None
-        return math.sqrt(self.log_cost_var), math.sqrt(self.log_p95_ttft_var), math.sqrt(self.hit_rate_var)
+            return None, None, None, None
+        efficiency = math.sqrt(self.log_efficiency_cost_var) if self.efficiency_df else None
+        return math.sqrt(self.log_cost_var), math.sqrt(self.log_p95_ttft_var), math.sqrt(self.hit_rate_var), efficiency
 
 
 NO_SPREAD = RunSpread(0, 0.0, 0.0, 0.0)
 
 
-def run_values(by_block: dict[tuple, list], bin_rows: list[tuple]) -> dict[str, RunValues]:
+def efficiency_interval(
+    runs: dict[str, tuple[float, int]], spread: RunSpread, k: int
+) -> tuple[float | None, float | None]:
+    """The week's efficiency cost (request-weighted over its runs, as weekly_trends pools it) widened by the spread
+    between runs' own sweeps; the point itself while that spread is unknown."""
+    requests = sum(n for _, n in runs.values())
+    if not runs or requests == 0:
+        return None, None
+    point = sum(usd * n for usd, n in runs.values()) / requests
+    if spread.efficiency_df == 0:
+        return point, point
+    half = float(stats.t.ppf(0.975, spread.efficiency_df)) * math.sqrt(spread.log_efficiency_cost_var / max(k, 1))
+    return point * math.exp(-half), point * math.exp(half)
+
+
+def run_values(
+    by_block: dict[tuple, list], bin_rows: list[tuple], efficiency: dict[str, tuple[float, int]] | None = None
+) -> dict[str, RunValues]:
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for (run_id, _block), (cost, requests, prompt, cached) in by_block.items():
         run = totals[run_id]
@@ -112,10 +151,12 @@ def run_values(by_block: dict[tuple, list], bin_rows: list[tuple]) -> dict[str, 
     out = {}
     for run_id, (cost, requests, prompt, cached) in totals.items():
         p95 = _histogram_p95(histograms.get(run_id, {}))
+        usd = (efficiency or {}).get(run_id)
         out[run_id] = RunValues(
             math.log(cost / requests) if cost > 0 and requests > 0 else None,
             math.log(p95) if p95 is not None else None,
             cached / prompt if prompt > 0 else None,
+            math.log(usd[0]) if usd is not None else None,
         )
     return out
 
@@ -132,10 +173,10 @@ def run_spread(key: tuple, values: dict[tuple, dict[str, RunValues]]) -> RunSpre
     """The run-to-run spread the week `key` pools: its series' weeks up to it with two runs or more."""
     week, series = key[0], key[1:]
     weeks = sorted((k for k in values if k[1:] == series and k[0] <= week and len(values[k]) > 1), reverse=True)
-    sums, dfs = [0.0, 0.0, 0.0], [0, 0, 0]
+    sums, dfs = [0.0, 0.0, 0.0, 0.0], [0, 0, 0, 0]
     for k in weeks[:RUN_SPREAD_WEEKS]:
         runs = list(values[k].values())
-        for i, metric in enumerate(("log_cost", "log_p95_ttft", "hit_rate")):
+        for i, metric in enumerate(("log_cost", "log_p95_ttft", "hit_rate", "log_efficiency_cost")):
             known = [getattr(r, metric) for r in runs if getattr(r, metric) is not None]
             if len(known) > 1:
                 mean = sum(known) / len(known)
@@ -143,7 +184,8 @@ def run_spread(key: tuple, values: dict[tuple, dict[str, RunValues]]) -> RunSpre
                 dfs[i] += len(known) - 1
     if dfs[0] == 0:
         return NO_SPREAD
-    return RunSpread(dfs[0], *(total / df if df else 0.0 for total, df in zip(sums, dfs, strict=True)))
+    cost, ttft, hit, efficiency = (total / df if df else 0.0 for total, df in zip(sums, dfs, strict=True))
+    return RunSpread(dfs[0], cost, ttft, hit, efficiency, efficiency_df=dfs[3])
 
 
 def week_point(block_rows: list[tuple], bin_rows: list[tuple]) -> tuple[float | None, float | None, float | None]:

@@ -46,7 +46,7 @@ class _Metric:
 
 
 METRICS = (
-    _Metric("cost_per_request_usd", "cost_threshold_pct", True, +1),
+    _Metric("efficiency_cost_per_request_usd", "cost_threshold_pct", True, +1),
     _Metric("p95_ttft_ms", "p95_ttft_threshold_pct", True, +1),
     _Metric("prefix_cache_hit_rate", "hit_rate_threshold_pts", False, -1),
 )

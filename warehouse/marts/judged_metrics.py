@@ -67,8 +67,8 @@ class JudgedMetric:
 # In the order regressed_metrics lists them.
 JUDGED_METRICS: tuple[JudgedMetric, ...] = (
     JudgedMetric(
-        "cost_per_request_usd", "cost_change_pct", "%", "cost_threshold_pct", "baseline_cost_per_request_usd",
-        "cost_per_request_low_usd", "cost_per_request_high_usd",
+        "efficiency_cost_per_request_usd", "efficiency_cost_change_pct", "%", "cost_threshold_pct",
+        "baseline_efficiency_cost_per_request_usd", "efficiency_cost_low_usd", "efficiency_cost_high_usd",
     ),
     JudgedMetric(
         "p95_ttft_ms", "p95_ttft_change_pct", "%", "p95_ttft_threshold_pct", "baseline_p95_ttft_ms",

@@ -41,7 +41,7 @@ class RunSummaryRow:
     output_tokens: int | None
     hit_rate_prompt_tokens: int | None
     hit_rate_cached_tokens: int | None
-    cost_per_request_usd: float | None
+    realised_cost_per_request_usd: float | None
     cost_per_mtok_output_usd: float | None
     api_price_name: str | None
     api_cost_usd: float | None
@@ -57,7 +57,12 @@ class RunSummaryRow:
     kv_usage_mean: float | None
     kv_usage_max: float | None
     retractions: int | None
+    spec_accept_length: float | None
+    prefill_token_weight: float | None
     gpu_utilisation_pct: float | None
+    sm_active_pct: float | None
+    dram_active_pct: float | None
+    gpu_metrics_source: str | None
     server_sample_count: int
     gpu_sample_count: int
     p50_ttft_ms: float | None
@@ -110,8 +115,13 @@ class RunSummaryRow:
     traffic_share: float | None
     price_book: str | None
     capacity_rps_at_slo: float | None
-    cost_per_request_at_slo_usd: float | None
-    idle_capacity_usd_per_request: float | None
+    capacity_source: str | None
+    capacity_ramp_gpu_minutes: float | None
+    efficiency_cost_per_request_usd: float | None
+    load_share_of_capacity: float | None
+    load_state: str | None
+    idle_cost_per_request_usd: float | None
+    load_note: str | None
     break_even_rps: float | None
     replicas: int | None
     router_policy: str | None
@@ -142,8 +152,14 @@ class WeeklyTrendRow:
     runs: int
     completed_requests: int
     failed_requests: int
+    efficiency_cost_per_request_usd: float | None
+    realised_cost_per_request_usd: float | None
+    idle_cost_per_request_usd: float | None
+    load_state: str | None
+    load_share_of_capacity: float | None
+    capacity_rps_at_slo: float | None
+    capacity_source: str | None
     cost_usd: float | None
-    cost_per_request_usd: float | None
     cost_per_mtok_output_usd: float | None
     api_cost_per_request_usd: float | None
     p50_ttft_ms: float | None
@@ -163,19 +179,24 @@ class WeeklyTrendRow:
     tpot_unconstrained_ms: float | None
     min_valid_rate: float | None
     prev_week_start: date | None
-    cost_wow_change_pct: float | None
+    efficiency_cost_wow_change_pct: float | None
+    realised_cost_wow_change_pct: float | None
     p95_ttft_wow_change_pct: float | None
     hit_rate_wow_change_pts: float | None
     baseline_weeks: int
     baseline_source: str | None
-    baseline_cost_per_request_usd: float | None
+    baseline_efficiency_cost_per_request_usd: float | None
+    baseline_realised_cost_per_request_usd: float | None
     baseline_p95_ttft_ms: float | None
     baseline_prefix_cache_hit_rate: float | None
-    cost_change_pct: float | None
+    efficiency_cost_change_pct: float | None
+    realised_cost_change_pct: float | None
     p95_ttft_change_pct: float | None
     hit_rate_change_pts: float | None
-    cost_per_request_low_usd: float | None
-    cost_per_request_high_usd: float | None
+    efficiency_cost_low_usd: float | None
+    efficiency_cost_high_usd: float | None
+    realised_cost_low_usd: float | None
+    realised_cost_high_usd: float | None
     hit_rate_low: float | None
     hit_rate_high: float | None
     p95_ttft_low_ms: float | None
@@ -192,7 +213,7 @@ class WeeklyTrendRow:
 
 @dataclass(frozen=True, slots=True)
 class CostAttributionRow:
-    """Why cost per request moved, for one weekly_trends row (warehouse/sql/cost_attribution.sql)."""
+    """Why the realised cost per request moved, for one weekly_trends row (warehouse/sql/cost_attribution.sql)."""
 
     week_start: date
     scenario: str
@@ -203,27 +224,28 @@ class CostAttributionRow:
     baseline_source: str | None
     baseline_weeks: int
     baseline_median_weeks: str | None
-    cost_per_request_usd: float | None
-    baseline_cost_per_request_usd: float | None
+    realised_cost_per_request_usd: float | None
+    baseline_realised_cost_per_request_usd: float | None
     change_usd: float | None
     price_usd: float | None
-    traffic_volume_usd: float | None
-    traffic_token_mix_usd: float | None
-    traffic_prefix_reuse_usd: float | None
-    runtime_cache_usd: float | None
-    runtime_latency_usd: float | None
-    runtime_occupancy_usd: float | None
-    unattributed_usd: float | None
     traffic_usd: float | None
+    traffic_volume_usd: float | None
+    traffic_mix_usd: float | None
+    traffic_prefix_reuse_usd: float | None
     runtime_usd: float | None
+    prefix_cache_usd: float | None
+    batching_usd: float | None
+    speculative_decoding_usd: float | None
+    routing_usd: float | None
+    structured_output_usd: float | None
+    engine_speed_usd: float | None
+    unattributed_usd: float | None
     capacity_known: bool | None
     usd_per_gpu_hour: float | None
-    offered_rps: float | None
     input_tokens_per_request: float | None
     output_tokens_per_request: float | None
     reasoning_tokens_per_request: float | None
-    offered_work_share: float | None
-    realised_work_share: float | None
+    prefill_token_weight: float | None
     replicas: int | None
     router_policy: str | None
     baseline_fleet: str | None
@@ -246,7 +268,7 @@ class DiagnosisRow:
     batch_occupancy: float | None
     p95_queue_share: float | None
     gpu_utilisation_pct: float | None
-    cost_per_request_usd: float | None
+    realised_cost_per_request_usd: float | None
     budget_usd_per_request: float | None
     levers: str
     replicas: int | None

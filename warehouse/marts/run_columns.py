@@ -148,16 +148,29 @@ RUNS_COLUMNS = ColumnList(
             "capacity_rps_at_slo",
             pa.float64(),
             "requests/s",
-            "highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, from a "
-            "load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py)",
+            "highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, as "
+            "capacity_source says: a load sweep in virtual time on the twin "
+            "(endpoints/sim/calibration/slo_capacity.py), "
+            "a rate ramp of the real endpoint (replay/capacity_ramp.py) or the shadow twin's sweep scaled by the "
+            "measured/twin throughput (endpoints/sim/calibration/shadow_capacity.py)",
             note="null: not measured, or not sustained at any rate swept",
         ),
         Column(
             "capacity_source",
             pa.string(),
             "",
-            "how capacity_rps_at_slo was found: twin_sweep",
+            "how capacity_rps_at_slo was found: twin_sweep (a twin endpoint's own sweep) | rate_ramp (a real "
+            "endpoint's opt-in rate ramp, measured: replay/capacity_ramp.py) | shadow_twin (a real endpoint's shadow "
+            "twin's sweep x real / twin output tokens/s, modelled: endpoints/sim/calibration/shadow_capacity.py)",
             note="null: no sweep ran",
+        ),
+        Column(
+            "capacity_ramp_gpu_minutes",
+            pa.float64(),
+            "GPU-minutes",
+            "what the rate ramp held the real endpoint for: gpu_count x the ramp's wall seconds / 60, on the run "
+            "after whose replay it ran; the week's other runs share its capacity",
+            note="null: no ramp ran after this run",
         ),
         Column(
             "fleet_plan_json",
@@ -267,6 +280,7 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "traffic_share",
             "capacity_rps_at_slo",
             "capacity_source",
+            "capacity_ramp_gpu_minutes",
             "fleet_plan_json",
             "running_requests_at_slo",
             "single_replica_hit_rate",

@@ -44,7 +44,8 @@ class RunContext:
     capacity_rps_at_slo: float | None = (
         None  # endpoints/sim/calibration/slo_capacity.py's sweep of the run (capacity.json)
     )
-    capacity_source: str | None = None  # twin_sweep when a sweep ran
+    capacity_source: str | None = None  # twin_sweep | rate_ramp | shadow_twin (capacity.json's source)
+    capacity_ramp_gpu_minutes: float | None = None  # capacity.json of a rate ramp: the GPU time it cost
     fleet_plan_json: str | None = None  # fleet_plan.py's plan for the scenario's target_rps (fleet_plans.json)
     running_requests_at_slo: float | None = None  # the sweep's running batch at its capacity probe (capacity.json)
     single_replica_hit_rate: float | None = None  # routing_reference.py: one replica on the window's first requests
@@ -152,6 +153,7 @@ def build_run_row(
         "price_book": price_book,
         "capacity_rps_at_slo": context.capacity_rps_at_slo,
         "capacity_source": context.capacity_source,
+        "capacity_ramp_gpu_minutes": context.capacity_ramp_gpu_minutes,
         "fleet_plan_json": context.fleet_plan_json,
         "running_requests_at_slo": context.running_requests_at_slo,
         "single_replica_hit_rate": context.single_replica_hit_rate,

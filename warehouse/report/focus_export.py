@@ -26,10 +26,12 @@ FOCUS_COLUMNS = (
     "ServiceCategory", "ServiceName", "ServiceSubcategory", "SkuId", "SkuPriceId", "SkuMeter", "SubAccountId",
     "SubAccountName",
 )  # fmt: skip
-# costbench's own, x_-prefixed as FOCUS asks of columns it does not define: the tokens by kind, the API's price for
-# the same tokens, and which run and configuration the row is.
+# costbench's own, x_-prefixed as FOCUS asks of columns it does not define: the tokens by kind, the two costs per
+# request and the idle part of the billed cost, the API's price for the same tokens, and which run and configuration
+# the row is.
 CUSTOM_COLUMNS = (
     "x_InputTokens", "x_CachedInputTokens", "x_OutputTokens", "x_ReasoningTokens", "x_CompletedRequests",
+    "x_RealisedCostPerRequest", "x_EfficiencyCostPerRequest", "x_IdleCost", "x_LoadState", "x_CapacitySource",
     "x_ApiEquivalentCost", "x_ApiPriceName", "x_TrafficWeekStart", "x_RunId", "x_Backend", "x_ConfigFingerprint",
 )  # fmt: skip
 

@@ -21,12 +21,15 @@ _CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": [
 # The parts of cost_attribution, in the waterfall's order, with the label a reader sees.
 ATTRIBUTION_PARTS = (
     ("price_usd", "price (price book)"),
-    ("traffic_volume_usd", "traffic: volume"),
-    ("traffic_token_mix_usd", "traffic: token mix"),
+    ("traffic_volume_usd", "traffic: volume (idle share)"),
+    ("traffic_mix_usd", "traffic: token mix"),
     ("traffic_prefix_reuse_usd", "traffic: offered prefix reuse"),
-    ("runtime_cache_usd", "runtime: cache hit vs offered"),
-    ("runtime_latency_usd", "runtime: latency at SLO capacity"),
-    ("runtime_occupancy_usd", "runtime: occupancy"),
+    ("prefix_cache_usd", "runtime: prefix cache"),
+    ("batching_usd", "runtime: batching"),
+    ("speculative_decoding_usd", "runtime: speculative decoding"),
+    ("routing_usd", "runtime: routing"),
+    ("structured_output_usd", "runtime: structured output"),
+    ("engine_speed_usd", "runtime: engine speed"),
     ("unattributed_usd", "unattributed"),
 )
 
@@ -66,14 +69,15 @@ def _floats(series: pd.Series) -> list[float | None]:
 
 
 def cost_trend(trends: pd.DataFrame) -> go.Figure:
-    """Cost per request per scenario, with this week's bootstrap interval (error bars), the baseline (dashed)
-    and regressions (red rings)."""
+    """The efficiency cost per request per scenario (at the SLO capacity: what the runtime costs, the judged figure)
+    with this week's interval (error bars), the baseline (dashed), regressions (red rings), and the realised cost
+    (dotted), which moves with the week's volume too."""
     fig = go.Figure()
     for label, rows in _series(trends):
         weeks = pd.to_datetime(rows["week_start"])
-        cost = _floats(rows["cost_per_request_usd"])
-        low = _floats(rows["cost_per_request_low_usd"])
-        high = _floats(rows["cost_per_request_high_usd"])
+        cost = _floats(rows["efficiency_cost_per_request_usd"])
+        low = _floats(rows["efficiency_cost_low_usd"])
+        high = _floats(rows["efficiency_cost_high_usd"])
         fig.add_trace(
             go.Scatter(
                 x=weeks,
@@ -88,15 +92,15 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
                     "arrayminus": [None if lo is None or c is None else c - lo for c, lo in zip(cost, low)],
                     "thickness": 1,
                 },
-                customdata=list(zip(rows["regression_verdict"], _floats(rows["cost_change_pct"]))),
-                hovertemplate="%{x|%Y-%m-%d}: $%{y:.6f} per request<br>vs baseline %{customdata[1]:+.1f}%"
+                customdata=list(zip(rows["regression_verdict"], _floats(rows["efficiency_cost_change_pct"]))),
+                hovertemplate="%{x|%Y-%m-%d}: $%{y:.6f} per request at capacity<br>vs baseline %{customdata[1]:+.1f}%"
                 "<br>verdict %{customdata[0]}<extra>%{fullData.name}</extra>",
             )
         )
         fig.add_trace(
             go.Scatter(
                 x=weeks,
-                y=_floats(rows["baseline_cost_per_request_usd"]),
+                y=_floats(rows["baseline_efficiency_cost_per_request_usd"]),
                 mode="lines",
                 line={"dash": "dash", "width": 1},
                 name=f"{label} baseline",
@@ -104,12 +108,24 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
                 hovertemplate="baseline $%{y:.6f}<extra>%{fullData.name}</extra>",
             )
         )
+        fig.add_trace(
+            go.Scatter(
+                x=weeks,
+                y=_floats(rows["realised_cost_per_request_usd"]),
+                mode="lines",
+                line={"dash": "dot", "width": 1},
+                name=f"{label} realised",
+                legendgroup=label,
+                hovertemplate="realised $%{y:.6f} per request (the window's GPU cost / its requests)"
+                "<extra>%{fullData.name}</extra>",
+            )
+        )
         regressed = rows[rows["regression_verdict"].isin(REGRESSED_VERDICTS)]
         if not regressed.empty:
             fig.add_trace(
                 go.Scatter(
                     x=pd.to_datetime(regressed["week_start"]),
-                    y=_floats(regressed["cost_per_request_usd"]),
+                    y=_floats(regressed["efficiency_cost_per_request_usd"]),
                     mode="markers",
                     marker={"size": 16, "color": "rgba(0,0,0,0)", "line": {"color": "red", "width": 2}},
                     name=f"{label} regression",
@@ -117,7 +133,11 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
                     hovertemplate="regression<extra>%{fullData.name}</extra>",
                 )
             )
-    return _layout(fig, "Cost per request (bars: 95% bootstrap interval; dashed: baseline)", "USD per request")
+    return _layout(
+        fig,
+        "Efficiency cost per request, at the SLO capacity (bars: 95% interval; dashed: baseline; dotted: realised)",
+        "USD per request",
+    )
 
 
 def latency_percentiles(trends: pd.DataFrame) -> go.Figure:
@@ -148,7 +168,7 @@ def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=_floats(rows["p95_ttft_ms"]),
-                y=_floats(rows["cost_per_request_usd"]),
+                y=_floats(rows["realised_cost_per_request_usd"]),
                 mode="markers",
                 marker={"size": 10},
                 name=label,
@@ -158,11 +178,11 @@ def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
                 "<br>realised $%{y:.6f} per request<extra>%{fullData.name}</extra>",
             )
         )
-        if "cost_per_request_at_slo_usd" in rows and rows["cost_per_request_at_slo_usd"].notna().any():
+        if "efficiency_cost_per_request_usd" in rows and rows["efficiency_cost_per_request_usd"].notna().any():
             fig.add_trace(
                 go.Scatter(
                     x=_floats(rows["p95_ttft_ms"]),
-                    y=_floats(rows["cost_per_request_at_slo_usd"]),
+                    y=_floats(rows["efficiency_cost_per_request_usd"]),
                     mode="markers",
                     marker={"size": 10, "symbol": "circle-open"},
                     name=f"{label} at SLO capacity",
@@ -183,15 +203,20 @@ def hit_rate_vs_cost(runs: pd.DataFrame) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=[None if v is None else v * 100 for v in _floats(rows["prefix_cache_hit_rate"])],
-                y=_floats(rows["cost_per_request_usd"]),
+                y=_floats(rows["efficiency_cost_per_request_usd"]),
                 mode="markers",
                 name=label,
                 customdata=pd.to_datetime(rows["week_start"]).dt.strftime("%Y-%m-%d"),
-                hovertemplate="week %{customdata}: hit rate %{x:.1f}%, $%{y:.6f} per request"
+                hovertemplate="week %{customdata}: hit rate %{x:.1f}%, $%{y:.6f} per request at capacity"
                 "<extra>%{fullData.name}</extra>",
             )
         )
-    return _layout(fig, "Prefix-cache hit rate against cost, one point per replay", "USD per request", "hit rate (%)")
+    return _layout(
+        fig,
+        "Prefix-cache hit rate against the efficiency cost (at the SLO capacity), one point per replay",
+        "USD per request",
+        "hit rate (%)",
+    )
 
 
 def weekly_share(runs: pd.DataFrame, column: str, title: str) -> go.Figure:
@@ -245,11 +270,11 @@ def twin_error(runs: pd.DataFrame) -> go.Figure:
 
 
 def attribution_waterfall(row: dict) -> go.Figure:
-    """One cost_attribution row as a waterfall: the baseline, each part, this week's cost per request."""
+    """One cost_attribution row as a waterfall: the baseline, each part, this week's realised cost per request."""
     labels = ["baseline"] + [label for _, label in ATTRIBUTION_PARTS] + ["this week"]
-    values = [row["baseline_cost_per_request_usd"]]
+    values = [row["baseline_realised_cost_per_request_usd"]]
     values += [0.0 if row.get(part) is None or pd.isna(row.get(part)) else row[part] for part, _ in ATTRIBUTION_PARTS]
-    values.append(row["cost_per_request_usd"])
+    values.append(row["realised_cost_per_request_usd"])
     fig = go.Figure(
         go.Waterfall(
             x=labels,
@@ -264,7 +289,7 @@ def attribution_waterfall(row: dict) -> go.Figure:
     )
     fig = _layout(
         fig,
-        f"Why cost per request moved: {row['scenario']} ({row['endpoint']}), against the baseline of "
+        f"Why the realised cost per request moved: {row['scenario']} ({row['endpoint']}), against the baseline of "
         f"{' and '.join(str(row['baseline_median_weeks']).split(','))}",
         "USD per request",
         "",

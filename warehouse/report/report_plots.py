@@ -35,29 +35,38 @@ def _finish(fig: Figure, ax, title: str, ylabel: str) -> Figure:
 
 
 def cost_trend(trends: pd.DataFrame) -> Figure:
-    """Cost per request per scenario, with this week's bootstrap interval and the 4-week baseline."""
+    """The efficiency cost per request per scenario (what the runtime costs at the SLO capacity, the judged figure)
+    with this week's interval and the 4-week baseline; the realised cost dotted beside it (it moves with volume)."""
     fig, ax = plt.subplots(figsize=_SIZE)
     for label, rows in _series(trends):
         weeks = pd.to_datetime(rows["week_start"])
-        line = ax.plot(weeks, rows["cost_per_request_usd"], marker="o", label=label)[0]
+        line = ax.plot(weeks, rows["efficiency_cost_per_request_usd"].astype(float), marker="o", label=label)[0]
         ax.fill_between(
             weeks,
-            rows["cost_per_request_low_usd"].astype(float),
-            rows["cost_per_request_high_usd"].astype(float),
+            rows["efficiency_cost_low_usd"].astype(float),
+            rows["efficiency_cost_high_usd"].astype(float),
             color=line.get_color(),
             alpha=0.15,
         )
         ax.plot(
             weeks,
-            rows["baseline_cost_per_request_usd"].astype(float),
+            rows["baseline_efficiency_cost_per_request_usd"].astype(float),
             linestyle="--",
             color=line.get_color(),
             alpha=0.7,
         )
+        ax.plot(
+            weeks,
+            rows["realised_cost_per_request_usd"].astype(float),
+            linestyle=":",
+            color=line.get_color(),
+            alpha=0.6,
+            label=f"{label} realised",
+        )
         regressed = rows[rows["regression_verdict"].isin(REGRESSED_VERDICTS)]
         ax.scatter(
             pd.to_datetime(regressed["week_start"]),
-            regressed["cost_per_request_usd"],
+            regressed["efficiency_cost_per_request_usd"].astype(float),
             s=120,
             facecolors="none",
             edgecolors="red",
@@ -66,7 +75,8 @@ def cost_trend(trends: pd.DataFrame) -> Figure:
     return _finish(
         fig,
         ax,
-        "Cost per request (band: 95% bootstrap interval; dashed: baseline; red ring: regression)",
+        "Efficiency cost per request, at the SLO capacity (band: 95% interval; dashed: baseline; dotted: realised; "
+        "red ring: regression)",
         "USD per request",
     )
 

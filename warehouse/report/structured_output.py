@@ -30,7 +30,7 @@ class StructuredRow:
     structured_requests: int
     valid_answer_rate: float | None
     min_valid_rate: float | None
-    cost_per_request_usd: float | None
+    realised_cost_per_request_usd: float | None
     usd_per_valid_request: float | None
     retries: float | None
     tpot_constrained_ms: float | None
@@ -69,7 +69,9 @@ class ConstraintComparison:
 
     @property
     def cost_per_request_change_pct(self) -> float | None:
-        return _change_pct(self.constrained.cost_per_request_usd, self.prompt_only.cost_per_request_usd)
+        return _change_pct(
+            self.constrained.realised_cost_per_request_usd, self.prompt_only.realised_cost_per_request_usd
+        )
 
     @property
     def usd_per_valid_request_change_pct(self) -> float | None:
@@ -99,7 +101,7 @@ def structured_rows(trends: pd.DataFrame, week_start: date) -> list[StructuredRo
             structured_requests=int(r["structured_requests"]),
             valid_answer_rate=_number(r["valid_answer_rate"]),
             min_valid_rate=_number(r["min_valid_rate"]),
-            cost_per_request_usd=_number(r["cost_per_request_usd"]),
+            realised_cost_per_request_usd=_number(r["realised_cost_per_request_usd"]),
             usd_per_valid_request=_number(r["usd_per_valid_request"]),
             retries=_number(r["retries"]),
             tpot_constrained_ms=_number(r["tpot_constrained_ms"]),
@@ -170,7 +172,7 @@ def _row_html(row: StructuredRow) -> str:
         rate,
         _fmt(row.min_valid_rate, ".1%"),
         _fmt(row.retries_per_1000, ",.1f"),
-        _usd(row.cost_per_request_usd),
+        _usd(row.realised_cost_per_request_usd),
         _usd(row.usd_per_valid_request),
         _fmt(row.tpot_constrained_ms, ",.2f", " ms"),
         _fmt(row.tpot_unconstrained_ms, ",.2f", " ms"),

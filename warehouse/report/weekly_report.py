@@ -60,18 +60,28 @@ def _verdict_table(data: ReportData) -> str:
         rows.append(
             f"<tr class='verdict-{html.escape(verdict)}'><td>{html.escape(row['scenario'])}</td>"
             f"<td>{html.escape(row['endpoint'])}</td><td>{html.escape(row['backend'])}</td>"
-            f"<td>${_fmt(row['cost_per_request_usd'], '.5f')}</td>"
-            f"<td>{_fmt(row['cost_change_pct'], '+.1f', '%')}</td>"
+            f"<td>{_usd(row['efficiency_cost_per_request_usd'], '.5f')}</td>"
+            f"<td>{_fmt(row['efficiency_cost_change_pct'], '+.1f', '%')}</td>"
+            f"<td>{_usd(row['realised_cost_per_request_usd'], '.5f')}</td>"
+            f"<td>{_idle(row)}</td>"
             f"<td>{_fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
             f"<td>{_fmt(_pct(row['prefix_cache_hit_rate']), '.1f', '%')}</td>"
             f"<td><b>{html.escape(verdict)}</b>{' (configuration changed)' if row['config_changed'] else ''}</td>"
             f"<td>{_reasons(row['regression_reasons'])}</td></tr>"
         )
     columns = (
-        "scenario", "endpoint", "backend", "cost/request", "vs baseline", "p95 TTFT", "cache hit", "verdict", "why"
+        "scenario", "endpoint", "backend", "efficiency cost/request", "vs baseline", "realised cost/request",
+        "idle/request", "p95 TTFT", "cache hit", "verdict", "why",
     )  # fmt: skip
     head = "<tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr>"
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _idle(row) -> str:
+    """The idle part of a request's realised cost, or the overload in words (never a negative idle cost)."""
+    if row.get("load_state") == "overloaded":
+        return f"overloaded ({_fmt(_pct(row.get('load_share_of_capacity')), '.0f', '%')} of capacity)"
+    return _usd(row.get("idle_cost_per_request_usd"), ".5f")
 
 
 def _diagnosis_table(data: ReportData) -> str:
@@ -103,12 +113,13 @@ def _fleet_table(data: ReportData) -> str:
         f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td><td>{html.escape(r['run_id'])}</td>"
         f"<td>{_fmt(r['target_rps'], ',.4g', ' req/s')}</td><td>{_fmt(r['goodput_rps'], ',.4g', ' req/s')}</td>"
         f"<td>{_replicas(r)}</td><td>{_usd(r['fleet_usd_per_hour'], ',.2f')}</td>"
-        f"<td>{_usd(r['cost_per_request_usd'], '.5f')}</td><td>{_usd(r['budget_usd_per_request'], '.5f')}</td></tr>"
+        f"<td>{_usd(r['realised_cost_per_request_usd'], '.5f')}</td>"
+        f"<td>{_usd(r['budget_usd_per_request'], '.5f')}</td></tr>"
         for _, r in week.sort_values(["scenario", "run_id"]).iterrows()
     ]
     head = (
         "<tr><th>scenario</th><th>endpoint</th><th>run</th><th>target load</th><th>goodput per replica</th>"
-        "<th>replicas for target</th><th>fleet $/hour</th><th>cost/request</th><th>budget/request</th></tr>"
+        "<th>replicas for target</th><th>fleet $/hour</th><th>realised cost/request</th><th>budget/request</th></tr>"
     )
     note = (
         "<p class='note'>Replicas for target, and from where: fleet_plan (the plan's chosen shape, below), capacity "
@@ -195,8 +206,8 @@ def _plan_comparison(shapes: pd.DataFrame) -> str:
 
 
 def _capacity_table(data: ReportData) -> str:
-    """Realised cost beside the cost at the SLO capacity (the gap: idle capacity), the fleet it sizes and the
-    break-even rate against the API, with the price book each run was costed with."""
+    """The efficiency cost (at the SLO capacity) beside the realised cost (the gap: idle capacity, or the overload in
+    words), the fleet it sizes and the break-even rate against the API, with the price book each run was costed with."""
     week = data.runs[data.runs["week_start"] == data.week_start] if not data.runs.empty else data.runs
     if week.empty:
         return ""
@@ -204,8 +215,10 @@ def _capacity_table(data: ReportData) -> str:
         f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td>"
         f"<td>{html.escape(_text(r.get('price_book')))}</td><td>{_usd(r['usd_per_gpu_hour'], '.2f')}</td>"
         f"<td>{_fmt(r.get('capacity_rps_at_slo'), ',.3g', ' req/s')}</td>"
-        f"<td>{_usd(r['cost_per_request_usd'], '.5f')}</td><td>{_usd(r.get('cost_per_request_at_slo_usd'), '.5f')}</td>"
-        f"<td>{_usd(r.get('idle_capacity_usd_per_request'), '.5f')}</td>"
+        f"<td>{html.escape(_text(r.get('capacity_source')))}</td>"
+        f"<td>{_usd(r.get('efficiency_cost_per_request_usd'), '.5f')}</td>"
+        f"<td>{_usd(r['realised_cost_per_request_usd'], '.5f')}</td>"
+        f"<td>{_idle(r)}</td>"
         f"<td>{_fmt(r['replicas_for_target'], ',.0f')}</td>"
         f"<td>{_usd(r.get('api_cost_per_request_usd'), '.5f')}</td>"
         f"<td>{_fmt(r.get('break_even_rps'), ',.3g', ' req/s')}</td></tr>"
@@ -213,13 +226,16 @@ def _capacity_table(data: ReportData) -> str:
     ]
     head = (
         "<tr><th>scenario</th><th>endpoint</th><th>price book</th><th>$/GPU-hour</th><th>capacity at SLO</th>"
-        "<th>cost/request (realised)</th><th>cost/request at SLO capacity</th><th>idle capacity/request</th>"
+        "<th>capacity from</th><th>efficiency cost/request</th><th>realised cost/request</th><th>idle/request</th>"
         "<th>replicas for target</th><th>API cost/request</th><th>break-even vs API</th></tr>"
     )
     return (
         f"<table class='capacity'>{head}{''.join(rows)}</table><p class='note'>Capacity at SLO: the highest request "
-        "rate the endpoint sustains inside the scenario's SLO on the week's traffic (a load sweep in virtual time on "
-        "the twin). Break-even: above this rate one replica costs less per request than the API.</p>"
+        "rate the endpoint sustains inside the scenario's SLO on the week's traffic (twin_sweep: a load sweep in "
+        "virtual time on the twin, modelled; rate_ramp: measured on the endpoint; shadow_twin: the twin's sweep scaled "
+        "by the measured/twin throughput, modelled). Efficiency cost: the GPUs' price over that capacity, what a "
+        "request costs loaded to the SLO; realised: the window's GPU cost over its requests; idle: the difference. "
+        "Break-even: above this rate one replica costs less per request than the API.</p>"
     )
 
 
@@ -227,7 +243,7 @@ def _attribution_section(data: ReportData) -> tuple[str, int]:
     """The week's waterfalls (one per scenario and configuration with a baseline) and their parts; and how many."""
     week = data.attribution
     if not week.empty:
-        week = week[(week["week_start"] == data.week_start) & week["baseline_cost_per_request_usd"].notna()]
+        week = week[(week["week_start"] == data.week_start) & week["baseline_realised_cost_per_request_usd"].notna()]
     if week.empty:
         return "<p>No baseline yet for any scenario this week: nothing to attribute.</p>", 0
     figures, rows = [], []
@@ -238,8 +254,8 @@ def _attribution_section(data: ReportData) -> tuple[str, int]:
         parts = "".join(f"<td>{_usd(row.get(part), '+.6f')}</td>" for part, _ in plots_js.ATTRIBUTION_PARTS)
         rows.append(
             f"<tr><td>{html.escape(row['scenario'])}</td><td>{html.escape(row['endpoint'])}</td>"
-            f"<td>{_usd(row['baseline_cost_per_request_usd'], '.6f')}</td>"
-            f"<td>{_usd(row['cost_per_request_usd'], '.6f')}</td>"
+            f"<td>{_usd(row['baseline_realised_cost_per_request_usd'], '.6f')}</td>"
+            f"<td>{_usd(row['realised_cost_per_request_usd'], '.6f')}</td>"
             f"<td>{_usd(row['change_usd'], '+.6f')}</td>{parts}</tr>"
         )
     head = (
@@ -331,9 +347,10 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
         f"<body data-plots='{len(plots) + waterfalls}'>"
         f"<h1>costbench: week of {data.week_start}</h1>{sim_note}"
         f"<h2>Verdicts</h2>{_verdict_table(data)}"
-        f"<h2>Why cost per request moved</h2>{attribution}"
+        f"<h2>Why the realised cost per request moved</h2>{attribution}"
         f"<h2>Diagnoses (the four numbers)</h2>{_diagnosis_table(data)}"
-        f"<h2>Cost at the SLO capacity, idle capacity and the API break-even</h2>{_capacity_table(data)}"
+        "<h2>Two costs per request: efficiency (at the SLO capacity), realised, the idle part, and the API "
+        f"break-even</h2>{_capacity_table(data)}"
         f"<h2>Fleet sizing and budget</h2>{_fleet_table(data)}"
         f"{_fleet_plan_section(data)}"
         f"{structured_output_section(data.trends, data.week_start)}"

@@ -1,25 +1,37 @@
--- cost_attribution: why cost per request moved. One row per weekly_trends row (week x scenario x endpoint x
--- backend x configuration); the change against weekly_trends' own baseline split into named parts that add
--- up to it exactly (column definitions and the method: schema.sql, docs/warehouse.md "Cost attribution").
+-- cost_attribution: why the realised cost per request moved. One row per weekly_trends row (week x scenario x
+-- endpoint x backend x configuration); the change against weekly_trends' own baseline split into named parts that
+-- add up to it exactly (column definitions and the method: schema.sql, docs/warehouse.md "Cost attribution").
 --
--- Cost per request factors into seven ratios, each pooled over the week's costed runs (ratio of sums):
---   cost/request = price x tokens/request x offered work/tokens x realised work/offered work
---                  x capacity GPU-h/realised work x offered s/request x (offered rps x paid GPU-h/capacity GPU-h)
--- where work = input tokens not served from a prefix cache + output tokens (offered: with the reuse the
--- trace offers, runs.prefix_reuse_share; realised: with the cached_tokens the server reported), capacity
--- GPU-h = GPU-hours the completed requests need at the SLO capacity (gpu_count x requests / 3600 /
--- capacity_rps_at_slo), and offered rps = requests scheduled in the measured window / their schedule's span.
--- The factors telescope: their product is cost/request exactly. Each part is the log-mean (LMDI) share of
--- its factor, L(c, c0) x ln(f / f0) with L(c, c0) = (c - c0) / (ln c - ln c0): the parts sum to c - c0 with
--- no residual and no dependence on the order of the factors.
+-- The realised cost per request factors into the efficiency cost (the endpoint at its SLO capacity) and the idle
+-- share, and the efficiency cost into the price, the traffic's mix and the runtime's levers. Each factor is pooled
+-- over the week's costed runs (ratio of sums), per GPU-hour (h) and token:
+--   realised cost/request = price                                   USD per GPU-h paid
+--     x paid GPU-h / capacity GPU-h                                 traffic volume: the idle share (1 = loaded to capacity)
+--     x tokens / request                                            traffic mix
+--     x offered work / tokens                                       traffic prefix reuse: what the trace's sharing allows
+--     x realised work / offered work                                prefix cache: what the runtime's cache realised of it
+--     x capacity GPU-h / capacity request-h                         batching: GPUs per request in flight at capacity
+--     x 1 / spec accept length                                      speculative decoding: decode steps per token
+--     x workers x busiest worker's share                            routing: the fleet's imbalance (1 = even or one server)
+--     x 1 + constrained share x (constrained / free TPOT - 1)       structured output: grammar's slower decode
+--     x capacity request-h / realised work / (the three above)      engine speed: the rest of the time a unit of work
+--                                                                   keeps a request in flight at capacity
+-- where capacity GPU-h = gpu_count x requests / capacity_rps_at_slo / 3600 (what the requests need at the SLO
+-- capacity), capacity request-h = the requests in flight at capacity (running_requests_at_slo x replicas) over the
+-- same hours, and work = output tokens + prefill_token_weight x prompt tokens not served from a prefix cache
+-- (offered: with the reuse the trace offers, runs.prefix_reuse_share; realised: with the cached_tokens reported).
+-- The weight is one per pair of weeks (the geometric mean of both sides' run_summary.prefill_token_weight), so it
+-- moves the split between the cache and the engine's speed only by what the tokens did. The factors telescope: their
+-- product is the realised cost per request exactly. Each part is the log-mean (LMDI) share of its factor,
+-- L(c, c0) x ln(f / f0) with L(c, c0) = (c - c0) / (ln c - ln c0): the parts sum to c - c0 with no residual and no
+-- dependence on the order of the factors.
 -- The baseline is a median of up to 4 weeks: with an odd count it is one week, with an even count the mean
 -- of the middle two, so the parts are the (mean of the) decompositions against those median weeks, and
--- baseline_cost_per_request_usd equals weekly_trends'. A factor unknown on either side (no capacity sweep,
--- cached_tokens or the offered reuse not recorded) leaves its part null and the amount in unattributed_usd;
--- without a capacity on both sides, latency and occupancy are one part, runtime_occupancy_usd.
+-- baseline_realised_cost_per_request_usd equals weekly_trends'. A factor unknown on either side (no capacity,
+-- no running batch at capacity, cached_tokens, the offered reuse or the prefill weight not recorded) leaves its part
+-- null and the amount in unattributed_usd.
 -- What changed in the runtime is named against the same median week(s): the fleet's routing (router policy and
--- flags, replica count, from run_summary) and the configuration fingerprint. A routing change moves the
--- runtime parts (the hit rate the fleet realises, its load); the parts stay what they measure.
+-- flags, replica count, from run_summary) and the configuration fingerprint. The parts stay what they measure.
 INSERT INTO cost_attribution BY NAME
 WITH trends AS (
     -- weekly_trends with the keys weekly_trends.sql defines: grain (the row) and series (its scenario, endpoint
@@ -39,9 +51,7 @@ run_tokens AS (
         sum(coalesce(completion_tokens, output_tokens)) FILTER (WHERE is_completed) AS output_tokens,
         sum(reasoning_tokens) FILTER (WHERE is_completed) AS reasoning_tokens,
         sum(cached_tokens) FILTER (WHERE is_completed) AS cached_tokens,
-        count(*) FILTER (WHERE is_completed AND cached_tokens IS NULL) AS cached_unreported,
-        count(*) FILTER (WHERE NOT is_warmup) AS offered_requests,
-        max(scheduled_mono_s) FILTER (WHERE NOT is_warmup) AS last_scheduled_mono_s
+        count(*) FILTER (WHERE is_completed AND cached_tokens IS NULL) AS cached_unreported
     FROM requests
     GROUP BY week_start, scenario, run_id
 ),
@@ -54,11 +64,17 @@ run_factors AS (
         t.input_tokens,
         t.output_tokens,
         t.reasoning_tokens,
-        t.input_tokens + t.output_tokens - r.prefix_reuse_share * t.input_tokens AS offered_work_tokens,
-        CASE WHEN t.cached_unreported = 0 THEN t.input_tokens - t.cached_tokens + t.output_tokens END AS realised_work_tokens,
+        t.input_tokens * (1 - r.prefix_reuse_share) AS offered_uncached_tokens,
+        CASE WHEN t.cached_unreported = 0 THEN t.input_tokens - t.cached_tokens END AS realised_uncached_tokens,
         s.gpu_count * s.completed_requests / 3600.0 / s.capacity_rps_at_slo AS capacity_gpu_hours,
-        t.offered_requests,
-        nullif(t.last_scheduled_mono_s - r.warmup_s, 0) AS offered_span_s
+        s.running_requests_at_slo * coalesce(s.replicas, 1) * s.completed_requests / 3600.0 / s.capacity_rps_at_slo
+            AS capacity_request_hours,
+        s.completed_requests / coalesce(s.spec_accept_length, 1.0) AS spec_steps,
+        s.completed_requests * coalesce(s.workers_served * s.max_worker_share, 1.0) AS routing_load,
+        s.completed_requests * (1 + coalesce(s.constrained_requests / nullif(s.completed_requests, 0)
+            * (s.tpot_constrained_ms / s.tpot_unconstrained_ms - 1), 0)) AS structured_load,
+        s.prefill_token_weight * s.completed_requests AS weighted_prefill_weight,
+        CASE WHEN s.prefill_token_weight IS NOT NULL THEN s.completed_requests END AS prefill_weighted_requests
     FROM run_summary AS s
     JOIN runs AS r USING (week_start, scenario, run_id)
     LEFT JOIN run_tokens AS t USING (week_start, scenario, run_id)
@@ -68,7 +84,7 @@ weekly AS (
     -- Sums stay null when any run lacks the figure: a pooled factor must cover every costed run.
     SELECT
         grain,
-        sum(run_cost_usd) / sum(completed_requests) AS cost_per_request_usd,
+        sum(run_cost_usd) / sum(completed_requests) AS realised_cost_per_request_usd,
         sum(run_cost_usd) / sum(gpu_hours) AS usd_per_gpu_hour,
         sum(input_tokens) / sum(completed_requests) AS input_tokens_per_request,
         sum(output_tokens) / sum(completed_requests) AS output_tokens_per_request,
@@ -76,25 +92,27 @@ weekly AS (
         sum(completed_requests) AS completed_requests,
         sum(gpu_hours) AS gpu_hours,
         sum(input_tokens + output_tokens) AS tokens,
-        CASE WHEN count(offered_work_tokens) = count(*) THEN sum(offered_work_tokens) END AS offered_work_tokens,
-        CASE WHEN count(realised_work_tokens) = count(*) THEN sum(realised_work_tokens) END AS realised_work_tokens,
+        sum(output_tokens) AS output_tokens,
+        CASE WHEN count(offered_uncached_tokens) = count(*) THEN sum(offered_uncached_tokens) END AS offered_uncached_tokens,
+        CASE WHEN count(realised_uncached_tokens) = count(*) THEN sum(realised_uncached_tokens) END AS realised_uncached_tokens,
         CASE WHEN count(capacity_gpu_hours) = count(*) THEN sum(capacity_gpu_hours) END AS capacity_gpu_hours,
-        CASE WHEN count(offered_span_s) = count(*) THEN sum(offered_requests) / sum(offered_span_s) END AS offered_rps
+        CASE WHEN count(capacity_request_hours) = count(*) THEN sum(capacity_request_hours) END AS capacity_request_hours,
+        sum(spec_steps) / sum(completed_requests) AS f_speculative,
+        sum(routing_load) / sum(completed_requests) AS f_routing,
+        sum(structured_load) / sum(completed_requests) AS f_structured,
+        CASE WHEN count(weighted_prefill_weight) = count(*)
+            THEN sum(weighted_prefill_weight) / nullif(sum(prefill_weighted_requests), 0) END AS prefill_token_weight
     FROM run_factors
     GROUP BY grain
 ),
 factors AS (
+    -- The factors that need no weight; the prefix cache's and the engine's speed are made per pair (pairs).
     SELECT
         *,
         usd_per_gpu_hour AS f_price,
-        tokens / completed_requests AS f_token_mix,
-        offered_work_tokens / nullif(tokens, 0) AS f_prefix_reuse,
-        realised_work_tokens / nullif(offered_work_tokens, 0) AS f_cache,
-        capacity_gpu_hours / nullif(realised_work_tokens, 0) AS f_latency,
-        1 / offered_rps AS f_volume,
-        offered_rps * gpu_hours / nullif(capacity_gpu_hours, 0) AS f_occupancy,
-        -- Latency and occupancy together, for a pair where a side has no capacity.
-        offered_rps * gpu_hours / nullif(realised_work_tokens, 0) AS f_runtime_load
+        gpu_hours / nullif(capacity_gpu_hours, 0) AS f_volume,
+        tokens / completed_requests AS f_mix,
+        capacity_gpu_hours / nullif(capacity_request_hours, 0) AS f_batching
     FROM weekly
 ),
 run_fleets AS (
@@ -131,7 +149,7 @@ candidates AS (
         w.grain,
         b.grain AS baseline_grain,
         b.week_start AS baseline_week,
-        b.cost_per_request_usd AS baseline_cost,
+        b.realised_cost_per_request_usd AS baseline_cost,
         row_number() OVER (PARTITION BY w.grain ORDER BY b.week_start DESC, b.config_fingerprint) AS recency
     FROM trends AS w
     JOIN trends AS b
@@ -153,25 +171,42 @@ median_weeks AS (
     FROM ranked
     WHERE cost_rank IN ((costed_weeks + 1) // 2, costed_weeks // 2 + 1)
 ),
+pair_weights AS (
+    SELECT m.*, sqrt(c.prefill_token_weight * b.prefill_token_weight) AS kappa
+    FROM median_weeks AS m
+    JOIN factors AS c ON c.grain = m.grain
+    JOIN factors AS b ON b.grain = m.baseline_grain
+),
 pairs AS (
     SELECT
         m.grain,
         m.weight,
         m.baseline_week,
-        c.cost_per_request_usd AS c,
-        b.cost_per_request_usd AS c0,
-        CASE WHEN c.cost_per_request_usd > 0 AND b.cost_per_request_usd > 0 THEN
-            CASE WHEN c.cost_per_request_usd = b.cost_per_request_usd THEN c.cost_per_request_usd
-                 ELSE (c.cost_per_request_usd - b.cost_per_request_usd)
-                      / (ln(c.cost_per_request_usd) - ln(b.cost_per_request_usd)) END END AS l,
+        m.kappa,
+        c.realised_cost_per_request_usd AS c,
+        b.realised_cost_per_request_usd AS c0,
+        CASE WHEN c.realised_cost_per_request_usd > 0 AND b.realised_cost_per_request_usd > 0 THEN
+            CASE WHEN c.realised_cost_per_request_usd = b.realised_cost_per_request_usd THEN c.realised_cost_per_request_usd
+                 ELSE (c.realised_cost_per_request_usd - b.realised_cost_per_request_usd)
+                      / (ln(c.realised_cost_per_request_usd) - ln(b.realised_cost_per_request_usd)) END END AS l,
         ln(c.f_price / b.f_price) AS d_price,
         ln(c.f_volume / b.f_volume) AS d_volume,
-        ln(c.f_token_mix / b.f_token_mix) AS d_token_mix,
-        ln(c.f_prefix_reuse / b.f_prefix_reuse) AS d_prefix_reuse,
-        ln(c.f_cache / b.f_cache) AS d_cache,
-        ln(c.f_latency / b.f_latency) AS d_latency,
-        coalesce(ln(c.f_occupancy / b.f_occupancy), ln(c.f_runtime_load / b.f_runtime_load)) AS d_occupancy,
-        c.f_latency IS NOT NULL AND b.f_latency IS NOT NULL AS capacity_known,
+        ln(c.f_mix / b.f_mix) AS d_mix,
+        -- Work at the pair's weight: output tokens + kappa x uncached prompt tokens (offered, realised).
+        ln((c.output_tokens + m.kappa * c.offered_uncached_tokens) / c.tokens
+           / ((b.output_tokens + m.kappa * b.offered_uncached_tokens) / b.tokens)) AS d_prefix_reuse,
+        ln((c.output_tokens + m.kappa * c.realised_uncached_tokens) / (c.output_tokens + m.kappa * c.offered_uncached_tokens)
+           / ((b.output_tokens + m.kappa * b.realised_uncached_tokens) / (b.output_tokens + m.kappa * b.offered_uncached_tokens)))
+            AS d_prefix_cache,
+        ln(c.f_batching / b.f_batching) AS d_batching,
+        ln(c.f_speculative / b.f_speculative) AS d_speculative,
+        ln(c.f_routing / b.f_routing) AS d_routing,
+        ln(c.f_structured / b.f_structured) AS d_structured,
+        ln(c.capacity_request_hours / (c.output_tokens + m.kappa * c.realised_uncached_tokens)
+               / (c.f_speculative * c.f_routing * c.f_structured)
+           / (b.capacity_request_hours / (b.output_tokens + m.kappa * b.realised_uncached_tokens)
+               / (b.f_speculative * b.f_routing * b.f_structured))) AS d_engine,
+        c.f_volume IS NOT NULL AND b.f_volume IS NOT NULL AS capacity_known,
         fb.fleet AS baseline_fleet,
         fc.policies <> fb.policies OR fc.router_args <> fb.router_args OR fc.replica_counts <> fb.replica_counts
             AS routing_changed,
@@ -184,7 +219,7 @@ pairs AS (
             CASE WHEN m.grain.config_fingerprint <> m.baseline_grain.config_fingerprint THEN format(
                 'configuration: {} -> {}', m.baseline_grain.config_fingerprint, m.grain.config_fingerprint) END
         ], lambda change: change IS NOT NULL) AS runtime_changes
-    FROM median_weeks AS m
+    FROM pair_weights AS m
     JOIN factors AS c ON c.grain = m.grain
     JOIN factors AS b ON b.grain = m.baseline_grain
     LEFT JOIN fleets AS fc ON fc.grain = m.grain
@@ -195,17 +230,20 @@ pair_parts AS (
         *,
         l * d_price AS price_usd,
         l * d_volume AS traffic_volume_usd,
-        l * d_token_mix AS traffic_token_mix_usd,
+        l * d_mix AS traffic_mix_usd,
         l * d_prefix_reuse AS traffic_prefix_reuse_usd,
-        l * d_cache AS runtime_cache_usd,
-        l * d_latency AS runtime_latency_usd,
-        l * d_occupancy AS runtime_occupancy_usd
+        l * d_prefix_cache AS prefix_cache_usd,
+        l * d_batching AS batching_usd,
+        l * d_speculative AS speculative_decoding_usd,
+        l * d_routing AS routing_usd,
+        l * d_structured AS structured_output_usd,
+        l * d_engine AS engine_speed_usd
     FROM pairs
 ),
 attributed AS (
     SELECT
         grain,
-        sum(weight * c0) AS baseline_cost_per_request_usd,
+        sum(weight * c0) AS baseline_realised_cost_per_request_usd,
         string_agg(baseline_week::VARCHAR, ',' ORDER BY baseline_week) AS baseline_median_weeks,
         bool_and(capacity_known) AS capacity_known,
         nullif(array_to_string(list_sort(list_distinct(list(baseline_fleet))), ', '), '') AS baseline_fleet,
@@ -214,13 +252,26 @@ attributed AS (
         -- A part is known only when it is known against every median week.
         CASE WHEN count(price_usd) = count(*) THEN sum(weight * price_usd) END AS price_usd,
         CASE WHEN count(traffic_volume_usd) = count(*) THEN sum(weight * traffic_volume_usd) END AS traffic_volume_usd,
-        CASE WHEN count(traffic_token_mix_usd) = count(*) THEN sum(weight * traffic_token_mix_usd) END AS traffic_token_mix_usd,
+        CASE WHEN count(traffic_mix_usd) = count(*) THEN sum(weight * traffic_mix_usd) END AS traffic_mix_usd,
         CASE WHEN count(traffic_prefix_reuse_usd) = count(*) THEN sum(weight * traffic_prefix_reuse_usd) END AS traffic_prefix_reuse_usd,
-        CASE WHEN count(runtime_cache_usd) = count(*) THEN sum(weight * runtime_cache_usd) END AS runtime_cache_usd,
-        CASE WHEN count(runtime_latency_usd) = count(*) THEN sum(weight * runtime_latency_usd) END AS runtime_latency_usd,
-        CASE WHEN count(runtime_occupancy_usd) = count(*) THEN sum(weight * runtime_occupancy_usd) END AS runtime_occupancy_usd
+        CASE WHEN count(prefix_cache_usd) = count(*) THEN sum(weight * prefix_cache_usd) END AS prefix_cache_usd,
+        CASE WHEN count(batching_usd) = count(*) THEN sum(weight * batching_usd) END AS batching_usd,
+        CASE WHEN count(speculative_decoding_usd) = count(*) THEN sum(weight * speculative_decoding_usd) END AS speculative_decoding_usd,
+        CASE WHEN count(routing_usd) = count(*) THEN sum(weight * routing_usd) END AS routing_usd,
+        CASE WHEN count(structured_output_usd) = count(*) THEN sum(weight * structured_output_usd) END AS structured_output_usd,
+        CASE WHEN count(engine_speed_usd) = count(*) THEN sum(weight * engine_speed_usd) END AS engine_speed_usd
     FROM pair_parts
     GROUP BY grain
+),
+summed AS (
+    SELECT
+        *,
+        CASE WHEN baseline_realised_cost_per_request_usd IS NOT NULL THEN coalesce(traffic_volume_usd, 0)
+            + coalesce(traffic_mix_usd, 0) + coalesce(traffic_prefix_reuse_usd, 0) END AS traffic_usd,
+        CASE WHEN baseline_realised_cost_per_request_usd IS NOT NULL THEN coalesce(prefix_cache_usd, 0)
+            + coalesce(batching_usd, 0) + coalesce(speculative_decoding_usd, 0) + coalesce(routing_usd, 0)
+            + coalesce(structured_output_usd, 0) + coalesce(engine_speed_usd, 0) END AS runtime_usd
+    FROM attributed
 )
 SELECT
     w.week_start,
@@ -232,32 +283,29 @@ SELECT
     w.baseline_source,
     w.baseline_weeks,
     a.baseline_median_weeks,
-    w.cost_per_request_usd,
-    a.baseline_cost_per_request_usd,
-    w.cost_per_request_usd - a.baseline_cost_per_request_usd AS change_usd,
+    w.realised_cost_per_request_usd,
+    a.baseline_realised_cost_per_request_usd,
+    w.realised_cost_per_request_usd - a.baseline_realised_cost_per_request_usd AS change_usd,
     a.price_usd,
+    a.traffic_usd,
     a.traffic_volume_usd,
-    a.traffic_token_mix_usd,
+    a.traffic_mix_usd,
     a.traffic_prefix_reuse_usd,
-    a.runtime_cache_usd,
-    a.runtime_latency_usd,
-    a.runtime_occupancy_usd,
-    w.cost_per_request_usd - a.baseline_cost_per_request_usd
-        - coalesce(a.price_usd, 0) - coalesce(a.traffic_volume_usd, 0) - coalesce(a.traffic_token_mix_usd, 0)
-        - coalesce(a.traffic_prefix_reuse_usd, 0) - coalesce(a.runtime_cache_usd, 0)
-        - coalesce(a.runtime_latency_usd, 0) - coalesce(a.runtime_occupancy_usd, 0) AS unattributed_usd,
-    CASE WHEN a.baseline_cost_per_request_usd IS NOT NULL THEN coalesce(a.traffic_volume_usd, 0)
-        + coalesce(a.traffic_token_mix_usd, 0) + coalesce(a.traffic_prefix_reuse_usd, 0) END AS traffic_usd,
-    CASE WHEN a.baseline_cost_per_request_usd IS NOT NULL THEN coalesce(a.runtime_cache_usd, 0)
-        + coalesce(a.runtime_latency_usd, 0) + coalesce(a.runtime_occupancy_usd, 0) END AS runtime_usd,
+    a.runtime_usd,
+    a.prefix_cache_usd,
+    a.batching_usd,
+    a.speculative_decoding_usd,
+    a.routing_usd,
+    a.structured_output_usd,
+    a.engine_speed_usd,
+    w.realised_cost_per_request_usd - a.baseline_realised_cost_per_request_usd
+        - coalesce(a.price_usd, 0) - coalesce(a.traffic_usd, 0) - coalesce(a.runtime_usd, 0) AS unattributed_usd,
     a.capacity_known,
     f.usd_per_gpu_hour,
-    f.offered_rps,
     f.input_tokens_per_request,
     f.output_tokens_per_request,
     f.reasoning_tokens_per_request,
-    f.offered_work_tokens / nullif(f.tokens, 0) AS offered_work_share,
-    f.realised_work_tokens / nullif(f.tokens, 0) AS realised_work_share,
+    f.prefill_token_weight,
     fl.replicas,
     fl.router_policy,
     a.baseline_fleet,
@@ -265,6 +313,6 @@ SELECT
     to_json(a.runtime_changes)::VARCHAR AS runtime_changes
 FROM trends AS w
 LEFT JOIN factors AS f ON f.grain = w.grain
-LEFT JOIN attributed AS a ON a.grain = w.grain
+LEFT JOIN summed AS a ON a.grain = w.grain
 LEFT JOIN fleets AS fl ON fl.grain = w.grain
 ORDER BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint;

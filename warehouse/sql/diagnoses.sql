@@ -14,6 +14,7 @@
 --                   (run_summary.batch_occupancy < 0.5): the fleet is larger than its traffic needs.
 --   model_candidate no lever, occupancy and queueing measured, GPU utilisation >= 50% (or unmeasured),
 --                   and the cost per request still above budget (the scenario's, else the API's).
+-- A twin's GPU utilisation is modelled from its own steps (run_summary.gpu_metrics_source 'twin'); its reasons say so.
 --   healthy         no lever and the cost per request within budget.
 --   inconclusive    no lever, but the budget or a number the verdict needs is unknown.
 INSERT INTO diagnoses BY NAME
@@ -38,7 +39,8 @@ numbers AS (
         s.p95_queue_share,
         s.queue_share_source,
         s.gpu_utilisation_pct,
-        s.cost_per_request_usd,
+        CASE WHEN s.gpu_metrics_source = 'twin' THEN ' (modelled)' ELSE '' END AS gpu_modelled,
+        s.realised_cost_per_request_usd,
         s.replicas,
         s.router_policy,
         s.single_replica_hit_rate,
@@ -100,8 +102,8 @@ judged AS (
         CASE
             WHEN len(lever_reasons) > 0 THEN 'runtime_lever'
             WHEN batch_occupancy < min_batch_occupancy THEN 'oversized'
-            WHEN budget_usd_per_request IS NULL OR cost_per_request_usd IS NULL THEN 'inconclusive'
-            WHEN cost_per_request_usd <= budget_usd_per_request THEN 'healthy'
+            WHEN budget_usd_per_request IS NULL OR realised_cost_per_request_usd IS NULL THEN 'inconclusive'
+            WHEN realised_cost_per_request_usd <= budget_usd_per_request THEN 'healthy'
             WHEN batch_occupancy IS NULL OR p95_queue_share IS NULL THEN 'inconclusive'
             WHEN gpu_utilisation_pct < min_gpu_utilisation_pct THEN 'inconclusive'
             ELSE 'model_candidate'
@@ -122,21 +124,22 @@ SELECT
             CASE batch_occupancy_basis WHEN 'slo_batch' THEN 'the batch the endpoint runs at its SLO capacity'
                 ELSE 'the KV pool (no capacity sweep)' END)]
         WHEN 'healthy' THEN [format('cost per request {:.6g} USD is within {} of {:.6g} USD',
-                                    cost_per_request_usd, budget_kind, budget_usd_per_request)]
+                                    realised_cost_per_request_usd, budget_kind, budget_usd_per_request)]
         WHEN 'model_candidate' THEN [
-            format('cost per request {:.6g} USD is above {} of {:.6g} USD', cost_per_request_usd, budget_kind, budget_usd_per_request),
+            format('cost per request {:.6g} USD is above {} of {:.6g} USD', realised_cost_per_request_usd, budget_kind, budget_usd_per_request),
             format('no runtime lever left: occupancy {:.3f}, queueing {:.1f}% of the p95 tail, hit rate {}',
                    batch_occupancy, 100 * p95_queue_share, coalesce(format('{:.3f}', prefix_cache_hit_rate), 'not reported')),
-            coalesce(format('GPU utilisation {:.1f}%', gpu_utilisation_pct), 'GPU utilisation unmeasured')]
+            coalesce(format('GPU utilisation {:.1f}%{}', gpu_utilisation_pct, gpu_modelled), 'GPU utilisation unmeasured')]
         ELSE list_filter([
-            CASE WHEN cost_per_request_usd IS NULL THEN 'no completed request: no cost per request' END,
+            CASE WHEN realised_cost_per_request_usd IS NULL THEN 'no completed request: no cost per request' END,
             CASE WHEN budget_usd_per_request IS NULL THEN 'no scenario budget and no API price for this model' END,
-            CASE WHEN cost_per_request_usd > budget_usd_per_request THEN format(
-                'cost per request {:.6g} USD is above {} of {:.6g} USD', cost_per_request_usd, budget_kind, budget_usd_per_request) END,
+            CASE WHEN realised_cost_per_request_usd > budget_usd_per_request THEN format(
+                'cost per request {:.6g} USD is above {} of {:.6g} USD', realised_cost_per_request_usd, budget_kind, budget_usd_per_request) END,
             CASE WHEN batch_occupancy IS NULL THEN 'batch occupancy unknown (no server samples)' END,
             CASE WHEN p95_queue_share IS NULL THEN 'queueing share unknown' END,
             CASE WHEN gpu_utilisation_pct < min_gpu_utilisation_pct THEN format(
-                'GPU utilisation {:.1f}% is below {:g}% with no runtime lever showing', gpu_utilisation_pct, min_gpu_utilisation_pct) END
+                'GPU utilisation {:.1f}%{} is below {:g}% with no runtime lever showing', gpu_utilisation_pct, gpu_modelled,
+                min_gpu_utilisation_pct) END
         ], lambda reason: reason IS NOT NULL)
     END)::VARCHAR AS reasons,
     prefix_cache_hit_rate,
@@ -144,7 +147,7 @@ SELECT
     batch_occupancy,
     p95_queue_share,
     gpu_utilisation_pct,
-    cost_per_request_usd,
+    realised_cost_per_request_usd,
     budget_usd_per_request,
     to_json(lever_names)::VARCHAR AS levers,
     replicas,

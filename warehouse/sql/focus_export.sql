@@ -79,6 +79,14 @@ SELECT
     output_tokens::BIGINT AS x_OutputTokens,
     reasoning_tokens::BIGINT AS x_ReasoningTokens,
     completed_requests::BIGINT AS x_CompletedRequests,
+    -- The two costs per request (docs/warehouse.md, "Two costs per request"): BilledCost / x_CompletedRequests is the
+    -- realised one; the efficiency cost is the request's price at the SLO capacity; x_IdleCost is the BilledCost
+    -- the idle capacity took (null when overloaded: x_LoadState says so).
+    realised_cost_per_request_usd AS x_RealisedCostPerRequest,
+    efficiency_cost_per_request_usd AS x_EfficiencyCostPerRequest,
+    idle_cost_per_request_usd * completed_requests AS x_IdleCost,
+    load_state AS x_LoadState,
+    capacity_source AS x_CapacitySource,
     api_cost_usd AS x_ApiEquivalentCost,
     api_price_name AS x_ApiPriceName,
     strftime(week_start, '%Y-%m-%d') AS x_TrafficWeekStart,

@@ -149,7 +149,7 @@ gauge_steps AS (
         least(lead(sample_wall_s) OVER series, window_end_wall_s) - sample_wall_s AS held_s
     FROM window_samples
     WHERE kind = 'gauge'
-        AND metric IN ('sglang:num_running_reqs', 'sglang:token_usage')
+        AND metric IN ('sglang:num_running_reqs', 'sglang:token_usage', 'sglang:spec_accept_length')
         AND sample_wall_s >= window_start_wall_s AND sample_wall_s < window_end_wall_s
     WINDOW series AS (PARTITION BY week_start, scenario, run_id, metric, source_url, labels_json ORDER BY sample_wall_s)
 ),
@@ -193,7 +193,9 @@ gauges AS (
         run_id,
         sum(mean_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_mean,
         max(max_value) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_max,
-        count(*) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_series
+        count(*) FILTER (WHERE metric = 'sglang:token_usage') AS kv_usage_series,
+        -- Tokens each decode step gives a request with speculative decoding (1 without: no such series).
+        avg(mean_value) FILTER (WHERE metric = 'sglang:spec_accept_length' AND mean_value > 0) AS spec_accept_length
     FROM gauge_means
     GROUP BY week_start, scenario, run_id
 ),
@@ -222,6 +224,16 @@ gpu AS (
         avg(g.utilisation_pct) FILTER (
             WHERE g.sample_wall_s BETWEEN w.window_start_wall_s AND w.window_end_wall_s
         ) AS gpu_utilisation_pct,
+        avg(g.sm_active_pct) FILTER (
+            WHERE g.sample_wall_s BETWEEN w.window_start_wall_s AND w.window_end_wall_s
+        ) AS sm_active_pct,
+        avg(g.dram_active_pct) FILTER (
+            WHERE g.sample_wall_s BETWEEN w.window_start_wall_s AND w.window_end_wall_s
+        ) AS dram_active_pct,
+        -- One sampler a run, so one source; twin rows are modelled, and the column lets a reader see it.
+        min(g.source) FILTER (
+            WHERE g.utilisation_pct IS NOT NULL AND g.sample_wall_s BETWEEN w.window_start_wall_s AND w.window_end_wall_s
+        ) AS gpu_metrics_source,
         count(g.utilisation_pct) AS gpu_sample_count
     FROM gpu_samples AS g
     JOIN run_windows AS w USING (week_start, scenario, run_id)
@@ -259,8 +271,12 @@ costed AS (
         g.kv_usage_mean,
         g.kv_usage_max,
         g.kv_usage_series,
+        g.spec_accept_length,
         coalesce(n.server_sample_count, 0) AS server_sample_count,
         u.gpu_utilisation_pct,
+        u.sm_active_pct,
+        u.dram_active_pct,
+        u.gpu_metrics_source,
         coalesce(u.gpu_sample_count, 0) AS gpu_sample_count,
         ws.workers_served,
         ws.max_worker_share,
@@ -314,7 +330,7 @@ SELECT
     output_tokens,
     hit_rate_prompt_tokens,
     hit_rate_cached_tokens,
-    run_cost_usd / nullif(completed_requests, 0) AS cost_per_request_usd,
+    run_cost_usd / nullif(completed_requests, 0) AS realised_cost_per_request_usd,
     run_cost_usd / nullif(output_tokens / 1e6, 0) AS cost_per_mtok_output_usd,
     api_price_name,
     api_cost_usd,
@@ -335,7 +351,15 @@ SELECT
     kv_usage_mean,
     kv_usage_max,
     retractions::BIGINT AS retractions,
+    spec_accept_length,
+    -- GPU time of an uncached prompt token against an output token, both from this run: the fastest prefill it saw
+    -- (1 / peak_prefill_tokens_per_ms of one server) against a decode step's time shared by the batch (p50 TPOT /
+    -- the mean running requests per worker). cost_attribution weighs the prefix cache's saved tokens by it.
+    (mean_running_total / running_workers) / nullif(peak_prefill_tokens_per_ms * tpot_q[1], 0) AS prefill_token_weight,
     gpu_utilisation_pct,
+    sm_active_pct,
+    dram_active_pct,
+    gpu_metrics_source,
     server_sample_count,
     gpu_sample_count,
     ttft_q[1] AS p50_ttft_ms,
@@ -396,9 +420,30 @@ SELECT
     traffic_share,
     price_book,
     capacity_rps_at_slo,
-    gpu_count * usd_per_gpu_hour / 3600.0 / capacity_rps_at_slo AS cost_per_request_at_slo_usd,
-    run_cost_usd / nullif(completed_requests, 0) - gpu_count * usd_per_gpu_hour / 3600.0 / capacity_rps_at_slo
-        AS idle_capacity_usd_per_request,
+    capacity_source,
+    capacity_ramp_gpu_minutes,
+    -- The two costs of a request (docs/warehouse.md, "Two costs per request"): the efficiency cost, on this endpoint
+    -- loaded to its SLO capacity on this traffic, moves with the runtime, the traffic's shape and the price only; the
+    -- realised cost (above) also moves with how much traffic came. Between them, the idle part.
+    gpu_count * usd_per_gpu_hour / 3600.0 / capacity_rps_at_slo AS efficiency_cost_per_request_usd,
+    completed_requests / nullif(measured_window_s, 0) / capacity_rps_at_slo AS load_share_of_capacity,
+    CASE WHEN load_share_of_capacity > 1 THEN 'overloaded'
+         WHEN load_share_of_capacity IS NOT NULL THEN 'idle_capacity' END AS load_state,
+    -- An overloaded run has no idle part: it served more than the SLO allows, and its realised cost below the
+    -- efficiency cost is the SLO's price, not a saving (load_note says so).
+    CASE WHEN load_state = 'idle_capacity'
+        THEN run_cost_usd / nullif(completed_requests, 0) - gpu_count * usd_per_gpu_hour / 3600.0 / capacity_rps_at_slo
+    END AS idle_cost_per_request_usd,
+    CASE load_state
+        WHEN 'idle_capacity' THEN format(
+            'served {:.3g} requests/s, {:.0f}% of the {:.3g} the endpoint holds inside the SLO: {:.0f}% of the GPU time '
+            'was idle capacity', completed_requests / measured_window_s, 100 * load_share_of_capacity,
+            capacity_rps_at_slo, 100 * (1 - load_share_of_capacity))
+        WHEN 'overloaded' THEN format(
+            'overloaded: served {:.3g} requests/s, {:.0f}% of the {:.3g} the endpoint holds inside the SLO; the '
+            'realised cost is below the efficiency cost because requests ran outside the SLO, not because capacity '
+            'was saved', completed_requests / measured_window_s, 100 * load_share_of_capacity, capacity_rps_at_slo)
+    END AS load_note,
     gpu_count * usd_per_gpu_hour / 3600.0 / nullif(api_cost_usd / nullif(completed_requests, 0), 0) AS break_even_rps,
     replicas,
     router_policy,

@@ -8,8 +8,11 @@
 -- schema version 2) is not a change: such a week and its neighbour are compared like a changed
 -- configuration, against the earlier weeks whatever they ran (baseline_source = 'unrecorded_config'),
 -- without claiming config_changed.
+-- Two costs per request (docs/warehouse.md, "Two costs per request"): the efficiency cost (the price over the SLO
+-- capacity, pooled over the runs weighted by their requests) leads; the realised cost (GPU cost of the windows /
+-- their requests) moves with the traffic's volume too, and is not judged. The idle part lies between them.
 -- Regression rule (docs/warehouse.md, "Metric definitions"): a metric past its threshold AND outside this week's
--- 95% block-bootstrap interval (cost_intervals, computed by warehouse/marts/bootstrap_interval.py). It judges the
+-- 95% interval (cost_intervals, computed by warehouse/marts/bootstrap_interval.py). It judges the
 -- canary rows only (role 'canary', or null for runs that did not record a role): a canary replays the same
 -- window every week, so only the runtime moved it. Live rows replay the week's traffic: their changes are
 -- the cost trend, and their verdict is 'not_judged'. The metrics it judges, with the columns each is read
@@ -17,7 +20,7 @@
 INSERT INTO weekly_trends BY NAME
 WITH thresholds AS (
     SELECT
-        10.0 AS max_cost_change_pct,       -- cost per request +10%
+        10.0 AS max_cost_change_pct,       -- efficiency cost per request +10%
         20.0 AS max_p95_ttft_change_pct,   -- p95 TTFT +20%
         -10.0 AS min_hit_rate_change_pts   -- prefix-cache hit rate -10 points
 ),
@@ -55,6 +58,14 @@ run_groups AS (
         sum(run_cost_usd) AS cost_usd,
         sum(completed_requests) FILTER (WHERE run_cost_usd IS NOT NULL) AS costed_requests,
         sum(output_tokens) FILTER (WHERE run_cost_usd IS NOT NULL) AS costed_output_tokens,
+        -- The efficiency cost pools like the realised one, over the runs with a capacity: what their requests cost at
+        -- their runs' capacities (capacity GPU-hours x price) / those requests.
+        sum(efficiency_cost_per_request_usd * completed_requests) AS efficiency_cost_usd,
+        sum(completed_requests) FILTER (WHERE efficiency_cost_per_request_usd IS NOT NULL) AS efficiency_requests,
+        sum(completed_requests / capacity_rps_at_slo) FILTER (WHERE efficiency_cost_per_request_usd IS NOT NULL)
+            AS capacity_s,
+        sum(window_s) FILTER (WHERE efficiency_cost_per_request_usd IS NOT NULL) AS capacity_window_s,
+        any_value(capacity_source) AS capacity_source,
         sum(api_cost_usd) AS api_cost_usd,
         sum(completed_requests) FILTER (WHERE api_cost_usd IS NOT NULL) AS api_costed_requests,
         sum(hit_rate_prompt_tokens) AS hit_rate_prompt_tokens,
@@ -104,7 +115,11 @@ weekly AS (
         g.completed_requests,
         g.failed_requests,
         g.cost_usd,
-        g.cost_usd / nullif(g.costed_requests, 0) AS cost_per_request_usd,
+        g.efficiency_cost_usd / nullif(g.efficiency_requests, 0) AS efficiency_cost_per_request_usd,
+        g.cost_usd / nullif(g.costed_requests, 0) AS realised_cost_per_request_usd,
+        g.efficiency_requests / nullif(g.capacity_s, 0) AS capacity_rps_at_slo,
+        g.capacity_source,
+        g.capacity_s / nullif(g.capacity_window_s, 0) AS load_share_of_capacity,
         g.cost_usd / nullif(g.costed_output_tokens / 1e6, 0) AS cost_per_mtok_output_usd,
         g.api_cost_usd / nullif(g.api_costed_requests, 0) AS api_cost_per_request_usd,
         CASE WHEN g.runs = 1 THEN g.one_run_p50_ttft_ms ELSE p.ttft_q[1] END AS p50_ttft_ms,
@@ -140,7 +155,8 @@ history AS (
             w.grain,
             w.week_start,
             b.week_start AS earlier_week,
-            b.cost_per_request_usd,
+            b.realised_cost_per_request_usd,
+            b.efficiency_cost_per_request_usd,
             b.p95_ttft_ms,
             b.prefix_cache_hit_rate,
             b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint AS same_config,
@@ -154,10 +170,13 @@ baselines AS (
     SELECT
         grain,
         count(*) AS baseline_weeks,
-        median(cost_per_request_usd) AS baseline_cost_per_request_usd,
+        median(realised_cost_per_request_usd) AS baseline_realised_cost_per_request_usd,
+        median(efficiency_cost_per_request_usd) AS baseline_efficiency_cost_per_request_usd,
         median(p95_ttft_ms) AS baseline_p95_ttft_ms,
         median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate,
-        any_value(cost_per_request_usd) FILTER (WHERE earlier_week = week_start - 7) AS prev_cost_per_request_usd,
+        any_value(realised_cost_per_request_usd) FILTER (WHERE earlier_week = week_start - 7) AS prev_cost_per_request_usd,
+        any_value(efficiency_cost_per_request_usd) FILTER (WHERE earlier_week = week_start - 7)
+            AS prev_efficiency_cost_per_request_usd,
         any_value(p95_ttft_ms) FILTER (WHERE earlier_week = week_start - 7) AS prev_p95_ttft_ms,
         any_value(prefix_cache_hit_rate) FILTER (WHERE earlier_week = week_start - 7) AS prev_prefix_cache_hit_rate,
         max(earlier_week) FILTER (WHERE earlier_week = week_start - 7) AS prev_week_start
@@ -171,7 +190,8 @@ previous_config_baselines AS (
     SELECT
         grain,
         count(*) AS baseline_weeks,
-        median(cost_per_request_usd) AS baseline_cost_per_request_usd,
+        median(realised_cost_per_request_usd) AS baseline_realised_cost_per_request_usd,
+        median(efficiency_cost_per_request_usd) AS baseline_efficiency_cost_per_request_usd,
         median(p95_ttft_ms) AS baseline_p95_ttft_ms,
         median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate
     FROM history
@@ -192,19 +212,25 @@ compared AS (
         coalesce(NOT h.same_config AND h.both_recorded, false) AS config_changed,
         coalesce(NOT h.same_config AND NOT h.both_recorded, false) AS config_unrecorded,
         b.prev_week_start,
-        100.0 * (w.cost_per_request_usd - b.prev_cost_per_request_usd) / nullif(b.prev_cost_per_request_usd, 0) AS cost_wow_change_pct,
+        100.0 * (w.efficiency_cost_per_request_usd - b.prev_efficiency_cost_per_request_usd)
+            / nullif(b.prev_efficiency_cost_per_request_usd, 0) AS efficiency_cost_wow_change_pct,
+        100.0 * (w.realised_cost_per_request_usd - b.prev_cost_per_request_usd) / nullif(b.prev_cost_per_request_usd, 0) AS realised_cost_wow_change_pct,
         100.0 * (w.p95_ttft_ms - b.prev_p95_ttft_ms) / nullif(b.prev_p95_ttft_ms, 0) AS p95_ttft_wow_change_pct,
         100.0 * (w.prefix_cache_hit_rate - b.prev_prefix_cache_hit_rate) AS hit_rate_wow_change_pts,
         coalesce(b.baseline_weeks, 0) AS same_config_weeks,
-        b.baseline_cost_per_request_usd AS same_config_cost_per_request_usd,
+        b.baseline_realised_cost_per_request_usd AS same_config_cost_per_request_usd,
+        b.baseline_efficiency_cost_per_request_usd AS same_config_efficiency_cost_per_request_usd,
         b.baseline_p95_ttft_ms AS same_config_p95_ttft_ms,
         b.baseline_prefix_cache_hit_rate AS same_config_prefix_cache_hit_rate,
         p.baseline_weeks AS previous_config_weeks,
-        p.baseline_cost_per_request_usd AS previous_config_cost_per_request_usd,
+        p.baseline_realised_cost_per_request_usd AS previous_config_cost_per_request_usd,
+        p.baseline_efficiency_cost_per_request_usd AS previous_config_efficiency_cost_per_request_usd,
         p.baseline_p95_ttft_ms AS previous_config_p95_ttft_ms,
         p.baseline_prefix_cache_hit_rate AS previous_config_prefix_cache_hit_rate,
-        i.cost_per_request_low_usd,
-        i.cost_per_request_high_usd,
+        i.realised_cost_low_usd,
+        i.realised_cost_high_usd,
+        i.efficiency_cost_low_usd,
+        i.efficiency_cost_high_usd,
         i.hit_rate_low,
         i.hit_rate_high,
         i.p95_ttft_low_ms,
@@ -219,14 +245,18 @@ baselined AS (
     SELECT
         * EXCLUDE (same_config_weeks, same_config_cost_per_request_usd, same_config_p95_ttft_ms,
                    same_config_prefix_cache_hit_rate, previous_config_weeks, previous_config_cost_per_request_usd,
-                   previous_config_p95_ttft_ms, previous_config_prefix_cache_hit_rate),
+                   previous_config_p95_ttft_ms, previous_config_prefix_cache_hit_rate,
+                   same_config_efficiency_cost_per_request_usd, previous_config_efficiency_cost_per_request_usd),
         CASE WHEN same_config_weeks > 0 THEN 'same_config'
              WHEN config_changed AND previous_config_weeks > 0 THEN 'previous_config'
              WHEN config_unrecorded AND previous_config_weeks > 0 THEN 'unrecorded_config' END AS baseline_source,
         CASE WHEN same_config_weeks > 0 THEN same_config_weeks
              WHEN config_changed OR config_unrecorded THEN coalesce(previous_config_weeks, 0) ELSE 0 END AS baseline_weeks,
         CASE WHEN same_config_weeks > 0 THEN same_config_cost_per_request_usd
-             WHEN config_changed OR config_unrecorded THEN previous_config_cost_per_request_usd END AS baseline_cost_per_request_usd,
+             WHEN config_changed OR config_unrecorded THEN previous_config_cost_per_request_usd END AS baseline_realised_cost_per_request_usd,
+        CASE WHEN same_config_weeks > 0 THEN same_config_efficiency_cost_per_request_usd
+             WHEN config_changed OR config_unrecorded THEN previous_config_efficiency_cost_per_request_usd
+        END AS baseline_efficiency_cost_per_request_usd,
         CASE WHEN same_config_weeks > 0 THEN same_config_p95_ttft_ms
              WHEN config_changed OR config_unrecorded THEN previous_config_p95_ttft_ms END AS baseline_p95_ttft_ms,
         CASE WHEN same_config_weeks > 0 THEN same_config_prefix_cache_hit_rate
@@ -236,7 +266,14 @@ baselined AS (
 changes AS (
     SELECT
         *,
-        100.0 * (cost_per_request_usd - baseline_cost_per_request_usd) / nullif(baseline_cost_per_request_usd, 0) AS cost_change_pct,
+        100.0 * (efficiency_cost_per_request_usd - baseline_efficiency_cost_per_request_usd)
+            / nullif(baseline_efficiency_cost_per_request_usd, 0) AS efficiency_cost_change_pct,
+        100.0 * (realised_cost_per_request_usd - baseline_realised_cost_per_request_usd) / nullif(baseline_realised_cost_per_request_usd, 0) AS realised_cost_change_pct,
+        -- The idle part, and the load in words where the window's traffic was past what the SLO allows.
+        CASE WHEN load_share_of_capacity <= 1
+            THEN realised_cost_per_request_usd - efficiency_cost_per_request_usd END AS idle_cost_per_request_usd,
+        CASE WHEN load_share_of_capacity > 1 THEN 'overloaded'
+             WHEN load_share_of_capacity IS NOT NULL THEN 'idle_capacity' END AS load_state,
         100.0 * (p95_ttft_ms - baseline_p95_ttft_ms) / nullif(baseline_p95_ttft_ms, 0) AS p95_ttft_change_pct,
         100.0 * (prefix_cache_hit_rate - baseline_prefix_cache_hit_rate) AS hit_rate_change_pts
     FROM baselined
@@ -245,8 +282,8 @@ judged AS (
     -- Changes are compared rounded to 1e-6 so a change exactly on a threshold is not past it by float noise.
     SELECT
         c.*,
-        coalesce(round(c.cost_change_pct, 6) > t.max_cost_change_pct, false) AS cost_past,
-        coalesce(round(c.cost_per_request_low_usd - c.baseline_cost_per_request_usd, 12) > 0, false) AS cost_outside,
+        coalesce(round(c.efficiency_cost_change_pct, 6) > t.max_cost_change_pct, false) AS cost_past,
+        coalesce(round(c.efficiency_cost_low_usd - c.baseline_efficiency_cost_per_request_usd, 12) > 0, false) AS cost_outside,
         coalesce(round(c.p95_ttft_change_pct, 6) > t.max_p95_ttft_change_pct, false) AS ttft_past,
         coalesce(round(c.p95_ttft_low_ms - c.baseline_p95_ttft_ms, 9) > 0, false) AS ttft_outside,
         coalesce(round(c.hit_rate_change_pts, 6) < t.min_hit_rate_change_pts, false) AS hit_past,
@@ -260,9 +297,9 @@ reasoned AS (
         list_filter(
             [
                 CASE WHEN cost_past THEN format(
-                    'cost_per_request_usd {:+.1f}% vs baseline {:.6g} (threshold +{:g}%); this week''s 95% interval [{:.6g}, {:.6g}] {}',
-                    cost_change_pct, baseline_cost_per_request_usd, max_cost_change_pct,
-                    cost_per_request_low_usd, cost_per_request_high_usd,
+                    'efficiency_cost_per_request_usd {:+.1f}% vs baseline {:.6g} (threshold +{:g}%); this week''s 95% interval [{:.6g}, {:.6g}] {}',
+                    efficiency_cost_change_pct, baseline_efficiency_cost_per_request_usd, max_cost_change_pct,
+                    efficiency_cost_low_usd, efficiency_cost_high_usd,
                     CASE WHEN cost_outside THEN 'lies above the baseline' ELSE 'includes the baseline: within noise' END) END,
                 CASE WHEN ttft_past THEN format(
                     'p95_ttft_ms {:+.1f}% vs baseline {:.6g} (threshold +{:g}%); this week''s 95% interval [{:.6g}, {:.6g}] {}',
@@ -323,7 +360,7 @@ SELECT
     CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons,
     CASE WHEN role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside))
         THEN to_json(list_filter(
-            [CASE WHEN cost_past AND cost_outside THEN 'cost_per_request_usd' END,
+            [CASE WHEN cost_past AND cost_outside THEN 'efficiency_cost_per_request_usd' END,
              CASE WHEN ttft_past AND ttft_outside THEN 'p95_ttft_ms' END,
              CASE WHEN hit_past AND hit_outside THEN 'prefix_cache_hit_rate' END],
             lambda metric: metric IS NOT NULL))::VARCHAR END AS regressed_metrics

@@ -22,7 +22,7 @@ published point with it.
 
 from __future__ import annotations
 
-from endpoints.sim.calibration.cost_model import CostModel
+from endpoints.sim.calibration.cost_model import CostModel, StepWork
 from endpoints.sim.engine.step_batch import ForwardMode, StepBatch
 
 
@@ -42,3 +42,6 @@ class ColdStartCostModel:
             self.stalled = True
             time_s += self._stall_s
         return time_s
+
+    def step_work(self, batch: StepBatch) -> StepWork:
+        return self._inner.step_work(batch)  # the stall adds time, not work

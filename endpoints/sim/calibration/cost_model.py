@@ -14,6 +14,9 @@ time = max(compute time, memory time) + a fixed per-step overhead.
 - Overhead: kernel launches and the two TP all-reduces per layer. Decode replays CUDA graphs, so it
   is small; prefill (extend) runs eagerly, so each layer costs far more launch and Python time.
 
+Beside its time, a step's work (`step_work`: its compute-bound seconds and the bytes it moves over HBM) feeds
+the twin's GPU counters (endpoints/sim/engine/gpu_counters.py); both come from the one roofline.
+
 The efficiency constants (shares of peak, per-layer overheads) are per vendor, plain data in
 profiles.CostConstants, fitted by bench/twin_fit.py on a declared fit set of published figures
 (endpoints/sim/calibration/fitted_constants.py); bench/twin_calibration.py prints the fit set and the validation
@@ -37,8 +40,23 @@ GPUS_PER_NODE = 8
 INTER_NODE_MOE_EXCHANGE_S = 313e-6
 
 
+@dataclass(frozen=True, slots=True)
+class StepWork:
+    """What a step asks of each GPU of the server (the busiest one under expert parallelism, as its time is)."""
+
+    compute_s: float  # the step's math at the fitted shares of peak: the roofline's compute-bound time
+    hbm_bytes: float  # weights and KV read from device memory
+
+    def __add__(self, other: StepWork) -> StepWork:
+        return StepWork(self.compute_s + other.compute_s, self.hbm_bytes + other.hbm_bytes)
+
+
 class CostModel(Protocol):
     def step_time_s(self, batch: StepBatch) -> float: ...
+
+    def step_work(self, batch: StepBatch) -> StepWork:
+        """The GPU's work in the step; reads no random draw and changes no state (step_time_s may do both)."""
+        ...
 
 
 # Constrained decoding (grammar_backend.py). ASSUMPTIONS from published figures, not fitted to DeepSeek on
@@ -69,6 +87,9 @@ class GrammarCostModel:
 
     def step_time_s(self, batch: StepBatch) -> float:
         return self._inner.step_time_s(batch) + self._mask_s * batch.masked_tokens
+
+    def step_work(self, batch: StepBatch) -> StepWork:
+        return self._inner.step_work(batch)  # the masks are CPU work
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +138,8 @@ class RooflineCostModel:
         self._kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype_bytes)
         self._expert_bytes = model.expert_params * model.weight_bytes_per_param
         self._non_expert_bytes = model.non_expert_params_read * model.weight_bytes_per_param
+        # The engine reads a step's work right after its time, for the same batch: one entry spares a second roofline.
+        self._last: tuple[StepBatch, StepCost] | None = None
 
     def distinct_experts_per_layer(self, tokens: int) -> float:
         """Expected distinct routed experts B tokens touch in one MoE layer, with uniform routing."""
@@ -124,6 +147,14 @@ class RooflineCostModel:
         return experts * (1.0 - (1.0 - self._model.experts_per_token / experts) ** tokens)
 
     def step_cost(self, batch: StepBatch) -> StepCost:
+        last = self._last
+        if last is not None and last[0] is batch:
+            return last[1]
+        cost = self._step_cost(batch)
+        self._last = (batch, cost)
+        return cost
+
+    def _step_cost(self, batch: StepBatch) -> StepCost:
         tokens = batch.new_tokens
         if tokens <= 0:
             return StepCost(0.0, 0.0, 0.0)
@@ -211,3 +242,8 @@ class RooflineCostModel:
 
     def step_time_s(self, batch: StepBatch) -> float:
         return self.step_cost(batch).total_s
+
+    def step_work(self, batch: StepBatch) -> StepWork:
+        cost = self.step_cost(batch)
+        # Every byte the roofline reads is timed at the same achieved bandwidth, so its memory time gives them back.
+        return StepWork(cost.compute_s, cost.memory_s * self._hw.hbm_bytes_per_s * self.constants.memory_efficiency)

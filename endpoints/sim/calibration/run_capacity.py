@@ -30,6 +30,10 @@ class CapacityInputs:
     cache_dir: Path  # where each measurement is kept by its inputs
     plan_disaggregated: bool = False  # the plan tries xP+yD shapes too (always, for a PD endpoint)
     plan_ep_widths: tuple[int, ...] = ()  # ... and xP+yD with wide expert-parallel decode workers of these GPUs
+    # The endpoint as this run had it (a twin with run-to-run variation: the run's --sim-run-seed), for the capacity
+    # sweep: each run's capacity then varies as its replay does, which the gate's interval must see. The routing
+    # reference and the plan are the week's, on `endpoint`. None: the same as `endpoint`.
+    run_endpoint: EndpointSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +45,15 @@ class RunCapacity:
 
 def measure_run_capacity(inputs: CapacityInputs) -> RunCapacity:
     spec, window, slo = inputs.endpoint, inputs.window, inputs.slo
+    run_spec = inputs.run_endpoint or spec
     reference = None
     if spec.fleet is not None and spec.fleet.disaggregated:
-        capacity = measure_pd_capacity(spec, window, *slo, inputs.cache_dir)
+        capacity = measure_pd_capacity(run_spec, window, *slo, inputs.cache_dir)
     elif spec.fleet is not None:
-        capacity = measure_fleet_capacity(spec, window, *slo, inputs.cache_dir)
+        capacity = measure_fleet_capacity(run_spec, window, *slo, inputs.cache_dir)
         reference = measure_routing_reference(spec, window, inputs.speedup, inputs.cache_dir)
     else:
-        capacity = measure_slo_capacity(spec, window, *slo, inputs.cache_dir)
+        capacity = measure_slo_capacity(run_spec, window, *slo, inputs.cache_dir)
     plan = None
     if capacity is not None and inputs.target_rps is not None:
         plan = measure_fleet_plan(

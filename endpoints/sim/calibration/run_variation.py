@@ -22,7 +22,7 @@ import math
 import random
 from dataclasses import dataclass, replace
 
-from endpoints.sim.calibration.cost_model import CostModel
+from endpoints.sim.calibration.cost_model import CostModel, StepWork
 from endpoints.sim.calibration.profiles import CostConstants
 from endpoints.sim.engine.step_batch import StepBatch
 
@@ -112,3 +112,6 @@ class JitteredCostModel:
         if self._sd == 0.0 or base == 0.0:
             return base
         return base * math.exp(self._rng.gauss(0.0, self._sd) - self._sd * self._sd / 2.0)
+
+    def step_work(self, batch: StepBatch) -> StepWork:
+        return self._inner.step_work(batch)  # the same bytes and math, whatever this step's draw

@@ -42,9 +42,11 @@ MAX_FACTOR = 1024.0  # rate factors probed: the workload's own rate x [1/MAX_FAC
 # bundled chat windows' capacities came out 7.9-40 requests/s; with 300, 5.2-5.6, where replaying the canary's
 # whole window at rising rates keeps 95% inside the SLO up to about 5.4.
 MAX_SWEEP_REQUESTS = 300
-BISECTIONS = 2  # after bracketing: the capacity is known to within a factor 2^(1/4), about 19%
+# After bracketing, bisections to within a factor 2^(1/8) (about 9%); the capacity is then read where the share
+# crosses its threshold inside that last bracket (_crossing), so it moves continuously with the engine's speed.
+BISECTIONS = 3
 # Everything that changes a sweep's answer besides its requests, flags and SLO (part of the cache key).
-SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 2)
+SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,11 @@ class SloCapacity:
     requests: int  # requests the sweep replayed (count)
     probes: tuple[CapacityProbe, ...]  # in the order run
     cpu_s: float  # process CPU time the sweep took (s)
+    # How the capacity was found (runs.capacity_source): twin_sweep (this sweep, a twin endpoint's), shadow_twin (a
+    # real endpoint's, modelled: endpoints/sim/calibration/shadow_capacity.py) | rate_ramp (a real endpoint's,
+    # measured: replay/capacity_ramp.py).
+    source: str = "twin_sweep"
+    gpu_minutes: float | None = None  # GPU time the measurement held a real endpoint for (None: none, on the twin)
 
     @property
     def capacity_probe(self) -> int | None:
@@ -174,14 +181,28 @@ def search_capacity(
                 good = middle
             else:
                 bad = middle
+    crossing = good if good is None or bad is None else _crossing(probes, good, bad, MIN_GOOD_SHARE * idle_share)
     return SloCapacity(
-        capacity_rps_at_slo=None if good is None else offered_rps * good,
+        capacity_rps_at_slo=None if crossing is None else offered_rps * crossing,
         offered_rps=offered_rps,
         idle_good_share=idle_share,
         requests=len(requests),
         probes=tuple(probes),
         cpu_s=time.process_time() - started_cpu_s,
     )
+
+
+def _crossing(probes: Sequence[CapacityProbe], good: float, bad: float, needed_share: float) -> float:
+    """Where the share inside the SLO falls to `needed_share` between the last sustained factor and the first
+    unsustained one, linear in log(factor). The bracket alone would step by its width (2^(1/2^bisections)): a run
+    a few percent slower would read the same capacity as its neighbour, or one whole step lower, so the gate
+    could not see run-to-run variation or a change smaller than the step."""
+    share = {p.rate_factor: p.good_share for p in probes}
+    above, below = share[good], share[bad]
+    if above <= below:  # not monotone between the two (sampling noise): the bracket's low end
+        return good
+    weight = min(max((above - needed_share) / (above - below), 0.0), 1.0)
+    return math.exp(math.log(good) + weight * (math.log(bad) - math.log(good)))
 
 
 def sweep_requests(workload: Workload) -> list[BenchRequest]:
@@ -224,6 +245,8 @@ def write_capacity_json(run_dir: Path, capacity: SloCapacity, name: str = CAPACI
         "requests": capacity.requests,
         "cpu_s": capacity.cpu_s,
         "probes": [asdict(p) for p in capacity.probes],
+        "source": capacity.source,
+        "gpu_minutes": capacity.gpu_minutes,
     }
     return write_bytes_atomically(Path(run_dir) / name, json.dumps(body, indent=2).encode() + b"\n")
 
@@ -242,6 +265,8 @@ def read_capacity_json(run_dir: Path, name: str = CAPACITY_FILE) -> SloCapacity 
             requests=raw["requests"],
             probes=tuple(CapacityProbe(**p) for p in raw["probes"]),
             cpu_s=raw["cpu_s"],
+            source=raw.get("source", "twin_sweep"),  # files from before real endpoints' capacities: the sweep's
+            gpu_minutes=raw.get("gpu_minutes"),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a costbench capacity.json ({exc})") from None

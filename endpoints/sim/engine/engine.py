@@ -24,6 +24,7 @@ from endpoints.sim.engine.disaggregation import (
     RoomDone,
     TransferFailed,
 )
+from endpoints.sim.engine.gpu_counters import GpuCounters
 from endpoints.sim.engine.scheduler import Scheduler
 from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput, SimRequest, TokenUpdate, planned_output
 from endpoints.sim.engine.step_batch import ForwardMode
@@ -52,6 +53,7 @@ class SimEngine:
         stream_interval: int = 1,
         grammar: GrammarBackend | None = None,
         disaggregation: Disaggregation | None = None,
+        gpu: GpuCounters | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.grammar = grammar or GrammarBackend("xgrammar")
@@ -78,6 +80,7 @@ class SimEngine:
         # Requests in the running batch x the steps' seconds: / a span, the time-weighted mean running batch
         # (what sglang:num_running_reqs, sampled, averages to).
         self.running_request_s = 0.0
+        self.gpu = gpu  # what its GPUs would report to NVML and DCGM (gpu_counters.py); None: not counted
         # PD disaggregation (disaggregation.py). A prefill server's rooms are served on its bootstrap port; a
         # decode server reaches its prefills through `peer` (both set by the HTTP layer).
         self.disaggregation = disaggregation
@@ -325,6 +328,8 @@ class SimEngine:
                 start_s = busy_until_s
             busy_until_s = start_s + plan.duration_s
             self.running_request_s += len(scheduler.running) * plan.duration_s
+            if self.gpu is not None:
+                self.gpu.add_step(start_s, busy_until_s, scheduler.cost_model.step_work(plan.batch))
             self.loop_cpu_s += time.perf_counter() - cpu_start
             await clock.sleep_until(busy_until_s)
             cpu_start = time.perf_counter()

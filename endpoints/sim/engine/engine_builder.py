@@ -14,6 +14,7 @@ from endpoints.sim.calibration.run_variation import JitteredCostModel, draw_run,
 from endpoints.sim.engine.clock import Clock
 from endpoints.sim.engine.disaggregation import Disaggregation, DisaggregationMode, KvLink
 from endpoints.sim.engine.engine import SimEngine
+from endpoints.sim.engine.gpu_counters import GpuCounters
 from endpoints.sim.engine.kv_pool import KvPool, kv_capacity_tokens
 from endpoints.sim.engine.radix_cache import RadixCache
 from endpoints.sim.engine.scheduler import Scheduler, SchedulerConfig
@@ -76,4 +77,5 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
         stream_interval=args.stream_interval,
         grammar=grammar,
         disaggregation=disaggregation,
+        gpu=GpuCounters(hardware.hbm_bytes_per_s, clock.now_s()),
     )

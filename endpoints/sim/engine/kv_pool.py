@@ -57,6 +57,12 @@ def kv_capacity_tokens(
     return per_rank * parallel.attention_ranks
 
 
+def static_bytes_per_gpu(hardware: HardwareProfile, mem_fraction_static: float) -> float:
+    """Device memory one GPU holds from start to end: the runtime's share and mem_fraction_static of the rest
+    (the weights and the KV pool, allocated once); activations and CUDA graphs in the headroom are not modelled."""
+    return RUNTIME_RESERVE_BYTES + (hardware.hbm_bytes - RUNTIME_RESERVE_BYTES) * mem_fraction_static
+
+
 class KvPool:
     def __init__(self, capacity_tokens: int) -> None:
         if capacity_tokens <= 0:

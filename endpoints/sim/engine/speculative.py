@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol
 
-from endpoints.sim.calibration.cost_model import CostModel
+from endpoints.sim.calibration.cost_model import CostModel, StepWork
 from endpoints.sim.calibration.profiles import ModelProfile
 from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
 
@@ -230,11 +230,26 @@ class SpeculativeCostModel:
     def step_time_s(self, batch: StepBatch) -> float:
         target_s = self._target.step_time_s(batch)
         draft_s = self._draft.step_time_s(batch)  # the draft's extend over the same tokens
-        if batch.mode is ForwardMode.DECODE and self._config.num_steps > 1:
-            topk = self._config.eagle_topk
-            steps = StepBatch(batch.mode, tuple(BatchItem(topk, i.context_tokens + i.new_tokens) for i in batch.items))
+        steps = self._draft_steps(batch)
+        if steps is not None:
             draft_s += (self._config.num_steps - 1) * self._draft.step_time_s(steps)
         return target_s + draft_s
+
+    def step_work(self, batch: StepBatch) -> StepWork:
+        work = self._target.step_work(batch) + self._draft.step_work(batch)
+        steps = self._draft_steps(batch)
+        if steps is not None:
+            one = self._draft.step_work(steps)
+            n = self._config.num_steps - 1
+            work += StepWork(n * one.compute_s, n * one.hbm_bytes)
+        return work
+
+    def _draft_steps(self, batch: StepBatch) -> StepBatch | None:
+        """One of the draft's later steps in a decode (each request's top-k candidates), or None: it takes one step."""
+        if batch.mode is not ForwardMode.DECODE or self._config.num_steps <= 1:
+            return None
+        topk = self._config.eagle_topk
+        return StepBatch(batch.mode, tuple(BatchItem(topk, i.context_tokens + i.new_tokens) for i in batch.items))
 
 
 # -- acceptance, per request and server-wide ----------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Routes: /health, /health_generate (503 during the simulated warm-up), /server_info, /model_info,
 /v1/models, /metrics (with --enable-metrics), /flush_cache, native /generate, and the OpenAI
-/v1/chat/completions and /v1/completions, streaming or not. What the answers look like is in
+/v1/chat/completions and /v1/completions, streaming or not. Twin-only: its GPUs' counters as dcgm-exporter
+shows them, at /sim/dcgm/metrics (dcgm_view). What the answers look like is in
 native_view and openai_view; when they go out (and the injected faults) in response_stream.
 """
 
@@ -25,9 +26,11 @@ from endpoints.sim.engine.disaggregation import DisaggregationMode
 from endpoints.sim.engine.engine import RequestRejected, SimEngine
 from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.faults import CRASH_EXIT_STATUS, FaultInjector
+from endpoints.sim.engine.kv_pool import static_bytes_per_gpu
 from endpoints.sim.engine.sim_metrics import CONTENT_TYPE, SimMetrics
 from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput
 from endpoints.sim.http.bootstrap_server import HttpPrefillPeer, bootstrap_app, parse_bootstrap
+from endpoints.sim.http.dcgm_view import DCGM_PATH, DcgmView
 from endpoints.sim.http.generate_request import BadRequest, parse_generate
 from endpoints.sim.http.native_view import NativeView, json_response
 from endpoints.sim.http.openai_request import parse_chat, parse_completion
@@ -43,7 +46,7 @@ SIM_VERSION = "0.5.6-costbench-sim"  # the SGLang API generation it speaks; "-si
 HEALTH_CHECK_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT default
 CRASH_FLUSH_WAIT_S = 1.0  # how long the crash waits for the last answer's bytes to leave for the socket
 REASONING_PARSERS_WITH_EFFECT = ("deepseek-r1",)  # the parser the R1 profile's output is shaped for
-_UNAUTHENTICATED_PATHS = ("/health", "/health_generate", "/metrics")
+_UNAUTHENTICATED_PATHS = ("/health", "/health_generate", "/metrics", DCGM_PATH)
 _GENERATION_PATHS = ("/generate", "/v1/chat/completions", "/v1/completions", "/health", "/health_generate")
 
 
@@ -61,6 +64,7 @@ class SimTwin:
         self.metrics = SimMetrics(self.engine, args.served_model_name) if args.enable_metrics else None
         self.engine.observer = self.metrics
         self.faults = FaultInjector(args.faults)
+        self.dcgm = self._dcgm_view()
         self.reasoning = (
             args.reasoning_parser in REASONING_PARSERS_WITH_EFFECT and self.engine.model.reasoning_share is not None
         )
@@ -69,6 +73,17 @@ class SimTwin:
         self.pd_session: aiohttp.ClientSession | None = None  # a decode's client for its prefills' ports
         self._on_crash = on_crash
         self._crashed = asyncio.Event()
+
+    def _dcgm_view(self) -> DcgmView:
+        hardware = hardware_profile_for(self.args.sim_hardware.value)
+        assert self.engine.gpu is not None  # build_engine always counts
+        return DcgmView(
+            self.engine.gpu,
+            self.args.tp_size // self.args.nnodes,  # this host's GPUs
+            f"{hardware.name} (costbench twin)",
+            static_bytes_per_gpu(hardware, self.args.mem_fraction_static),
+            hardware.hbm_bytes,
+        )
 
     def since_ready_s(self) -> float | None:
         if self.started_s is None:
@@ -219,6 +234,12 @@ async def _metrics(request: web.Request) -> web.Response:
     twin: SimTwin = request.app[TWIN_KEY]
     assert twin.metrics is not None  # the route exists only under --enable-metrics
     return web.Response(body=twin.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+async def _dcgm(request: web.Request) -> web.Response:
+    twin: SimTwin = request.app[TWIN_KEY]
+    body = twin.dcgm.render(twin.clock.now_s(), request.host)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 async def _flush_cache(request: web.Request) -> web.Response:
@@ -377,6 +398,7 @@ def create_app(
     app.router.add_get("/v1/models", _models)
     if args.enable_metrics:
         app.router.add_get("/metrics", _metrics)
+    app.router.add_get(DCGM_PATH, _dcgm)
     for method in ("GET", "POST"):
         app.router.add_route(method, "/flush_cache", _flush_cache)
     for method in ("POST", "PUT"):
