@@ -546,10 +546,9 @@ CREATE OR REPLACE TABLE weekly_trends (
 --   change_usd = price_usd + traffic_usd + runtime_usd + unattributed_usd
 --   traffic_usd = traffic_volume_usd (the idle share) + traffic_mix_usd + traffic_prefix_reuse_usd
 --   runtime_usd = prefix_cache_usd + batching_usd + speculative_decoding_usd + routing_usd + structured_output_usd
---                 + engine_speed_usd
 -- Method: the realised cost per request is a product of pooled factors (price, paid over capacity GPU-hours, tokens
--- per request, offered and realised work, GPUs per request in flight at capacity, the runtime levers, and the rest of
--- the speed at capacity) that telescopes to it exactly; work weighs an uncached prompt token by prefill_token_weight.
+-- per request, offered and realised work, the runtime levers, and the work the batch gets through per GPU-hour at
+-- capacity) that telescopes to it exactly; work weighs an uncached prompt token by prefill_token_weight.
 -- Each factor's part is its log-mean (LMDI) share of the change, (c - c0) / (ln c - ln c0) x ln(f / f0): no
 -- residual, no order. Against a median of an even number of weeks, the mean of the decompositions against the
 -- middle two. unattributed_usd holds the parts whose factor is unknown on either side (0 when every factor is known).
@@ -571,13 +570,12 @@ CREATE OR REPLACE TABLE cost_attribution (
     traffic_volume_usd DOUBLE,        -- part from paid GPU-hours over the GPU-hours the requests need at the SLO capacity: the idle share, which falls as more traffic fills the same GPUs (USD per request)
     traffic_mix_usd DOUBLE,           -- part from input + output (reasoning included) tokens per request (USD per request)
     traffic_prefix_reuse_usd DOUBLE,  -- part from the work left after the prefix reuse the traffic offers (runs.prefix_reuse_share) (USD per request)
-    runtime_usd DOUBLE,               -- the runtime's efficiency: prefix_cache_usd + batching_usd + speculative_decoding_usd + routing_usd + structured_output_usd + engine_speed_usd (USD per request)
+    runtime_usd DOUBLE,               -- the runtime's efficiency: prefix_cache_usd + batching_usd + speculative_decoding_usd + routing_usd + structured_output_usd (USD per request)
     prefix_cache_usd DOUBLE,          -- part from the work the prefix cache realised against what the traffic offered (cached_tokens; uncached prompt tokens weighed by prefill_token_weight) (USD per request)
-    batching_usd DOUBLE,              -- part from GPUs per request in flight at the SLO capacity (gpu_count / (running_requests_at_slo x replicas)): a denser batch costs less a request (USD per request)
+    batching_usd DOUBLE,              -- part from the GPU-hours a unit of realised work takes at the SLO capacity, the three levers below taken out: how much work the runtime's batch gets through inside the SLO (batch size, scheduling, kernels, the node's speed) (USD per request)
     speculative_decoding_usd DOUBLE,  -- part from decode steps per token, 1 / spec_accept_length (1 without speculative decoding) (USD per request)
     routing_usd DOUBLE,               -- part from the fleet's load imbalance, workers_served x max_worker_share (1: even, or one server) (USD per request)
     structured_output_usd DOUBLE,     -- part from constrained decoding's slower steps: 1 + constrained share x (tpot_constrained_ms / tpot_unconstrained_ms - 1) (USD per request)
-    engine_speed_usd DOUBLE,          -- the rest of the runtime: request-hours in flight at capacity per unit of work, less the three levers above (kernels, hardware, scheduling) (USD per request)
     unattributed_usd DOUBLE,          -- change_usd minus the known parts: the parts of factors unknown on either side (USD per request; 0 when all are known)
     capacity_known BOOLEAN,           -- both sides had capacity_rps_at_slo, so the idle share is split from the runtime
     usd_per_gpu_hour DOUBLE,          -- this week's pooled price: cost / paid GPU-hours (USD)

@@ -122,7 +122,6 @@ _LEVERS = (
     ("spec. dec.", "speculative_decoding_usd"),
     ("routing", "routing_usd"),
     ("structured", "structured_output_usd"),
-    ("engine", "engine_speed_usd"),
 )
 
 

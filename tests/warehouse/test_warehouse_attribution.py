@@ -24,7 +24,6 @@ PARTS = (
     "speculative_decoding_usd",
     "routing_usd",
     "structured_output_usd",
-    "engine_speed_usd",
 )
 LEVERS = (
     "prefix_cache_usd",
@@ -32,7 +31,6 @@ LEVERS = (
     "speculative_decoding_usd",
     "routing_usd",
     "structured_output_usd",
-    "engine_speed_usd",
 )
 
 
@@ -163,7 +161,6 @@ def test_the_same_traffic_with_the_cache_off_is_all_runtime_and_mostly_the_cache
     assert row.traffic_mix_usd == pytest.approx(0.0, abs=1e-12)
     assert row.traffic_prefix_reuse_usd == pytest.approx(0.0, abs=1e-12)
     assert row.prefix_cache_usd > 0  # the work the cache no longer saved
-    assert row.batching_usd == pytest.approx(0.0, abs=1e-12)
     # Capacity fell from 8 to 5 requests/s, and the realised cost rose by less (the same traffic filled more of it).
     efficiency = trends[("cache-off", WEEKS[1])].efficiency_cost_change_pct
     assert efficiency == pytest.approx(100 * (8 / 5 - 1))
@@ -198,7 +195,7 @@ def test_speculative_decoding_is_its_own_lever(rows):
 def test_without_a_capacity_the_idle_share_and_the_speed_are_unattributed(rows):
     row = rows[("no-capacity", WEEKS[1])]
     assert row.capacity_known is False
-    assert row.traffic_volume_usd is None and row.batching_usd is None and row.engine_speed_usd is None
+    assert row.traffic_volume_usd is None and row.batching_usd is None
     assert row.traffic_mix_usd > 0  # 150 output tokens instead of 100
     total = sum(getattr(row, p) for p in PARTS if getattr(row, p) is not None)
     assert total + row.unattributed_usd == pytest.approx(row.change_usd, rel=1e-12)
@@ -215,7 +212,7 @@ def test_parts_add_up_to_the_change_against_weekly_trends_own_median(rows, trend
     assert row.realised_cost_per_request_usd == pytest.approx(trend.realised_cost_per_request_usd, rel=1e-12)
     assert len(row.baseline_median_weeks.split(",")) == 2  # an even count: the middle two weeks
     moved = ("price_usd", "traffic_volume_usd", "traffic_mix_usd", "prefix_cache_usd", "batching_usd",
-             "speculative_decoding_usd", "engine_speed_usd")  # fmt: skip
+             "speculative_decoding_usd")  # fmt: skip
     assert all(getattr(row, part) not in (None, 0) for part in moved)
     assert sum(getattr(row, p) for p in PARTS) == pytest.approx(row.change_usd, rel=1e-12)
     assert row.price_usd + row.traffic_usd + row.runtime_usd == pytest.approx(row.change_usd, rel=1e-12)

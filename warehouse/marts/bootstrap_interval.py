@@ -10,8 +10,11 @@ requests would hide. Seeded per row: the same lake always gives the same interva
 The blocks see only the variation inside a run. Runs differ too (a real endpoint's node, clocks and neighbours;
 the twin's --sim-run-seed), so a week of k runs (a canary's repeats) widens each interval by the spread between
 runs: the variance of a run's value (log cost per request, log p95 TTFT, hit rate) around its week's mean, pooled
-over the series' weeks with two runs or more (the same scenario, endpoint, backend and configuration, this week and
-up to RUN_SPREAD_WEEKS - 1 before it: never a later week, so a week's interval does not move when weeks are added).
+over the series' weeks with two runs or more (the same scenario, endpoint and backend, whatever configuration they
+ran, this week and up to RUN_SPREAD_WEEKS - 1 before it: never a later week, so a week's interval does not move when
+weeks are added). Whatever configuration: the spread is the node's and the run's, not the flags', and a week whose
+configuration changed would otherwise know only its own runs (df k - 1, t(0.975, 1) = 12.7 for two), which hid a
+radix cache turned off inside an interval 2.5 times its value.
 The week's mean of k runs has that variance / k; its half-width, t(0.975, df) x sqrt(variance / k) with df the
 pooled degrees of freedom, is added in quadrature to the bootstrap's own half-width on each side (in log space
 for cost and TTFT). A series that never ran twice in a week has no known spread (run_spread_df 0): its interval
@@ -170,9 +173,10 @@ def _histogram_p95(histogram: dict[int, float]) -> float | None:
 
 
 def run_spread(key: tuple, values: dict[tuple, dict[str, RunValues]]) -> RunSpread:
-    """The run-to-run spread the week `key` pools: its series' weeks up to it with two runs or more."""
-    week, series = key[0], key[1:]
-    weeks = sorted((k for k in values if k[1:] == series and k[0] <= week and len(values[k]) > 1), reverse=True)
+    """The run-to-run spread the week `key` pools: its series' weeks up to it with two runs or more (the key's
+    scenario, endpoint and backend; every configuration's)."""
+    week, series = key[0], key[1:4]
+    weeks = sorted((k for k in values if k[1:4] == series and k[0] <= week and len(values[k]) > 1), reverse=True)
     sums, dfs = [0.0, 0.0, 0.0, 0.0], [0, 0, 0, 0]
     for k in weeks[:RUN_SPREAD_WEEKS]:
         runs = list(values[k].values())

@@ -238,7 +238,6 @@ class CostAttributionRow:
     speculative_decoding_usd: float | None
     routing_usd: float | None
     structured_output_usd: float | None
-    engine_speed_usd: float | None
     unattributed_usd: float | None
     capacity_known: bool | None
     usd_per_gpu_hour: float | None

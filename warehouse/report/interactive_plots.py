@@ -29,7 +29,6 @@ ATTRIBUTION_PARTS = (
     ("speculative_decoding_usd", "runtime: speculative decoding"),
     ("routing_usd", "runtime: routing"),
     ("structured_output_usd", "runtime: structured output"),
-    ("engine_speed_usd", "runtime: engine speed"),
     ("unattributed_usd", "unattributed"),
 )
 

@@ -10,15 +10,14 @@
 --     x tokens / request                                            traffic mix
 --     x offered work / tokens                                       traffic prefix reuse: what the trace's sharing allows
 --     x realised work / offered work                                prefix cache: what the runtime's cache realised of it
---     x capacity GPU-h / capacity request-h                         batching: GPUs per request in flight at capacity
 --     x 1 / spec accept length                                      speculative decoding: decode steps per token
 --     x workers x busiest worker's share                            routing: the fleet's imbalance (1 = even or one server)
 --     x 1 + constrained share x (constrained / free TPOT - 1)       structured output: grammar's slower decode
---     x capacity request-h / realised work / (the three above)      engine speed: the rest of the time a unit of work
---                                                                   keeps a request in flight at capacity
+--     x capacity GPU-h / realised work / (the three above)          batching: the work the batch gets through per
+--                                                                   GPU-hour at capacity (batch size, scheduling,
+--                                                                   kernels: the engine's own speed)
 -- where capacity GPU-h = gpu_count x requests / capacity_rps_at_slo / 3600 (what the requests need at the SLO
--- capacity), capacity request-h = the requests in flight at capacity (running_requests_at_slo x replicas) over the
--- same hours, and work = output tokens + prefill_token_weight x prompt tokens not served from a prefix cache
+-- capacity) and work = output tokens + prefill_token_weight x prompt tokens not served from a prefix cache
 -- (offered: with the reuse the trace offers, runs.prefix_reuse_share; realised: with the cached_tokens reported).
 -- The weight is one per pair of weeks (the geometric mean of both sides' run_summary.prefill_token_weight), so it
 -- moves the split between the cache and the engine's speed only by what the tokens did. The factors telescope: their
@@ -28,7 +27,7 @@
 -- The baseline is a median of up to 4 weeks: with an odd count it is one week, with an even count the mean
 -- of the middle two, so the parts are the (mean of the) decompositions against those median weeks, and
 -- baseline_realised_cost_per_request_usd equals weekly_trends'. A factor unknown on either side (no capacity,
--- no running batch at capacity, cached_tokens, the offered reuse or the prefill weight not recorded) leaves its part
+-- cached_tokens, the offered reuse or the prefill weight not recorded) leaves its part
 -- null and the amount in unattributed_usd.
 -- What changed in the runtime is named against the same median week(s): the fleet's routing (router policy and
 -- flags, replica count, from run_summary) and the configuration fingerprint. The parts stay what they measure.
@@ -67,8 +66,6 @@ run_factors AS (
         t.input_tokens * (1 - r.prefix_reuse_share) AS offered_uncached_tokens,
         CASE WHEN t.cached_unreported = 0 THEN t.input_tokens - t.cached_tokens END AS realised_uncached_tokens,
         s.gpu_count * s.completed_requests / 3600.0 / s.capacity_rps_at_slo AS capacity_gpu_hours,
-        s.running_requests_at_slo * coalesce(s.replicas, 1) * s.completed_requests / 3600.0 / s.capacity_rps_at_slo
-            AS capacity_request_hours,
         s.completed_requests / coalesce(s.spec_accept_length, 1.0) AS spec_steps,
         s.completed_requests * coalesce(s.workers_served * s.max_worker_share, 1.0) AS routing_load,
         s.completed_requests * (1 + coalesce(s.constrained_requests / nullif(s.completed_requests, 0)
@@ -96,7 +93,6 @@ weekly AS (
         CASE WHEN count(offered_uncached_tokens) = count(*) THEN sum(offered_uncached_tokens) END AS offered_uncached_tokens,
         CASE WHEN count(realised_uncached_tokens) = count(*) THEN sum(realised_uncached_tokens) END AS realised_uncached_tokens,
         CASE WHEN count(capacity_gpu_hours) = count(*) THEN sum(capacity_gpu_hours) END AS capacity_gpu_hours,
-        CASE WHEN count(capacity_request_hours) = count(*) THEN sum(capacity_request_hours) END AS capacity_request_hours,
         sum(spec_steps) / sum(completed_requests) AS f_speculative,
         sum(routing_load) / sum(completed_requests) AS f_routing,
         sum(structured_load) / sum(completed_requests) AS f_structured,
@@ -106,13 +102,12 @@ weekly AS (
     GROUP BY grain
 ),
 factors AS (
-    -- The factors that need no weight; the prefix cache's and the engine's speed are made per pair (pairs).
+    -- The factors that need no weight; the prefix cache's and the batching's are made per pair (pairs).
     SELECT
         *,
         usd_per_gpu_hour AS f_price,
         gpu_hours / nullif(capacity_gpu_hours, 0) AS f_volume,
-        tokens / completed_requests AS f_mix,
-        capacity_gpu_hours / nullif(capacity_request_hours, 0) AS f_batching
+        tokens / completed_requests AS f_mix
     FROM weekly
 ),
 run_fleets AS (
@@ -198,14 +193,13 @@ pairs AS (
         ln((c.output_tokens + m.kappa * c.realised_uncached_tokens) / (c.output_tokens + m.kappa * c.offered_uncached_tokens)
            / ((b.output_tokens + m.kappa * b.realised_uncached_tokens) / (b.output_tokens + m.kappa * b.offered_uncached_tokens)))
             AS d_prefix_cache,
-        ln(c.f_batching / b.f_batching) AS d_batching,
         ln(c.f_speculative / b.f_speculative) AS d_speculative,
         ln(c.f_routing / b.f_routing) AS d_routing,
         ln(c.f_structured / b.f_structured) AS d_structured,
-        ln(c.capacity_request_hours / (c.output_tokens + m.kappa * c.realised_uncached_tokens)
+        ln(c.capacity_gpu_hours / (c.output_tokens + m.kappa * c.realised_uncached_tokens)
                / (c.f_speculative * c.f_routing * c.f_structured)
-           / (b.capacity_request_hours / (b.output_tokens + m.kappa * b.realised_uncached_tokens)
-               / (b.f_speculative * b.f_routing * b.f_structured))) AS d_engine,
+           / (b.capacity_gpu_hours / (b.output_tokens + m.kappa * b.realised_uncached_tokens)
+               / (b.f_speculative * b.f_routing * b.f_structured))) AS d_batching,
         c.f_volume IS NOT NULL AND b.f_volume IS NOT NULL AS capacity_known,
         fb.fleet AS baseline_fleet,
         fc.policies <> fb.policies OR fc.router_args <> fb.router_args OR fc.replica_counts <> fb.replica_counts
@@ -236,8 +230,7 @@ pair_parts AS (
         l * d_batching AS batching_usd,
         l * d_speculative AS speculative_decoding_usd,
         l * d_routing AS routing_usd,
-        l * d_structured AS structured_output_usd,
-        l * d_engine AS engine_speed_usd
+        l * d_structured AS structured_output_usd
     FROM pairs
 ),
 attributed AS (
@@ -258,8 +251,7 @@ attributed AS (
         CASE WHEN count(batching_usd) = count(*) THEN sum(weight * batching_usd) END AS batching_usd,
         CASE WHEN count(speculative_decoding_usd) = count(*) THEN sum(weight * speculative_decoding_usd) END AS speculative_decoding_usd,
         CASE WHEN count(routing_usd) = count(*) THEN sum(weight * routing_usd) END AS routing_usd,
-        CASE WHEN count(structured_output_usd) = count(*) THEN sum(weight * structured_output_usd) END AS structured_output_usd,
-        CASE WHEN count(engine_speed_usd) = count(*) THEN sum(weight * engine_speed_usd) END AS engine_speed_usd
+        CASE WHEN count(structured_output_usd) = count(*) THEN sum(weight * structured_output_usd) END AS structured_output_usd
     FROM pair_parts
     GROUP BY grain
 ),
@@ -270,7 +262,7 @@ summed AS (
             + coalesce(traffic_mix_usd, 0) + coalesce(traffic_prefix_reuse_usd, 0) END AS traffic_usd,
         CASE WHEN baseline_realised_cost_per_request_usd IS NOT NULL THEN coalesce(prefix_cache_usd, 0)
             + coalesce(batching_usd, 0) + coalesce(speculative_decoding_usd, 0) + coalesce(routing_usd, 0)
-            + coalesce(structured_output_usd, 0) + coalesce(engine_speed_usd, 0) END AS runtime_usd
+            + coalesce(structured_output_usd, 0) END AS runtime_usd
     FROM attributed
 )
 SELECT
@@ -297,7 +289,6 @@ SELECT
     a.speculative_decoding_usd,
     a.routing_usd,
     a.structured_output_usd,
-    a.engine_speed_usd,
     w.realised_cost_per_request_usd - a.baseline_realised_cost_per_request_usd
         - coalesce(a.price_usd, 0) - coalesce(a.traffic_usd, 0) - coalesce(a.runtime_usd, 0) AS unattributed_usd,
     a.capacity_known,

@@ -1,0 +1,1 @@
+"""Bundled examples: scenario files and the scripts that generate their synthetic traces."""
