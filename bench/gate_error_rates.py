@@ -1,11 +1,13 @@
 """The weekly regression gate's false-alarm and miss rates, measured on simulated years of seeded twin canaries.
 
 1. Pool: M seeded runs of each bundled canary scenario (workloads/scenarios.yaml, role canary), replayed on the
-   twin on a virtual clock with `--sim-run-seed i` (bench/gate_pool.py), cached under --pool-dir. Their spread
-   (CV of cost per request and p95 TTFT, sd of the hit rate, from run_summary) is the run-to-run variation the
+   twin on a virtual clock with `--sim-run-seed i` and swept for its capacity as it ran (bench/gate_pool.py), cached
+   under --pool-dir. Their spread (CV of the efficiency cost per request and p95 TTFT, sd of the hit rate, from
+   run_summary) is the run-to-run variation the
    gate has to see through.
-2. Years: per scenario and year, an A/A series (no change) and one series per injected change (cost per request
-   +5/+10/+20%, p95 TTFT +10/+20/+40%, prefix-cache hit rate -5/-10/-20 points; bench/gate_changes.py), each 52
+2. Years: per scenario and year, an A/A series (no change) and one series per injected change (efficiency cost per
+   request +5/+10/+20%: the run's capacity lowered, its latency at the replayed rate kept; p95 TTFT +10/+20/+40%;
+   prefix-cache hit rate -5/-10/-20 points; bench/gate_changes.py), each 52
    Mondays from 2025-01-06 of k runs drawn with replacement from the pool, the change made from a random week in
    12..49 on (--inject-week fixes it). Each series is judged in a fresh lake by the warehouse's own refresh
    (run_summary, cost_intervals, weekly_trends.sql's regression_verdict), first regressions confirmed by a rerun

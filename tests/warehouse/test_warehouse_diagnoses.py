@@ -63,8 +63,21 @@ def test_all_four_numbers_high_and_cost_above_the_api_price_is_a_model_candidate
     found = _diagnose()
     assert found["verdict"] == "model_candidate"
     assert found["budget_usd_per_request"] == pytest.approx(0.01)  # no scenario budget: the API's cost
-    assert found["reasons"][0] == "cost per request 0.02 USD is above the API-equivalent cost of 0.01 USD"
+    assert found["reasons"][0] == (
+        "realised cost per request (no capacity known) 0.02 USD is above the API-equivalent cost of 0.01 USD"
+    )
     assert "occupancy 0.800" in found["reasons"][1] and "GPU utilisation 80.0%" in found["reasons"][2]
+
+
+def test_the_model_is_judged_on_the_efficiency_cost_where_a_capacity_is_known():
+    # Realised 0.02 (the idle part is the fleet's size, not the model's); at the SLO capacity 0.008: below the API.
+    found = _diagnose(efficiency_cost_per_request_usd=0.008)
+    assert found["verdict"] == "healthy"
+    assert found["reasons"] == [
+        "efficiency cost per request (at the SLO capacity) 0.008 USD is within the API-equivalent cost of 0.01 USD"
+    ]
+    above = _diagnose(efficiency_cost_per_request_usd=0.015)
+    assert above["verdict"] == "model_candidate" and above["reasons"][0].startswith("efficiency cost per request")
 
 
 @pytest.mark.parametrize(
@@ -112,7 +125,9 @@ def test_half_empty_batches_with_no_runtime_lever_say_the_fleet_is_too_big():
 def test_within_budget_is_healthy_and_the_scenario_budget_wins_over_the_api_price():
     found = _diagnose(budget_usd_per_request=0.05)
     assert found["verdict"] == "healthy"
-    assert found["reasons"] == ["cost per request 0.02 USD is within the scenario budget of 0.05 USD"]
+    assert found["reasons"] == [
+        "realised cost per request (no capacity known) 0.02 USD is within the scenario budget of 0.05 USD"
+    ]
 
 
 def test_missing_numbers_make_the_verdict_inconclusive_not_a_guess():

@@ -268,6 +268,7 @@ class DiagnosisRow:
     p95_queue_share: float | None
     gpu_utilisation_pct: float | None
     realised_cost_per_request_usd: float | None
+    efficiency_cost_per_request_usd: float | None
     budget_usd_per_request: float | None
     levers: str
     replicas: int | None

@@ -13,7 +13,9 @@
 --   oversized       no lever, and the batch ran below half of what the endpoint runs inside its SLO
 --                   (run_summary.batch_occupancy < 0.5): the fleet is larger than its traffic needs.
 --   model_candidate no lever, occupancy and queueing measured, GPU utilisation >= 50% (or unmeasured),
---                   and the cost per request still above budget (the scenario's, else the API's).
+--                   and the cost per request still above budget (the scenario's, else the API's): the efficiency
+--                   cost where a capacity is known (what a request costs with this runtime loaded to its SLO
+--                   capacity, so the idle part is the `oversized` verdict's, not the model's), else the realised one.
 -- A twin's GPU utilisation is modelled from its own steps (run_summary.gpu_metrics_source 'twin'); its reasons say so.
 --   healthy         no lever and the cost per request within budget.
 --   inconclusive    no lever, but the budget or a number the verdict needs is unknown.
@@ -41,6 +43,10 @@ numbers AS (
         s.gpu_utilisation_pct,
         CASE WHEN s.gpu_metrics_source = 'twin' THEN ' (modelled)' ELSE '' END AS gpu_modelled,
         s.realised_cost_per_request_usd,
+        s.efficiency_cost_per_request_usd,
+        coalesce(s.efficiency_cost_per_request_usd, s.realised_cost_per_request_usd) AS judged_cost_usd,
+        CASE WHEN s.efficiency_cost_per_request_usd IS NOT NULL THEN 'efficiency cost per request (at the SLO capacity)'
+             ELSE 'realised cost per request (no capacity known)' END AS judged_cost_kind,
         s.replicas,
         s.router_policy,
         s.single_replica_hit_rate,
@@ -102,8 +108,8 @@ judged AS (
         CASE
             WHEN len(lever_reasons) > 0 THEN 'runtime_lever'
             WHEN batch_occupancy < min_batch_occupancy THEN 'oversized'
-            WHEN budget_usd_per_request IS NULL OR realised_cost_per_request_usd IS NULL THEN 'inconclusive'
-            WHEN realised_cost_per_request_usd <= budget_usd_per_request THEN 'healthy'
+            WHEN budget_usd_per_request IS NULL OR judged_cost_usd IS NULL THEN 'inconclusive'
+            WHEN judged_cost_usd <= budget_usd_per_request THEN 'healthy'
             WHEN batch_occupancy IS NULL OR p95_queue_share IS NULL THEN 'inconclusive'
             WHEN gpu_utilisation_pct < min_gpu_utilisation_pct THEN 'inconclusive'
             ELSE 'model_candidate'
@@ -123,18 +129,20 @@ SELECT
             batch_occupancy, min_batch_occupancy, 100 * batch_occupancy,
             CASE batch_occupancy_basis WHEN 'slo_batch' THEN 'the batch the endpoint runs at its SLO capacity'
                 ELSE 'the KV pool (no capacity sweep)' END)]
-        WHEN 'healthy' THEN [format('cost per request {:.6g} USD is within {} of {:.6g} USD',
-                                    realised_cost_per_request_usd, budget_kind, budget_usd_per_request)]
+        WHEN 'healthy' THEN [format('{} {:.6g} USD is within {} of {:.6g} USD',
+                                    judged_cost_kind, judged_cost_usd, budget_kind, budget_usd_per_request)]
         WHEN 'model_candidate' THEN [
-            format('cost per request {:.6g} USD is above {} of {:.6g} USD', realised_cost_per_request_usd, budget_kind, budget_usd_per_request),
+            format('{} {:.6g} USD is above {} of {:.6g} USD', judged_cost_kind, judged_cost_usd, budget_kind,
+                   budget_usd_per_request),
             format('no runtime lever left: occupancy {:.3f}, queueing {:.1f}% of the p95 tail, hit rate {}',
                    batch_occupancy, 100 * p95_queue_share, coalesce(format('{:.3f}', prefix_cache_hit_rate), 'not reported')),
             coalesce(format('GPU utilisation {:.1f}%{}', gpu_utilisation_pct, gpu_modelled), 'GPU utilisation unmeasured')]
         ELSE list_filter([
-            CASE WHEN realised_cost_per_request_usd IS NULL THEN 'no completed request: no cost per request' END,
+            CASE WHEN judged_cost_usd IS NULL THEN 'no completed request: no cost per request' END,
             CASE WHEN budget_usd_per_request IS NULL THEN 'no scenario budget and no API price for this model' END,
-            CASE WHEN realised_cost_per_request_usd > budget_usd_per_request THEN format(
-                'cost per request {:.6g} USD is above {} of {:.6g} USD', realised_cost_per_request_usd, budget_kind, budget_usd_per_request) END,
+            CASE WHEN judged_cost_usd > budget_usd_per_request THEN format(
+                '{} {:.6g} USD is above {} of {:.6g} USD', judged_cost_kind, judged_cost_usd, budget_kind,
+                budget_usd_per_request) END,
             CASE WHEN batch_occupancy IS NULL THEN 'batch occupancy unknown (no server samples)' END,
             CASE WHEN p95_queue_share IS NULL THEN 'queueing share unknown' END,
             CASE WHEN gpu_utilisation_pct < min_gpu_utilisation_pct THEN format(
@@ -148,6 +156,7 @@ SELECT
     p95_queue_share,
     gpu_utilisation_pct,
     realised_cost_per_request_usd,
+    efficiency_cost_per_request_usd,
     budget_usd_per_request,
     to_json(lever_names)::VARCHAR AS levers,
     replicas,
