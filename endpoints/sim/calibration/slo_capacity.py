@@ -42,11 +42,21 @@ MAX_FACTOR = 1024.0  # rate factors probed: the workload's own rate x [1/MAX_FAC
 # bundled chat windows' capacities came out 7.9-40 requests/s; with 300, 5.2-5.6, where replaying the canary's
 # whole window at rising rates keeps 95% inside the SLO up to about 5.4.
 MAX_SWEEP_REQUESTS = 300
+# A sweep is trusted only when its requests turn the running batch over at least this many times at the capacity
+# probe (requests / its mean running batch: Little's law with the span n / rate and the residence batch / rate).
+# Fewer, and the requests end before the batch settles: a server that runs up to 2,048 requests at once read 126
+# requests/s on 300 of a 400-token-answer trace whose capacity is about 5.8 (bench/worked_example.py). A single
+# server's sweep that is not settled is swept again on enough of the window (repeated if short), at most
+# MAX_SETTLED_REQUESTS; the bundled chat windows turn over about 8 times in 300, the R1 canary's about 4.6. A fleet's
+# and a PD fleet's sweeps (fleet/) keep their requests: not checked yet.
+MIN_TURNOVERS = 4.0
+MAX_SETTLED_REQUESTS = 2400
+SETTLE_SWEEPS = 2  # sweeps again at most this many times (a larger batch found asks for more requests)
 # After bracketing, bisections to within a factor 2^(1/8) (about 9%); the capacity is then read where the share
 # crosses its threshold inside that last bracket (_crossing), so it moves continuously with the engine's speed.
 BISECTIONS = 3
 # Everything that changes a sweep's answer besides its requests, flags and SLO (part of the cache key).
-SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, 3)
+SWEEP_RULES = (MIN_GOOD_SHARE, IDLE_FACTOR, MAX_FACTOR, MAX_SWEEP_REQUESTS, BISECTIONS, MIN_TURNOVERS, 4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +88,13 @@ class SloCapacity:
         if rate_rps is None or not self.probes:
             return None
         return min(range(len(self.probes)), key=lambda i: abs(self.probes[i].rate_rps - rate_rps))
+
+    @property
+    def settled(self) -> bool:
+        """Whether the requests turned the running batch over MIN_TURNOVERS times at the capacity probe (True when
+        nothing was sustained or the batch was not recorded: nothing to doubt)."""
+        running = self.running_requests_at_slo
+        return running is None or running <= 0 or self.requests >= MIN_TURNOVERS * running
 
     @property
     def running_requests_at_slo(self) -> float | None:
@@ -114,6 +131,7 @@ def sweep_slo_capacity(
     slo_ttft_ms: float,
     slo_tpot_ms: float,
     bisections: int = BISECTIONS,
+    max_requests: int = MAX_SWEEP_REQUESTS,
 ) -> SloCapacity:
     """The highest rate (requests/s) at which the twin built from `flags` keeps MIN_GOOD_SHARE of the
     idle endpoint's share of `requests` inside the SLO, by doubling then bisecting the arrival rate factor."""
@@ -122,7 +140,7 @@ def sweep_slo_capacity(
         result = run_bench(flags, scaled)
         return good_share(result, slo_ttft_ms, slo_tpot_ms), result.mean_running_requests
 
-    return search_capacity(requests, outcome, bisections)
+    return search_capacity(requests, outcome, bisections, max_requests=max_requests)
 
 
 def search_capacity(
@@ -130,13 +148,14 @@ def search_capacity(
     share_of: Callable[[list[BenchRequest]], tuple[float, float]],
     bisections: int = BISECTIONS,
     start_factor: float = 1.0,
+    max_requests: int = MAX_SWEEP_REQUESTS,
 ) -> SloCapacity:
     """The sweep itself, for any server model: `share_of(scaled)` replays the requests (arrivals already
     compressed, counted from 0) on a fresh, cold model and returns the share inside the SLO and one replica's
     mean running batch. One replica
     (sweep_slo_capacity) and a fleet behind its router (fleet_capacity.py) share it. The bracket starts at
     `start_factor` (a fleet plan starts near the rate it expects, saving the doublings up to it)."""
-    requests = sorted(requests, key=lambda r: r.arrival_s)[:MAX_SWEEP_REQUESTS]
+    requests = sorted(requests, key=lambda r: r.arrival_s)[:max_requests]
     if len(requests) < 2 or arrival_span_s(requests) <= 0:
         raise ValueError("a capacity sweep needs at least two requests arriving at different times")
     started_cpu_s = time.process_time()
@@ -309,6 +328,13 @@ def measure_slo_capacity(
     if requests is None:
         return None
     capacity = sweep_slo_capacity(flags, requests, slo_ttft_ms, slo_tpot_ms)
+    for _ in range(SETTLE_SWEEPS):  # too few requests for the batch to settle: again, on as many as it takes
+        running = capacity.running_requests_at_slo
+        wanted = 0 if running is None else min(MAX_SETTLED_REQUESTS, math.ceil(MIN_TURNOVERS * running))
+        if capacity.settled or wanted <= capacity.requests:
+            break
+        more = workload_bench_requests(workload, wanted)[:wanted]
+        capacity = sweep_slo_capacity(flags, more, slo_ttft_ms, slo_tpot_ms, max_requests=wanted)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         write_capacity_json(cached.parent, capacity, cached.name)
