@@ -31,8 +31,9 @@ How many requests each step replays:
 - the V3 sweeps, all 1,500, where the weekly job's sweep takes the first 300 (MAX_SWEEP_REQUESTS): a V3 server
   runs up to 2,048 requests at once, and near its capacity here a request takes ~35 s (400 tokens at ~90 ms), so
   300 requests end before the running batch settles and far too high a rate looks sustainable (--weekly-sweep: 126
-  requests/s for ways 2 and 3, 5.8 for way 1, where 1,500 give 5.75 and 4.61). Over 1,500 the batch climbs to where
-  the TPOT SLO binds;
+  requests/s for ways 2 and 3, 5.8 for way 1, where 1,500 give 5.75 and 4.61; the weekly job's measure_slo_capacity
+  sees the unsettled batch and sweeps again on more of the window). Over 1,500 the batch climbs to where the TPOT
+  SLO binds;
 - the R1 sweeps, the first 300, as the weekly job: the endpoint's 128-request cap makes a queue form within them
   (1,500 replayed at 90% of the capacities so found keep 95-96% inside the SLO: about 5% high, not 20 times);
 - the replays at 15%, the first 300: no queue forms, so they read what 1,500 would, for a fifth of the CPU;
