@@ -179,13 +179,13 @@ def print_report(settings, outcomes, spread, thresholds, refreshes, pool_s, elap
     )
     cost, ttft, hit = thresholds if thresholds else (None, None, None)
     p(
-        f"thresholds (weekly_trends.sql): cost per request +{_fmt(cost, 'g')}%, p95 TTFT +{_fmt(ttft, 'g')}%, "
-        f"hit rate {_fmt(hit, 'g')} points, each also outside the week's 95% interval"
+        f"thresholds (weekly_trends.sql): efficiency cost per request +{_fmt(cost, 'g')}%, "
+        f"p95 TTFT +{_fmt(ttft, 'g')}%, hit rate {_fmt(hit, 'g')} points, each also outside the week's 95% interval"
     )
     p()
     p("### Run-to-run spread of the pool (run_summary of each pool run)")
     p()
-    p("| scenario | runs | cost/request (USD) | CV | p95 TTFT (ms) | CV | hit rate | sd (points) |")
+    p("| scenario | runs | efficiency cost/request (USD) | CV | p95 TTFT (ms) | CV | hit rate | sd (points) |")
     p("|---|---|---|---|---|---|---|---|")
     for scenario, s in spread.items():
         hit_sd = 100 * s["hit_sd"] if "hit_sd" in s else None
