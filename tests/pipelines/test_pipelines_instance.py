@@ -237,6 +237,18 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
             con.execute("SELECT scenario, replay_clock FROM runs WHERE week_start = DATE '2026-11-16'").fetchall()
         )
     assert clocks[VIRTUAL_SCENARIO] == "virtual" and clocks[TWIN_SCENARIO] == "wall"
+    # Every run has an efficiency cost: the virtual canary's two runs each from a sweep of the twin as it ran (their
+    # seeds: two capacities), the attached server's from its shadow twin, scaled by what it served.
+    with Warehouse(warehouse).connect() as con:
+        capacities = con.execute(
+            "SELECT scenario, capacity_source, capacity_rps_at_slo, efficiency_cost_per_request_usd FROM run_summary "
+            "WHERE week_start = DATE '2026-11-16'"
+        ).fetchall()
+    virtual = [(source, rps) for scenario, source, rps, _ in capacities if scenario == VIRTUAL_SCENARIO]
+    assert {source for source, _ in virtual} == {"twin_sweep"} and len({rps for _, rps in virtual}) == 2
+    attached = {source for scenario, source, _, _ in capacities if scenario == "chat-v3-h200-canary"}
+    assert attached == {"shadow_twin"}
+    assert all(usd is not None and usd > 0 for *_, usd in capacities)
     slots = {r.tags["dagster/partition/scenario"]: r.tags.get(REPLAY_SLOT_TAG) for r in runs}
     assert slots[VIRTUAL_SCENARIO] is None and slots[TWIN_SCENARIO] == TWIN_ENDPOINT
 
