@@ -101,8 +101,9 @@ def _endpoints_with_attached(path: Path, url: str) -> Path:
             entry.pop("clock")  # a twin process in real time
         if entry["name"] == ATTACHED:
             entry.clear()
+            # Its flags as the server was launched (TP8): the shadow twin models it, for its efficiency cost.
             entry.update(name=ATTACHED, mode="attach", model="deepseek-ai/DeepSeek-V3", url=url, api_key_env=KEY_ENV,
-                         gpu_type="H200", gpu_count=8, usd_per_gpu_hour=3.5)  # fmt: skip
+                         gpu_type="H200", gpu_count=8, usd_per_gpu_hour=3.5, server_args=["--tp", "8"])  # fmt: skip
     raw["endpoints"].append({
         "name": FLEET_ENDPOINT, "mode": "sim", "model": "deepseek-ai/DeepSeek-V3", "replicas": 2,
         "server_args": ["--tp", "8", "--schedule-policy", "lpm", "--sim-hardware", "h200", "--sim-warmup-s", "0"],
