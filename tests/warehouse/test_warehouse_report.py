@@ -120,7 +120,7 @@ def test_plots_render_and_answer_the_mouse_in_headless_chromium(report, tmp_path
         # The page's own script counts the plots the browser drew with a real size and real marks.
         rendered = browser.wait_for("document.body.getAttribute('data-plots-rendered')")
         assert int(rendered) == report.plots
-        assert browser.evaluate("document.querySelectorAll('#waterfall-0 .waterfalllayer .point').length") == 13
+        assert browser.evaluate("document.querySelectorAll('#waterfall-0 .waterfalllayer .point').length") == 12
         # Hover over the cost trend's last point: plotly's hover label shows its value.
         last_point = (
             "const pts = gd.querySelectorAll('.scatterlayer .trace:first-child .points path.point');"

@@ -77,12 +77,12 @@ def test_the_scenario_budget_decides_the_verdict(store):
     assert found["sized"].verdict == "healthy"
     assert found["sized"].budget_usd_per_request == pytest.approx(0.01)
     assert json.loads(found["sized"].reasons) == [
-        "cost per request 0.00333333 USD is within the scenario budget of 0.01 USD"
+        "realised cost per request (no capacity known) 0.00333333 USD is within the scenario budget of 0.01 USD"
     ]
     assert found["tight"].verdict == "model_candidate"
     assert (
         json.loads(found["tight"].reasons)[0]
-        == "cost per request 0.00333333 USD is above the scenario budget of 0.001 USD"
+        == "realised cost per request (no capacity known) 0.00333333 USD is above the scenario budget of 0.001 USD"
     )
     # Without a budget the same run is judged against the API's price for the same tokens.
     assert found["plain"].budget_usd_per_request == pytest.approx(rows["plain"].api_cost_per_request_usd)

@@ -205,18 +205,23 @@ class SimMetrics:
             gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
             gauge.add_metric(sched, level)
             yield gauge
-        if spec is not None:  # over the last decode log interval, as SGLang's scheduler sets them
-            for name, doc, level in (
-                (
-                    "spec_accept_length",
-                    "Mean acceptance length (accepted drafts + bonus).",
-                    spec.window_accept_length(),
-                ),
-                ("spec_accept_rate", "Accepted drafts / proposed drafts.", spec.window_accept_rate()),
-            ):
-                gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
-                gauge.add_metric(sched, level)
-                yield gauge
+        # Over the last decode log interval, as SGLang's scheduler sets them; without speculative decoding SGLang
+        # still exports both, at its stats' default 0.
+        for name, doc, level in (
+            (
+                "spec_accept_length",
+                "Mean acceptance length (accepted drafts + bonus).",
+                0.0 if spec is None else spec.window_accept_length(),
+            ),
+            (
+                "spec_accept_rate",
+                "Accepted drafts / proposed drafts.",
+                0.0 if spec is None else spec.window_accept_rate(),
+            ),
+        ):
+            gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
+            gauge.add_metric(sched, level)
+            yield gauge
         for name, doc, by_mode in (
             ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self._ttft),
             ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self._e2e),
