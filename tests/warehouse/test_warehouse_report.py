@@ -121,13 +121,14 @@ def test_plots_render_and_answer_the_mouse_in_headless_chromium(report, tmp_path
         rendered = browser.wait_for("document.body.getAttribute('data-plots-rendered')")
         assert int(rendered) == report.plots
         assert browser.evaluate("document.querySelectorAll('#waterfall-0 .waterfalllayer .point').length") == 12
-        # Hover over the cost trend's last point: plotly's hover label shows its value.
+        # Hover over the cost trend's last point: plotly's hover label shows its value (the efficiency cost, at the
+        # SLO capacity: 8 GPUs x $2/h / 3600 / 4 requests/s).
         last_point = (
             "const pts = gd.querySelectorAll('.scatterlayer .trace:first-child .points path.point');"
             " return pts[pts.length - 1];"
         )
         label = _hover(browser, "trend-0", last_point)
-        assert "$0.005000 per request" in label and "regression" in label
+        assert "$0.001111 per request at capacity" in label and "regression" in label
         # A click on the first legend entry hides that series; plotly marks it legendonly.
         x, y = browser.evaluate(
             "(() => { const r = document.querySelector('#trend-0 .legend .traces').getBoundingClientRect();"
