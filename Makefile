@@ -60,11 +60,13 @@ test: $(DEV_STAMP)
 test-fast: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --fast
 
-# Lint, format and type checks (config in pyproject.toml); .ci/run runs this beside `make test`.
+# Lint, format and type checks (config in pyproject.toml); .ci/run runs this beside `make test`. mypy checks the
+# bench/ and conformance/ scripts too (each folder's files as top-level modules, as they import each other; sglang
+# and torch, which only build/conformance-venv has, read as untyped).
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy common workloads replay endpoints warehouse assets pipelines
+	$(BIN)/mypy common workloads replay endpoints warehouse assets pipelines bench conformance
 
 # The twin checked by SGLang's own code (conformance/, docs/twin.md "Conformance"): its own environment with
 # sglang from PyPI and PyTorch's CPU build, every package pinned in conformance/requirements.txt and installed

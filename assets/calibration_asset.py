@@ -10,7 +10,7 @@ import dagster as dg
 
 from assets.column_schemas import column_schema
 from assets.resources import WarehouseResource
-from endpoints.sim.calibration.published.calibration_tables import (
+from endpoints.sim.calibration.calibration_tables import (
     MAX_MEDIAN_ERROR_FACTOR,
     RATIO_BOUNDS,
     CalibrationFigure,
@@ -21,7 +21,7 @@ from endpoints.sim.calibration.published.calibration_tables import (
     twin_version,
     validation_verdict,
 )
-from warehouse.marts.calibration_columns import (
+from warehouse.parquet.calibration_columns import (
     TWIN_CALIBRATION_PARTITION,
     TWIN_CALIBRATION_TABLE,
     calibration_figures_of,

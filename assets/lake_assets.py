@@ -14,18 +14,14 @@ from assets.partition_context import PartitionContext
 from assets.partitions import WeekScenario
 from assets.replay_asset import ReplayOutput
 from assets.resources import ScenarioCatalog, WarehouseResource
-from endpoints.probes.probe_records import (
-    GPU_SAMPLE_SCHEMA,
-    GPU_SAMPLES_FILE,
-    SERVER_SAMPLE_SCHEMA,
-    SERVER_SAMPLES_FILE,
-)
-from endpoints.sim.calibration.fleet.fleet_plan import fleet_plan_text, read_fleet_plans_json
-from endpoints.sim.calibration.fleet.routing_reference import ROUTING_REFERENCE_FILE, read_routing_reference_json
-from endpoints.sim.calibration.shadow_canary import read_shadow_canary_json
-from endpoints.sim.calibration.slo_capacity import read_capacity_json
+from common.run_folder import GPU_SAMPLES_FILE, ROUTING_REFERENCE_FILE, SERVER_SAMPLES_FILE
+from endpoints.capacity.fleet_plan import fleet_plan_text, read_fleet_plans_json
+from endpoints.capacity.routing_reference import read_routing_reference_json
+from endpoints.capacity.shadow_canary import read_shadow_canary_json
+from endpoints.capacity.slo_capacity import read_capacity_json
+from endpoints.probes.probe_records import GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA
+from replay.recording.requests_reader import read_requests
 from replay.recording.run_json import read_run_json
-from replay.schedule.requests_reader import read_requests
 from warehouse.marts.run_rows import RunContext, build_run_row
 from workloads.trace_stats import trace_stats
 from workloads.workload import Workload

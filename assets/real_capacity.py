@@ -1,6 +1,6 @@
 """A real endpoint's capacity at the SLO (attach, launch), for its runs' efficiency cost: measured by the opt-in rate
 ramp (replay/capacity_ramp.py, capacity_source rate_ramp) while the endpoint is up, or else modelled from the
-shadow twin (endpoints/sim/calibration/shadow_capacity.py, capacity_source shadow_twin). Either is written as the
+shadow twin (endpoints/capacity/shadow_capacity.py, capacity_source shadow_twin). Either is written as the
 run folder's capacity.json, which runs_lake reads as for a twin's sweep. Dagster-free: the replay step calls
 ramp_real_endpoint after its replays, measure_capacity calls write_shadow_capacities after the shadow canary."""
 
@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from endpoints.provision import RunningEndpoint
-from endpoints.sim.calibration.shadow_canary import ShadowCanary
-from endpoints.sim.calibration.shadow_capacity import scaled_to_real, shadow_twin_capacity
-from endpoints.sim.calibration.slo_capacity import CapacityProbe, SloCapacity, read_capacity_json, write_capacity_json
+from common.run_folder import CAPACITY_RAMP_DIR
+from endpoints.capacity.shadow_canary import ShadowCanary
+from endpoints.capacity.shadow_capacity import scaled_to_real, shadow_twin_capacity
+from endpoints.capacity.slo_capacity import CapacityProbe, SloCapacity, read_capacity_json, write_capacity_json
+from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.capacity_ramp import RampCapacity, ramp_capacity
 from replay.scenario_config import replay_config_for
@@ -22,7 +23,6 @@ from workloads.scenarios import Scenario
 from workloads.weekly_traffic import WeekTraffic
 from workloads.workload import Workload
 
-RAMP_DIR = "capacity_ramp"  # in the run folder after whose replay the ramp ran: one replay folder per step
 RATE_RAMP_SOURCE = "rate_ramp"
 REAL_MODES = frozenset({EndpointMode.LAUNCH, EndpointMode.ATTACH})
 
@@ -62,7 +62,7 @@ def ramp_real_endpoint(
     slo = (scenario.slo_ttft_ms, scenario.slo_tpot_ms)
     started_cpu_s = time.process_time()
     ramp = ramp_capacity(
-        workload, base, scenario.capacity_ramp, slo, endpoint.spec.gpu_count, Path(run_dirs[-1]) / RAMP_DIR
+        workload, base, scenario.capacity_ramp, slo, endpoint.spec.gpu_count, Path(run_dirs[-1]) / CAPACITY_RAMP_DIR
     )
     cpu_s = time.process_time() - started_cpu_s
     for run_dir in run_dirs:

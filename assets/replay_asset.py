@@ -27,17 +27,24 @@ from assets.partition_context import PartitionContext
 from assets.real_capacity import ramp_real_endpoint, ramp_wanted, write_shadow_capacities
 from assets.resources import ScenarioCatalog, WarehouseResource
 from assets.shadow_replay import write_shadow_canary
+from common.run_folder import (
+    CAPACITY_LOG_FILE,
+    RENDEZVOUS_DIR,
+    ROUTING_REFERENCE_FILE,
+    SERVER_FACTS_FILE,
+    SHARD_DIR,
+    capacity_cache_dir,
+)
+from endpoints.capacity.capacity_alongside import measuring_alongside
+from endpoints.capacity.fleet_plan import write_fleet_plans_json
+from endpoints.capacity.routing_reference import write_routing_reference_json
+from endpoints.capacity.run_capacity import CapacityInputs, measure_run_capacity
+from endpoints.capacity.slo_capacity import write_capacity_json
 from endpoints.lease_file import end_lease, new_lease, write_lease
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probing
-from endpoints.probes.server_facts import SERVER_FACTS_FILE
-from endpoints.provision import RunningEndpoint, start_detached
-from endpoints.sim.calibration.capacity_alongside import LOG_FILE as ALONGSIDE_LOG
-from endpoints.sim.calibration.capacity_alongside import measuring_alongside
-from endpoints.sim.calibration.fleet.fleet_plan import write_fleet_plans_json
-from endpoints.sim.calibration.fleet.routing_reference import ROUTING_REFERENCE_FILE, write_routing_reference_json
-from endpoints.sim.calibration.run_capacity import CapacityInputs, measure_run_capacity
-from endpoints.sim.calibration.slo_capacity import write_capacity_json
+from endpoints.provision import start_detached
+from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
 from replay.recording.run_json import write_run_json
@@ -146,7 +153,7 @@ def start_endpoint(context: dg.OpExecutionContext, catalog: ScenarioCatalog, war
     for _ in range(scenario.repeats):
         run_id = f"{part.week_start:%Y%m%d}-{scenario.name}-{uuid.uuid4().hex[:8]}"
         run_dir = warehouse.run_dir(part.week_start.isoformat(), scenario.name, run_id)
-        runs.append(PlannedRun(run_id, str(run_dir), str(run_dir / "rendezvous") if scenario.shards > 1 else None))
+        runs.append(PlannedRun(run_id, str(run_dir), str(run_dir / RENDEZVOUS_DIR) if scenario.shards > 1 else None))
     run_dir = Path(runs[0].run_dir)
     steps_share_host = context.job_def.executor_def.name not in STEP_PER_POD_EXECUTORS
     worker_pid = _run_worker_pid(context)
@@ -238,7 +245,7 @@ def _replay_one(
     warehouse: WarehouseResource,
 ) -> Path:
     scenario = part.scenario
-    shard_dir = Path(run.run_dir) / f"shard-{task.shard_index}"
+    shard_dir = Path(run.run_dir) / SHARD_DIR.format(task.shard_index)
     # The endpoint start_endpoint started (a virtual clock's twin is served here, from the partition's spec).
     spec = task.endpoint.spec if task.endpoint is not None else varied_spec(part.endpoint, scenario, run.run_id)
 
@@ -270,8 +277,9 @@ def _replay_one(
             with measuring_alongside(inputs, Path(run.run_dir)) as child:
                 info = replay_on_virtual_twin(spec, Path(run.run_dir), run.run_id, scenario.cold_start, replay)
             if child.returncode:
+                child_log = Path(run.run_dir) / CAPACITY_LOG_FILE
                 context.log.warning(f"the capacity measurement beside the replay failed (exit {child.returncode}, "
-                                    f"{Path(run.run_dir) / ALONGSIDE_LOG}): measure_capacity measures it")  # fmt: skip
+                                    f"{child_log}): measure_capacity measures it")  # fmt: skip
         else:
             info = replay_on_virtual_twin(spec, Path(run.run_dir), run.run_id, scenario.cold_start, replay)
     elif task.shard_index == 0:
@@ -330,9 +338,9 @@ def measure_capacity(
     warehouse: WarehouseResource,
 ) -> ReplayOutput:
     """After the replay (the endpoint already stopped): the load sweep in virtual time that finds the rate
-    the endpoint sustains inside the SLO on this week's window (endpoints/sim/calibration/slo_capacity.py; a
-    fleet's through its router's model, fleet_capacity.py), written as capacity.json beside run.json for the
-    runs row; for a fleet, the routing reference (routing_reference.py: the same requests through one replica and
+    the endpoint sustains inside the SLO on this week's window (endpoints/capacity/slo_capacity.py, for one
+    server, a fleet through its router's model or a PD fleet alike), written as capacity.json beside run.json for
+    the runs row; for a fleet, the routing reference (routing_reference.py: the same requests through one replica and
     through the fleet) as routing_reference.json; with a target_rps, the fleet plan for it (fleet_plan.py), as
     fleet_plans.json."""
     part = catalog.partition(context, endpoint=replay.endpoint)
@@ -399,7 +407,7 @@ def _capacity_inputs(
         speedup=part.scenario.speedup,
         # Each measured once per (requests, flags, SLO, fleet shape): a canary's fixed window only when its
         # configuration changes.
-        cache_dir=warehouse.root_path() / "runs" / "capacity_cache",
+        cache_dir=capacity_cache_dir(warehouse.root_path()),
         plan_disaggregated=part.scenario.plan_disaggregated,
         plan_ep_widths=part.scenario.plan_ep_widths,
     )

@@ -12,6 +12,7 @@ import dagster as dg
 
 from assets.partition_context import PartitionContext
 from assets.partitions import WeekScenario
+from common import run_folder
 from endpoints.spec import EndpointSpec, load_endpoint_specs
 from warehouse.backends.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_warehouse
 from workloads.scenarios import Scenario, load_scenarios
@@ -122,7 +123,7 @@ class WarehouseResource(dg.ConfigurableResource):
         return open_warehouse(self.root, REPO_ROOT / "warehouse")
 
     def run_dir(self, week: str, scenario: str, run_id: str) -> Path:
-        return self.root_path() / "runs" / f"week={week}" / f"scenario={scenario}" / run_id
+        return run_folder.run_dir(self.root_path(), week, scenario, run_id)
 
     def workloads_dir(self) -> Path:
         """Traces spooled to canonical Parquet, reused by every week that replays the same file
@@ -131,4 +132,4 @@ class WarehouseResource(dg.ConfigurableResource):
 
     def leases_dir(self) -> Path:
         """Lease files of endpoints started by runs (endpoints/lease_file.py)."""
-        return self.root_path() / "runs" / "leases"
+        return run_folder.leases_dir(self.root_path())

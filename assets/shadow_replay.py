@@ -1,4 +1,4 @@
-"""The shadow canary's replay (endpoints/sim/calibration/shadow_canary.py): after the week's real replays of a
+"""The shadow canary's replay (endpoints/capacity/shadow_canary.py): after the week's real replays of a
 scenario against an attach or launch endpoint, the same window replayed by the same replay client, with the
 scenario's settings (speed-up, warm-up, concurrency cap, client, cold start), on the twin configured with the
 endpoint's flags, served in-process on a virtual clock (endpoints/virtual_twin.py) in one shard; then the figures
@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from endpoints.provision import RunningEndpoint
-from endpoints.sim.calibration.shadow_canary import (
+from common.run_folder import SHADOW_REPLAY_DIR as SHADOW_DIR
+from common.run_folder import SHARD_DIR
+from endpoints.capacity.shadow_canary import (
     ServedFigures,
     ShadowCanary,
     ShadowNotModelled,
@@ -25,19 +26,19 @@ from endpoints.sim.calibration.shadow_canary import (
     shadow_twin_spec,
     write_shadow_canary_json,
 )
+from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointMode, EndpointSpec
 from endpoints.virtual_twin import VirtualTime, replay_on_virtual_twin
 from replay.recording.records import RequestStatus, RunInfo
+from replay.recording.requests_reader import read_requests
 from replay.recording.run_json import read_run_json
 from replay.recording.summary import summarize
 from replay.runner import run_replay_async
 from replay.scenario_config import replay_config_for
-from replay.schedule.requests_reader import read_requests
 from workloads.scenarios import Scenario
 from workloads.weekly_traffic import WeekTraffic
 from workloads.workload import Workload
 
-SHADOW_DIR = "shadow_canary"  # in the week's first run folder: the twin's replay (requests, server log, samples)
 FLUSH_INTERVAL_S = 20.0  # as the weekly job's virtual-clock replays: a part file every 20 virtual seconds
 
 
@@ -90,11 +91,11 @@ def write_shadow_canary(
     def replay(endpoint: RunningEndpoint, clock: VirtualTime):
         config = replay_config_for(scenario, traffic, url=endpoint.url, api_key_env=None, run_id=shadow_run_id)
         config = replace(config, flush_interval_s=FLUSH_INTERVAL_S)
-        return run_replay_async(workload, config, shadow_dir / "shard-0", clock)
+        return run_replay_async(workload, config, shadow_dir / SHARD_DIR.format(0), clock)
 
     started_cpu_s = time.process_time()
     info = replay_on_virtual_twin(twin, shadow_dir, shadow_run_id, scenario.cold_start, replay)
-    twin_figures = served_figures(read_requests(shadow_dir / "shard-0"), info)
+    twin_figures = served_figures(read_requests(shadow_dir / SHARD_DIR.format(0)), info)
     cpu_s = time.process_time() - started_cpu_s
     canaries = []
     for run_dir, run in zip(dirs, runs):

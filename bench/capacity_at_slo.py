@@ -1,7 +1,7 @@
 """Capacity at the SLO of every bundled scenario (workloads/scenarios.yaml), as the weekly job measures it
-(endpoints/sim/calibration/slo_capacity.py) on the workload its materialize step builds, but bisected finer: the weekly
-job's sweep knows the rate to within a factor 2^(1/4) (about 19%), this one to within 2^(1/64) (about 1%),
-so that a change of the twin shows as a number rather than as a step of the grid.
+(endpoints/capacity/slo_capacity.py) on the workload its materialize step builds, but bisected finer: the weekly
+job's sweep brackets the rate within a factor 2^(1/8) (about 9%) before it interpolates, this one within 2^(1/64)
+(about 1%), so that a change of the twin shows as a number rather than as a step of the grid.
 
     python bench/capacity_at_slo.py                  # the week of 2026-11-23
     python bench/capacity_at_slo.py --week 2026-11-16
@@ -27,8 +27,9 @@ from statistics import quantiles
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from endpoints.sim.calibration.slo_capacity import MAX_SWEEP_REQUESTS, sweep_requests, sweep_slo_capacity  # noqa: E402
-from endpoints.sim.calibration.virtual_bench import run_bench  # noqa: E402
+from endpoints.capacity.deployment import Deployment  # noqa: E402
+from endpoints.capacity.slo_capacity import MAX_SWEEP_REQUESTS, sweep_capacity, sweep_requests  # noqa: E402
+from endpoints.sim.virtual_bench import run_bench  # noqa: E402
 from endpoints.spec import EndpointMode, load_endpoint_specs  # noqa: E402
 from workloads.scenario_workload import scenario_workload  # noqa: E402
 from workloads.scenarios import load_scenarios  # noqa: E402
@@ -58,9 +59,13 @@ def main(argv: list[str] | None = None) -> int:
             window = scenario_workload(scenario, traffic).window(traffic.start_s, traffic.duration_s)
             started = time.process_time()
             flags, requests = list(spec.server_args), sweep_requests(window)
-            capacity = sweep_slo_capacity(
-                flags, requests, scenario.slo_ttft_ms, scenario.slo_tpot_ms, bisections=FINE_BISECTIONS
-            )
+            capacity = sweep_capacity(
+                Deployment(tuple(flags), spec.gpu_count),
+                requests,
+                scenario.slo_ttft_ms,
+                scenario.slo_tpot_ms,
+                bisections=FINE_BISECTIONS,
+            ).capacity
             first_s = requests[0].arrival_s
             at_speed = [replace(r, arrival_s=(r.arrival_s - first_s) / scenario.speedup) for r in requests]
             ttfts = sorted(t.ttft_s for t in run_bench(flags, at_speed).requests)

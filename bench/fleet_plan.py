@@ -1,6 +1,6 @@
 """The fleet plan of a bundled scenario with a target_rps (workloads/scenarios.yaml), as the weekly job makes it
-(endpoints/sim/calibration/fleet/fleet_plan.py) after its capacity sweep (slo_capacity.py, or fleet_capacity.py for a
-fleet endpoint), on the workload its materialize step builds for the week.
+(endpoints/capacity/fleet_plan.py) after its capacity sweep (slo_capacity.py), on the workload its materialize step
+builds for the week.
 
     python bench/fleet_plan.py                                   # chat-v3-h200, the week of 2026-11-30
     python bench/fleet_plan.py --week 2026-11-23 --target-rps 40
@@ -22,10 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from endpoints.sim.calibration.fleet.fleet_capacity import measure_fleet_capacity  # noqa: E402
-from endpoints.sim.calibration.fleet.fleet_plan import ShapeProbe, measure_fleet_plan  # noqa: E402
-from endpoints.sim.calibration.fleet.pd_capacity import measure_pd_capacity  # noqa: E402
-from endpoints.sim.calibration.slo_capacity import measure_slo_capacity  # noqa: E402
+from endpoints.capacity.fleet_plan import ShapeProbe, measure_fleet_plan  # noqa: E402
+from endpoints.capacity.slo_capacity import measure_capacity  # noqa: E402
 from endpoints.spec import load_endpoint_specs  # noqa: E402
 from workloads.scenario_workload import scenario_workload  # noqa: E402
 from workloads.scenarios import load_scenarios  # noqa: E402
@@ -71,10 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         traffic = week_traffic(scenario, args.week, Path(spool))
         window = scenario_workload(scenario, traffic).window(traffic.start_s, traffic.duration_s)
     started = time.process_time()
-    sweep = measure_slo_capacity
-    if spec.fleet is not None:
-        sweep = measure_pd_capacity if spec.fleet.disaggregated else measure_fleet_capacity
-    capacity = sweep(spec, window, *slo)
+    capacity = measure_capacity(spec, window, *slo)
     sweep_cpu_s = time.process_time() - started
     plan = measure_fleet_plan(
         spec,

@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -62,12 +63,16 @@ class Settings:
     show_series: bool
 
 
-def _judge_job(job: tuple[Path, int, tuple[SeriesPlan, ...], int]) -> tuple[list[SeriesOutcome], int, tuple]:
-    """One worker's share: the series of one scenario, each in its own fresh lake."""
+def _judge_job(
+    job: tuple[Path, int, tuple[SeriesPlan, ...], int],
+) -> tuple[list[SeriesOutcome], int, tuple[float, float, float] | None]:
+    """One worker's share: the series of one scenario, each in its own fresh lake (thresholds: None without plans)."""
     folder, pool_size, plans, runs_per_week = job
     pool = [RunSource(r.runs, r.requests) for r in read_pool(folder, pool_size)]
     changes = sorted({p.change for p in plans if p.change is not None}, key=CHANGES.index)
-    sources = {(plans[0].scenario, k): v for k, v in variant_sources(pool, changes).items()}
+    sources: dict[tuple[str, str], Sequence[RunSource]] = {
+        (plans[0].scenario, k): v for k, v in variant_sources(pool, changes).items()
+    }
     outcomes, refreshes, thresholds = [], 0, None
     for plan in plans:
         [outcome], n, thresholds = judge_batch([plan], sources, runs_per_week, {plan.scenario: pool_size}, _quiet)
@@ -93,21 +98,32 @@ def pool_spread(folders: dict[str, Path], size: int) -> dict[str, dict[str, floa
         store = Warehouse(Path(tmp))
         for scenario, folder in folders.items():
             for r in read_pool(folder, size):
-                runs, requests = relabelled(r, f"spread-{scenario}-{r.seed}", f"{scenario}.pool", week_start(r.seed))
+                source = RunSource(r.runs, r.requests)
+                runs, requests = relabelled(
+                    source, f"spread-{scenario}-{r.seed}", f"{scenario}.pool", week_start(r.seed)
+                )
                 store.write_partition("runs", week_start(r.seed), f"{scenario}.pool", runs)
                 store.write_partition("requests", week_start(r.seed), f"{scenario}.pool", requests)
         store.refresh()
         rows = store.run_summary()
     for scenario in folders:
         mine = [r for r in rows if r.scenario == f"{scenario}.pool"]
-        cost = [r.efficiency_cost_per_request_usd for r in mine]  # the judged cost: each run's own sweep
-        ttft = [r.p95_ttft_ms for r in mine]
-        hit = [r.prefix_cache_hit_rate for r in mine]
+        cost = _known([r.efficiency_cost_per_request_usd for r in mine], "cost")  # the judged cost: its own sweep
+        ttft = _known([r.p95_ttft_ms for r in mine], "p95 TTFT")
+        hit = _known([r.prefix_cache_hit_rate for r in mine], "hit rate")
         spread = {"runs": len(mine), "cost": mean(cost), "ttft": mean(ttft), "hit": mean(hit)}
         if len(mine) > 1:
             spread |= {"cost_cv": stdev(cost) / mean(cost), "ttft_cv": stdev(ttft) / mean(ttft), "hit_sd": stdev(hit)}
         out[scenario] = spread
     return out
+
+
+def _known(values: list[float | None], metric: str) -> list[float]:
+    """`values`, none of them missing: run_summary has every metric of a pool run (each completes requests)."""
+    known = [v for v in values if v is not None]
+    if len(known) < len(values):
+        raise SystemExit(f"a pool run has no {metric} in run_summary")
+    return known
 
 
 def run(settings: Settings) -> int:
@@ -144,11 +160,11 @@ def run(settings: Settings) -> int:
     outcomes: list[SeriesOutcome] = []
     refreshes, thresholds = 0, None
     with ProcessPoolExecutor(max_workers=settings.workers) as pool:
-        for done, (mine, n, mart_thresholds) in enumerate(pool.map(_judge_job, jobs), start=1):
-            outcomes.extend(mine)
+        for done, (judged, n, mart_thresholds) in enumerate(pool.map(_judge_job, jobs), start=1):
+            outcomes.extend(judged)
             refreshes += n
             thresholds = mart_thresholds
-            print(f"  [{done}/{len(jobs)}] {mine[0].plan.label} .. {mine[-1].plan.label}", flush=True)
+            print(f"  [{done}/{len(jobs)}] {judged[0].plan.label} .. {judged[-1].plan.label}", flush=True)
     expected = (THRESHOLDS[Metric.COST], THRESHOLDS[Metric.P95_TTFT], -THRESHOLDS[Metric.HIT_RATE])
     if thresholds is not None and tuple(thresholds) != expected:
         raise SystemExit(

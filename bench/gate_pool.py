@@ -3,7 +3,7 @@
 Each run is replayed the way the weekly job replays a canary on a virtual clock (assets/replay_asset.py,
 `replay_shard`): the scenario's window (workloads/weekly_traffic.py), its workload (workloads/scenario_workload.py),
 its ReplayConfig (replay/scenario_config.py), served in-process by replay_on_virtual_twin with
-`--sim-run-seed <i>` added to the endpoint's flags (endpoints/sim/calibration/run_variation.py), and its `runs` row
+`--sim-run-seed <i>` added to the endpoint's flags (endpoints/sim/cost/run_variation.py), and its `runs` row
 built by build_run_row with the scenario's RunContext and the run's own capacity sweep on the twin as it had it (its
 seed: measure_capacity does the same per run), which the efficiency cost the gate judges is priced from. No routing
 reference or fleet plan: they feed the diagnoses, not the regression verdict.
@@ -85,13 +85,13 @@ def pool_key(scenario_name: str, scenarios_path: Path, endpoints_path: Path, spo
 def _replay_one(job: tuple[str, int, Path, Path, Path, Path]) -> Path:
     """Replay seed `seed` of the scenario into `dest` (runs.parquet, requests.parquet); returns dest."""
     scenario_name, seed, scenarios_path, endpoints_path, spool_dir, dest = job
+    from endpoints.capacity.run_capacity import CapacityInputs, measure_run_capacity
     from endpoints.probes.server_facts import SERVER_FACTS_FILE
-    from endpoints.sim.calibration.run_capacity import CapacityInputs, measure_run_capacity
     from endpoints.virtual_twin import replay_on_virtual_twin
+    from replay.recording.requests_reader import read_requests
     from replay.recording.shard_merge import merge_shard_runs
     from replay.runner import run_replay_async
     from replay.scenario_config import replay_config_for
-    from replay.schedule.requests_reader import read_requests
     from warehouse.marts.run_rows import RunContext, build_run_row
     from workloads.trace_stats import trace_stats
 

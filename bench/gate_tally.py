@@ -46,24 +46,27 @@ def wilson(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def injection(outcome: SeriesOutcome) -> tuple[Change, int]:
+    """An injected series' change and the week it starts in (a plan has both, or neither: A/A)."""
+    change, week = outcome.plan.change, outcome.plan.injection_week
+    assert change is not None and week is not None, f"{outcome.plan.label} is an A/A series"
+    return change, week
+
+
 def false_notices(outcome: SeriesOutcome) -> tuple[int, int, int]:
     """(false notices before the injection, or all of an A/A series; weeks they were exposed; off-metric ones after)."""
-    plan = outcome.plan
-    if plan.change is None:
+    if outcome.plan.change is None:
         return len(outcome.notices), WEEKS, 0
-    before = sum(1 for n in outcome.notices if n.week < plan.injection_week)
-    after = sum(
-        1
-        for n in outcome.notices
-        if n.week >= plan.injection_week and n.metrics and plan.change.metric.value not in n.metrics
-    )
-    return before, plan.injection_week, after
+    change, week = injection(outcome)
+    before = sum(1 for n in outcome.notices if n.week < week)
+    after = sum(1 for n in outcome.notices if n.week >= week and n.metrics and change.metric.value not in n.metrics)
+    return before, week, after
 
 
 def detected(outcome: SeriesOutcome, within_weeks: int) -> bool:
-    plan = outcome.plan
-    last = plan.injection_week + within_weeks - 1
-    return any(plan.injection_week <= n.week <= last and plan.change.metric.value in n.metrics for n in outcome.notices)
+    change, week = injection(outcome)
+    last = week + within_weeks - 1
+    return any(week <= n.week <= last and change.metric.value in n.metrics for n in outcome.notices)
 
 
 def detection(
@@ -78,11 +81,7 @@ def realised_change(outcomes: Sequence[SeriesOutcome], change: Change) -> float 
     the injection week (as the mart computes it), to show what the injection did."""
     column = {"COST": "cost", "P95_TTFT": "ttft", "HIT_RATE": "hit"}[change.metric.name]
     values = sorted(
-        v
-        for o in outcomes
-        if o.plan.change == change
-        for v in [o.changes[o.plan.injection_week][column]]
-        if v is not None
+        v for o in outcomes if o.plan.change == change for v in [o.changes[injection(o)[1]][column]] if v is not None
     )
     return None if not values else values[len(values) // 2]
 

@@ -8,19 +8,20 @@ backend as its own series, so one refresh judges them all, exactly as it would j
 
 The verdicts are the real ones: Warehouse.refresh() builds run_summary, cost_intervals
 (warehouse/marts/bootstrap_interval.py) and weekly_trends (warehouse/sql/weekly_trends.sql); the bench only reads
-`regression_verdict`. A notice is what reaches a person:
-- a `regression` week that starts an episode (its previous week was neither regression nor sustained) is
-  confirmed first, as the pipeline's sensor does: the week's runs are replaced by k fresh draws (the change still
-  made if the week is at or after the injection), the lake refreshed, and the week is a notice only if it is
-  still regression or sustained. The verdicts of later weeks are read again after it (their baselines moved).
-- the first week of a `drift` episode (drift where the previous week was not), when the mart has the change-point
+`regression_verdict`. A notice is what reaches a person, by the pipeline's own notice rule
+(warehouse/marts/notice_rule.py), read week by week over each series' verdicts:
+- a week the rule says starts a regression episode (regressed, while the week before did not) is confirmed first,
+  as the pipeline's sensor does: the week's runs are replaced by k fresh draws (the change still made if the week
+  is at or after the injection), the lake refreshed, and the week is a notice only if the rule still tells it.
+  The verdicts of later weeks are read again after it (their baselines moved), so a week after a confirmation
+  that did not agree may start the episode in its turn. `sustained` weeks tell nobody.
+- a week the rule says flags a drift (drift where the week before was not), when the mart has the change-point
   column CHANGE_POINT_COLUMN; without it `drift` is the old spelling of within-noise, and no notice.
 Confirmations of different series are independent, so each round confirms every series' next candidate at once.
 """
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import tempfile
 from collections.abc import Callable, Sequence
@@ -32,29 +33,13 @@ import numpy as np
 import pyarrow as pa
 from gate_changes import Change, Metric
 
+from warehouse.marts.notice_rule import NoticeKind, notice_due, notices_by_week
+
 FIRST_WEEK = date(2025, 1, 6)
 WEEKS = 52
 CHANGE_POINT_COLUMN = "drift_start_week"  # present once `drift` means a change-point drift
 
 
-class Kind(enum.Enum):
-    REGRESSION = "regression"  # a notice once confirmed, when it starts an episode
-    CONTINUES = "continues"  # the episode of the week before goes on: no new notice
-    DRIFT = "drift"  # a notice in the first week of an episode (only with CHANGE_POINT_COLUMN)
-    QUIET = "quiet"
-
-
-# Verdict string -> what it is to the person paged. Anything not listed is quiet (and counted, by name).
-VERDICT_KINDS = {
-    "regression": Kind.REGRESSION,
-    "sustained": Kind.CONTINUES,
-    "drift": Kind.DRIFT,
-    "within_noise": Kind.QUIET,
-    "ok": Kind.QUIET,
-    "no_baseline": Kind.QUIET,
-    "not_judged": Kind.QUIET,
-}
-EPISODE = frozenset({"regression", "sustained"})  # the verdicts a regression episode goes on through
 METRIC_NAMES = tuple(m.value for m in Metric)
 
 
@@ -77,13 +62,13 @@ class SeriesPlan:
     seed: int  # for the confirmations' draws
 
     def changed(self, week: int) -> bool:
-        return self.change is not None and week >= self.injection_week
+        return self.change is not None and self.injection_week is not None and week >= self.injection_week
 
 
 @dataclass(frozen=True, slots=True)
 class Notice:
     week: int
-    kind: Kind  # REGRESSION (confirmed) or DRIFT
+    kind: NoticeKind  # REGRESSION (confirmed) or DRIFT (only with CHANGE_POINT_COLUMN)
     metrics: tuple[str, ...]  # the metrics it names (empty: it names none)
 
 
@@ -159,7 +144,7 @@ class YearLake:
         self.refreshes = 0
 
     def write_week(self, plan: SeriesPlan, week: int, draws: Sequence[int], attempt: int = 0) -> None:
-        variant = plan.change.slug if plan.changed(week) else "aa"
+        variant = plan.change.slug if plan.change is not None and plan.changed(week) else "aa"
         pool = self.sources[(plan.scenario, variant)]
         when = week_start(week)
         runs, requests = [], []
@@ -187,10 +172,10 @@ class YearLake:
         return by_series, CHANGE_POINT_COLUMN in names
 
 
-def named_metrics(row: dict, kind: Kind) -> tuple[str, ...]:
+def named_metrics(row: dict, kind: NoticeKind) -> tuple[str, ...]:
     """The judged metrics a notice names: a regression's regressed_metrics, a drift's drift_metrics (either read as
     a JSON list, else as text naming them), else the metrics its reasons mention."""
-    column = "drift_metrics" if kind is Kind.DRIFT else "regressed_metrics"
+    column = "drift_metrics" if kind is NoticeKind.DRIFT else "regressed_metrics"
     for text in (row.get(column), row.get("regression_reasons")):
         if text:
             named = tuple(m for m in METRIC_NAMES if m in str(text))
@@ -199,12 +184,15 @@ def named_metrics(row: dict, kind: Kind) -> tuple[str, ...]:
     return ()
 
 
+def _due(rows: list[dict], week: int) -> NoticeKind | None:
+    """The notice the rule says a week of a series is due, given the week before it."""
+    return notice_due(rows[week]["regression_verdict"], rows[week - 1]["regression_verdict"] if week > 0 else None)
+
+
 def _candidate(rows: list[dict], start: int) -> int | None:
-    """The first week from `start` whose regression verdict starts an episode."""
+    """The first week from `start` that starts a regression episode."""
     for week in range(start, len(rows)):
-        verdict = rows[week]["regression_verdict"]
-        before = rows[week - 1]["regression_verdict"] if week > 0 else None
-        if VERDICT_KINDS.get(verdict) is Kind.REGRESSION and before not in EPISODE:
+        if _due(rows, week) is NoticeKind.REGRESSION:
             return week
     return None
 
@@ -222,11 +210,11 @@ def judge_series(
     cursor = {p.label: 0 for p in plans}
     confirmed: dict[str, set[int]] = {p.label: set() for p in plans}
     while True:
-        pending = {}
+        pending: dict[str, int] = {}
         for plan in plans:
-            week = _candidate(rows[plan.label], cursor[plan.label])
-            if week is not None:
-                pending[plan.label] = week
+            candidate = _candidate(rows[plan.label], cursor[plan.label])
+            if candidate is not None:
+                pending[plan.label] = candidate
         if not pending:
             break
         for plan in plans:
@@ -239,7 +227,7 @@ def judge_series(
         for label, week in pending.items():
             outcome = outcomes[label]
             outcome.confirmations += 1
-            if rows[label][week]["regression_verdict"] in EPISODE:
+            if _due(rows[label], week) is NoticeKind.REGRESSION:
                 confirmed[label].add(week)
             else:
                 outcome.unconfirmed += 1
@@ -253,12 +241,12 @@ def judge_series(
             for r in series
         ]
         for week in sorted(confirmed[plan.label]):
-            outcome.notices.append(Notice(week, Kind.REGRESSION, named_metrics(series[week], Kind.REGRESSION)))
+            kind = NoticeKind.REGRESSION
+            outcome.notices.append(Notice(week, kind, named_metrics(series[week], kind)))
         if change_points:
-            for week, row in enumerate(series):
-                before = series[week - 1]["regression_verdict"] if week > 0 else None
-                if VERDICT_KINDS.get(row["regression_verdict"]) is Kind.DRIFT and before != row["regression_verdict"]:
-                    outcome.notices.append(Notice(week, Kind.DRIFT, named_metrics(row, Kind.DRIFT)))
+            for week, due in enumerate(notices_by_week(outcome.verdicts)):
+                if due is NoticeKind.DRIFT:
+                    outcome.notices.append(Notice(week, due, named_metrics(series[week], due)))
         outcome.notices.sort(key=lambda n: n.week)
     return [outcomes[p.label] for p in plans]
 
@@ -270,7 +258,8 @@ def thresholds_of(lake: YearLake) -> tuple[float, float, float]:
             "SELECT any_value(cost_threshold_pct), any_value(p95_ttft_threshold_pct), "
             "any_value(hit_rate_threshold_pts) FROM weekly_trends"
         ).fetchone()
-    return row
+    assert row is not None, "weekly_trends is empty"
+    return (row[0], row[1], row[2])
 
 
 def judge_batch(

@@ -83,7 +83,9 @@ def main() -> int:
                 inside = [t - traffic.start_s for t in table.column("arrival_s").to_pylist()]
                 duration_s = traffic.duration_s or max(inside)
                 replayed = [t / scenario.speedup for t in inside]
-                widths.append(cost_interval_width(replayed, duration_s / scenario.speedup))
+                width = cost_interval_width(replayed, duration_s / scenario.speedup)
+                assert width is not None, f"{scenario.name}: no requests in the window"
+                widths.append(width)
                 if scenario.weekly_window is None:
                     break  # a canary: the same window every week
             print(f"| {scenario.name} | {duration_s:g} s at {scenario.speedup:g}x | {len(widths)} | "

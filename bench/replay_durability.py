@@ -40,7 +40,7 @@ from endpoints.probes.metrics_scrape import parse_sglang_metrics  # noqa: E402
 from endpoints.sim.http.server import create_app  # noqa: E402
 from endpoints.sim.server_args import parse_server_args  # noqa: E402
 from endpoints_loopback import serve_in_thread  # noqa: E402
-from replay.schedule.requests_reader import part_paths, read_requests  # noqa: E402
+from replay.recording.requests_reader import part_paths, read_requests  # noqa: E402
 from workloads.readers.reader_registry import read_trace  # noqa: E402
 
 AZURE = REPO / "workloads" / "traces" / "azure_conv_2023.csv"

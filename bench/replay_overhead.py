@@ -110,10 +110,10 @@ def _workload(n: int, rate_rps: float, input_tokens: int, output_tokens: int):
 
 
 def _measure(url: str, n: int, rate_rps: float, input_tokens: int, output_tokens: int) -> dict:
+    from replay.recording.requests_reader import read_requests
     from replay.replay_config import ReplayConfig
     from replay.runner import run_replay
     from replay.schedule.request_selection import select_requests
-    from replay.schedule.requests_reader import read_requests
 
     workload = _workload(n, rate_rps, input_tokens, output_tokens)
     config = ReplayConfig(url=url, request_timeout_s=60, flush_every_records=1024)
@@ -147,7 +147,10 @@ def main() -> int:
     seconds = 1.5 if args.quick else 4.0
     peer = subprocess.Popen([sys.executable, __file__, "--serve-peer"], stdout=subprocess.PIPE, text=True)
     try:
-        url = re.search(r"(http://\S+)", peer.stdout.readline()).group(1)
+        assert peer.stdout is not None  # stdout=PIPE
+        match = re.search(r"(http://\S+)", peer.stdout.readline())
+        assert match is not None, "the peer printed no URL"
+        url = match.group(1)
         print(f"peer: zero-latency loopback SSE peer (bench-only, not SGLang) at {url}")
         print(f"requests: 64 input ids, 16 output tokens each; {seconds:g} s per rate; constant arrivals\n")
         print(

@@ -27,9 +27,9 @@ sys.path.insert(0, str(REPO))
 from endpoints.provision import provision  # noqa: E402
 from endpoints.router.router_spec import RouterSpec  # noqa: E402
 from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec, WorkerGroup, WorkerRole  # noqa: E402
+from replay.recording.requests_reader import read_requests  # noqa: E402
 from replay.replay_config import ReplayConfig  # noqa: E402
 from replay.runner import run_replay  # noqa: E402
-from replay.schedule.requests_reader import read_requests  # noqa: E402
 from warehouse.backends.store import Warehouse  # noqa: E402
 from warehouse.marts.run_rows import RunContext, build_run_row  # noqa: E402
 from warehouse.parquet.lake import write_partition  # noqa: E402

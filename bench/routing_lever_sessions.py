@@ -1,6 +1,6 @@
 """Routing as a lever on multi-turn traffic, in virtual time: a long window of the bundled Mooncake conversation
 trace through one replica, then through a fleet of N replicas behind the router's policy model (round_robin,
-cache_aware, prefix_hash), all on one virtual clock (endpoints/sim/calibration/fleet/fleet_capacity.py::run_fleet_bench:
+cache_aware, prefix_hash), all on one virtual clock (endpoints/capacity/deployment_bench.py:
 the twin's engine, scheduler, radix cache and cost model, and smg 1.13.0's routing as endpoints/router/ models it).
 No process, no HTTP: the latencies are the twin's model of DeepSeek-V3 on 8xH200, not a GPU's.
 
@@ -47,11 +47,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from endpoints.capacity.deployment import Deployment  # noqa: E402
+from endpoints.capacity.deployment_bench import bench_deployment, cached_share  # noqa: E402
+from endpoints.capacity.slo_capacity import good_share, workload_bench_requests  # noqa: E402
 from endpoints.router.policy_params import UnmodelledRouting, parse_router_spec  # noqa: E402
 from endpoints.router.router_spec import RouterSpec  # noqa: E402
-from endpoints.sim.calibration.fleet.fleet_capacity import cached_share, run_fleet_bench  # noqa: E402
-from endpoints.sim.calibration.slo_capacity import good_share, workload_bench_requests  # noqa: E402
-from endpoints.sim.calibration.virtual_bench import BenchRequest  # noqa: E402
+from endpoints.sim.virtual_bench import BenchRequest  # noqa: E402
 from warehouse.marts.price_table import load_price_table  # noqa: E402
 from workloads.readers.reader_registry import read_trace  # noqa: E402
 from workloads.trace_stats import trace_stats  # noqa: E402
@@ -109,7 +110,8 @@ def slowed(requests: Sequence[BenchRequest], speedup: float) -> list[BenchReques
 
 def replay(shape: Shape, requests: Sequence[BenchRequest], usd_per_gpu_hour: float) -> ShapeResult:
     started_cpu_s = time.process_time()
-    result = run_fleet_bench(REPLICA_FLAGS, shape.replicas, parse_router_spec(shape.router), requests)
+    fleet = Deployment(tuple(REPLICA_FLAGS), GPUS_PER_REPLICA, shape.replicas, shape.router)
+    result = bench_deployment(fleet, requests)
     bench = result.bench
     ttfts_ms = sorted(r.ttft_s * 1000 for r in bench.requests)
     gpus = GPUS_PER_REPLICA * shape.replicas

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -44,8 +45,8 @@ def write_trace(trace_format: str, lines: int, path: Path) -> None:
                 "CREATE TABLE base AS SELECT row_number() OVER () - 1 AS line, * FROM read_json("
                 f"{sql_text(TRACES / 'mooncake_conversation.jsonl')}, format = 'newline_delimited')"
             )
-            span_ms, ids = con.execute("SELECT max(timestamp) + 1000, max(list_max(hash_ids)) + 1 FROM base").fetchone()
-            count = con.execute("SELECT count(*) FROM base").fetchone()[0]
+            span_ms, ids = _one_row(con, "SELECT max(timestamp) + 1000, max(list_max(hash_ids)) + 1 FROM base")
+            count = _one_row(con, "SELECT count(*) FROM base")[0]
             con.execute(
                 f"COPY (SELECT b.timestamp + c.k * {span_ms} AS timestamp, b.input_length, b.output_length, "
                 f"list_transform(b.hash_ids, lambda h: h + c.k * {ids}) AS hash_ids "
@@ -57,11 +58,12 @@ def write_trace(trace_format: str, lines: int, path: Path) -> None:
                 "CREATE TABLE base AS SELECT row_number() OVER () - 1 AS line, * FROM read_csv("
                 f"{sql_text(TRACES / 'azure_conv_2023.csv')}, all_varchar = true)"
             )
-            count = con.execute("SELECT count(*) FROM base").fetchone()[0]
-            span_s = con.execute(
+            count = _one_row(con, "SELECT count(*) FROM base")[0]
+            span_s = _one_row(
+                con,
                 "SELECT epoch(max(strptime(left(TIMESTAMP, 19), '%Y-%m-%d %H:%M:%S'))) "
-                "- epoch(min(strptime(left(TIMESTAMP, 19), '%Y-%m-%d %H:%M:%S'))) + 1 FROM base"
-            ).fetchone()[0]
+                "- epoch(min(strptime(left(TIMESTAMP, 19), '%Y-%m-%d %H:%M:%S'))) + 1 FROM base",
+            )[0]
             con.execute(
                 "COPY (SELECT strftime(strptime(left(b.TIMESTAMP, 19), '%Y-%m-%d %H:%M:%S') "
                 f"+ to_seconds(c.k * {int(span_s)}), '%Y-%m-%d %H:%M:%S') || substr(b.TIMESTAMP, 20) AS TIMESTAMP, "
@@ -79,6 +81,13 @@ def write_trace(trace_format: str, lines: int, path: Path) -> None:
             )
     finally:
         con.close()
+
+
+def _one_row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
+    """The one row of an aggregate query (without GROUP BY it always returns one)."""
+    row = con.execute(sql).fetchone()
+    assert row is not None
+    return row
 
 
 def measured(argv: list[str]) -> tuple[float, float, str]:
@@ -131,7 +140,8 @@ def main() -> int:
     if args.peak:
         return peak_of(args.peak)
     if args.window:
-        window_child(*args.window, args.window_s)
+        window_path, window_format, cache = args.window
+        window_child(window_path, window_format, cache, args.window_s)
         return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="costbench-trace-scale-", dir=args.dir) as folder:

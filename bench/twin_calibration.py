@@ -30,11 +30,11 @@ from statistics import fmean, median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from endpoints.sim.calibration import fitted_constants, fitted_ep_constants  # noqa: E402
+from endpoints.sim.calibration.calibration_tables import QUICK_KEYS, TARGET, PointSet, run_calibration  # noqa: E402
 from endpoints.sim.calibration.phase_bench import PhaseResult  # noqa: E402
-from endpoints.sim.calibration.published.calibration_tables import QUICK_KEYS, TARGET, PointSet, run_calibration  # noqa: E402
-from endpoints.sim.calibration.published.published_points import Measured, Metric  # noqa: E402
-from endpoints.sim.calibration.virtual_bench import BenchResult, random_requests, run_bench  # noqa: E402
+from endpoints.sim.calibration.published_points import Measured, Metric  # noqa: E402
+from endpoints.sim.cost import fitted_constants, fitted_ep_constants  # noqa: E402
+from endpoints.sim.virtual_bench import BenchResult, random_requests, run_bench  # noqa: E402
 
 # The cookbook page's runs with their published median / P99 TTFT (SGLang cookbook DeepSeek-R1.mdx,
 # section 5.1.4): none of these was fitted on.

@@ -2,7 +2,7 @@
 fit set, apart from the single-node constants (bench/twin_fit.py), which stay as stored.
 
     python bench/twin_ep_fit.py            # fit, print the constants and the fit set's ratios
-    python bench/twin_ep_fit.py --write    # ... and rewrite endpoints/sim/calibration/fitted_ep_constants.py
+    python bench/twin_ep_fit.py --write    # ... and rewrite endpoints/sim/cost/fitted_ep_constants.py
     python bench/twin_ep_fit.py --check    # fit, and fail if the result differs from the stored constants
 
 Least squares (scipy.optimize.least_squares, trust-region reflective, in log space within physical bounds, from
@@ -20,17 +20,18 @@ import math
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from endpoints.sim.calibration import fitted_ep_constants  # noqa: E402
-from endpoints.sim.calibration.profiles import EP_CONSTANTS, HARDWARE_PROFILES, cost_constants_for  # noqa: E402
-from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
+from endpoints.sim.calibration.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
+from endpoints.sim.cost import fitted_ep_constants  # noqa: E402
+from endpoints.sim.cost.profiles import EP_CONSTANTS, HARDWARE_PROFILES, cost_constants_for  # noqa: E402
 
-FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "calibration" / "fitted_ep_constants.py"
+FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "cost" / "fitted_ep_constants.py"
 # The issue's declared fit set: row 6 (96×H100's prefill nodes at three input lengths), row 11 (GB200 NVL72
 # decode) and row 12's FP8-MoE variant (a GB200 prefill instance and decode). Row 12's NVFP4 variant and row 13
 # need NVFP4 MoE weights, which the twin does not model.
@@ -42,10 +43,12 @@ DIFF_STEP = 0.02
 
 
 def predictions(values: dict[str, float]) -> dict[str, float]:
+    # replace() matches a ** mapping against every field, sglang_version (a str) too; these are float fields only.
+    fields: dict[str, Any] = values
     out = {}
     for key in FIT_SET:
         point = POINTS_BY_KEY[key]
-        constants = replace(cost_constants_for(HARDWARE_PROFILES[point.hardware].vendor), **values)
+        constants = replace(cost_constants_for(HARDWARE_PROFILES[point.hardware].vendor), **fields)
         out[key] = measure(point, constants).values[Metric.THROUGHPUT]
     return out
 
@@ -94,7 +97,7 @@ FIT_PREDICTIONS: dict[str, dict[str, float]] = {{
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite endpoints/sim/calibration/fitted_ep_constants.py")
+    parser.add_argument("--write", action="store_true", help="rewrite endpoints/sim/cost/fitted_ep_constants.py")
     parser.add_argument("--check", action="store_true", help="exit 1 if the fit differs from the stored constants")
     args = parser.parse_args(argv)
     values, predicted = fit()

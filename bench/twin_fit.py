@@ -1,7 +1,7 @@
 """Fit the twin's cost-model constants on a declared fit set of published figures.
 
     python bench/twin_fit.py            # fit, print the constants and the fit residuals
-    python bench/twin_fit.py --write    # ... and rewrite endpoints/sim/calibration/fitted_constants.py
+    python bench/twin_fit.py --write    # ... and rewrite endpoints/sim/cost/fitted_constants.py
     python bench/twin_fit.py --check    # fit, and fail if the result differs from the stored constants
     python bench/twin_fit.py --write --vendor nvidia   # refit one constant set, keep the others
 
@@ -40,12 +40,12 @@ from scipy.optimize import least_squares
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from endpoints.sim.calibration import fitted_constants, fitted_ep_constants  # noqa: E402
-from endpoints.sim.calibration.profiles import EP_CONSTANTS, CostConstants, Vendor, cost_constants_for  # noqa: E402
-from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
-from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS  # noqa: E402
+from endpoints.sim.calibration.published_points import POINTS_BY_KEY, Metric, measure  # noqa: E402
+from endpoints.sim.calibration.spec_fitted import ROW8_FIT_KEYS  # noqa: E402
+from endpoints.sim.cost import fitted_constants, fitted_ep_constants  # noqa: E402
+from endpoints.sim.cost.profiles import EP_CONSTANTS, CostConstants, Vendor, cost_constants_for  # noqa: E402
 
-FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "calibration" / "fitted_constants.py"
+FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "cost" / "fitted_constants.py"
 
 # The declared fit set: both ends and one middle point of each concurrency sweep (Hopper: row 7, and row 8's
 # two acceptance-fit points for their TTFT; AMD: row 9), the cookbook's C = 1 and C = 100 for Blackwell. The
@@ -225,7 +225,7 @@ def write_fitted(fits: dict[Vendor, tuple[CostConstants, dict[str, dict[Metric, 
         f'''"""The cost model's constants per vendor, as plain data (read by profiles.cost_constants_for).
 
 Written by bench/twin_fit.py on {today}: least squares on the log ratios twin / published of every
-published figure of the fit set (points of endpoints/sim/calibration/published/published_points.py):
+published figure of the fit set (points of endpoints/sim/calibration/published_points.py):
 {sets}.
 Every other published point is validation (bench/twin_calibration.py).
 Do not edit by hand: rerun `python bench/twin_fit.py --write`.
@@ -248,7 +248,7 @@ FIT_PREDICTIONS: dict[str, dict[str, float]] = {{
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite endpoints/sim/calibration/fitted_constants.py")
+    parser.add_argument("--write", action="store_true", help="rewrite endpoints/sim/cost/fitted_constants.py")
     parser.add_argument("--check", action="store_true", help="exit 1 if the fit differs from the stored constants")
     parser.add_argument("--quiet", action="store_true", help="no per-evaluation lines")
     parser.add_argument(

@@ -3,7 +3,7 @@
 3 draft tokens, topk 1, random 8k/1k prompts) and report row 8 as fit vs validation.
 
     python bench/twin_spec_fit.py            # fit on ROW8_FIT_KEYS, print every row-8 point (about a minute)
-    python bench/twin_spec_fit.py --write    # and store it in endpoints/sim/calibration/published/spec_fitted.py
+    python bench/twin_spec_fit.py --write    # and store it in endpoints/sim/calibration/spec_fitted.py
 
 Nothing publishes that run's acceptance, and acceptance on random tokens is not realistic traffic's, so it
 is the one number the twin fits on row 8: `--sim-spec-accept-length`, the mean tokens per verify (bonus
@@ -26,14 +26,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from endpoints.sim.calibration.profiles import CostConstants  # noqa: E402
-from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY, Measured, Metric, Point, measure  # noqa: E402
-from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS, ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402
+from endpoints.sim.calibration.published_points import POINTS_BY_KEY, Measured, Metric, Point, measure  # noqa: E402
+from endpoints.sim.calibration.spec_fitted import ROW8_FIT_KEYS, ROW8_SPEC_ACCEPT_LENGTH  # noqa: E402
+from endpoints.sim.cost.profiles import CostConstants  # noqa: E402
 
 ROW8_KEYS = ("8.c4", "8.c8", "8.c16", "8.c32", "8.c64")
 ACCEPT_FLAG = "--sim-spec-accept-length"
 MAX_ACCEPT_LENGTH = 3.0  # 2 steps: at most both drafts and the bonus token
-FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "calibration" / "published" / "spec_fitted.py"
+FITTED_FILE = Path(__file__).resolve().parents[1] / "endpoints" / "sim" / "calibration" / "spec_fitted.py"
 GOLDEN = (math.sqrt(5) - 1) / 2
 
 
@@ -61,7 +61,7 @@ def fit_accept_length(
     tol: float = 0.005,
 ) -> float:
     """Golden-section search over [1, 3] (the error is unimodal in the acceptance length: TPOT falls with it).
-    `constants`: the cost model's (default: the fitted ones, endpoints/sim/calibration/fitted_constants.py)."""
+    `constants`: the cost model's (default: the fitted ones, endpoints/sim/cost/fitted_constants.py)."""
 
     def error(length: float) -> float:
         return tpot_error(length, keys, constants)

@@ -32,6 +32,7 @@ TWIN_FLAGS = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8", "--dp", "8
 def start_twin(extra: list[str]) -> tuple[subprocess.Popen, str]:
     command = [sys.executable, "-m", "endpoints.sim", "--host", "127.0.0.1", "--port", "0", *TWIN_FLAGS, *extra]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None  # stdout=PIPE
     for line in process.stdout:
         match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
         if match:

@@ -31,7 +31,7 @@ How many requests each step replays:
 - the V3 sweeps, all 1,500, where the weekly job's sweep takes the first 300 (MAX_SWEEP_REQUESTS): a V3 server
   runs up to 2,048 requests at once, and near its capacity here a request takes ~35 s (400 tokens at ~90 ms), so
   300 requests end before the running batch settles and far too high a rate looks sustainable (--weekly-sweep: 126
-  requests/s for ways 2 and 3, 5.8 for way 1, where 1,500 give 5.75 and 4.61; the weekly job's measure_slo_capacity
+  requests/s for ways 2 and 3, 5.8 for way 1, where 1,500 give 5.75 and 4.61; the weekly job's measure_capacity
   sees the unsettled batch and sweeps again on more of the window). Over 1,500 the batch climbs to where the TPOT
   SLO binds;
 - the R1 sweeps, the first 300, as the weekly job: the endpoint's 128-request cap makes a queue form within them
@@ -55,17 +55,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from endpoints.sim.calibration.slo_capacity import (  # noqa: E402
+from endpoints.capacity.deployment import Deployment  # noqa: E402
+from endpoints.capacity.slo_capacity import (  # noqa: E402
     IDLE_FACTOR,
     MAX_SWEEP_REQUESTS,
     arrival_span_s,
     compressed,
     good_share,
     search_capacity,
-    sweep_slo_capacity,
+    sweep_capacity,
     workload_bench_requests,
 )
-from endpoints.sim.calibration.virtual_bench import BenchRequest, run_bench  # noqa: E402
+from endpoints.sim.virtual_bench import BenchRequest, run_bench  # noqa: E402
 from endpoints.spec import EndpointSpec, load_endpoint_specs  # noqa: E402
 from warehouse.marts.price_table import resolve_gpu_price  # noqa: E402
 from workloads.scenario_workload import scenario_workload  # noqa: E402
@@ -147,7 +148,7 @@ def sample_slo_capacity(
 ) -> float | None:
     """The capacity at the SLO (requests/s) by the weekly job's sweep rule (search_capacity: the idle reference, the
     bracket, the bisections, on the rate factors of the first MAX_SWEEP_REQUESTS requests), with every loaded probe
-    replaying all of `requests` at that factor. With MAX_SWEEP_REQUESTS requests it is sweep_slo_capacity."""
+    replaying all of `requests` at that factor. With MAX_SWEEP_REQUESTS requests it is sweep_capacity."""
     head = list(requests[:MAX_SWEEP_REQUESTS])
     head_span_s = arrival_span_s(head)
 
@@ -292,15 +293,15 @@ def print_comparison(comparison: Comparison, results: Sequence[WayResult], usd_p
 
 
 def print_weekly_sweeps(comparison: Comparison, requests: Sequence[BenchRequest]) -> None:
-    """What the weekly job's own sweep (sweep_slo_capacity, on the first MAX_SWEEP_REQUESTS) reads for each way's
+    """What the weekly job's own sweep (sweep_capacity, on the first MAX_SWEEP_REQUESTS) reads for each way's
     flags, where this bench sweeps more."""
     if comparison.sweep_requests == MAX_SWEEP_REQUESTS:
         return
     scenario = comparison.scenario
     for flags in dict.fromkeys(way.flags for way in comparison.ways):
         labels = " and ".join(way.label.split(".")[0] for way in comparison.ways if way.flags == flags)
-        found = sweep_slo_capacity(list(flags), requests[:MAX_SWEEP_REQUESTS], scenario.slo_ttft_ms,
-                                   scenario.slo_tpot_ms).capacity_rps_at_slo  # fmt: skip
+        found = sweep_capacity(Deployment(tuple(flags), 1), requests[:MAX_SWEEP_REQUESTS], scenario.slo_ttft_ms,
+                               scenario.slo_tpot_ms).capacity.capacity_rps_at_slo  # fmt: skip
         print(f"the weekly job's sweep ({MAX_SWEEP_REQUESTS} requests) for way {labels}: "
               f"{'none' if found is None else f'{found:.2f}'} requests/s")  # fmt: skip
 

@@ -1,7 +1,7 @@
 """One definition per column: name, Arrow type, unit and one-line meaning, next to each record.
 
 Each record module lists its columns once as a ColumnList (replay/recording/records.py,
-endpoints/probes/probe_records.py, warehouse/marts/run_columns.py). Everything else is derived from that list
+endpoints/probes/probe_records.py, warehouse/parquet/run_columns.py). Everything else is derived from that list
 or checked against it: the Arrow schema of the Parquet files (`ColumnList.schema()`), the record dataclass's
 fields (`field_drift`), the lake views and their comments in warehouse/schema.sql, and the column schemas
 Dagster shows (tests/test_column_definitions.py fails when any of them drifts).

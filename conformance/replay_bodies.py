@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 
+from replay.answer_check import AnswerCheck
 from replay.clients import openai_chat_client, openai_completions_client, sglang_client
-from replay.clients.answer_check import AnswerCheck
 from replay.clients.client_protocol import SendOptions
-from replay.clients.prepared_request import PreparedRequest
+from replay.prepared_request import PreparedRequest
 from workloads.prompts.response_format import parse_response_format
 
 TWIN_FIELD = "sim_reasoning_tokens"  # endpoints.sim.http.generate_request.REASONING_TOKENS_FIELD

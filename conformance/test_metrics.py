@@ -129,7 +129,7 @@ def test_the_disaggregation_series_of_both_roles_are_sglangs_too(definitions, re
         n, found = _family_problems(exposition, definitions)
         problems += [f"{role}: {p}" for p in found]
         families = [f for f in text_string_to_metric_families(exposition) if f.name.startswith("sglang:")]
-        types = {s.labels.get("engine_type") for f in families for s in f.samples} - {None}
+        types = {s.labels["engine_type"] for f in families for s in f.samples if "engine_type" in s.labels}
         if types != {role}:
             problems.append(f"{role}: engine_type {sorted(types)}")
         pd = sorted(f.name for f in families if "prefill_" in f.name or "decode_" in f.name or "kv_transfer" in f.name)

@@ -60,8 +60,15 @@ META_WRITERS = ("sglang.srt.managers.tokenizer_manager", "sglang.srt.observabili
 
 def _sglang_meta_keys() -> tuple[set[str], str]:
     """meta_info keys SGLang writes: its contract's, and the source of the code that sets the others."""
-    sources = "".join(Path(importlib.util.find_spec(m).origin).read_text() for m in META_WRITERS)
+    sources = "".join(Path(_origin(m)).read_text() for m in META_WRITERS)
     return set(GenerateMetaInfo.__struct_fields__), sources
+
+
+def _origin(module: str) -> str:
+    """The source file of an installed module, found without importing it."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None, module
+    return spec.origin
 
 
 def _check_meta(meta: dict, final: bool, where: str, problems: list[str]) -> None:

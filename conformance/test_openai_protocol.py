@@ -102,7 +102,7 @@ def _stream(server, route: str, extra: dict) -> list[dict]:
 
 
 def test_chat_stream_chunks_are_what_sglang_writes_reasoning_and_usage_included(twin_r1, record_property):
-    problems = []
+    problems: list[str] = []
     events = _stream(twin_r1, "chat", {})
     *chunks, usage_chunk = events
     for i, chunk in enumerate(chunks):
@@ -129,7 +129,8 @@ def test_chat_stream_chunks_are_what_sglang_writes_reasoning_and_usage_included(
 
 
 def test_chat_stream_with_continuous_usage_and_without_reasoning_split(twin_r1, twin_v3, record_property):
-    problems, n = [], 0
+    problems: list[str] = []
+    n = 0
     for server, extra in (
         (twin_r1, {"stream_options": {"include_usage": True, "continuous_usage_stats": True}}),
         (twin_r1, {"separate_reasoning": False}),
@@ -148,7 +149,7 @@ def test_chat_stream_with_continuous_usage_and_without_reasoning_split(twin_r1, 
 
 
 def test_completion_stream_chunks_are_what_sglang_writes(twin_r1, record_property):
-    problems = []
+    problems: list[str] = []
     events = _stream(twin_r1, "completions", {})
     *chunks, usage_chunk = events
     for i, chunk in enumerate(chunks):
@@ -170,7 +171,7 @@ def test_whole_answers_are_what_sglang_writes(route, twin_r1, record_property):
     body.pop("stream_options")
     status, answer = post_json(twin_r1.base_url, PATHS[route], body)
     assert status == 200, answer
-    problems = []
+    problems: list[str] = []
     validated = model.model_validate(answer)
     _same(answer, json.loads(validated.model_dump_json(by_alias=True)), f"{route} answer", problems)
     _same(answer["usage"], _usage_from_counts(answer["usage"], cache_report=True), "usage", problems)

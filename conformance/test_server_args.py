@@ -95,7 +95,7 @@ def test_every_flag_the_twin_accepts_is_sglangs_with_the_same_field_type_and_def
             elif ours.dest in ignored:
                 unchecked_values.append(option)
             else:
-                problems.append(f"{option}: SGLang takes only {len(theirs.choices)} values, the twin any")
+                problems.append(f"{option}: SGLang takes only {len(list(theirs.choices))} values, the twin any")
         if ours.nargs != 0 and type_name(ours) == type_name(theirs):
             suffixed = ["16k", "32Ki"] if type_name(ours) == "human_readable_int" else []
             for value in [sample_value(ours, theirs), *suffixed]:

@@ -11,6 +11,7 @@ and the answer after `</think>` is JSON that validates; a streamed abort decodes
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -34,7 +35,7 @@ SCHEMA = {
     },
     "required": ["title", "severity", "steps"],
 }
-RESPONSE_FORMATS = {
+RESPONSE_FORMATS: dict[str, dict[str, Any]] = {
     "json_schema": {"type": "json_schema", "json_schema": {"name": "ticket", "schema": SCHEMA, "strict": True}},
     "json_object": {"type": "json_object"},
 }

@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from endpoints.sim.engine.clock import VirtualClock  # noqa: E402
-from endpoints.sim.engine.engine_builder import build_engine  # noqa: E402
+from endpoints.clock import VirtualClock  # noqa: E402
 from endpoints.sim.engine.kv_pool import KvPool  # noqa: E402
 from endpoints.sim.engine.sim_request import GenerateInput, SimRequest, planned_output  # noqa: E402
+from endpoints.sim.engine_builder import build_engine  # noqa: E402
 from endpoints.sim.server_args import parse_server_args  # noqa: E402
 
 FLAGS = [

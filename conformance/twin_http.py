@@ -20,7 +20,12 @@ def post_sse(base_url: str, path: str, body: dict) -> list[str]:
     with requests.post(base_url + path, json=body, stream=True, timeout=TIMEOUT_S) as response:
         assert response.status_code == 200, response.text
         assert response.headers["Content-Type"].startswith("text/event-stream")
-        return [line[len("data: ") :] for line in response.iter_lines(decode_unicode=True) if line.startswith("data: ")]
+        payloads = []
+        for line in response.iter_lines(decode_unicode=True):
+            assert isinstance(line, str)  # decoded: requests reads text/event-stream as text
+            if line.startswith("data: "):
+                payloads.append(line[len("data: ") :])
+        return payloads
 
 
 def json_events(payloads: list[str]) -> list[dict]:

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import orjson
 
-from endpoints.fingerprint import ConfigFingerprint, config_fingerprint
+from common.run_folder import SERVER_FACTS_FILE, SERVER_LOG_FILE, WORKER_LOG_FILE
+from endpoints.fingerprint import config_fingerprint
 from endpoints.fleet_commands import fleet_workers, router_command, smg_program, worker_extra_args
 from endpoints.probes.server_facts import (
-    SERVER_FACTS_FILE,
     NotSglangError,
     UnreachableError,
     auth_headers,
@@ -51,6 +51,7 @@ from endpoints.process_group import (
     stop_members,
     terminate_on_sigterm,
 )
+from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec, WorkerRole
 
 LOOPBACK = "127.0.0.1"
@@ -66,28 +67,6 @@ class EndpointStartError(RuntimeError):
 
 class EndpointPlacementError(EndpointStartError):
     """A server costbench would start cannot serve steps that run on other hosts (pods)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunningEndpoint:
-    spec: EndpointSpec
-    url: str
-    server_info: dict
-    model_info: dict
-    log_path: Path | None  # the server's log, kept with the run (launch and sim)
-    # Added: where /metrics lives (each worker of a fleet, else the endpoint), the run's fingerprint,
-    # and the saved facts.
-    metrics_urls: tuple[str, ...] = ()
-    fingerprint: ConfigFingerprint | None = None
-    facts_path: Path | None = None
-    worker_server_infos: tuple[dict, ...] = ()
-    # A fleet: its workers' base URLs (in the order of worker_server_infos) and the router's own /metrics.
-    worker_urls: tuple[str, ...] = ()
-    router_metrics_url: str | None = None
-
-    @property
-    def version(self) -> str | None:
-        return self.server_info.get("version")
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -288,7 +267,7 @@ def _start(
     port = spec.port or free_port(spec.host)
     here = local_url(spec, port)
     url = advertised_url(spec, port)  # before the server starts: an unset ${VAR} fails with nothing to stop
-    log_path = run_dir / f"{spec.name}.server.log"
+    log_path = run_dir / SERVER_LOG_FILE.format(spec.name)
     command = server_command(spec, port)
     log_path.write_text(f"# costbench: {' '.join(command)}\n")  # no secret can be here: spec forbids --api-key
     # Own process group, so teardown reaches every child (a router's workers, a container shim).
@@ -330,7 +309,7 @@ def _start_fleet(
                 bootstrap_ports[_http_url(LOOPBACK, worker_port)] = bootstrap
             command = [*server_command(spec, worker_port, LOOPBACK), *worker_extra_args(spec, worker, bootstrap)]
             index = worker.index
-            log_path = run_dir / f"{spec.name}.worker-{index}.server.log"
+            log_path = run_dir / WORKER_LOG_FILE.format(spec.name, index)
             log_path.write_text(f"# costbench: {' '.join(command)}\n")
             process = start_in_group(command, log_path, dict(spec.env), processes[0].pid if processes else None)
             if not processes and on_spawned is not None:
@@ -343,7 +322,7 @@ def _start_fleet(
         worker_urls = [worker_url for worker_url, _, _ in workers]
         metrics_port = free_port(spec.host)
         command = router_command(smg, fleet, worker_urls, spec.host, port, metrics_port, bootstrap_ports)
-        router_log = run_dir / f"{spec.name}.server.log"  # the endpoint's entry point: its router
+        router_log = run_dir / SERVER_LOG_FILE.format(spec.name)  # the endpoint's entry point: its router
         router_log.write_text(f"# costbench: {' '.join(command)}\n")
         router = start_in_group(command, router_log, {}, processes[0].pid)
         processes.append(router)

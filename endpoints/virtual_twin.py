@@ -31,14 +31,16 @@ from typing import TypeVar
 
 from aiohttp import web
 
+from common.run_folder import SERVER_LOG_FILE, WORKER_LOG_FILE
+from endpoints.clock import VirtualClock
 from endpoints.fleet_commands import fleet_workers, worker_extra_args
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probe_session
-from endpoints.provision import LOOPBACK, RunningEndpoint, describe_served, free_port, server_flags
+from endpoints.provision import LOOPBACK, describe_served, free_port, server_flags
 from endpoints.router.fleet_router import FleetRouter
 from endpoints.router.pd_fleet_router import PdFleetRouter
 from endpoints.router.policy_params import parse_router_spec
-from endpoints.sim.engine.clock import VirtualClock
+from endpoints.running_endpoint import RunningEndpoint
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec, WorkerRole
@@ -95,7 +97,7 @@ async def _serve_and_replay(
     runners: list[web.AppRunner] = []
     try:
         if spec.fleet is None:
-            log_path = run_dir / f"{spec.name}.server.log"
+            log_path = run_dir / SERVER_LOG_FILE.format(spec.name)
             log_path.write_text(f"# costbench: the twin in-process on a virtual clock: {' '.join(flags)}\n")
             url = await _serve_twin(flags, clock, runners)
             endpoint = await asyncio.to_thread(describe_served, spec, url, run_dir, log_path, flags)
@@ -160,7 +162,7 @@ async def _serve_fleet(
         if bootstrap is not None:
             bootstrap_ports.append(bootstrap)
         worker_flags = [*flags, *worker_extra_args(spec, worker, bootstrap)]
-        log_path = run_dir / f"{spec.name}.worker-{index}.server.log"
+        log_path = run_dir / WORKER_LOG_FILE.format(spec.name, index)
         log_path.write_text(f"# costbench: twin {index} in-process on a virtual clock: {' '.join(worker_flags)}\n")
         worker_urls.append(await _serve_twin(worker_flags, clock, runners))
         logs.append((log_path, worker_urls[-1]))
@@ -173,7 +175,7 @@ async def _serve_fleet(
     else:
         router = FleetRouter(tuple(worker_urls), params, clock)
     router_url = await _listen(router.app(), runners)  # its startup polls every worker's /metrics once
-    router_log = run_dir / f"{spec.name}.server.log"
+    router_log = run_dir / SERVER_LOG_FILE.format(spec.name)
     router_log.write_text(
         f"# costbench: {ROUTER_MODEL}; --policy {fleet.router.policy} {' '.join(fleet.router.args)} in front of "
         f"{' '.join(worker_urls)} at {router_url}\n"

@@ -2,13 +2,17 @@
 failed run (pipelines/failure_notice.py: a JSON line in $COSTBENCH_FAILURE_NOTICE_FILE and/or a POST to
 $COSTBENCH_FAILURE_WEBHOOK_URL), one notice per metric.
 
-Confirm before telling (Chromium Pinpoint's idea): a first `regression` is not told. The sensor launches a
-confirmation run of that (week, scenario) through the same run queue (the weekly job, tagged CONFIRMS_TAG with the
-run it checks); its replays replace the week's, and only if the week still regresses is the notice sent, saying
-which run confirmed it. A confirmation that does not agree is logged, and nobody is paged. `sustained` (the
-regression persists the week after a confirmed one, as PyTorch HUD marks it) is told as it comes, with no rerun;
-`drift` (a change point over the canary's weeks, warehouse/marts/change_points.py) is told on the first week of
-the episode, with the week it started.
+Who is told, and in which week, is the notice rule (warehouse/marts/notice_rule.py): a regression episode is told
+once, in the week that starts it (regression or sustained while its series did not regress the week before), not
+again for each `sustained` week while it goes on; a `drift` (a change point over the canary's weeks,
+warehouse/marts/change_points.py) is told the week it is flagged, with the week it started.
+
+Confirm before telling (Chromium Pinpoint's idea): a week that starts an episode is not told at once. The sensor
+launches a confirmation run of that (week, scenario) through the same run queue (the weekly job, tagged
+CONFIRMS_TAG with the run it checks); its replays replace the week's, and only if the rule still tells the week is
+the notice sent, saying which run confirmed it. A confirmation that does not agree is logged, and nobody is paged;
+the week after it, judged again, may then start the episode: if its report was already handled (as `sustained`,
+so nobody was told), it gets its own confirmation run then, so the episode is not lost.
 
 The sensor watches the weekly report's materializations (the report is built after weekly_trends, and a
 regression does not block it): for each newly reported (week, scenario) it reads that partition's
@@ -33,15 +37,16 @@ import dagster as dg
 from assets.resources import WarehouseResource
 from assets.trend_assets import CONFIRMS_METADATA, CONFIRMS_TAG
 from pipelines.failure_notice import NoticeChannels, outbox_dir
-from warehouse.marts.judged_metrics import REGRESSED_VERDICTS, judged_metric
+from warehouse.marts.judged_metrics import judged_metric
 from warehouse.marts.mart_rows import WeeklyTrendRow
+from warehouse.marts.notice_rule import EPISODE_VERDICTS, NoticeKind, row_notice, series_of
 
 REPORT_ASSET = dg.AssetKey("weekly_report")
 
 
 @dataclass(frozen=True, slots=True)
 class RegressionNotice:
-    kind: str  # the verdict told: "regression" (confirmed), "sustained" or "drift" (failure notices have no kind)
+    kind: str  # what is told (notice_rule.NoticeKind): "regression" (an episode starts, confirmed) or "drift"
     week_start: str  # Monday of the week, YYYY-MM-DD
     scenario: str
     role: str | None  # the scenario's role (canary: only the runtime changed)
@@ -66,19 +71,15 @@ class RegressionNotice:
 
 def regression_notices(
     row: WeeklyTrendRow,
+    kind: NoticeKind,
     report_path: str | None,
     run_id: str | None = None,
     now_s: float | None = None,
     confirms_run_id: str | None = None,
 ) -> list[RegressionNotice]:
-    """One notice per metric a weekly_trends row regressed (regression, sustained) or drifted on; none otherwise.
-    Whether the row is to be told (confirmed, first of a drift) is the sensor's call."""
-    if row.regression_verdict in REGRESSED_VERDICTS:
-        names = json.loads(row.regressed_metrics or "[]")
-    elif row.regression_verdict == "drift":
-        names = json.loads(row.drift_metrics or "[]")
-    else:
-        return []
+    """One notice of `kind` per metric the weekly_trends row regressed on (a regression) or drifted on (a drift).
+    Whether the row is told at all is the notice rule's call (warehouse/marts/notice_rule.py)."""
+    names = json.loads((row.regressed_metrics if kind is NoticeKind.REGRESSION else row.drift_metrics) or "[]")
     reasons = json.loads(row.regression_reasons or "[]")
     noticed = time.time() if now_s is None else now_s
     notices = []
@@ -86,7 +87,7 @@ def regression_notices(
         metric = judged_metric(name)
         notices.append(
             RegressionNotice(
-                kind=row.regression_verdict,
+                kind=kind.value,
                 week_start=row.week_start.isoformat(),
                 scenario=row.scenario,
                 role=row.role,
@@ -131,8 +132,8 @@ def build_regression_notice_sensor(
         job=job,
         minimum_interval_seconds=5,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Confirms a first regression with a rerun of its week, then tells the confirmed ones, "
-        "sustained regressions and drifts to the failure-notice file and/or webhook.",
+        description="Confirms the week that starts a regression episode with a rerun of it, then tells the "
+        "confirmed ones (once an episode) and drifts to the failure-notice file and/or webhook.",
     )
     def regression_notice(context: dg.SensorEvaluationContext, warehouse: WarehouseResource) -> dg.SensorResult:
         return _evaluate(context, warehouse, tags_for)
@@ -157,7 +158,8 @@ def _evaluate(
     if not records:
         return dg.SensorResult(skip_reason="no new weekly report")
     trends = warehouse.warehouse().weekly_trends()
-    told, confirming = 0, []
+    told = 0
+    confirming: dict[str | None, dg.RunRequest] = {}  # the confirmation runs, by run key: one a report
     for record in records:
         if record.partition_key is None:
             continue
@@ -170,19 +172,24 @@ def _evaluate(
         for row in trends:
             if row.week_start.isoformat() != week or row.scenario != scenario:
                 continue
-            verdict = row.regression_verdict
-            if verdict == "regression" and confirms_run is None:
-                confirming.append(_confirmation(record.partition_key, record.run_id, record.storage_id, tags_for))
-                context.log.info(f"{scenario} week {week}: regression, confirmation run requested before telling")
+            verdict, kind = row.regression_verdict, row_notice(row, trends)
+            if confirms_run is not None and verdict not in EPISODE_VERDICTS:
+                context.log.info(f"{scenario} week {week}: the confirmation run does not agree ({verdict}): "
+                                 f"the regression of run {confirms_run} is not told")  # fmt: skip
+                for request in _episode_handed_on(context, record.storage_id, row, trends, tags_for):
+                    confirming[request.run_key] = request
+                    context.log.info(f"{scenario} week {week}: the week after now starts the episode: "
+                                     f"confirmation run of {request.partition_key} requested")  # fmt: skip
+            if kind is None:
+                if verdict in EPISODE_VERDICTS:
+                    context.log.info(f"{scenario} week {week}: {verdict}, the episode was told the week it started")
                 continue
-            if verdict == "drift" and _drifted_the_week_before(row, trends):
-                continue  # the same episode, told the week it was first seen
-            if verdict not in ("regression", "sustained", "drift"):
-                if confirms_run is not None:
-                    context.log.info(f"{scenario} week {week}: the confirmation run does not agree ({verdict}): "
-                                     f"the regression of run {confirms_run} is not told")  # fmt: skip
+            if kind is NoticeKind.REGRESSION and confirms_run is None:
+                request = _confirmation(record.partition_key, record.run_id, record.storage_id, tags_for)
+                confirming[request.run_key] = request
+                context.log.info(f"{scenario} week {week}: {verdict}, confirmation run requested before telling")
                 continue
-            for notice in regression_notices(row, report_path, record.run_id, confirms_run_id=confirms_run):
+            for notice in regression_notices(row, kind, report_path, record.run_id, confirms_run_id=confirms_run):
                 delivery = channels.send(notice)  # raises when the notice could not be kept: cursor stays
                 told += 1
                 log = context.log.warning if delivery.kept_in else context.log.info
@@ -192,7 +199,7 @@ def _evaluate(
                 )
         context.update_cursor(str(record.storage_id))
     return dg.SensorResult(  # the cursor is context's, moved report by report above
-        run_requests=confirming,
+        run_requests=list(confirming.values()),
         skip_reason=None if confirming else f"{told} notice(s) sent for {len(records)} weekly report(s)",
     )
 
@@ -210,11 +217,26 @@ def _confirmation(partition_key: str, run_id: str | None, storage_id: int, tags_
     )
 
 
-def _drifted_the_week_before(row: WeeklyTrendRow, trends: list[WeeklyTrendRow]) -> bool:
-    return any(
-        r.regression_verdict == "drift"
-        and (r.scenario, r.endpoint, r.backend, r.config_fingerprint)
-        == (row.scenario, row.endpoint, row.backend, row.config_fingerprint)
-        and r.week_start == row.week_start - timedelta(days=7)
+def _episode_handed_on(
+    context: dg.SensorEvaluationContext,
+    storage_id: int,
+    row: WeeklyTrendRow,
+    trends: list[WeeklyTrendRow],
+    tags_for: Callable[[str], dict[str, str]],
+) -> list[dg.RunRequest]:
+    """A confirmation that does not agree leaves the episode unstarted. The week after it, judged again, may now
+    start it (the notice rule); if that week's report was handled already (then `sustained`: nobody was told), its
+    confirmation run, as a first regression's. Not reported yet: its report is handled as any other."""
+    after = row.week_start + timedelta(days=7)
+    if not any(
+        r.week_start == after and series_of(r) == series_of(row) and row_notice(r, trends) is NoticeKind.REGRESSION
         for r in trends
-    )
+    ):
+        return []
+    key = dg.MultiPartitionKey({"week": after.isoformat(), "scenario": row.scenario})
+    handled = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=REPORT_ASSET, asset_partitions=[key], before_storage_id=storage_id),
+        limit=1,
+        ascending=False,
+    ).records
+    return [_confirmation(str(key), r.run_id, r.storage_id, tags_for) for r in handled]

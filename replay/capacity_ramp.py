@@ -5,7 +5,7 @@ Step k replays the window's requests open-loop at start_rps x step_factor^k: the
 rate (speedup = rate / the window's own rate), for step_duration_s of the compressed window (all of it when it is
 shorter). A step counts as sustained while the share of its requests inside both SLO parts (TTFT from the schedule,
 time per output token; as run_summary.good_requests counts them, failures counted outside) stays at least
-MIN_GOOD_SHARE of the first, low-rate step's: the same rule as the twin's sweep (endpoints/sim/calibration/
+MIN_GOOD_SHARE of the first, low-rate step's: the same rule as the twin's sweep (endpoints/capacity/
 slo_capacity.py), whose idle reference the first step stands in for. The ramp stops at the first step that breaks
 it (or after max_steps), and the capacity is read where the share crosses the threshold between the last sustained
 step and that one, linear in log(rate) as the sweep's _crossing reads it. Each step materializes its prompts with
@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from replay.recording.records import RequestStatus
+from replay.recording.requests_reader import read_requests
 from replay.replay_config import ReplayConfig
 from replay.runner import run_replay
-from replay.schedule.requests_reader import read_requests
 from workloads.scenarios import CapacityRamp
 from workloads.workload import Workload
 

@@ -21,18 +21,18 @@ import aiohttp
 
 from replay.clients.client_protocol import SendOptions
 from replay.clients.client_registry import Backend, client_for
-from replay.clients.prepared_request import PreparedRequest
 from replay.clients.server_info_fetch import fetch_model_id, fetch_server_info
+from replay.clock import Clock, MonotonicClock
+from replay.prepared_request import PreparedRequest
 from replay.recording.part_sink import PartFileSink
 from replay.recording.progress_counters import ReplayProgress
 from replay.recording.records import RequestRecord, RunInfo
 from replay.recording.run_json import write_run_json
+from replay.recording.schedule_lag import RunTally, ScheduleLag
 from replay.replay_config import ArrivalProcess, ReplayConfig, ReplayInputError, new_run_id
-from replay.schedule.clock import Clock, MonotonicClock
 from replay.schedule.open_loop import run_open_loop
 from replay.schedule.rendezvous import Rendezvous, agree_start
 from replay.schedule.request_selection import select_requests
-from replay.schedule.schedule_lag import RunTally, ScheduleLag
 from replay.schedule.stop_signals import sigterm_as_sigint
 from workloads.workload import Workload
 

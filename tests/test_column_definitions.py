@@ -24,7 +24,7 @@ from endpoints.probes.probe_records import (
     GpuSample,
     ServerSample,
 )
-from endpoints.sim.calibration.published.calibration_tables import CalibrationFigure
+from endpoints.sim.calibration.calibration_tables import CalibrationFigure
 from replay.recording.records import (
     REQUEST_COLUMNS,
     REQUEST_RECORD_SCHEMA,
@@ -36,10 +36,10 @@ from replay.recording.records import (
 from tests import warehouse_builders as wb
 from warehouse.backends.store import LAKE_TABLES, Warehouse, read_sql
 from warehouse.column_docs import schema_sql_docs
-from warehouse.marts.calibration_columns import TWIN_CALIBRATION_COLUMNS
-from warehouse.marts.run_columns import RUN_CONTEXT_COLUMNS, RUNS_COLUMNS
 from warehouse.marts.run_rows import RUNS_SCHEMA, RunContext, build_run_row
+from warehouse.parquet.calibration_columns import TWIN_CALIBRATION_COLUMNS
 from warehouse.parquet.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
+from warehouse.parquet.run_columns import RUN_CONTEXT_COLUMNS, RUNS_COLUMNS
 
 MONDAY = date(2026, 3, 2)
 LAKE_VIEWS = sorted(LAKE_COLUMNS)

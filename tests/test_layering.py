@@ -3,8 +3,9 @@
 common (kernels every layer shares) imports nothing else of the project and stays small; workloads sits on
 it; replay and endpoints are siblings on workloads (replay talks to endpoints only over HTTP); warehouse
 stores what both produce; together they are the Dagster-free library. assets wires them into Dagster;
-pipelines is the top (Definitions, schedule, sensors, CLI). No module of the project imports itself
-through others, function-local imports included.
+pipelines is the top (Definitions, schedule, sensors, CLI). Inside every package the rooms (sub-packages and
+modules side by side) point one way too: no two siblings import each other. No module of the project imports
+itself through others, function-local imports included.
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def test_no_import_cycles() -> None:
 
 
 def test_only_the_demo_imports_dagster_when_costbench_starts() -> None:
-    # Importing Dagster takes seconds: inspect, capture, replay and sim must not pay it (pipelines/commands/demo_command.py).
+    # Importing Dagster takes seconds: inspect, capture, replay and sim must not pay it (pipelines/demo/demo_command.py).
     import subprocess
     import sys
 
@@ -199,3 +200,38 @@ def test_every_module_that_finds_the_repository_from_its_own_path_finds_it() -> 
     assert len(finders) >= 2
     for module in finders:
         assert importlib.import_module(module).REPO_ROOT == REPO_ROOT, module
+
+
+def _room_imports() -> dict[tuple[str, str], list[str]]:
+    """(room, sibling room) -> the import lines from one into the other, for every package and sub-package: a room
+    is a direct child of a package (a sub-package or a module), so `endpoints.sim` and `endpoints.router` are
+    siblings, and so are `endpoints.sim.engine` and `endpoints.sim.server_args`."""
+    packages = [m for m, p in MODULES.items() if p.name == "__init__.py"]
+    rooms: dict[tuple[str, str], list[str]] = {}
+    for module, targets in _import_graph().items():
+        for package in packages:
+            if not module.startswith(package + "."):
+                continue
+            room = package + "." + module[len(package) + 1 :].split(".")[0]
+            for target in targets:
+                if target.startswith(package + "."):
+                    sibling = package + "." + target[len(package) + 1 :].split(".")[0]
+                    if sibling != room:
+                        rooms.setdefault((room, sibling), []).append(f"{module} -> {target}")
+    return rooms
+
+
+def _both_ways(rooms: dict[tuple[str, str], list[str]]) -> list[str]:
+    return [f"{a} <-> {b}: {rooms[a, b][0]}; {rooms[b, a][0]}" for a, b in sorted(rooms) if a < b and (b, a) in rooms]
+
+
+def test_the_room_check_sees_a_pair_that_points_both_ways() -> None:
+    rooms = _room_imports()
+    assert ("endpoints.capacity", "endpoints.sim") in rooms  # the capacity sweeps drive the engine
+    assert _both_ways({("endpoints.sim", "endpoints.router"): ["x"], ("endpoints.router", "endpoints.sim"): ["y"]})
+
+
+def test_sibling_rooms_point_one_way() -> None:
+    """A sub-package either uses its sibling or is used by it, never both (../STYLE.md 13): a shared type lives in
+    the room below both, and a room that both calls the engine and is called by it is two rooms."""
+    assert _both_ways(_room_imports()) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from endpoints.sim.engine.clock import VirtualClock
+from endpoints.clock import VirtualClock
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
 

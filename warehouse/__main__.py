@@ -34,9 +34,9 @@ from warehouse.backends.backend import (
 )
 from warehouse.backends.duckdb_extensions import ExtensionError
 from warehouse.backends.ducklake_store import DEFAULT_ORPHAN_MIN_AGE_S
-from warehouse.backends.schema_migrations import SchemaVersionError
 from warehouse.backends.store import WarehouseError
 from warehouse.parquet.lake import LakeError
+from warehouse.schema_migrations import SchemaVersionError
 
 PROG = "python -m warehouse"
 EXIT_FAILED = 1

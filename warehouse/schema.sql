@@ -26,11 +26,11 @@
 --
 -- Columns the lake stores are defined once, in Python next to their records (REQUEST_COLUMNS and
 -- RUN_INFO_COLUMNS in replay/recording/records.py, SERVER_/GPU_SAMPLE_COLUMNS in endpoints/probes/probe_records.py,
--- RUNS_COLUMNS in warehouse/marts/run_columns.py): the comments on those columns below restate those
+-- RUNS_COLUMNS in warehouse/parquet/run_columns.py): the comments on those columns below restate those
 -- definitions word for word, and tests/test_column_definitions.py fails when they drift.
 
 CREATE TABLE IF NOT EXISTS schema_version (
-    version INTEGER NOT NULL,         -- schema revision applied (warehouse/backends/schema_migrations.py SCHEMA_VERSION)
+    version INTEGER NOT NULL,         -- schema revision applied (warehouse/schema_migrations.py SCHEMA_VERSION)
     applied_wall_s DOUBLE,            -- when it was applied (s since the Unix epoch; null for version 1)
     note VARCHAR                      -- what the upgrade did
 );
@@ -87,18 +87,18 @@ SELECT
     role,                     -- the scenario's role: live (the week's traffic, carries the cost trend) | canary (the same reference window every week, where the regression rule judges the runtime) (null: not recorded)
     traffic_share,            -- share of the trace's sessions replayed: one replica's share of the fleet's traffic (ratio 0-1; null: not recorded)
     price_book,               -- price book of warehouse/prices.yaml that usd_per_gpu_hour came from; 'endpoint' when the endpoint set usd_per_gpu_hour itself (null: recorded before price books)
-    capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, as capacity_source says: a load sweep in virtual time on the twin (endpoints/sim/calibration/slo_capacity.py), a rate ramp of the real endpoint (replay/capacity_ramp.py) or the shadow twin's sweep scaled by the measured/twin throughput (endpoints/sim/calibration/shadow_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
-    capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (a twin endpoint's own sweep) | rate_ramp (a real endpoint's opt-in rate ramp, measured: replay/capacity_ramp.py) | shadow_twin (a real endpoint's shadow twin's sweep x real / twin output tokens/s, modelled: endpoints/sim/calibration/shadow_capacity.py) (null: no sweep ran)
+    capacity_rps_at_slo,      -- highest request rate the endpoint sustains inside the scenario's SLO on this run's workload, as capacity_source says: a load sweep in virtual time on the twin (endpoints/capacity/slo_capacity.py), a rate ramp of the real endpoint (replay/capacity_ramp.py) or the shadow twin's sweep scaled by the measured/twin throughput (endpoints/capacity/shadow_capacity.py) (requests/s; null: not measured, or not sustained at any rate swept)
+    capacity_source,          -- how capacity_rps_at_slo was found: twin_sweep (a twin endpoint's own sweep) | rate_ramp (a real endpoint's opt-in rate ramp, measured: replay/capacity_ramp.py) | shadow_twin (a real endpoint's shadow twin's sweep x real / twin output tokens/s, modelled: endpoints/capacity/shadow_capacity.py) (null: no sweep ran)
     capacity_ramp_gpu_minutes, -- what the rate ramp held the real endpoint for: gpu_count x the ramp's wall seconds / 60, on the run after whose replay it ran; the week's other runs share its capacity (GPU-minutes; null: no ramp ran after this run)
-    fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/sim/calibration/fleet/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
+    fleet_plan_json,          -- the fleet plan for the scenario's target_rps on this run's window (endpoints/capacity/fleet_plan.py's fleet_plans.json, compact): every shape tried, one replay at the target rate each; the view fleet_plan_shapes unnests it (null: no plan: no target_rps or SLO, not a twin, or recorded before plans)
     running_requests_at_slo,  -- one replica's time-weighted mean running batch at the capacity sweep's capacity probe (the fastest rate sustained inside the SLO), from the same sweep as capacity_rps_at_slo: the batch the endpoint runs when it carries its capacity (requests; null: no sweep, nothing sustained, or recorded before occupancy at SLO)
-    single_replica_hit_rate,  -- cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests at the run's replay rate (endpoints/sim/calibration/fleet/routing_reference.py): what the fleet's traffic would realise on one cache of one replica's size (ratio 0-1; null: not a twin fleet, or recorded before routing references)
+    single_replica_hit_rate,  -- cached / prompt tokens one replica of the fleet realises on the twin on this window's first 300 requests at the run's replay rate (endpoints/capacity/routing_reference.py): what the fleet's traffic would realise on one cache of one replica's size (ratio 0-1; null: not a twin fleet, or recorded before routing references)
     fleet_model_hit_rate,     -- cached / prompt tokens the same requests realise on the twin through the fleet's replicas and its router's policy model: single_replica_hit_rate minus this is what routing loses (ratio 0-1; null: not a twin fleet, or recorded before routing references)
     replay_clock,             -- the clock the replay's timings are on: wall (real time) | virtual (a twin served in the replay step on a virtual clock shared with the client: the modelled GPUs' time, without either's CPU time) (null: recorded before clocks)
     replicas,                 -- SGLang workers serving the endpoint: a fleet's replicas behind its router, attach's worker_urls, else 1 (count; null: recorded before fleets)
     router_policy,            -- the fleet's router (smg) --policy: cache_aware | round_robin | prefix_hash | power_of_two | ... (null: no router block (one server, or attach without one), or recorded before fleets)
     router_args_json,         -- JSON list of the router's other smg launch flags, as endpoints.yaml gives them (null: no router block, or recorded before fleets)
-    shadow_output_tokens_per_s_ratio, -- twin / real sustained output tokens/s: the run's window replayed on the twin with the endpoint's flags on a virtual clock (the shadow canary, endpoints/sim/calibration/shadow_canary.py) (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
+    shadow_output_tokens_per_s_ratio, -- twin / real sustained output tokens/s: the run's window replayed on the twin with the endpoint's flags on a virtual clock (the shadow canary, endpoints/capacity/shadow_canary.py) (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
     shadow_p50_ttft_ratio,    -- twin / real median TTFT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
     shadow_p50_tpot_ratio     -- twin / real median TPOT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
 FROM @runs_source@;
@@ -187,7 +187,7 @@ SELECT
 FROM @gpu_samples_source@;
 
 -- The twin's error as a series (docs/twin.md, "The twin's error as a series"): one row per published calibration
--- point and metric, recomputed weekly by the twin_calibration asset (endpoints/sim/calibration/published/
+-- point and metric, recomputed weekly by the twin_calibration asset (endpoints/sim/calibration/
 -- calibration_tables.py).
 -- Partitioned by week only: the lake's scenario= folder is always published_points, so the view leaves it out.
 CREATE OR REPLACE VIEW twin_calibration AS
@@ -205,13 +205,13 @@ SELECT
     setup,                    -- the published run: GPUs, model, SGLang release, lengths, concurrency
     source,                   -- where the figure was published
     published_sglang_version, -- the SGLang release the publisher ran
-    fitted_sglang_version,    -- the SGLang releases the cost constants of the point's GPU vendor were fitted against (endpoints/sim/calibration/fitted_constants.py)
+    fitted_sglang_version,    -- the SGLang releases the cost constants of the point's GPU vendor were fitted against (endpoints/sim/cost/fitted_constants.py)
     constants_fitted_on,      -- when the cost constants were fitted (FIT_DATE)
     twin_version,             -- the twin that computed the figure: git describe of the checkout, else the costbench package version
     computed_wall_s           -- when the figures were computed (s since the Unix epoch)
 FROM @twin_calibration_source@;
 
--- One row per shape a run's fleet plan tried (runs.fleet_plan_json unnested; endpoints/sim/calibration/fleet/fleet_plan.py):
+-- One row per shape a run's fleet plan tried (runs.fleet_plan_json unnested; endpoints/capacity/fleet_plan.py):
 -- the window replayed once at the scenario's target rate through `replicas` twins behind the router policy's model.
 CREATE OR REPLACE VIEW fleet_plan_shapes AS
 WITH plans AS (

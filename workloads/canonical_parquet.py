@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from workloads.out_of_core import out_of_core, sql_text
 from workloads.prompts.response_format import load_response_format
-from workloads.readers.trace_scan import BATCH_ROWS, TraceScan, collect
+from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.workload import LATER_COLUMNS, WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import MAX_REQUEST_TOKENS, MAX_TRACE_SPAN_S, ExclusionTally
 

@@ -107,7 +107,7 @@ class Scenario:
     # Replays of the window per week, one after another (each a run of its own): the week's interval takes in how
     # much runs differ (docs/pipeline.md, "Run-to-run variation"). Canaries default to 2, live scenarios to 1.
     repeats: int = 1
-    # On a twin: each run draws its own node, clocks and step jitter (--sim-run-seed; endpoints/sim/calibration/
+    # On a twin: each run draws its own node, clocks and step jitter (--sim-run-seed; endpoints/sim/cost/
     # run_variation.py). On by default for canaries, so a canary is not a deterministic world; no effect elsewhere.
     twin_run_variation: bool = False
     # A real endpoint's capacity measured by a rate ramp after the replay (GPU time: docs/endpoints.md); None: modelled

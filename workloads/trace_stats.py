@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workloads.prompts.prompt_materializer import mix64
-from workloads.readers.trace_scan import BATCH_ROWS
+from workloads.trace_scan import BATCH_ROWS
 from workloads.workload import Workload
 from workloads.workload_file import WorkloadFile
 

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from workloads.canonical_parquet import METADATA_PREFIX, canonical_metadata, costbench_metadata, parse_facts
 from workloads.out_of_core import out_of_core, sql_text
 from workloads.readers.reader_registry import ReadOptions, checked_reader, scan_trace
-from workloads.readers.trace_scan import BATCH_ROWS, TraceScan
+from workloads.trace_scan import BATCH_ROWS, TraceScan
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError, Workload
 
 # Bump when a reader changes what it makes of the same file: cached spools of older code are not reused.

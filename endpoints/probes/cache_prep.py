@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from endpoints.probes.server_facts import auth_headers, http_get
-from endpoints.provision import RunningEndpoint
+from endpoints.running_endpoint import RunningEndpoint
 
 
 class CacheFlushError(RuntimeError):

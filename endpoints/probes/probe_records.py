@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from common.record_columns import Column, ColumnList
+from common.run_folder import GPU_SAMPLES_FILE as GPU_SAMPLES_FILE  # re-exported: the owner is common/run_folder.py
+from common.run_folder import SERVER_SAMPLES_FILE as SERVER_SAMPLES_FILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,3 @@ GPU_SAMPLE_COLUMNS = ColumnList(
     )
 )
 GPU_SAMPLE_SCHEMA = GPU_SAMPLE_COLUMNS.schema()
-
-SERVER_SAMPLES_FILE = "server_samples.parquet"
-GPU_SAMPLES_FILE = "gpu_samples.parquet"

@@ -39,21 +39,19 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.run_folder import GPU_SAMPLES_FILE, PROBES_SUMMARY_FILE, SERVER_SAMPLES_FILE
 from endpoints.probes.gpu_protocol import GpuSampler
 from endpoints.probes.gpu_sampler import GpuSite, open_gpu_sampler
 from endpoints.probes.metrics_scrape import DeltaTracker, SeriesValue, parse_router_metrics, parse_sglang_metrics
 from endpoints.probes.probe_records import (
     GPU_SAMPLE_SCHEMA,
-    GPU_SAMPLES_FILE,
     SERVER_SAMPLE_SCHEMA,
-    SERVER_SAMPLES_FILE,
     ServerSample,
 )
 from endpoints.probes.server_facts import auth_headers, http_get
-from endpoints.provision import RunningEndpoint
 from endpoints.running_cap import max_running_requests
+from endpoints.running_endpoint import RunningEndpoint
 
-PROBES_SUMMARY_FILE = "probes.json"
 _MAX_NOTES = 20
 CAP_METRIC = "server_info:max_running_requests"  # a fact from /server_info, not a /metrics series
 CAP_KIND = "info"

@@ -18,11 +18,11 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.run_folder import SERVER_FACTS_FILE as SERVER_FACTS_FILE  # re-exported: the owner is common/run_folder.py
 from common.secret_redaction import redact_secrets
 from common.server_info_fields import keep_read_fields
 from endpoints.spec import EndpointSpec
 
-SERVER_FACTS_FILE = "server_facts.json"
 # Newer SGLang (and sglang_router) serve /server_info; older builds and routers only the aliases.
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
 MODEL_INFO_PATHS = ("/model_info", "/get_model_info")

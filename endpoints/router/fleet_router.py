@@ -22,11 +22,11 @@ import re
 import orjson
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
+from endpoints.clock import Clock
 from endpoints.router.policy_params import RouterModelParams
 from endpoints.router.routing_policy import RoutingPolicy, build_policy
 from endpoints.router.routing_text import routing_text
 from endpoints.router.worker_loads import EngineLoad, fleet_view
-from endpoints.sim.engine.clock import Clock
 
 ROUTED_WORKER_HEADER = "x-smg-routed-worker-id"  # smg 1.13.0's header, the worker's URL as its value
 ROUTED_PATHS = ("/generate", "/v1/chat/completions", "/v1/completions")

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 import orjson
 from aiohttp import web
 
+from endpoints.clock import Clock
 from endpoints.router.fleet_router import ROUTED_PATHS, FleetRouter, forwarded_headers, parsed_body
 from endpoints.router.policy_params import RouterModelParams
-from endpoints.sim.engine.clock import Clock
 
 ROOM_SEED = 0  # the model's rooms are drawn from a seeded generator: the same replay, the same rooms
 

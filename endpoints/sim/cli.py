@@ -16,7 +16,7 @@ import sys
 
 from aiohttp import web
 
-from endpoints.sim.calibration.profiles import UnknownProfileError
+from endpoints.sim.cost.profiles import UnknownProfileError
 from endpoints.sim.engine.kv_pool import KvSizingError
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import ServerArgsError, SimServerArgs, parse_server_args

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from endpoints.sim.calibration.cost_model import ParallelConfig
-from endpoints.sim.calibration.expert_parallel import ExpertParallel, expert_parallel_server_info
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
-from endpoints.sim.calibration.run_variation import RunVariation
+from endpoints.sim.cost.cost_model import ParallelConfig
+from endpoints.sim.cost.expert_parallel import ExpertParallel, expert_parallel_server_info
+from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
+from endpoints.sim.cost.run_variation import RunVariation
 from endpoints.sim.engine.disaggregation import (
     DEFAULT_BOOTSTRAP_PORT,
     DEFAULT_RESERVED_DECODE_TOKENS,

@@ -1,1 +1,2 @@
-"""The `costbench` subcommands: capture, workload, replay, sim, demo, and their error handling."""
+"""The `costbench` subcommands: capture, workload, replay, sim (demo's is in pipelines/demo/), and their error
+handling."""

@@ -13,9 +13,9 @@ from common.config_file import ConfigFileError
 from replay.recording.shard_merge import ShardMergeError
 from replay.replay_config import ReplayInputError
 from replay.schedule.rendezvous import RendezvousError
-from warehouse.backends.schema_migrations import SchemaVersionError
 from warehouse.backends.store import WarehouseError
 from warehouse.parquet.lake import LakeError
+from warehouse.schema_migrations import SchemaVersionError
 from workloads.workload import TraceFormatError
 
 EXIT_FAILED = 1  # it ran, and what it ran failed (a run of the demo, or its runs did not finish)

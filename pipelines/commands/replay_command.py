@@ -17,14 +17,15 @@ from pathlib import Path
 
 from rich.console import Console
 
+from common.run_folder import REQUESTS_FILE, RUN_FILE, SHARD_DIR
 from replay.clients.client_registry import Backend
 from replay.recording.progress_counters import ReplayProgress
 from replay.recording.progress_display import progress_display, progress_wanted
+from replay.recording.requests_reader import read_requests
 from replay.recording.summary import SUMMARY_COLUMNS, print_summary, summarize
 from replay.replay_config import ArrivalProcess, ReplayConfig, ReplayInputError, new_run_id
 from replay.runner import run_replay
 from replay.schedule.request_selection import rows_to_replay
-from replay.schedule.requests_reader import REQUESTS_FILE, read_requests
 from replay.schedule.shard import parse_shard
 from workloads.readers.reader_registry import known_formats
 from workloads.workload import TraceFormatError
@@ -153,7 +154,7 @@ def _out_dir(args: argparse.Namespace, config: ReplayConfig) -> Path:
         return args.out
     # Shards of one run share its id: each gets a folder of its own under it.
     run_dir = Path("runs") / config.run_id
-    return run_dir / f"shard-{config.shard_index}" if config.shard_count > 1 else run_dir
+    return run_dir / SHARD_DIR.format(config.shard_index) if config.shard_count > 1 else run_dir
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -180,5 +181,5 @@ def run_command(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     summary = summarize(read_requests(out_dir, SUMMARY_COLUMNS), run)
     print_summary(summary, console)
-    console.print(f"records: {out_dir / REQUESTS_FILE}   run: {out_dir / 'run.json'}")
+    console.print(f"records: {out_dir / REQUESTS_FILE}   run: {out_dir / RUN_FILE}")
     return 0

@@ -1,1 +1,2 @@
-"""`costbench demo`: a real Dagster instance, its daemon, submitted runs, and the story it prints."""
+"""`costbench demo`, its command and its run: a real Dagster instance, its daemon, submitted runs, and the story
+it prints."""

@@ -1,4 +1,4 @@
-"""What `costbench demo` does (pipelines/commands/demo_command.py parses it): the weekly job on the embedded default
+"""What `costbench demo` does (pipelines/demo/demo_command.py parses it): the weekly job on the embedded default
 (twin + bundled traces), end to end.
 
 Submits one backfill of the last complete weeks x every scenario to a real Dagster instance and lets
@@ -54,6 +54,7 @@ from pipelines.demo.instance_runs import (
 )
 from pipelines.failure_notice import NOTICE_FILE_ENV
 from warehouse.backends.store import Warehouse
+from warehouse.marts.notice_rule import NoticeKind, row_notice
 from workloads.scenarios import load_scenarios
 
 SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
@@ -241,9 +242,10 @@ def _wait_and_read(
         runs = [*runs, *_confirmation_runs(instance)]
         rows = store.weekly_trends()
     attribution = store.cost_attribution() if store.db_path.exists() else []
-    # The regression_notice sensor tells each confirmed (or sustained) regressed metric once its week's report is
-    # built: give the daemon's next sensor ticks the time to send what the trends hold.
-    expected = sum(len(orjson.loads(r.regressed_metrics)) for r in rows if r.regressed_metrics)
+    # The regression_notice sensor tells the regressed metrics of each confirmed week that starts an episode (the
+    # notice rule: not its sustained weeks) once its report is built: the daemon's next ticks get time to send them.
+    starts = [r for r in rows if row_notice(r, rows) is NoticeKind.REGRESSION]
+    expected = sum(len(orjson.loads(r.regressed_metrics or "[]")) for r in starts)
     waited = time.monotonic()
     while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
         time.sleep(1)

@@ -8,9 +8,9 @@ from typing import Protocol
 
 import aiohttp
 
-from replay.clients.prepared_request import PreparedRequest
+from replay.clock import Clock
+from replay.prepared_request import PreparedRequest
 from replay.recording.records import RequestRecord
-from replay.schedule.clock import Clock
 
 
 @dataclass(frozen=True, slots=True)

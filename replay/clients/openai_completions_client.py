@@ -12,10 +12,10 @@ import orjson
 
 from replay.clients.client_protocol import SendOptions
 from replay.clients.openai_stream import prompt_marker, sampling_fields, send_openai
-from replay.clients.prepared_request import PreparedRequest
 from replay.clients.prompt_text import completion_prompt
+from replay.clock import Clock
+from replay.prepared_request import PreparedRequest
 from replay.recording.records import RequestRecord
-from replay.schedule.clock import Clock
 
 COMPLETIONS_PATH = "/v1/completions"
 

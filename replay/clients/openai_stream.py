@@ -16,7 +16,7 @@ cold request stays in the hit rate's denominator instead of dropping out of it.
 A request with a response format sends it (`format_fields`) as OpenAI's `response_format` (json_schema,
 json_object) or SGLang's extra top-level `regex`, which both SGLang adapters take; a prompt-only one
 sends none and carries the schema in its prompt (`prompt_marker`). For these requests only, the answer
-text (`content`, or completions' `text`) is kept and checked after the stream (replay/clients/answer_check.py).
+text (`content`, or completions' `text`) is kept and checked after the stream (replay/answer_check.py).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from __future__ import annotations
 import aiohttp
 import orjson
 
-from replay.clients.answer_check import with_answer
+from replay.answer_check import with_answer
 from replay.clients.client_protocol import SendOptions
-from replay.clients.prepared_request import PreparedRequest
 from replay.clients.stream_record import ReportedUsage, StreamedTimes, record_from_stream
 from replay.clients.stream_request import Failure, int_or_none, stream_request
+from replay.clock import Clock
+from replay.prepared_request import PreparedRequest
 from replay.recording.error_kinds import ErrorKind
 from replay.recording.records import RequestRecord, RequestStatus
-from replay.schedule.clock import Clock
 
 
 class OpenAiStreamState:

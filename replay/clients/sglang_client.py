@@ -12,7 +12,7 @@ json_object as '{"type": "object"}', what SGLang's OpenAI adapter sends) or `sam
 A prompt-only one sends no constraint: its prompt goes as `text` (the captured text, or the words
 built from its ids, prompt_text.py) with the schema appended, since a marker cannot be appended to
 token ids without the server's tokenizer. Only for these requests is the output text kept
-(`_AnswerText`), then checked after the stream (replay/clients/answer_check.py).
+(`_AnswerText`), then checked after the stream (replay/answer_check.py).
 
 Under `--enable-metrics` SGLang's tokenizer manager merges the scheduler's timings into every event's
 meta_info (`SchedulerReqTimeStats.convert_to_output_meta_info`, python/sglang/srt/observability/
@@ -27,15 +27,15 @@ from __future__ import annotations
 import aiohttp
 import orjson
 
-from replay.clients.answer_check import with_answer
+from replay.answer_check import with_answer
 from replay.clients.client_protocol import SendOptions
-from replay.clients.prepared_request import PreparedRequest
 from replay.clients.prompt_text import completion_prompt
 from replay.clients.stream_record import ReportedUsage, StreamedTimes, record_from_stream
 from replay.clients.stream_request import Failure, float_or_none, int_or_none, stream_request
+from replay.clock import Clock
+from replay.prepared_request import PreparedRequest
 from replay.recording.error_kinds import ErrorKind
 from replay.recording.records import RequestRecord, RequestStatus
-from replay.schedule.clock import Clock
 
 GENERATE_PATH = "/generate"
 _META_KEY = b'"meta_info":'

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replay.clients.client_protocol import SendOptions
-from replay.clients.prepared_request import PreparedRequest
 from replay.clients.stream_request import StreamOutcome
+from replay.prepared_request import PreparedRequest
 from replay.recording.error_kinds import clip_message
 from replay.recording.records import RequestRecord, RequestStatus
 

@@ -16,9 +16,9 @@ from typing import Protocol
 import aiohttp
 
 from replay.clients.sse_reader import iter_sse
+from replay.clock import Clock
 from replay.recording.error_kinds import ErrorKind
 from replay.recording.records import RequestStatus
-from replay.schedule.clock import Clock
 
 Failure = tuple[RequestStatus, ErrorKind, str]
 # SGLang's router (smg 1.13.0) names the worker it sent a request to in this response header (its URL).

@@ -1,1 +1,2 @@
-"""What a replay writes: request records, Parquet part files, shard merges, the summary and progress."""
+"""What a replay writes: request records, Parquet part files and their reader, shard merges, schedule lag, the
+summary and progress."""

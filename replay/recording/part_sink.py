@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from replay.recording.records import REQUEST_RECORD_SCHEMA, RequestRecord
-from replay.schedule.requests_reader import PARTS_DIR, REQUESTS_FILE, part_paths
+from replay.recording.requests_reader import PARTS_DIR, REQUESTS_FILE, part_paths
 
 _PART_NAME = "part-{:05d}.parquet"
 _FIELDS = REQUEST_RECORD_SCHEMA.names

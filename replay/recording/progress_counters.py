@@ -7,7 +7,7 @@ read can at worst show a number one update old.
 from __future__ import annotations
 
 from replay.recording.records import RequestRecord, RequestStatus
-from replay.schedule.schedule_lag import schedule_lag_s
+from replay.recording.schedule_lag import schedule_lag_s
 
 
 class ReplayProgress:

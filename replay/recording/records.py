@@ -220,7 +220,7 @@ class RunInfo:
 
 _EPOCH = "s since the Unix epoch"
 
-# The run.json fields; the lake table `runs` (warehouse/marts/run_columns.py) reuses most of them.
+# The run.json fields; the lake table `runs` (warehouse/parquet/run_columns.py) reuses most of them.
 RUN_INFO_COLUMNS = ColumnList(
     (
         Column("run_id", pa.string(), "", "unique id of the replay", nullable=False),

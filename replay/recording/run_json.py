@@ -13,11 +13,10 @@ from pathlib import Path
 import orjson
 
 from common.atomic_file import write_bytes_atomically
+from common.run_folder import RUN_FILE
 from common.secret_redaction import redact_secrets
 from common.server_info_fields import keep_read_fields
 from replay.recording.records import RunInfo
-
-RUN_FILE = "run.json"
 
 
 def write_run_json(out_dir: Path, run: RunInfo) -> Path:

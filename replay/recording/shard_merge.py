@@ -12,9 +12,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from replay.recording.records import RequestStatus, RunInfo
+from replay.recording.requests_reader import REQUESTS_FILE, read_requests
 from replay.recording.run_json import read_run_json, write_run_json
-from replay.schedule.requests_reader import REQUESTS_FILE, read_requests
-from replay.schedule.schedule_lag import ScheduleLag
+from replay.recording.schedule_lag import ScheduleLag
 
 
 class ShardMergeError(ValueError):
@@ -40,7 +40,7 @@ def merge_shard_runs(shard_dirs: list[Path], out_dir: Path, lag_degraded_ms: flo
     pq.write_table(table, tmp)
     os.replace(tmp, out_dir / REQUESTS_FILE)
 
-    # replay/schedule/schedule_lag.py's definition over the same requests: sent ones, warm-up left out.
+    # replay/recording/schedule_lag.py's definition over the same requests: sent ones, warm-up left out.
     sent = table.column("sent_mono_s")
     measured = pc.and_(pc.is_valid(sent), pc.invert(table.column("is_warmup")))
     lags = pc.subtract(

@@ -39,7 +39,7 @@ class ReplaySummary:
     e2e_p95_ms: float | None
     e2e_from_scheduled_p95_ms: float | None  # finish − scheduled: what a user of the trace waited
     prefix_cache_hit_rate: float | None  # run_summary.prefix_cache_hit_rate, over completed requests
-    schedule_lag_p99_ms: float | None  # replay/schedule/schedule_lag.py: sent − scheduled − held, warm-up out
+    schedule_lag_p99_ms: float | None  # replay/recording/schedule_lag.py: sent − scheduled − held, warm-up out
     client_degraded: bool
     errors_by_kind: tuple[tuple[str, int], ...]  # not ok and not warm-up, most frequent first
 

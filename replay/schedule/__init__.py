@@ -1,1 +1,1 @@
-"""When each request goes out: the open-loop loop, its clock, sessions, shards and their rendezvous."""
+"""When each request goes out: the open-loop loop, sessions, shards and their rendezvous."""

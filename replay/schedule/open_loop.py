@@ -18,10 +18,10 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 
-from replay.clients.prepared_request import PreparedRequest
+from replay.clock import Clock
+from replay.prepared_request import PreparedRequest
 from replay.recording.progress_counters import ReplayProgress
 from replay.recording.records import RequestRecord, RequestStatus
-from replay.schedule.clock import Clock
 from replay.schedule.session_order import session_predecessors
 
 Dispatch = Callable[[PreparedRequest], Awaitable[RequestRecord]]

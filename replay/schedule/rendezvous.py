@@ -26,8 +26,8 @@ from pathlib import Path
 import orjson
 
 from common.atomic_file import write_bytes_atomically
+from common.run_folder import READY_FILE
 
-READY_FILE = "shard-{}.ready"
 POLL_S = 0.02
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from replay.clients.prepared_request import PreparedRequest, prepare_requests
+from replay.prepared_request import PreparedRequest, prepare_requests
 from replay.replay_config import ArrivalProcess, ReplayConfig, ReplayInputError
 from replay.schedule.shard import shard_mask
 from workloads.prompts.prompt_materializer import materialize_input_ids

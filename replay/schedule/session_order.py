@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replay.clients.prepared_request import PreparedRequest
+from replay.prepared_request import PreparedRequest
 
 
 def session_predecessors(requests: Sequence[PreparedRequest]) -> list[int | None]:

@@ -9,7 +9,8 @@ import pytest
 from aiohttp import web
 
 from endpoints.probes.cache_prep import CacheFlushError, prepare_cache
-from endpoints.provision import RunningEndpoint, provision
+from endpoints.provision import provision
+from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointMode, EndpointSpec
 from endpoints_loopback import serve_in_thread
 

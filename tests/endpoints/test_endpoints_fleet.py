@@ -26,8 +26,8 @@ from endpoints.spec import (
     load_endpoint_specs,
 )
 from process_members import group_members, listener_pid
+from replay.recording.requests_reader import read_requests
 from replay.runner import ReplayConfig, run_replay
-from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
 
 BASE = {"name": "v3-fleet", "mode": "sim", "model": "deepseek-ai/DeepSeek-V3", "gpu_type": "H200", "gpu_count": 16,

@@ -17,8 +17,8 @@ from endpoints.probes.probe_session import probe_session
 from endpoints.provision import provision, server_command
 from endpoints.spec import EndpointSpec, EndpointSpecError, WorkerRole, load_endpoint_specs
 from process_members import group_members, listener_pid
+from replay.recording.requests_reader import read_requests
 from replay.runner import ReplayConfig, run_replay
-from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
 
 TWIN_ARGS = ["--tp", "8", "--sim-hardware", "h200", "--sim-warmup-s", "0"]

@@ -17,8 +17,8 @@ from endpoints.probes.probe_records import GPU_SAMPLES_FILE, SERVER_SAMPLES_FILE
 from endpoints.router.router_spec import RouterSpec
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec, WorkerGroup, WorkerRole
 from endpoints.virtual_twin import replay_on_virtual_twin
+from replay.recording.requests_reader import read_requests
 from replay.runner import ReplayConfig, run_replay_async
-from replay.schedule.requests_reader import read_requests
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, Workload
 
 BLOCK = 64

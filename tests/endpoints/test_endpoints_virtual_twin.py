@@ -14,14 +14,14 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
+from endpoints.clock import VirtualClock
 from endpoints.probes.probe_session import probing
 from endpoints.probes.server_facts import http_get
 from endpoints.provision import provision
-from endpoints.sim.engine.clock import VirtualClock
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, EndpointSpecError, load_endpoint_specs
 from endpoints.virtual_twin import replay_on_virtual_twin
+from replay.recording.requests_reader import REQUESTS_FILE
 from replay.runner import ReplayConfig, run_replay, run_replay_async
-from replay.schedule.requests_reader import REQUESTS_FILE
 from replay_sglang_peer import make_workload
 
 FLAGS = ("--tp", "8", "--sim-hardware", "h200", "--stream-interval", "4")

@@ -191,3 +191,65 @@ def test_a_regression_verdict_outlives_an_unreachable_webhook(warehouse, tmp_pat
             webhook.stop()
     assert webhook.delivered == [line]
     assert list(outbox.glob("*.json")) == []
+
+
+FIVE_WEEKS = [*WEEKS, WEEKS[-1] + timedelta(days=7)]
+
+
+def _canary_store(path, costs: tuple[float, ...]) -> Warehouse:
+    store = Warehouse(path)
+    for week, cost in zip(FIVE_WEEKS, costs, strict=True):
+        _week(store, week, "chat-canary", "canary", cost)
+    store.refresh()
+    return store
+
+
+def _verdicts(store: Warehouse) -> list[str]:
+    return [r.regression_verdict for r in sorted(store.weekly_trends(), key=lambda r: r.week_start)]
+
+
+def test_an_episode_is_told_once_not_again_each_sustained_week(tmp_path, monkeypatch):
+    notice_file = tmp_path / "notices.jsonl"
+    monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
+    store = _canary_store(tmp_path / "wh", (0.10, 0.11, 0.09, 0.13, 0.13))
+    assert _verdicts(store)[3:] == ["regression", "sustained"]
+    resources = {"warehouse": WarehouseResource(root=str(store.root))}
+    with dg.instance_for_test() as instance:
+        _report(instance, FIVE_WEEKS[3], "chat-canary", "report.html", confirms="first-run")  # agrees: told
+        _report(instance, FIVE_WEEKS[4], "chat-canary", "report.html")  # sustained: the same episode
+        result = regression_notice_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+    assert result.run_requests == []  # a sustained week is not confirmed either
+    notices = [orjson.loads(line) for line in notice_file.read_bytes().splitlines()]
+    assert [(n["kind"], n["week_start"]) for n in notices] == [("regression", FIVE_WEEKS[3].isoformat())]
+
+
+def test_a_confirmation_that_does_not_agree_hands_the_episode_to_the_week_after(tmp_path, monkeypatch):
+    # Both weeks reported before the first one's confirmation ran (a backfill): the second was `sustained` then,
+    # and told nobody. The confirmation does not agree, so the second week now starts the episode: confirmed in turn.
+    notice_file = tmp_path / "notices.jsonl"
+    monkeypatch.setenv(NOTICE_FILE_ENV, str(notice_file))
+    store = _canary_store(tmp_path / "wh", (0.10, 0.11, 0.09, 0.13, 0.13))
+    resources = {"warehouse": WarehouseResource(root=str(store.root))}
+    keys = [str(dg.MultiPartitionKey({"week": w.isoformat(), "scenario": "chat-canary"})) for w in FIVE_WEEKS]
+    with dg.instance_for_test() as instance:
+        _report(instance, FIVE_WEEKS[3], "chat-canary", "report.html")
+        _report(instance, FIVE_WEEKS[4], "chat-canary", "report.html")
+        first = dg.build_sensor_context(instance=instance, resources=resources)
+        assert [r.partition_key for r in regression_notice_sensor(first).run_requests] == [keys[3]]
+
+        _week(store, FIVE_WEEKS[3], "chat-canary", "canary", 0.10)  # the confirmation's replays replace the week's
+        store.refresh()
+        assert _verdicts(store)[3:] == ["ok", "regression"]
+        _report(instance, FIVE_WEEKS[3], "chat-canary", "report.html", confirms="first-run")
+        second = dg.build_sensor_context(instance=instance, resources=resources, cursor=first.cursor)
+        [request] = regression_notice_sensor(second).run_requests
+        assert request.partition_key == keys[4] and CONFIRMS_TAG in request.tags
+        assert not notice_file.exists()
+
+        _report(instance, FIVE_WEEKS[4], "chat-canary", "report.html", confirms="second-run")  # agrees: told
+        third = dg.build_sensor_context(instance=instance, resources=resources, cursor=second.cursor)
+        assert regression_notice_sensor(third).run_requests == []
+    notices = [orjson.loads(line) for line in notice_file.read_bytes().splitlines()]
+    assert [(n["kind"], n["week_start"], n["confirms_run_id"]) for n in notices] == [
+        ("regression", FIVE_WEEKS[4].isoformat(), "second-run")
+    ]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from replay.recording.requests_reader import read_requests
 from replay.runner import ReplayConfig, run_replay
-from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
 from twin_process import running_sim
 

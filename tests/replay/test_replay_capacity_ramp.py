@@ -1,5 +1,5 @@
 """A real endpoint's capacity at the SLO: the rate ramp (replay/capacity_ramp.py) over real HTTP on loopback, and the
-shadow twin's capacity scaled by the run's real / twin throughput (endpoints/sim/calibration/shadow_capacity.py).
+shadow twin's capacity scaled by the run's real / twin throughput (endpoints/capacity/shadow_capacity.py).
 The "real" endpoint is the twin as its own process in real time, attached by URL (as the shadow canary's test does):
 the ramp then measures the same model the twin's sweep in virtual time does, so the two must agree."""
 
@@ -12,16 +12,17 @@ from pathlib import Path
 import pytest
 
 from assets.real_capacity import RATE_RAMP_SOURCE, as_slo_capacity, ramp_real_endpoint, write_shadow_capacities
-from endpoints.provision import RunningEndpoint
-from endpoints.sim.calibration.shadow_canary import ServedFigures, compare
-from endpoints.sim.calibration.shadow_capacity import scaled_to_real, shadow_twin_capacity
-from endpoints.sim.calibration.slo_capacity import (
+from endpoints.capacity.deployment import Deployment
+from endpoints.capacity.shadow_canary import ServedFigures, compare
+from endpoints.capacity.shadow_capacity import scaled_to_real, shadow_twin_capacity
+from endpoints.capacity.slo_capacity import (
     CAPACITY_FILE,
     read_capacity_json,
-    sweep_slo_capacity,
+    sweep_capacity,
     workload_bench_requests,
     write_capacity_json,
 )
+from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.capacity_ramp import RampCapacity, RampStep
 from replay_sglang_peer import make_workload
@@ -55,7 +56,7 @@ BOUND = (1 / 1.4, 1.4)
 
 
 def test_the_ramp_finds_the_twins_own_capacity_and_states_its_gpu_minutes(tmp_path):
-    sweep = sweep_slo_capacity(TWIN_FLAGS, workload_bench_requests(WORKLOAD, 60), *SLO)
+    sweep = sweep_capacity(Deployment(tuple(TWIN_FLAGS), 8), workload_bench_requests(WORKLOAD, 60), *SLO).capacity
     run_dirs = [tmp_path / "run-1", tmp_path / "run-2"]
     for run_dir in run_dirs:
         run_dir.mkdir()

@@ -25,10 +25,10 @@ from endpoints.probes.metrics_scrape import parse_sglang_metrics
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
 from endpoints_loopback import serve_in_thread
+from replay.recording.requests_reader import REQUESTS_FILE, read_requests, requests_partial_parts
 from replay.recording.run_json import read_run_json
 from replay.replay_config import ReplayConfig
 from replay.schedule.open_loop import STOPPED_NOT_DUE, STOPPED_UNFINISHED
-from replay.schedule.requests_reader import REQUESTS_FILE, read_requests, requests_partial_parts
 from replay.schedule.stop_signals import sigterm_as_sigint
 
 REPO = Path(__file__).resolve().parents[2]

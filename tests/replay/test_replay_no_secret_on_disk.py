@@ -27,10 +27,10 @@ from endpoints.probes.probe_records import (
 from endpoints.probes.probe_session import probing
 from endpoints.provision import provision
 from endpoints.spec import EndpointMode, EndpointSpec
+from replay.recording.requests_reader import read_requests
 from replay.recording.run_json import read_run_json
 from replay.recording.shard_merge import merge_shard_runs
 from replay.runner import ReplayConfig, run_replay
-from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import PeerBehaviour, make_workload, peer_in_thread
 from stored_text import decoded_text
 from warehouse.backends.store import Warehouse

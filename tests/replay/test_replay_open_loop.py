@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from replay.clients.prepared_request import PreparedRequest, prepare_requests
+from replay.prepared_request import PreparedRequest, prepare_requests
 from replay.recording.records import RequestRecord, RequestStatus
 from replay.recording.run_json import read_run_json
 from replay.runner import ReplayConfig, ReplayInputError, run_replay_async

@@ -11,10 +11,10 @@ import pytest
 from replay.clients import openai_chat_client, openai_completions_client
 from replay.clients.client_protocol import SendOptions
 from replay.clients.openai_stream import OpenAiStreamState
-from replay.clients.prepared_request import PreparedRequest
 from replay.clients.prompt_text import chat_messages, text_for_ids
+from replay.clock import MonotonicClock
+from replay.prepared_request import PreparedRequest
 from replay.recording.records import RequestStatus
-from replay.schedule.clock import MonotonicClock
 from replay_sglang_peer import PeerBehaviour, SglangPeer
 
 CLIENTS = {"chat": openai_chat_client.send, "completions": openai_completions_client.send}

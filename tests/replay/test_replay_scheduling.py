@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from replay.clients.prepared_request import PreparedRequest, prepare_requests
+from replay.prepared_request import PreparedRequest, prepare_requests
 from replay.recording.records import RequestRecord, RequestStatus
+from replay.recording.requests_reader import read_requests
+from replay.recording.schedule_lag import RunTally
 from replay.replay_config import ReplayConfig, ReplayInputError
 from replay.runner import run_replay_async
 from replay.schedule.open_loop import run_open_loop
 from replay.schedule.request_selection import select_requests
-from replay.schedule.requests_reader import read_requests
-from replay.schedule.schedule_lag import RunTally
 from replay.schedule.session_order import session_predecessors
 from replay.schedule.shard import parse_shard, shard_of
 from replay_sglang_peer import ScriptedClock, SglangPeer, VirtualClock, make_workload

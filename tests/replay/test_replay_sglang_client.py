@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from replay.clients.client_protocol import SendOptions
-from replay.clients.prepared_request import PreparedRequest
 from replay.clients.sglang_client import parse_event, send
+from replay.clock import MonotonicClock
+from replay.prepared_request import PreparedRequest
 from replay.recording.records import RequestStatus
-from replay.schedule.clock import MonotonicClock
 from replay_sglang_peer import PeerBehaviour, SglangPeer
 
 

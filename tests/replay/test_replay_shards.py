@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from pipelines import cli
+from replay.recording.requests_reader import read_requests
 from replay.recording.run_json import read_run_json
-from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import PeerBehaviour, peer_in_thread
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,13 +14,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from replay.clock import MonotonicClock
 from replay.recording.part_sink import PartFileSink
 from replay.recording.records import REQUEST_RECORD_SCHEMA, RequestRecord, RequestStatus
+from replay.recording.requests_reader import PARTS_DIR, REQUESTS_FILE, part_paths, read_requests, requests_partial_parts
 from replay.recording.run_json import read_run_json
 from replay.runner import ReplayConfig, run_replay_async
-from replay.schedule.clock import MonotonicClock
 from replay.schedule.open_loop import STOPPED_NOT_DUE, STOPPED_UNFINISHED
-from replay.schedule.requests_reader import PARTS_DIR, REQUESTS_FILE, part_paths, read_requests, requests_partial_parts
 from replay_sglang_peer import PeerBehaviour, SglangPeer, make_workload, peer_in_thread
 
 TESTS = Path(__file__).resolve().parents[1]

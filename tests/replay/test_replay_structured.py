@@ -8,12 +8,12 @@ import numpy as np
 import orjson
 import pytest
 
+from replay.answer_check import AnswerCheck, answer_text
 from replay.clients import openai_chat_client, openai_completions_client, sglang_client
-from replay.clients.answer_check import AnswerCheck, answer_text
 from replay.clients.client_protocol import SendOptions
-from replay.clients.prepared_request import PreparedRequest
+from replay.prepared_request import PreparedRequest
+from replay.recording.requests_reader import read_requests
 from replay.runner import ReplayConfig, run_replay
-from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
 from twin_process import running_sim
 from workloads.prompts.response_format import (

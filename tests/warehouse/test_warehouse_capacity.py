@@ -12,17 +12,20 @@ from datetime import date
 import pyarrow as pa
 import pytest
 
-from endpoints.sim.calibration.slo_capacity import (
+from endpoints.capacity.deployment import Deployment
+from endpoints.capacity.slo_capacity import (
     MAX_SWEEP_REQUESTS,
     MIN_GOOD_SHARE,
     MIN_TURNOVERS,
-    measure_slo_capacity,
+    measure_capacity,
     read_capacity_json,
-    sweep_slo_capacity,
+    read_fleet_capacity_json,
+    sweep_capacity,
     workload_bench_requests,
     write_capacity_json,
+    write_fleet_capacity_json,
 )
-from endpoints.sim.calibration.virtual_bench import BenchRequest, random_ids
+from endpoints.sim.virtual_bench import BenchRequest, random_ids
 from endpoints.spec import EndpointMode
 from warehouse.backends.store import Warehouse
 from warehouse.marts.run_rows import RunContext
@@ -44,9 +47,9 @@ def _requests() -> list[BenchRequest]:
 def sweeps() -> dict[str, object]:
     requests = _requests()
     return {
-        "cache": sweep_slo_capacity(FLAGS, requests, 2000.0, 100.0),
-        "no_cache": sweep_slo_capacity(NO_CACHE, requests, 2000.0, 100.0),
-        "strict": sweep_slo_capacity(NO_CACHE, requests, 500.0, 50.0),
+        "cache": sweep_capacity(Deployment(tuple(FLAGS), 8), requests, 2000.0, 100.0).capacity,
+        "no_cache": sweep_capacity(Deployment(tuple(NO_CACHE), 8), requests, 2000.0, 100.0).capacity,
+        "strict": sweep_capacity(Deployment(tuple(NO_CACHE), 8), requests, 500.0, 50.0).capacity,
     }
 
 
@@ -77,7 +80,7 @@ def test_a_sweep_whose_batch_never_settles_is_swept_again_on_more_requests(tmp_p
         for i in range(600)
     ]
     window = Workload("w", "trace", TraceFormat.MOONCAKE, "ms", 64, pa.Table.from_pylist(rows, schema=WORKLOAD_SCHEMA))
-    settled = measure_slo_capacity(endpoint(server_args=tuple(FLAGS)), window, 1000.0, 100.0)
+    settled = measure_capacity(endpoint(server_args=tuple(FLAGS)), window, 1000.0, 100.0)
     # The first 300 alone left the batch at capacity unsettled (82 running: fewer than MIN_TURNOVERS turnovers), so
     # it was swept again on as many as that batch asked for, and again once the larger sample's batch asked for more.
     assert settled is not None and settled.requests > MAX_SWEEP_REQUESTS and settled.capacity_rps_at_slo is not None
@@ -97,13 +100,13 @@ def test_capacity_file_round_trip_and_where_no_sweep_applies(sweeps, tmp_path):
     with pytest.raises(ValueError, match="not a costbench capacity.json"):
         read_capacity_json(tmp_path)
     with pytest.raises(ValueError, match="at least two requests"):
-        sweep_slo_capacity(FLAGS, _requests()[:1], 2000.0, 100.0)
+        sweep_capacity(Deployment(tuple(FLAGS), 8), _requests()[:1], 2000.0, 100.0)
 
 
 def test_a_real_endpoint_gets_no_twin_sweep():
     empty = Workload("w", "t", TraceFormat.MOONCAKE, "ms", 512, WORKLOAD_SCHEMA.empty_table())
-    assert measure_slo_capacity(endpoint(mode=EndpointMode.LAUNCH), empty, 1000.0, 100.0) is None
-    assert measure_slo_capacity(endpoint(), empty, 1000.0, 100.0) is None  # no arrivals to sweep
+    assert measure_capacity(endpoint(mode=EndpointMode.LAUNCH), empty, 1000.0, 100.0) is None
+    assert measure_capacity(endpoint(), empty, 1000.0, 100.0) is None  # no arrivals to sweep
 
 
 def test_run_summary_prices_the_slo_capacity_and_sizes_the_fleet_on_it(tmp_path):
@@ -145,10 +148,12 @@ def test_a_short_window_is_repeated_with_fresh_ids_so_its_burst_cannot_hide_the_
 
 def test_a_sweep_is_done_once_per_requests_flags_and_slo(tmp_path):
     spec = endpoint(server_args=tuple(FLAGS))
-    first = measure_slo_capacity(spec, _workload(30), 1000.0, 100.0, tmp_path)
-    [cached] = tmp_path.glob("*.json")
+    first = measure_capacity(spec, _workload(30), 1000.0, 100.0, tmp_path)
+    [cached] = tmp_path.glob("sweep-*.json")
     assert first is not None and first.capacity_rps_at_slo is not None
-    write_capacity_json(tmp_path, replace(first, capacity_rps_at_slo=123.0), cached.name)
-    assert measure_slo_capacity(spec, _workload(30), 1000.0, 100.0, tmp_path).capacity_rps_at_slo == 123.0
-    other = measure_slo_capacity(spec, _workload(30), 500.0, 100.0, tmp_path)  # another SLO: swept again
-    assert other.capacity_rps_at_slo != 123.0 and len(list(tmp_path.glob("*.json"))) == 2
+    kept = read_fleet_capacity_json(cached)
+    assert kept.capacity == first
+    write_fleet_capacity_json(cached, replace(kept, capacity=replace(first, capacity_rps_at_slo=123.0)))
+    assert measure_capacity(spec, _workload(30), 1000.0, 100.0, tmp_path).capacity_rps_at_slo == 123.0
+    other = measure_capacity(spec, _workload(30), 500.0, 100.0, tmp_path)  # another SLO: swept again
+    assert other.capacity_rps_at_slo != 123.0 and len(list(tmp_path.glob("sweep-*.json"))) == 2

@@ -10,8 +10,8 @@ from datetime import date
 
 import pytest
 
+from endpoints.capacity.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from endpoints.spec import EndpointSpec, FleetSpec, WorkerGroup, WorkerRole
 from warehouse.backends.store import Warehouse
 from warehouse.marts.run_rows import RunContext, build_run_row

@@ -11,13 +11,14 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
+from warehouse.marts.notice_rule import NoticeKind
 from warehouse.marts.run_rows import RunContext, build_run_row
 from warehouse_builders import endpoint, request, requests_table, run_info
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from gate_changes import Change, Metric  # noqa: E402
-from gate_years import Kind, RunSource, judge_batch, plan_series, variant_sources  # noqa: E402
+from gate_years import RunSource, judge_batch, plan_series, variant_sources  # noqa: E402
 
 SCENARIO = "canary"
 INJECTION_WEEK = 20
@@ -62,7 +63,7 @@ def test_an_aa_year_raises_nothing_and_a_40pct_cost_change_is_caught_in_its_week
     assert aa.notices == [] and aa.confirmations == 0
     assert all(v in ("no_baseline", "ok") for v in aa.verdicts), aa.verdicts
     assert [(n.week, n.kind, n.metrics) for n in injected.notices] == [
-        (INJECTION_WEEK, Kind.REGRESSION, ("efficiency_cost_per_request_usd",))
+        (INJECTION_WEEK, NoticeKind.REGRESSION, ("efficiency_cost_per_request_usd",))
     ]
     assert injected.confirmations == 1 and injected.unconfirmed == 0
     assert injected.changes[INJECTION_WEEK]["cost"] == pytest.approx(40.0)

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from warehouse.backends.schema_migrations import SCHEMA_VERSION
 from warehouse.parquet import lake
 from warehouse.parquet.crash_point import CRASH_AT_ENV
 from warehouse.parquet.lake import LakeError, list_partitions, read_partition, recover_lake, write_partition
+from warehouse.schema_migrations import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from endpoints.sim.calibration.fleet.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
+from endpoints.capacity.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from warehouse.backends.store import Warehouse, WarehouseError
 from warehouse.marts.judged_metrics import JUDGED_METRICS, judged_metric
 from warehouse.marts.mart_readers import MartNotBuiltError, MartReaders

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from warehouse.backends.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 from warehouse.backends.store import Warehouse
 from warehouse.marts.run_rows import build_run_row
 from warehouse.parquet.lake import PART_FILE, partition_path
+from warehouse.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 from warehouse_builders import endpoint, request, requests_table, run_info
 
 WEEK = date(2025, 3, 3)

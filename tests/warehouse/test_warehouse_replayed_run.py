@@ -18,11 +18,11 @@ from endpoints.probes.probe_session import probing
 from endpoints.provision import provision
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.recording.records import RunInfo
+from replay.recording.requests_reader import read_requests
 from replay.recording.run_json import read_run_json
 from replay.recording.shard_merge import merge_shard_runs
 from replay.recording.summary import SUMMARY_COLUMNS, summarize
 from replay.runner import ReplayConfig, run_replay, run_replay_async
-from replay.schedule.requests_reader import read_requests
 from replay_sglang_peer import make_workload
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import RunSummaryRow

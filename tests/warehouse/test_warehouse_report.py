@@ -13,8 +13,8 @@ from datetime import date, timedelta
 import pytest
 
 from chromium_devtools import Browser, require_chromium
+from endpoints.capacity.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from endpoints.spec import EndpointMode, FleetSpec, WorkerGroup, WorkerRole
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import FleetPlanRow

@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from test_warehouse_migrations import v1_requests, v1_runs, write_v1_partition
 
-from warehouse.backends.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 from warehouse.backends.store import Warehouse
 from warehouse.parquet.lake import PART_FILE, SCHEMA_VERSION_KEY, partition_path
+from warehouse.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 from warehouse_builders import endpoint, request, requests_table, run_info, write_run
 
 W0 = date(2025, 3, 3)

@@ -256,9 +256,9 @@ def test_replayed_against_the_twin_the_warehouse_counts_what_the_replay_validate
     import statistics
 
     from endpoints.spec import EndpointMode, EndpointSpec
+    from replay.recording.requests_reader import read_requests
     from replay.recording.run_json import read_run_json
     from replay.runner import ReplayConfig, run_replay
-    from replay.schedule.requests_reader import read_requests
     from replay_sglang_peer import make_workload
     from twin_process import running_sim
     from workloads.prompts.response_format import StructuredOutput, json_schema_format, with_structured_output

@@ -13,7 +13,7 @@ from workloads.readers.azure_reader import parse_timestamp_ns, read_azure, scan_
 from workloads.readers.burstgpt_reader import read_burstgpt, scan_burstgpt
 from workloads.readers.csv_batches import BadRow, RowRules
 from workloads.readers.reader_registry import read_trace
-from workloads.readers.trace_scan import BATCH_ROWS, collect
+from workloads.trace_scan import BATCH_ROWS, collect
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormatError
 from workloads.workload_builder import MAX_REQUEST_TOKENS
 

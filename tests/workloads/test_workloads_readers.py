@@ -10,7 +10,7 @@ import pytest
 from workloads.readers.azure_reader import read_azure
 from workloads.readers.mooncake_reader import read_mooncake, scan_mooncake
 from workloads.readers.reader_registry import read_trace
-from workloads.readers.trace_scan import BATCH_ROWS
+from workloads.trace_scan import BATCH_ROWS
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, TraceFormatError
 
 TRACES = Path(__file__).resolve().parents[2] / "workloads" / "traces"

@@ -39,7 +39,7 @@ from typing import TypeVar
 import duckdb
 import pyarrow as pa
 
-from warehouse.backends import schema_migrations
+from warehouse import schema_migrations
 from warehouse.backends.duckdb_extensions import ExtensionError, load_extensions, load_statements, offline_connection
 from warehouse.backends.ducklake_url import DuckLakeLocation, parse_ducklake_url
 from warehouse.backends.store import LAKE_TABLES, RefreshResult, WarehouseError, load_prices

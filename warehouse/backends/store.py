@@ -1,7 +1,7 @@
 """The DuckDB side of the warehouse: views over the lake, marts rebuilt from them, one connection per unit of work.
 
 Layout under `root`: `lake/` (the Parquet lake, warehouse/parquet/lake.py) and `costbench.duckdb`. All SQL lives in
-warehouse/schema.sql and warehouse/sql/*.sql. Schema versions and upgrades: warehouse/backends/schema_migrations.py.
+warehouse/schema.sql and warehouse/sql/*.sql. Schema versions and upgrades: warehouse/schema_migrations.py.
 
 Readers and the refresh never contend for DuckDB's file lock. A refresh builds a whole new database in a
 hidden file beside costbench.duckdb, checkpoints and closes it (no WAL left), and renames it over
@@ -33,8 +33,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse.backends import schema_migrations
-from warehouse.backends.schema_migrations import StoredHistory
+from warehouse import schema_migrations
 from warehouse.errors import WarehouseError
 from warehouse.marts.build import build_marts
 from warehouse.marts.mart_readers import MartReaders
@@ -53,6 +52,7 @@ from warehouse.parquet.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
 from warehouse.parquet.lake_columns import LAKE_COLUMNS
 from warehouse.parquet.lake_quarantine import QuarantinedFile, list_quarantine
 from warehouse.parquet.lake_snapshot import SNAPSHOTS_DIR, mark_superseded, prune_snapshots
+from warehouse.schema_migrations import StoredHistory
 from warehouse.sql_files import read_sql, render_sql
 
 # Lake tables the views read, with the columns and types they must have even while the lake is empty.

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import duckdb
 
-from warehouse.backends import schema_migrations
+from warehouse import schema_migrations
 from warehouse.errors import WarehouseError
 from warehouse.marts.mart_rows import (
     CostAttributionRow,

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from datetime import date
 from typing import TYPE_CHECKING
 
+from endpoints.capacity.deployment import shape_label, shape_workers
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -356,22 +358,6 @@ class FleetPlanRow:
     @property
     def workers(self) -> str:
         return shape_workers(self.replicas, self.prefill_workers, self.decode_workers, self.decode_ep_size)
-
-
-def shape_label(replicas: int, policy: str, prefill_workers: int, decode_workers: int, decode_ep_size: int = 0) -> str:
-    """A fleet plan's shape as the report and the console name it: '4 x cache_aware', '1P3D x cache_aware', or
-    '1P2D (EP16 decode) x cache_aware' (endpoints/sim/calibration/fleet/fleet_plan.py names its probes alike)."""
-    if prefill_workers:
-        wide = f" (EP{decode_ep_size} decode)" if decode_ep_size else ""
-        return f"{prefill_workers}P{decode_workers}D{wide} x {policy}"
-    return f"{replicas} x {policy}"
-
-
-def shape_workers(replicas: int, prefill_workers: int, decode_workers: int, decode_ep_size: int = 0) -> str:
-    """Its workers in a table cell: '4' replicas, '1P + 3D', or '1P + 2D of EP16'."""
-    if not prefill_workers:
-        return str(replicas)
-    return f"{prefill_workers}P + {decode_workers}D" + (f" of EP{decode_ep_size}" if decode_ep_size else "")
 
 
 @dataclass(frozen=True, slots=True)

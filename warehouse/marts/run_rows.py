@@ -19,19 +19,19 @@ from endpoints.running_cap import max_running_requests
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.recording.records import RunInfo
 from warehouse.marts.price_table import resolve_gpu_price
-from warehouse.marts.run_columns import RUNS_COLUMNS
 from warehouse.parquet.lake import validate_scenario_name, validate_week_start
+from warehouse.parquet.run_columns import RUNS_COLUMNS
 from workloads.scenarios import Scenario
 
 __all__ = ["REDACTED", "RUNS_SCHEMA", "RunContext", "build_run_row", "max_running_requests", "run_backend"]
 
-RUNS_SCHEMA = RUNS_COLUMNS.schema()  # every column is defined once, in warehouse/marts/run_columns.py
+RUNS_SCHEMA = RUNS_COLUMNS.schema()  # every column is defined once, in warehouse/parquet/run_columns.py
 
 
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """What the scenario and workload say about a run, beyond what the replay recorded (all optional;
-    each field is the `runs` column of the same name, defined in warehouse/marts/run_columns.py)."""
+    each field is the `runs` column of the same name, defined in warehouse/parquet/run_columns.py)."""
 
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
@@ -41,9 +41,7 @@ class RunContext:
     min_valid_rate: float | None = None  # the scenario's structured_output.min_valid_rate
     role: str | None = None  # the scenario's role: live | canary
     traffic_share: float | None = None  # the scenario's session share of the trace
-    capacity_rps_at_slo: float | None = (
-        None  # endpoints/sim/calibration/slo_capacity.py's sweep of the run (capacity.json)
-    )
+    capacity_rps_at_slo: float | None = None  # endpoints/capacity/slo_capacity.py's sweep of the run (capacity.json)
     capacity_source: str | None = None  # twin_sweep | rate_ramp | shadow_twin (capacity.json's source)
     capacity_ramp_gpu_minutes: float | None = None  # capacity.json of a rate ramp: the GPU time it cost
     fleet_plan_json: str | None = None  # fleet_plan.py's plan for the scenario's target_rps (fleet_plans.json)

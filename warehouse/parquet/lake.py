@@ -14,7 +14,7 @@ after its partition, and its writer holds that partition's lock until it is rena
 file whose partition lock is free was left by a killed writer: every write removes those. Staging
 lives in `<lake_root>/_staging`, outside every table's folder, because DuckDB's glob matches hidden
 names too. Every file is stamped with the schema version that wrote it (Parquet key-value metadata
-`costbench.schema_version`, warehouse/backends/schema_migrations.py), and its sha256, taken after the
+`costbench.schema_version`, warehouse/schema_migrations.py), and its sha256, taken after the
 read-back, is recorded beside it (`part-0.parquet.sha256`, warehouse/parquet/lake_checksum.py).
 """
 
@@ -36,10 +36,10 @@ from typing import TextIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse.backends.schema_migrations import SCHEMA_VERSION
 from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.file_lock import flock_within
 from warehouse.parquet.lake_checksum import read_checksums, sha256_of, write_checksums
+from warehouse.schema_migrations import SCHEMA_VERSION
 
 PART_FILE = "part-0.parquet"
 STAGING_DIR = "_staging"  # table names start with a letter, so no table can be called this

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from warehouse.backends.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 from warehouse.parquet.lake import PART_FILE, LakeError, parse_partition, partition_lock
 from warehouse.parquet.lake_check import FileCheck, check_file
 from warehouse.parquet.lake_checksum import read_checksums, sha256_of, write_checksums
 from warehouse.parquet.lake_quarantine import QuarantinedFile, quarantine_file
 from warehouse.parquet.lake_snapshot import freeze
+from warehouse.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 
 VIEW_GLOB = f"week=*/scenario=*/{PART_FILE}"  # under each table's folder; what the views read
 _DECODE_THREADS = 4  # pyarrow decodes and hashlib hashes without the GIL

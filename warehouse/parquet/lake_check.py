@@ -17,8 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from warehouse.backends.schema_migrations import SCHEMA_VERSION
 from warehouse.parquet.lake import file_schema_version, same_type
+from warehouse.schema_migrations import SCHEMA_VERSION
 
 
 @dataclass(frozen=True, slots=True)

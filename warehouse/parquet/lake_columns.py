@@ -1,7 +1,7 @@
 """The lake tables' column definitions, one ColumnList per table, and their DuckDB types.
 
 Each list lives next to its record (replay/recording/records.py, endpoints/probes/probe_records.py,
-warehouse/marts/run_columns.py and calibration_columns.py); this module only gathers them for the warehouse: the
+warehouse/parquet/run_columns.py and calibration_columns.py); this module only gathers them for the warehouse: the
 zero-row files that pin the views' columns (warehouse/backends/store.py) and the column docs shown to people
 (warehouse/column_docs.py).
 """
@@ -13,8 +13,8 @@ import pyarrow as pa
 from common.record_columns import ColumnList
 from endpoints.probes.probe_records import GPU_SAMPLE_COLUMNS, SERVER_SAMPLE_COLUMNS
 from replay.recording.records import REQUEST_COLUMNS
-from warehouse.marts.calibration_columns import TWIN_CALIBRATION_COLUMNS, TWIN_CALIBRATION_TABLE
-from warehouse.marts.run_columns import RUNS_COLUMNS
+from warehouse.parquet.calibration_columns import TWIN_CALIBRATION_COLUMNS, TWIN_CALIBRATION_TABLE
+from warehouse.parquet.run_columns import RUNS_COLUMNS
 
 LAKE_COLUMNS: dict[str, ColumnList] = {
     "runs": RUNS_COLUMNS,

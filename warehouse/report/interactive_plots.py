@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
+from endpoints.capacity.deployment import shape_label
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
-from warehouse.marts.mart_rows import shape_label
 
 _HEIGHT_PX = 380
 _MISSED_GREY = "#9e9e9e"  # a shape that misses the target: drawn, but not an option

@@ -15,9 +15,10 @@ from pathlib import Path
 import orjson
 import pandas as pd
 
+from endpoints.capacity.deployment import shape_workers
 from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
-from warehouse.marts.mart_rows import FleetPlanRow, shape_workers
+from warehouse.marts.mart_rows import FleetPlanRow
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
 from warehouse.report.fleet_plan_summary import plan_comparison

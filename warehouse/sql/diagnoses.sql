@@ -5,7 +5,7 @@
 --                   (prefix_cache); on a fleet, what one replica realises trails by >= 20 points what the
 --                   fleet realises on the same requests (routing); queueing >= 50% of the p95 tail's latency.
 -- Routing compares two figures of the twin on the same requests (run_summary.single_replica_hit_rate and
--- fleet_model_hit_rate, endpoints/sim/calibration/fleet/routing_reference.py), not the fleet with the reusable share: a
+-- fleet_model_hit_rate, endpoints/capacity/routing_reference.py), not the fleet with the reusable share: a
 -- cache that evicts misses reuse whatever the router does. On a fleet the prefix_cache lever takes what is left of
 -- the gap to the reusable share once routing's part is taken out, so each point is counted once; a fleet without
 -- the reference (a real endpoint, a run recorded before them) is not judged on routing, and its whole gap is named

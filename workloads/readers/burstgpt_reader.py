@@ -32,7 +32,7 @@ from workloads.readers.csv_batches import (
     request_tokens_rule,
     trimmed,
 )
-from workloads.readers.trace_scan import TraceScan, batch_of, collect
+from workloads.trace_scan import TraceScan, batch_of, collect
 from workloads.workload import TraceFormat, Workload
 from workloads.workload_builder import MAX_TRACE_SPAN_S, ExclusionTally
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from workloads.readers.trace_scan import BATCH_ROWS
+from workloads.trace_scan import BATCH_ROWS
 from workloads.workload import TraceFormatError
 from workloads.workload_builder import MAX_REQUEST_TOKENS
 

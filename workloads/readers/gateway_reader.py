@@ -34,8 +34,8 @@ from workloads.prompts.block_hasher import DEFAULT_BLOCK_TOKENS, PromptBlockIds
 from workloads.prompts.chat_text import render_prompt
 from workloads.prompts.response_format import parse_response_format
 from workloads.prompts.token_counter import ApproxTokenCounter, TokenCounter
-from workloads.readers.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.readers.trace_source import jsonl_records
+from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import (
     INT32_MAX,

@@ -30,7 +30,7 @@ import pyarrow.json as pj
 
 from workloads.readers.json_strict import duplicate_key_reason, surely_unique_keys
 from workloads.readers.jsonl_batches import LineChunk, line_chunks
-from workloads.readers.trace_scan import BATCH_ROWS, TraceScan, batch_of, collect
+from workloads.trace_scan import BATCH_ROWS, TraceScan, batch_of, collect
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import INT32_MAX, INT64_MAX, INT64_MIN, MAX_REQUEST_TOKENS, MAX_TRACE_SPAN_S
 

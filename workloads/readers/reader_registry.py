@@ -1,5 +1,5 @@
 """One entry point for every trace format, picked from a registry: `scan_trace(path, format, options)` streams
-a trace of any size; `read_trace` collects a small one into memory (workloads/readers/trace_scan.py)."""
+a trace of any size; `read_trace` collects a small one into memory (workloads/trace_scan.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from workloads.readers.burstgpt_reader import scan_burstgpt
 from workloads.readers.gateway_reader import scan_gateway
 from workloads.readers.mooncake_reader import scan_mooncake
 from workloads.readers.sharegpt_reader import scan_sharegpt
-from workloads.readers.trace_scan import TraceScan, collect
+from workloads.trace_scan import TraceScan, collect
 from workloads.workload import TraceFormat, TraceFormatError, Workload
 
 

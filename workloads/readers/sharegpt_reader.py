@@ -25,8 +25,8 @@ from workloads.prompts.block_hasher import DEFAULT_BLOCK_TOKENS, PromptBlockIds
 from workloads.prompts.chat_text import render_prompt
 from workloads.prompts.token_counter import ApproxTokenCounter, TokenCounter
 from workloads.readers.json_strict import duplicate_key_reason, first_ambiguous_element
-from workloads.readers.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.readers.trace_source import json_document
+from workloads.trace_scan import BATCH_ROWS, TraceScan, collect
 from workloads.workload import UNTIMED, TraceFormat, TraceFormatError, Workload
 from workloads.workload_builder import MAX_REQUEST_TOKENS, ExclusionTally, RequestColumns
 

@@ -1,2 +1,2 @@
-"""What a step costs and how that was fitted: roofline cost model, hardware and model profiles, fitted
-constants, and the virtual-time benchmarks that check them."""
+"""The twin checked against published figures: the published points, run on the engine in virtual time as their
+publishers measured them, and the fit and validation tables (the constants the fit writes live in sim/cost/)."""

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from endpoints.sim.calibration.profiles import CostConstants
-from endpoints.sim.engine.clock import VirtualClock
-from endpoints.sim.engine.engine_builder import build_engine
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.profiles import CostConstants
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
 
 

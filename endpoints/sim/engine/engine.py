@@ -14,8 +14,9 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import Protocol
 
-from endpoints.sim.calibration.profiles import ModelProfile
-from endpoints.sim.engine.clock import Clock
+from endpoints.clock import Clock
+from endpoints.sim.cost.profiles import ModelProfile
+from endpoints.sim.cost.step_batch import ForwardMode
 from endpoints.sim.engine.disaggregation import (
     BootstrapRooms,
     Disaggregation,
@@ -27,7 +28,6 @@ from endpoints.sim.engine.disaggregation import (
 from endpoints.sim.engine.gpu_counters import GpuCounters
 from endpoints.sim.engine.scheduler import Scheduler
 from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput, SimRequest, TokenUpdate, planned_output
-from endpoints.sim.engine.step_batch import ForwardMode
 from endpoints.sim.structured.grammar_backend import GrammarBackend
 
 LOG_INTERVAL_STEPS = 40  # SGLang's --decode-log-interval default: the window of the throughput gauges

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from endpoints.sim.calibration.cost_model import StepWork
+from endpoints.sim.cost.cost_model import StepWork
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ the rest.
 
 from __future__ import annotations
 
-from endpoints.sim.calibration.cost_model import ParallelConfig
-from endpoints.sim.calibration.profiles import HardwareProfile, ModelProfile
+from endpoints.sim.cost.cost_model import ParallelConfig
+from endpoints.sim.cost.profiles import HardwareProfile, ModelProfile
 
 # ASSUMPTION, not measured here: what a TP rank has in use before SGLang profiles, besides the weights
 # (CUDA context, PyTorch, NCCL communicators, the custom all-reduce's buffers). Where a pool is tight this

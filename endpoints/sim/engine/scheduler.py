@@ -39,13 +39,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from endpoints.sim.calibration.cost_model import CostModel
+from endpoints.sim.cost.cost_model import CostModel
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.radix_cache import RadixCache
 from endpoints.sim.engine.schedule_policy import POLICIES, SchedulePolicy
 from endpoints.sim.engine.sim_request import SimRequest
 from endpoints.sim.engine.speculative import SpeculativeDecoding
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
 
 # SGLang's defaults (global_config / environment): the new-token ratio and retraction constants.
 INIT_NEW_TOKEN_RATIO = 0.7

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from endpoints.sim.engine.disaggregation import Bootstrap
 from endpoints.sim.engine.radix_cache import RadixNode
 from endpoints.sim.engine.speculative import SpecCounters
-from endpoints.sim.http.update_channel import UpdateChannel
+from endpoints.sim.engine.update_channel import UpdateChannel
 from endpoints.sim.structured.structured_answer import AnswerAsk, answer, answer_tokens_needed
 
 # SGLang's health probes: they log no metrics and, on a PD server, run alone with a fake bootstrap (no transfer).

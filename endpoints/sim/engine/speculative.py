@@ -32,9 +32,9 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Protocol
 
-from endpoints.sim.calibration.cost_model import CostModel, StepWork
-from endpoints.sim.calibration.profiles import ModelProfile
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.cost.cost_model import CostModel, StepWork
+from endpoints.sim.cost.profiles import ModelProfile
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 
 # SGLang's _auto_choose_speculative_params for DeepseekV3ForCausalLM: (num_steps, eagle_topk, num_draft_tokens).
 DEEPSEEK_AUTO_PARAMS = (3, 1, 4)

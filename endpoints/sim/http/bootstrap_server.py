@@ -13,8 +13,8 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import web
 
+from endpoints.sim.bad_request import BadRequest
 from endpoints.sim.engine.disaggregation import Bootstrap, BootstrapRooms, RoomDone, TransferFailed
-from endpoints.sim.http.generate_request import BadRequest
 
 # How long a decode waits for its prefill's KV; SGLang's decode gives up on a bootstrap after 300 s
 # (SGLANG_DISAGGREGATION_WAITING_TIMEOUT's default).

@@ -11,17 +11,14 @@ import uuid
 from dataclasses import dataclass
 from typing import overload
 
+from endpoints.sim import toy_tokenizer
+from endpoints.sim.bad_request import BadRequest
 from endpoints.sim.engine.sim_request import GenerateInput
-from endpoints.sim.http import toy_tokenizer
 
 DEFAULT_MAX_NEW_TOKENS = 128  # SGLang's native default
 # Twin-only extension, top level in every body: how many reasoning tokens (including `</think>`)
 # an R1 profile emits before the answer. Real SGLang ignores unknown fields.
 REASONING_TOKENS_FIELD = "sim_reasoning_tokens"
-
-
-class BadRequest(ValueError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import orjson
 from aiohttp import web
 
 from endpoints.sim.engine.sim_request import SimRequest, TokenUpdate
-from endpoints.sim.http.toy_tokenizer import OutputText
+from endpoints.sim.toy_tokenizer import OutputText
 
 _DATA, _END = b"data: ", b"\n\n"
 WEIGHT_VERSION = "default"  # SGLang's --weight-version default, in meta_info and the OpenAI answers' metadata

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from endpoints.sim import toy_tokenizer
+from endpoints.sim.bad_request import BadRequest
 from endpoints.sim.engine.sim_request import GenerateInput
-from endpoints.sim.http import toy_tokenizer
 from endpoints.sim.http.generate_request import (
     REASONING_TOKENS_FIELD,
-    BadRequest,
     count,
     flag,
     rid,

@@ -24,7 +24,7 @@ from aiohttp import web
 from endpoints.sim.engine.sim_request import SimRequest, TokenUpdate
 from endpoints.sim.http.native_view import WEIGHT_VERSION, json_response
 from endpoints.sim.http.openai_request import OpenAIRequest
-from endpoints.sim.http.toy_tokenizer import OutputText
+from endpoints.sim.toy_tokenizer import OutputText
 
 _DATA, _END = b"data: ", b"\n\n"
 

@@ -20,27 +20,28 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from endpoints.sim.calibration.profiles import cost_constants_for, hardware_profile_for
-from endpoints.sim.engine.clock import Clock, MonotonicClock
+from endpoints.clock import Clock, MonotonicClock
+from endpoints.sim.bad_request import BadRequest
+from endpoints.sim.cost.profiles import cost_constants_for, hardware_profile_for
 from endpoints.sim.engine.disaggregation import DisaggregationMode
 from endpoints.sim.engine.engine import RequestRejected, SimEngine
-from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.faults import CRASH_EXIT_STATUS, FaultInjector
 from endpoints.sim.engine.kv_pool import static_bytes_per_gpu
 from endpoints.sim.engine.sim_metrics import CONTENT_TYPE, SimMetrics
 from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.http.bootstrap_server import HttpPrefillPeer, bootstrap_app, parse_bootstrap
 from endpoints.sim.http.dcgm_view import DCGM_PATH, DcgmView
-from endpoints.sim.http.generate_request import BadRequest, parse_generate
+from endpoints.sim.http.generate_request import parse_generate
 from endpoints.sim.http.native_view import NativeView, json_response
 from endpoints.sim.http.openai_request import parse_chat, parse_completion
 from endpoints.sim.http.openai_view import OpenAIView, Route, error_body
 from endpoints.sim.http.response_stream import DONE, SSE_HEADERS, answer, engine_spec
-from endpoints.sim.http.toy_tokenizer import OutputText
+from endpoints.sim.http.structured_request import native_abort_chunk, prompt_text, with_answer
 from endpoints.sim.server_args import SimServerArgs
 from endpoints.sim.structured.grammar_backend import GrammarError
 from endpoints.sim.structured.output_constraint import from_openai_body, from_sampling_params
-from endpoints.sim.structured.structured_request import native_abort_chunk, prompt_text, with_answer
+from endpoints.sim.toy_tokenizer import OutputText
 
 SIM_VERSION = "0.5.6-costbench-sim"  # the SGLang API generation it speaks; "-sim" marks the twin
 HEALTH_CHECK_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT default

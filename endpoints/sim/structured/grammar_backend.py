@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from jsonschema import exceptions as jsonschema_exceptions
 from jsonschema import validators
 
-from endpoints.sim.calibration.cost_model import GRAMMAR_COSTS, GrammarCosts
+from endpoints.sim.cost.cost_model import GRAMMAR_COSTS, GrammarCosts
 from endpoints.sim.structured.answer_skeleton import (
     RegexError,
     Skeleton,

@@ -20,7 +20,7 @@ from enum import Enum
 
 import orjson
 
-from endpoints.sim.http.generate_request import BadRequest
+from endpoints.sim.bad_request import BadRequest
 
 MULTIPLE_CONSTRAINTS = "Only one of json_schema, regex, ebnf, or structural_tag can be set."
 JSON_OBJECT_SCHEMA = '{"type": "object"}'  # what SGLang sends for response_format json_object

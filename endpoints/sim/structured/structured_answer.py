@@ -18,8 +18,8 @@ import zlib
 from dataclasses import dataclass
 from enum import Enum
 
-from endpoints.sim.http.toy_tokenizer import BYTES_PER_TOKEN
 from endpoints.sim.structured.answer_skeleton import Skeleton
+from endpoints.sim.toy_tokenizer import BYTES_PER_TOKEN
 
 PROSE_PREFIX = "Sure! Here is the JSON you asked for:\n"  # how a failed prompt-only answer opens
 TRAILING_PAD = "\n"  # after a complete unconstrained answer: the model goes on with blank lines

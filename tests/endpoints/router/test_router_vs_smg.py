@@ -25,12 +25,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from endpoints.clock import MonotonicClock
 from endpoints.router.fleet_router import ROUTED_WORKER_HEADER, FleetRouter
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.router.router_spec import RouterSpec
 from endpoints.router.simple_policies import RoundRobinPolicy
 from endpoints.router.worker_loads import FleetView
-from endpoints.sim.engine.clock import MonotonicClock
 from tests.twin_process import running_sim, running_smg
 
 SESSIONS = 7  # odd, so a load-blind alternation moves every session between the two workers turn by turn

@@ -1,4 +1,4 @@
-"""The twin's fit and validation tables as data (endpoints/sim/calibration/published/calibration_tables.py): every published
+"""The twin's fit and validation tables as data (endpoints/sim/calibration/calibration_tables.py): every published
 point is fit or validation, and the target's verdict counts the validation set's throughput, TTFT and TPOT only."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from datetime import date
 
 import pytest
 
-from endpoints.sim.calibration import fitted_constants, fitted_ep_constants
-from endpoints.sim.calibration.published.calibration_tables import (
+from endpoints.sim.calibration.calibration_tables import (
     FIT_KEYS,
     QUICK_KEYS,
     CalibrationFigure,
@@ -18,8 +17,9 @@ from endpoints.sim.calibration.published.calibration_tables import (
     error_factor,
     validation_verdict,
 )
-from endpoints.sim.calibration.published.published_points import POINTS_BY_KEY
-from endpoints.sim.calibration.published.spec_fitted import ROW8_FIT_KEYS
+from endpoints.sim.calibration.published_points import POINTS_BY_KEY
+from endpoints.sim.calibration.spec_fitted import ROW8_FIT_KEYS
+from endpoints.sim.cost import fitted_constants, fitted_ep_constants
 
 FIGURE = CalibrationFigure(
     point_key="7.c16", calibration_set="validation", metric="mean_ttft", unit="ms", counted=True, twin_value=1.0,

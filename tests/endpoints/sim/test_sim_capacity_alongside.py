@@ -1,4 +1,4 @@
-"""The capacity measurements beside a virtual-clock replay (endpoints/sim/calibration/capacity_alongside.py): the
+"""The capacity measurements beside a virtual-clock replay (endpoints/capacity/capacity_alongside.py): the
 child leaves its answers in the cache for the step after the replay, and it is gone however the block ends: the
 block returning, the block raising, or the process that started it killed outright."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from endpoints.capacity.capacity_alongside import INPUTS_FILE, measuring_alongside
+from endpoints.capacity.run_capacity import CapacityInputs, measure_run_capacity
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.capacity_alongside import INPUTS_FILE, measuring_alongside
-from endpoints.sim.calibration.run_capacity import CapacityInputs, measure_run_capacity
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec, WorkerGroup, WorkerRole
 from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, Workload
 
@@ -61,7 +61,7 @@ def test_the_child_leaves_every_measurement_in_the_cache_for_the_next_step(tmp_p
     assert not (tmp_path / "run" / INPUTS_FILE).exists()
     assert "measured alongside the replay" in (tmp_path / "run" / "capacity_alongside.log").read_text()
     cached = sorted(p.name.split("-")[0] for p in (tmp_path / "cache").iterdir())
-    assert cached == ["fleet", "plan", "routing"]
+    assert cached == ["plan", "routing", "sweep"]
     started_cpu_s = time.process_time()
     measured = measure_run_capacity(inputs)  # what measure_capacity does after the replay: reads it all back
     assert time.process_time() - started_cpu_s < 0.5
@@ -97,7 +97,7 @@ def test_the_child_dies_with_a_parent_killed_outright(tmp_path):
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
         from test_sim_capacity_alongside import _inputs
-        from endpoints.sim.calibration.capacity_alongside import measuring_alongside
+        from endpoints.capacity.capacity_alongside import measuring_alongside
         with measuring_alongside(_inputs(Path({str(tmp_path / "cache")!r}), requests=3000), Path({str(tmp_path)!r})):
             print("started", flush=True)
             time.sleep(60)

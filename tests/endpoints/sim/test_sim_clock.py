@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from endpoints.sim.engine.clock import MonotonicClock, VirtualClock, VirtualDeadlockError
+from endpoints.clock import MonotonicClock, VirtualClock, VirtualDeadlockError
 
 
 class JumpRecordingClock(VirtualClock):

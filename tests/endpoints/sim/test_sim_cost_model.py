@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from endpoints.sim.calibration.cost_model import ParallelConfig, RooflineCostModel
-from endpoints.sim.calibration.profiles import (
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.cost_model import ParallelConfig, RooflineCostModel
+from endpoints.sim.cost.profiles import (
     HARDWARE_PROFILES,
     HardwareName,
     UnknownProfileError,
@@ -15,10 +16,9 @@ from endpoints.sim.calibration.profiles import (
     hardware_profile_for,
     model_profile_for,
 )
-from endpoints.sim.engine.clock import VirtualClock
-from endpoints.sim.engine.engine_builder import build_engine
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 from endpoints.sim.engine.kv_pool import RUNTIME_RESERVE_BYTES, KvSizingError, kv_capacity_tokens
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
 
 V3 = model_profile_for("deepseek-ai/DeepSeek-V3")

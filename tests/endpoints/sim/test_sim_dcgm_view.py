@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from endpoints.probes.dcgm_sampler import DcgmSampler
 from endpoints.probes.gpu_protocol import GpuSource
 from endpoints.probes.twin_sampler import TWIN_DCGM_PATH
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName
+from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName
 from endpoints.sim.http.dcgm_view import DCGM_PATH
 from twin_virtual import serve
 

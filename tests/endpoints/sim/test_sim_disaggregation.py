@@ -12,12 +12,12 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from endpoints.sim.engine.clock import VirtualClock
+from endpoints.clock import VirtualClock
 from endpoints.sim.engine.disaggregation import Bootstrap, LocalPrefillPeer
 from endpoints.sim.engine.engine import RequestRejected
-from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.sim_request import GenerateInput
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
 from twin_process import _free_port, running_sim, running_smg
 

@@ -5,14 +5,14 @@ import random
 
 import pytest
 
-from endpoints.sim.calibration.cost_model import ParallelConfig, RooflineCostModel
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
-from endpoints.sim.engine.clock import VirtualClock
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.cost_model import ParallelConfig, RooflineCostModel
+from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 from endpoints.sim.engine.engine import RequestRejected, SimEngine
-from endpoints.sim.engine.engine_builder import build_engine
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.sim_request import GenerateInput
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
 
 BASE_FLAGS = ["--tp", "8", "--sim-hardware", "h200"]

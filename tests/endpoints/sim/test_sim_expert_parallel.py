@@ -1,4 +1,4 @@
-"""Wide expert parallelism in the cost model (endpoints/sim/calibration/expert_parallel.py): where the experts
+"""Wide expert parallelism in the cost model (endpoints/sim/cost/expert_parallel.py): where the experts
 live, the busiest GPU's load with and without EPLB, the exchange over NVLink and RDMA, two-batch overlap, and the
 KV pool that expert parallelism frees on GPUs too small for the model under TP."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from endpoints.sim.calibration.cost_model import ParallelConfig, RooflineCostModel
-from endpoints.sim.calibration.expert_parallel import A2aBackend, DeepEpMode, ExpertParallel, busiest_gpu_load, exchange
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
-from endpoints.sim.calibration.virtual_bench import random_requests, run_bench
+from endpoints.sim.cost.cost_model import ParallelConfig, RooflineCostModel
+from endpoints.sim.cost.expert_parallel import A2aBackend, DeepEpMode, ExpertParallel, busiest_gpu_load, exchange
+from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 from endpoints.sim.engine.kv_pool import KvSizingError, kv_capacity_tokens
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.virtual_bench import random_requests, run_bench
 
 V3 = model_profile_for("deepseek-ai/DeepSeek-V3")
 H100, GB200 = HARDWARE_PROFILES[HardwareName.H100], HARDWARE_PROFILES[HardwareName.GB200]

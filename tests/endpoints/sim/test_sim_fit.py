@@ -1,5 +1,5 @@
 """The cost model's constants are fitted, declared and reproducible (bench/twin_fit.py writes
-endpoints/sim/calibration/fitted_constants.py): the fit set is what the fit script declares, every published point
+endpoints/sim/cost/fitted_constants.py): the fit set is what the fit script declares, every published point
 is either fitted or validation, and the stored constants give exactly the stored fit-set predictions."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from types import ModuleType
 
 import pytest
 
-from endpoints.sim.calibration import fitted_constants
-from endpoints.sim.calibration.profiles import Vendor, cost_constants_for
-from endpoints.sim.calibration.published import published_points as published
+from endpoints.sim.calibration import published_points as published
+from endpoints.sim.cost import fitted_constants
+from endpoints.sim.cost.profiles import Vendor, cost_constants_for
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 
@@ -51,7 +51,7 @@ def test_the_stored_constants_reproduce_the_stored_fit_predictions():
 
 
 def test_the_expert_exchange_is_fitted_on_the_declared_rows_and_validated_on_rows_4_and_5():
-    from endpoints.sim.calibration import fitted_ep_constants
+    from endpoints.sim.cost import fitted_ep_constants
 
     ep_fit = _bench_module("twin_ep_fit")
     assert fitted_ep_constants.FIT_SET == ep_fit.FIT_SET

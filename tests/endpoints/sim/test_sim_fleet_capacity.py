@@ -6,25 +6,30 @@ from __future__ import annotations
 import math
 import random
 
+import pyarrow as pa
 import pytest
 
-from endpoints.router.policy_params import UnmodelledRouting, parse_router_spec
-from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet.fleet_capacity import (
-    cached_fleet_capacity,
-    cached_share,
-    run_fleet_bench,
-    sweep_fleet_capacity,
-)
-from endpoints.sim.calibration.fleet.fleet_plan import (
+from endpoints.capacity.deployment import Deployment
+from endpoints.capacity.deployment_bench import bench_deployment, cached_share
+from endpoints.capacity.fleet_plan import (
     _fewest_holding,
     fleet_plan_text,
     plan_fleet,
     read_fleet_plans_json,
     write_fleet_plans_json,
 )
-from endpoints.sim.calibration.slo_capacity import sweep_slo_capacity
-from endpoints.sim.calibration.virtual_bench import BenchRequest, random_ids
+from endpoints.capacity.slo_capacity import (
+    measure_capacity,
+    read_fleet_capacity_json,
+    sweep_capacity,
+    write_fleet_capacity_json,
+)
+from endpoints.router.policy_params import UnmodelledRouting
+from endpoints.router.router_spec import RouterSpec
+from endpoints.sim.virtual_bench import BenchRequest, random_ids
+from endpoints.spec import FleetSpec, WorkerGroup, WorkerRole
+from warehouse_builders import endpoint
+from workloads.workload import WORKLOAD_SCHEMA, TraceFormat, Workload
 
 FLAGS = ["--tp", "8", "--sim-hardware", "h200"]
 SLO = (500.0, 50.0)  # TTFT ms, TPOT ms
@@ -54,8 +59,8 @@ def _sessions(sessions: int = 13, turns: int = 5) -> list[BenchRequest]:
 @pytest.fixture(scope="module")
 def capacities() -> dict[str, float | None]:
     requests = _shared_prefix()
-    one = sweep_slo_capacity(FLAGS, requests, *SLO)
-    two = sweep_fleet_capacity(FLAGS, 2, RouterSpec("cache_aware"), requests, *SLO)
+    one = sweep_capacity(Deployment(tuple(FLAGS), 8), requests, *SLO).capacity
+    two = sweep_capacity(Deployment(tuple(FLAGS), 8, 2, RouterSpec("cache_aware")), requests, *SLO)
     return {"one": one.capacity_rps_at_slo, "two": two.capacity.capacity_rps_at_slo, "hit": two.hit_rate}
 
 
@@ -67,8 +72,8 @@ def test_two_cache_aware_replicas_carry_more_than_one_and_at_most_about_twice(ca
 
 def test_a_one_replica_fleet_is_the_single_server_sweep():
     requests = _shared_prefix(60)
-    one = sweep_slo_capacity(FLAGS, requests, *SLO)
-    fleet = sweep_fleet_capacity(FLAGS, 1, RouterSpec("round_robin"), requests, *SLO)
+    one = sweep_capacity(Deployment(tuple(FLAGS), 8), requests, *SLO).capacity
+    fleet = sweep_capacity(Deployment(tuple(FLAGS), 8, 1, RouterSpec("round_robin")), requests, *SLO)
     assert fleet.capacity.capacity_rps_at_slo == pytest.approx(one.capacity_rps_at_slo)
     assert fleet.worker_shares == (1.0,)
 
@@ -76,7 +81,7 @@ def test_a_one_replica_fleet_is_the_single_server_sweep():
 def test_round_robin_scatters_a_sessions_turns_and_realises_fewer_cache_hits():
     requests = _sessions()
     results = {
-        policy: run_fleet_bench(FLAGS, 2, parse_router_spec(RouterSpec(policy)), requests)
+        policy: bench_deployment(Deployment(tuple(FLAGS), 8, 2, RouterSpec(policy)), requests)
         for policy in ("cache_aware", "round_robin")
     }
     aware, robin = (cached_share(results[p].bench) for p in ("cache_aware", "round_robin"))
@@ -90,7 +95,7 @@ def test_round_robin_scatters_a_sessions_turns_and_realises_fewer_cache_hits():
 
 def test_a_policy_the_model_does_not_implement_is_refused_by_name():
     with pytest.raises(UnmodelledRouting, match="least_load"):
-        sweep_fleet_capacity(FLAGS, 2, RouterSpec("least_load"), _shared_prefix(20), *SLO)
+        sweep_capacity(Deployment(tuple(FLAGS), 8, 2, RouterSpec("least_load")), _shared_prefix(20), *SLO)
 
 
 @pytest.mark.parametrize("start", [1, 2, 5, 6, 7, 12, 64])
@@ -114,14 +119,14 @@ def test_the_count_search_says_none_when_no_count_holds():
 @pytest.fixture(scope="module")
 def plan_inputs():
     requests = _shared_prefix(120)
-    one = sweep_slo_capacity(FLAGS, requests, *SLO).capacity_rps_at_slo
+    one = sweep_capacity(Deployment(tuple(FLAGS), 8), requests, *SLO).capacity.capacity_rps_at_slo
     assert one is not None
     return requests, one, 2.5 * one  # a target more than one replica can carry
 
 
 def test_the_plan_picks_the_fewest_replicas_holding_the_target(plan_inputs):
     requests, one, target_rps = plan_inputs
-    plan = plan_fleet(FLAGS, 8, (), requests, target_rps, SLO, one)
+    plan = plan_fleet(Deployment(tuple(FLAGS), 8), (), requests, target_rps, SLO, one)
     chosen = plan.chosen
     assert chosen is not None and chosen.holds_target and chosen.gpus == 8 * chosen.replicas
     assert chosen.replicas >= 3  # 2.5 replicas' worth of traffic
@@ -142,16 +147,16 @@ def test_the_plan_picks_the_fewest_replicas_holding_the_target(plan_inputs):
 
 def test_the_plan_does_not_depend_on_where_its_search_starts(plan_inputs):
     requests, one, target_rps = plan_inputs
-    hinted = plan_fleet(FLAGS, 8, (), requests, target_rps, SLO, one).chosen
+    hinted = plan_fleet(Deployment(tuple(FLAGS), 8), (), requests, target_rps, SLO, one).chosen
     for replica_rps in (None, one / 3):  # start at 1; at about three times too many
-        other = plan_fleet(FLAGS, 8, (), requests, target_rps, SLO, replica_rps).chosen
+        other = plan_fleet(Deployment(tuple(FLAGS), 8), (), requests, target_rps, SLO, replica_rps).chosen
         assert other is not None and hinted is not None
         assert (other.replicas, other.policy, other.good_share) == (hinted.replicas, hinted.policy, hinted.good_share)
 
 
 def test_a_plan_is_read_back_equal_from_its_file_and_its_lake_text(plan_inputs, tmp_path):
     requests, one, target_rps = plan_inputs
-    plan = plan_fleet(FLAGS, 8, ("--balance-abs-threshold", "8"), requests[:40], 2 * one, SLO, one)
+    plan = plan_fleet(Deployment(tuple(FLAGS), 8), ("--balance-abs-threshold", "8"), requests[:40], 2 * one, SLO, one)
     write_fleet_plans_json(tmp_path, plan)
     assert read_fleet_plans_json(tmp_path) == plan
     (tmp_path / "fleet_plans.json").write_text(fleet_plan_text(plan))
@@ -161,8 +166,30 @@ def test_a_plan_is_read_back_equal_from_its_file_and_its_lake_text(plan_inputs, 
         read_fleet_plans_json(tmp_path)
 
 
+def _shared_prefix_window(count: int = 40) -> Workload:
+    """A trace like _shared_prefix, shorter: eight 512-token system prompts, each request one of them and 512 tokens
+    of its own, 32 tokens out, 10 per second."""
+    rows = [
+        {"request_id": f"r{i}", "arrival_s": i * 0.1, "input_tokens": 1024, "output_tokens": 32,
+         "prefix_blocks": [i % 8, 1000 + i]}
+        for i in range(count)
+    ]  # fmt: skip
+    return Workload("w", "trace", TraceFormat.MOONCAKE, "ms", 512, pa.Table.from_pylist(rows, schema=WORKLOAD_SCHEMA))
+
+
 def test_a_cached_fleet_sweep_is_read_back_equal(tmp_path):
     requests = _shared_prefix(40)
-    first = cached_fleet_capacity("w", FLAGS, 2, RouterSpec("round_robin"), requests, *SLO, tmp_path)
-    assert cached_fleet_capacity("w", FLAGS, 2, RouterSpec("round_robin"), requests, *SLO, tmp_path) == first
-    assert len(list(tmp_path.glob("fleet-*.json"))) == 1
+    fleet = Deployment(tuple(FLAGS), 8, 2, RouterSpec("round_robin"))
+    sweep = sweep_capacity(fleet, requests, *SLO)
+    write_fleet_capacity_json(tmp_path / "sweep-fleet.json", sweep)
+    assert read_fleet_capacity_json(tmp_path / "sweep-fleet.json") == sweep
+    # measure_capacity keeps a fleet endpoint's sweep under its inputs' key and reads it back the second time
+    spec = endpoint(server_args=tuple(FLAGS), gpu_count=16,
+                    fleet=FleetSpec(RouterSpec("round_robin"), (WorkerGroup(WorkerRole.REGULAR, 2, 8),)))  # fmt: skip
+    window, cache = _shared_prefix_window(40), tmp_path / "cache"
+    first = measure_capacity(spec, window, *SLO, cache)
+    assert first is not None and first.capacity_rps_at_slo is not None
+    assert measure_capacity(spec, window, *SLO, cache) == first
+    [cached] = cache.glob("sweep-*.json")
+    kept = read_fleet_capacity_json(cached)
+    assert kept.capacity == first and (kept.replicas, kept.policy, len(kept.worker_shares)) == (2, "round_robin", 2)

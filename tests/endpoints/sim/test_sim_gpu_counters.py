@@ -7,14 +7,14 @@ import asyncio
 
 import pytest
 
-from endpoints.sim.calibration.cost_model import ParallelConfig, RooflineCostModel, StepWork
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
-from endpoints.sim.engine.clock import VirtualClock
-from endpoints.sim.engine.engine_builder import build_engine
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.cost_model import ParallelConfig, RooflineCostModel, StepWork
+from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 from endpoints.sim.engine.gpu_counters import GpuCounters, GpuReading
 from endpoints.sim.engine.sim_request import GenerateInput
 from endpoints.sim.engine.speculative import SpeculativeCostModel, mtp_draft_profile
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
 
 PEAK_BYTES_PER_S = 1e12

@@ -10,7 +10,7 @@ import orjson
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
-from endpoints.sim.calibration.fitted_constants import FITTED
+from endpoints.sim.cost.fitted_constants import FITTED
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
 
@@ -63,7 +63,7 @@ def test_health_and_facts_routes():
     assert info["trust_remote_code"] is True  # accepted-and-ignored flags are recorded too
     assert info["max_total_num_tokens"] == info["scheduler_info"]["max_total_num_tokens"] > 100_000
     assert info["context_length"] == 32768 and info["disable_radix_cache"] is False
-    # The SGLang release the B200's (NVIDIA's) constants were fitted to, as endpoints/sim/calibration/fitted_constants.py says.
+    # The SGLang release the B200's (NVIDIA's) constants were fitted to, as endpoints/sim/cost/fitted_constants.py says.
     assert info["twin_fitted_sglang_version"] == FITTED["nvidia-blackwell"]["sglang_version"]  # the B200's
     assert model["model_path"] == "deepseek-ai/DeepSeek-R1" and model["is_generation"] is True
     assert model["tokenizer_path"] == "deepseek-ai/DeepSeek-R1" and model["architectures"] == ["DeepseekV3ForCausalLM"]

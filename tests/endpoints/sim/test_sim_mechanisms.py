@@ -5,13 +5,13 @@ import asyncio
 import random
 from dataclasses import replace
 
-from endpoints.sim.calibration.profiles import Vendor, cost_constants_for
-from endpoints.sim.calibration.virtual_bench import BenchRequest, random_ids, random_requests, run_bench
-from endpoints.sim.engine.clock import VirtualClock
-from endpoints.sim.engine.engine_builder import build_engine
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.profiles import Vendor, cost_constants_for
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.sim_request import GenerateInput
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
+from endpoints.sim.virtual_bench import BenchRequest, random_ids, random_requests, run_bench
 
 H200 = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8", "--sim-hardware", "h200"]
 

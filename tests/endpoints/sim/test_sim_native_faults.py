@@ -12,7 +12,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from endpoints.sim.engine.clock import VirtualClock
+from endpoints.clock import VirtualClock
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
 

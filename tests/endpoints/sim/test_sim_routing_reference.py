@@ -1,4 +1,4 @@
-"""The routing reference (endpoints/sim/calibration/fleet/routing_reference.py): the same requests through one replica and
+"""The routing reference (endpoints/capacity/routing_reference.py): the same requests through one replica and
 through the fleet's router model, so the diagnosis blames routing for what routing loses and not for what a
 pool that evicts loses."""
 
@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 from test_sim_fleet_capacity import FLAGS, _sessions
 
-from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.calibration.fleet.routing_reference import (
+from endpoints.capacity.routing_reference import (
     RoutingReference,
     measure_routing_reference,
     read_routing_reference_json,
     routing_reference,
     write_routing_reference_json,
 )
+from endpoints.router.router_spec import RouterSpec
 from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec, WorkerGroup, WorkerRole
 
 # A KV pool of about 110,000 tokens: 60 conversations of up to 3,072 tokens do not fit in one.

@@ -7,9 +7,9 @@ import statistics
 
 import pytest
 
-from endpoints.sim.calibration.run_variation import DEFAULT_EFFICIENCY_SD, RunVariation, draw_run
-from endpoints.sim.calibration.virtual_bench import random_requests, run_bench
+from endpoints.sim.cost.run_variation import DEFAULT_EFFICIENCY_SD, RunVariation, draw_run
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
+from endpoints.sim.virtual_bench import random_requests, run_bench
 
 FLAGS = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "8"]
 REQUESTS = random_requests(64, 1000, 200, 0.5, seed=3)

@@ -1,4 +1,4 @@
-"""The shadow canary (endpoints/sim/calibration/shadow_canary.py, assets/shadow_replay.py): a real endpoint's run
+"""The shadow canary (endpoints/capacity/shadow_canary.py, assets/shadow_replay.py): a real endpoint's run
 replayed on the twin with the endpoint's flags on a virtual clock, and the twin / real ratios stored beside the run.
 Here the "real" endpoint is the twin itself, as its own process in real time, attached by URL: the shadow is then
 the same model, so its ratios must be near 1, and a shadow on the wrong GPU must fall outside that bound."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assets.shadow_replay import SHADOW_DIR, write_shadow_canary
-from endpoints.sim.calibration.shadow_canary import ShadowNotModelled, read_shadow_canary_json, shadow_twin_spec
+from endpoints.capacity.shadow_canary import ShadowNotModelled, read_shadow_canary_json, shadow_twin_spec
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec
 from replay.runner import run_replay
 from replay.scenario_config import replay_config_for

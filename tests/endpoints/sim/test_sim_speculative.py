@@ -9,16 +9,16 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from endpoints.sim.calibration.cost_model import ParallelConfig, RooflineCostModel
-from endpoints.sim.calibration.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
-from endpoints.sim.calibration.virtual_bench import BenchRequest, random_ids, run_bench
-from endpoints.sim.engine.clock import VirtualClock
-from endpoints.sim.engine.engine_builder import build_engine
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.cost_model import ParallelConfig, RooflineCostModel
+from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 from endpoints.sim.engine.sim_request import GenerateInput
 from endpoints.sim.engine.speculative import AcceptanceSampler, AcceptShape, SpeculativeCostModel, mtp_draft_profile
-from endpoints.sim.engine.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
+from endpoints.sim.virtual_bench import BenchRequest, random_ids, run_bench
 from replay.clients.sglang_client import parse_event
 
 BASE = ["--tp", "8", "--sim-hardware", "b200"]
@@ -282,8 +282,8 @@ def _metric(exposition: str, name: str) -> float:
 def test_a_replay_against_an_mtp_twin_records_exact_lengths_and_the_spec_configuration(tmp_path):
     from endpoints.fingerprint import config_fingerprint
     from endpoints_loopback import serve_in_thread
+    from replay.recording.requests_reader import read_requests
     from replay.runner import ReplayConfig, run_replay
-    from replay.schedule.requests_reader import read_requests
     from replay_sglang_peer import make_workload
 
     workload = make_workload([0.0, 0.05, 0.1, 0.15], input_tokens=24, output_tokens=13)

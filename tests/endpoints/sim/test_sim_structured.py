@@ -11,7 +11,7 @@ import orjson
 import pytest
 from jsonschema import Draft202012Validator
 
-from endpoints.sim.calibration.cost_model import GRAMMAR_COSTS
+from endpoints.sim.cost.cost_model import GRAMMAR_COSTS
 from endpoints.sim.server_args import ServerArgsError, parse_server_args
 from endpoints.sim.structured.output_constraint import PROMPT_REGEX_MARKER, PROMPT_SCHEMA_MARKER
 from twin_virtual import serve

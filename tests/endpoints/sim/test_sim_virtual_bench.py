@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from endpoints.sim.calibration.virtual_bench import BenchRequest, BenchResult, RequestTiming, random_ids, run_bench
+from endpoints.sim.virtual_bench import BenchRequest, BenchResult, RequestTiming, random_ids, run_bench
 
 B200_R1 = ["--model-path", "deepseek-ai/DeepSeek-R1-0528", "--tp", "8", "--sim-hardware", "b200"]
 

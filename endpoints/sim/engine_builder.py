@@ -1,0 +1,81 @@
+"""Wires the twin from its parsed arguments: profiles → cost model → KV pool → cache → scheduler → engine."""
+
+from __future__ import annotations
+
+from endpoints.clock import Clock
+from endpoints.sim.cost.cold_start import ColdStartCostModel
+from endpoints.sim.cost.cost_model import CostModel, GrammarCostModel, RooflineCostModel
+from endpoints.sim.cost.profiles import (
+    CostConstants,
+    cost_constants_for,
+    hardware_profile_for,
+    model_profile_for,
+)
+from endpoints.sim.cost.run_variation import JitteredCostModel, draw_run, varied_constants
+from endpoints.sim.engine.disaggregation import Disaggregation, DisaggregationMode, KvLink
+from endpoints.sim.engine.engine import SimEngine
+from endpoints.sim.engine.gpu_counters import GpuCounters
+from endpoints.sim.engine.kv_pool import KvPool, kv_capacity_tokens
+from endpoints.sim.engine.radix_cache import RadixCache
+from endpoints.sim.engine.scheduler import Scheduler, SchedulerConfig
+from endpoints.sim.engine.speculative import SpeculativeCostModel, SpeculativeDecoding, mtp_draft_profile
+from endpoints.sim.server_args import SimServerArgs
+from endpoints.sim.structured.grammar_backend import GrammarBackend
+
+
+def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstants | None = None) -> SimEngine:
+    """Raises UnknownProfileError or KvSizingError with a message naming the flag to change.
+    `cost_constants`: the cost model's efficiencies (default: the fitted ones for the GPU's vendor)."""
+    model = model_profile_for(args.model_path)
+    hardware = hardware_profile_for(args.sim_hardware.value)
+    parallel = args.parallel
+    constants = cost_constants or cost_constants_for(hardware.vendor)
+    draw = None if args.run_variation is None else draw_run(args.run_variation)
+    if draw is not None:
+        constants = varied_constants(constants, draw)
+    spec = args.speculative
+    capacity = kv_capacity_tokens(model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
+    cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, constants)
+    if spec is not None:
+        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, constants)
+        cost_model = SpeculativeCostModel(spec, cost_model, draft)
+    if draw is not None and args.run_variation is not None:
+        cost_model = JitteredCostModel(cost_model, args.run_variation.step_jitter_sd, draw.step_seed)
+    if args.sim_cold_start:
+        cost_model = ColdStartCostModel(cost_model, constants.cold_prefill_s)
+    grammar = GrammarBackend(args.grammar_backend)
+    if grammar.costs is not None:
+        cost_model = GrammarCostModel(cost_model, grammar.costs)
+    scheduler = Scheduler(
+        SchedulerConfig(
+            policy=args.schedule_policy,
+            max_running_requests=args.max_running_requests,
+            chunked_prefill_size=args.chunked_prefill_size,
+            max_prefill_tokens=args.max_prefill_tokens,
+            schedule_conservativeness=args.schedule_conservativeness,
+            enable_mixed_chunk=args.enable_mixed_chunk,
+        ),
+        cost_model,
+        # A decode server has no radix cache (SGLang's --disaggregation-decode-enable-radix-cache is off by default):
+        # its prompts arrive as KV from the prefill, whose cache is the one that hits.
+        RadixCache(disabled=args.disable_radix_cache or args.disaggregation_mode is DisaggregationMode.DECODE),
+        KvPool(capacity),
+        None if spec is None else SpeculativeDecoding.from_config(spec),
+    )
+    disaggregation = None
+    if args.disaggregation_mode is not DisaggregationMode.NULL:
+        link = KvLink(args.sim_kv_link_gb_s, args.sim_kv_transfer_latency_ms / 1000.0)
+        disaggregation = Disaggregation(
+            args.disaggregation_mode, link, model.kv_bytes_per_token(args.kv_dtype_bytes),
+            args.num_reserved_decode_tokens,
+        )  # fmt: skip
+    return SimEngine(
+        scheduler,
+        clock,
+        model,
+        context_length_tokens=args.context_length or model.max_context_tokens,
+        stream_interval=args.stream_interval,
+        grammar=grammar,
+        disaggregation=disaggregation,
+        gpu=GpuCounters(hardware.hbm_bytes_per_s, clock.now_s()),
+    )

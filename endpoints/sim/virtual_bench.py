@@ -1,0 +1,192 @@
+"""bench_serving in virtual time: run a request list through the twin's engine, in-process, and
+measure it the way `sglang.bench_serving` does (throughput over wall time, mean TTFT, TPOT, ITL).
+Arrivals follow bench_serving at `--request-rate inf`: every request is started at once behind a
+`max_concurrency` semaphore, and a request's clock (TTFT, latency) starts when it gets through the
+semaphore, so the first `max_concurrency` requests hit an idle server as one burst. Warm-ups, where a
+benchmark runs them, go first and are not measured: `warmups` copies of the first request behind the
+same semaphore (InferenceX's benchmark_serving.py `--num-warmups`; SGLang's bench_serving
+`--warmup-requests`), all finished before the measured run starts.
+
+Used by bench/twin_calibration.py (the published setups) and by tests and capacity what-ifs: an
+hour of simulated serving takes seconds, and the engine, scheduler and cost model are exactly the
+ones behind HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from statistics import fmean, median, quantiles
+
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.profiles import CostConstants
+from endpoints.sim.engine.disaggregation import Bootstrap
+from endpoints.sim.engine.engine import SimEngine
+from endpoints.sim.engine.sim_request import GenerateInput
+from endpoints.sim.engine_builder import build_engine
+from endpoints.sim.server_args import parse_server_args
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRequest:
+    input_ids: tuple[int, ...]
+    output_tokens: int
+    arrival_s: float = 0.0  # open-loop arrival; 0 for all means "as fast as the concurrency cap allows"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTiming:
+    prompt_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    num_retractions: int
+    sent_s: float
+    ttft_s: float
+    e2e_s: float
+    chunk_gaps_s: tuple[float, ...]  # between consecutive chunks (stream interval 1: per token)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    duration_s: float
+    requests: tuple[RequestTiming, ...]
+    engine: SimEngine
+
+    @property
+    def mean_running_requests(self) -> float:
+        """The time-weighted mean running batch over the run (warm-ups included: the sweeps run none)."""
+        return self.engine.running_request_s / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def output_tok_s(self) -> float:
+        return sum(r.output_tokens for r in self.requests) / self.duration_s
+
+    @property
+    def total_tok_s(self) -> float:
+        return sum(r.output_tokens + r.prompt_tokens for r in self.requests) / self.duration_s
+
+    @property
+    def mean_ttft_s(self) -> float:
+        return fmean(r.ttft_s for r in self.requests)
+
+    @property
+    def median_ttft_s(self) -> float:
+        return median(r.ttft_s for r in self.requests)
+
+    @property
+    def p99_ttft_s(self) -> float:
+        """numpy's default (linear) 99th percentile, as bench_serving prints it."""
+        ttfts = [r.ttft_s for r in self.requests]
+        return quantiles(ttfts, n=100, method="inclusive")[98] if len(ttfts) > 1 else ttfts[0]
+
+    @property
+    def mean_tpot_s(self) -> float:
+        """bench_serving's TPOT: (latency − TTFT) / (output − 1), over requests with > 1 token."""
+        return fmean((r.e2e_s - r.ttft_s) / (r.output_tokens - 1) for r in self.requests if r.output_tokens > 1)
+
+    @property
+    def mean_itl_s(self) -> float:
+        gaps = [g for r in self.requests for g in r.chunk_gaps_s]
+        return fmean(gaps) if gaps else 0.0
+
+    @property
+    def max_itl_s(self) -> float:
+        return max((g for r in self.requests for g in r.chunk_gaps_s), default=0.0)
+
+    @property
+    def first_wave_ttft_s(self) -> tuple[float, ...]:
+        """TTFTs of the requests sent at the very start (bench_serving sends min(concurrency, N) at once)."""
+        start_s = min(r.sent_s for r in self.requests)
+        return tuple(r.ttft_s for r in self.requests if r.sent_s == start_s)
+
+    @property
+    def retractions(self) -> int:
+        return self.engine.scheduler.retractions.requests
+
+
+def random_ids(n: int, rng: random.Random) -> tuple[int, ...]:
+    return tuple(rng.randrange(3, 128_000) for _ in range(n))
+
+
+def random_requests(
+    count: int, input_len: int, output_len: int, range_ratio: float, seed: int = 1
+) -> list[BenchRequest]:
+    """bench_serving's `random` dataset lengths: uniform in [max(len × ratio, 1), len]."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n_in = rng.randint(max(int(input_len * range_ratio), 1), input_len)
+        n_out = rng.randint(max(int(output_len * range_ratio), 1), output_len)
+        out.append(BenchRequest(random_ids(n_in, rng), n_out))
+    return out
+
+
+async def timed_request(
+    engine: SimEngine, i: int, request: BenchRequest, prefill: SimEngine | None = None, room: Bootstrap | None = None
+) -> RequestTiming:
+    """The request on `engine`, timed as a client sees it. Disaggregated: `engine` is the decode engine, and the
+    request is sent to `prefill` too with the same `room`, as SGLang's router sends it to both."""
+    clock = engine.clock
+    sent_s = clock.now_s()
+    spec = GenerateInput(f"bench-{i}", request.input_ids, request.output_tokens, ignore_eos=True, stream=True,
+                         bootstrap=room)  # fmt: skip
+    prefilled = None if prefill is None else asyncio.ensure_future(_drained(prefill, spec))
+    times = []
+    async for update in engine.updates(engine.submit(spec)):
+        times.append(update.now_s)
+        last = update
+    if prefilled is not None:
+        await prefilled  # the router reads the prefill's answer to its end, and drops it
+    return RequestTiming(
+        prompt_tokens=last.prompt_tokens,
+        output_tokens=last.output_tokens,
+        cached_tokens=last.cached_tokens,
+        num_retractions=last.num_retractions,
+        sent_s=sent_s,
+        ttft_s=times[0] - sent_s,
+        e2e_s=times[-1] - sent_s,
+        chunk_gaps_s=tuple(b - a for a, b in zip(times, times[1:])),
+    )
+
+
+async def _drained(engine: SimEngine, spec: GenerateInput) -> None:
+    async for _ in engine.updates(engine.submit(spec)):
+        pass
+
+
+def run_bench(
+    flags: list[str],
+    requests: list[BenchRequest],
+    max_concurrency: int | None = None,
+    cost_constants: CostConstants | None = None,
+    warmups: int = 0,
+) -> BenchResult:
+    """Run the requests against a twin built from SGLang `flags`, in virtual time (with the cost model's
+    constants injected, e.g. by the fit; default: the fitted ones), after `warmups` unmeasured copies of
+    the first request. Arrival times count from the end of the warm-ups."""
+    clock = VirtualClock()
+
+    async def main() -> BenchResult:
+        engine = build_engine(parse_server_args(flags), clock, cost_constants)
+        engine.start()
+        limit = asyncio.Semaphore(max_concurrency or len(requests))
+
+        async def warmup(i: int) -> RequestTiming:
+            async with limit:
+                return await timed_request(engine, -1 - i, requests[0])
+
+        async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
+            await clock.sleep_until(start_s + request.arrival_s)
+            async with limit:
+                return await timed_request(engine, i, request)
+
+        try:
+            await asyncio.gather(*(warmup(i) for i in range(warmups)))
+            start_s = clock.now_s()
+            timings = await asyncio.gather(*(client(i, r, start_s) for i, r in enumerate(requests)))
+        finally:
+            await engine.stop()
+        return BenchResult(clock.now_s() - start_s, tuple(timings), engine)
+
+    return clock.run(main())
