@@ -18,6 +18,7 @@ from endpoints.capacity.slo_capacity import CapacityProbe, SloCapacity, read_cap
 from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointMode, EndpointSpec
 from replay.capacity_ramp import RampCapacity, ramp_capacity
+from replay.recording.run_json import read_run_json
 from replay.scenario_config import replay_config_for
 from workloads.scenarios import Scenario
 from workloads.weekly_traffic import WeekTraffic
@@ -90,7 +91,7 @@ def write_shadow_capacities(
         if existing is not None and existing.source == RATE_RAMP_SOURCE:
             capacities.append(existing)  # measured beats modelled
             continue
-        twin = twin or shadow_twin_capacity(spec, window, slo, cache_dir)
+        twin = twin or shadow_twin_capacity(spec, window, slo, cache_dir, read_run_json(Path(run_dir)).server_info)
         scaled = None if twin is None else scaled_to_real(replace(twin, gpu_minutes=None), canary)
         if scaled is not None:
             write_capacity_json(Path(run_dir), scaled)

@@ -80,7 +80,7 @@ def write_shadow_canary(
     runs = [read_run_json(d) for d in dirs]
     shadow_run_id = f"{runs[0].run_id}-shadow"
     try:
-        twin = shadow_twin_spec(spec)
+        twin = shadow_twin_spec(spec, runs[0].server_info)  # an attach entry without flags: the server's own
     except ShadowNotModelled as exc:
         skipped = tuple(not_modelled(run.run_id, shadow_run_id, spec.server_args, str(exc)) for run in runs)
         for run_dir, canary in zip(dirs, skipped):

@@ -2,8 +2,9 @@
 verdicts take the same channel (pipelines/regression_notice.py; their JSON has "kind": "regression").
 
 Where they go is named by environment variables, read when a notice is sent (never at import):
-COSTBENCH_FAILURE_NOTICE_FILE (a path; one JSON object per line is appended) and/or
-COSTBENCH_FAILURE_WEBHOOK_URL (receives the same JSON object as the body of a POST).
+COSTBENCH_FAILURE_NOTICE_FILE (a path; one JSON object per line is appended; unset, the Dagster instance's own
+notices.jsonl, so `make dagster` and the demo write where the README says) and/or COSTBENCH_FAILURE_WEBHOOK_URL
+(receives the same JSON object as the body of a POST).
 
 The file is written first, whatever the webhook does. The webhook gets up to `WebhookPolicy.attempts` POSTs,
 with a wait between them, all of one sensor tick within `tick_budget_s`; once it has failed in a tick, later
@@ -36,6 +37,12 @@ from common.atomic_file import write_bytes_atomically
 
 NOTICE_FILE_ENV = "COSTBENCH_FAILURE_NOTICE_FILE"
 WEBHOOK_URL_ENV = "COSTBENCH_FAILURE_WEBHOOK_URL"
+DEFAULT_NOTICE_FILE = "notices.jsonl"  # in the Dagster instance's folder ($DAGSTER_HOME) when the variable is unset
+
+
+def default_notice_file(instance: dg.DagsterInstance) -> Path:
+    """Where notices go without COSTBENCH_FAILURE_NOTICE_FILE: the instance's folder."""
+    return Path(instance.root_directory) / DEFAULT_NOTICE_FILE
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +92,7 @@ class NoticeChannels:
     def __init__(
         self,
         outbox: Path,
+        default_file: Path | None = None,
         environ: Mapping[str, str] | None = None,
         policy: WebhookPolicy = WEBHOOK_POLICY,
         clock: Callable[[], float] = time.monotonic,
@@ -92,7 +100,7 @@ class NoticeChannels:
     ) -> None:
         environ = os.environ if environ is None else environ
         self.outbox = Path(outbox)
-        self._file = Path(environ[NOTICE_FILE_ENV]) if environ.get(NOTICE_FILE_ENV) else None
+        self._file = Path(environ[NOTICE_FILE_ENV]) if environ.get(NOTICE_FILE_ENV) else default_file
         self._url = environ.get(WEBHOOK_URL_ENV) or None
         self._policy = policy
         self._clock, self._sleep = clock, sleep
@@ -192,7 +200,8 @@ def _webhook_name(url: str) -> str:
 @dg.run_failure_sensor(
     name="failure_notice",
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description=f"Writes a notice for every failed run to ${NOTICE_FILE_ENV} and/or POSTs it to ${WEBHOOK_URL_ENV}.",
+    description=f"Writes a notice for every failed run to ${NOTICE_FILE_ENV} (default: the instance folder's "
+    f"{DEFAULT_NOTICE_FILE}) and/or POSTs it to ${WEBHOOK_URL_ENV}.",
 )
 def failure_notice_sensor(context: dg.RunFailureSensorContext, warehouse: WarehouseResource) -> None:
     run = context.dagster_run
@@ -204,7 +213,7 @@ def failure_notice_sensor(context: dg.RunFailureSensorContext, warehouse: Wareho
         noticed_wall_s=time.time(),
         message=context.failure_event.message or "run failed",
     )
-    channels = NoticeChannels(outbox_dir(warehouse.root_path()))
+    channels = NoticeChannels(outbox_dir(warehouse.root_path()), default_notice_file(context.instance))
     channels.retry_outbox()  # older notices first (regression_notice's ticks retry them too)
     delivery = channels.send(notice)
     log = context.log.warning if delivery.kept_in else context.log.info

@@ -36,7 +36,7 @@ import dagster as dg
 
 from assets.resources import WarehouseResource
 from assets.trend_assets import CONFIRMS_METADATA, CONFIRMS_TAG
-from pipelines.failure_notice import NoticeChannels, outbox_dir
+from pipelines.failure_notice import NoticeChannels, default_notice_file, outbox_dir
 from warehouse.marts.judged_metrics import judged_metric
 from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.marts.notice_rule import EPISODE_VERDICTS, NoticeKind, row_notice, series_of
@@ -144,7 +144,7 @@ def build_regression_notice_sensor(
 def _evaluate(
     context: dg.SensorEvaluationContext, warehouse: WarehouseResource, tags_for: Callable[[str], dict[str, str]]
 ) -> dg.SensorResult:
-    channels = NoticeChannels(outbox_dir(warehouse.root_path()))
+    channels = NoticeChannels(outbox_dir(warehouse.root_path()), default_notice_file(context.instance))
     retried, kept = channels.retry_outbox()
     if retried:
         context.log.info(f"{retried} notice(s) kept in {channels.outbox} POSTed to the webhook")

@@ -38,6 +38,7 @@ SLOW_FILES = frozenset(
         "test_pipelines_instance",
         "test_pipelines_instance_postgres",
         "test_pipelines_demo_signals",
+        "test_pipelines_run_command",
         "test_pipelines_dagster_dev",
         "test_pipelines_shards",
         "test_pipelines_partition_context",

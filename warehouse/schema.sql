@@ -587,7 +587,7 @@ CREATE OR REPLACE TABLE cost_attribution (
     router_policy VARCHAR,            -- this week's run_summary.router_policy (null: no router, its runs differ, or not recorded)
     baseline_fleet VARCHAR,           -- the baseline median week(s)' fleet, e.g. '2 x round_robin' or '1 server', comma-separated when they differ (null: no baseline, or not recorded)
     routing_changed BOOLEAN,          -- the router's policy or flags, or the replica count, differ between this week and a baseline median week, both recorded: the runtime parts are (in part) a routing change's (null: no baseline, or a fleet not recorded)
-    runtime_changes VARCHAR           -- JSON list naming what changed in the runtime against the baseline median week(s): 'routing: <before> -> <now>', 'router flags: ...', 'replicas: ...', 'configuration: <fingerprint> -> <fingerprint>' (null: no baseline; [] nothing recorded changed)
+    runtime_changes VARCHAR           -- JSON list naming what changed in the runtime against the baseline median week(s): 'routing: <before> -> <now>', 'router flags: ...', 'replicas: ...', and each server fact of a new configuration that changed, '<field>: <before> -> <now>' ('configuration: <fingerprint> -> <fingerprint>' where the facts were not recorded) (null: no baseline; [] nothing recorded changed)
 );
 
 CREATE OR REPLACE TABLE diagnoses (

@@ -15,8 +15,10 @@ no ratios.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from common.atomic_file import write_bytes_atomically
 from common.run_folder import SHADOW_CANARY_FILE
@@ -62,14 +64,42 @@ class ShadowCanary:
     cpu_s: float  # process CPU time of the twin's replay (s)
 
 
-def shadow_twin_spec(spec: EndpointSpec) -> EndpointSpec:
-    """The twin on a virtual clock with the endpoint's flags, GPUs and fleet; raises ShadowNotModelled."""
+# The /server_info fields a shadow twin takes as flags when the endpoint's entry names none (an attached server):
+# SGLang's ServerArgs field names, each the flag `--<name with dashes>`; what is absent, null, false or "auto" is
+# left at the twin's default, which is SGLang's.
+SERVER_INFO_FLAGS = (
+    "tp_size", "dp_size", "pp_size", "ep_size", "enable_dp_attention", "moe_a2a_backend", "deepep_mode",
+    "enable_eplb", "ep_num_redundant_experts", "enable_two_batch_overlap", "nnodes", "disaggregation_mode",
+    "disable_radix_cache", "enable_hierarchical_cache", "schedule_policy", "chunked_prefill_size",
+    "max_running_requests", "max_prefill_tokens", "mem_fraction_static", "speculative_algorithm",
+    "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "quantization",
+    "kv_cache_dtype",
+)  # fmt: skip
+
+
+def server_info_flags(server_info: Mapping[str, Any]) -> tuple[str, ...]:
+    """The launch flags a server's /server_info says it runs with (SERVER_INFO_FLAGS), e.g. tp_size 8 gives
+    `--tp-size 8` and disable_radix_cache true gives `--disable-radix-cache`."""
+    flags: list[str] = []
+    for name in SERVER_INFO_FLAGS:
+        value = server_info.get(name)
+        if value is None or value is False or value in ("auto", "null", ""):
+            continue
+        flag = "--" + name.replace("_", "-")
+        flags += [flag] if value is True else [flag, str(value)]
+    return tuple(flags)
+
+
+def shadow_twin_spec(spec: EndpointSpec, server_info: Mapping[str, Any] | None = None) -> EndpointSpec:
+    """The twin on a virtual clock with the endpoint's flags, GPUs and fleet; raises ShadowNotModelled. An entry
+    with no server_args (an attached server, as docs/endpoints.md's example) takes them from the server's own
+    `server_info` (what its run stored) where one is given."""
     if spec.fleet is None and len(spec.worker_urls) > 1:
         raise ShadowNotModelled(
             f"{len(spec.worker_urls)} workers behind a router with no router block: the twin cannot tell how they "
             "share the traffic (add router: {policy: ...} to the endpoint)"
         )
-    args = list(spec.server_args)
+    args = list(spec.server_args or (server_info_flags(server_info) if server_info else ()))
     if "--sim-hardware" not in args and spec.gpu_type.lower() in {h.value for h in HardwareName}:
         args += ["--sim-hardware", spec.gpu_type.lower()]  # else the twin's default GPU, as its flags say
     twin = replace(

@@ -12,8 +12,10 @@ measures instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from endpoints.capacity.shadow_canary import ShadowCanary, ShadowNotModelled, shadow_twin_spec
 from endpoints.capacity.slo_capacity import SloCapacity, measure_capacity
@@ -24,14 +26,19 @@ SHADOW_TWIN_SOURCE = "shadow_twin"
 
 
 def shadow_twin_capacity(
-    spec: EndpointSpec, window: Workload, slo: tuple[float, float], cache_dir: Path | None
+    spec: EndpointSpec,
+    window: Workload,
+    slo: tuple[float, float],
+    cache_dir: Path | None,
+    server_info: Mapping[str, Any] | None = None,
 ) -> SloCapacity | None:
-    """The sweep of the shadow twin of real endpoint `spec` on `window` (cached as any sweep); None for a twin
-    endpoint, one the twin cannot model, or a window the sweep cannot use."""
+    """The sweep of the shadow twin of real endpoint `spec` on `window` (cached as any sweep; its flags from the
+    server's `server_info` where the entry names none); None for a twin endpoint, one the twin cannot model, or a
+    window the sweep cannot use."""
     if spec.mode is EndpointMode.SIM:
         return None
     try:
-        twin = shadow_twin_spec(spec)
+        twin = shadow_twin_spec(spec, server_info)
     except ShadowNotModelled:
         return None
     return measure_capacity(twin, window, *slo, cache_dir)

@@ -24,6 +24,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--dagster-home", type=Path, default=None,
         help="Dagster instance folder (default: $DAGSTER_HOME, else .dagster_home/ in the repo)",
     )  # fmt: skip
+    parser.add_argument(
+        "--stall-timeout", type=positive_int, default=None, metavar="SECONDS",
+        help="give up when no run has started or finished for this long (default 900); the demo waits as long "
+        "as its runs progress, however slow the machine",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -37,29 +37,42 @@ from pipelines.commands.trend_console import (
     print_weekly_trends,
 )
 from pipelines.definitions import WEEKLY_JOB
-from pipelines.demo.demo_stop import DemoStopped, InstanceInUse, end_orphaned_leases, instance_lock, stopped_by_signals
 from pipelines.demo.demo_story import STORY_ENDPOINT, STORY_NOTE, story_endpoints, story_partitions
 from pipelines.demo.fleet_routing import fleet_routing
-from pipelines.demo.instance_runs import (
+from pipelines.failure_notice import DEFAULT_NOTICE_FILE, NOTICE_FILE_ENV
+from pipelines.instance.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
     RunsDidNotFinish,
     cancel_backfill,
     check_evaluations,
+    failure_reasons,
+    instance_home,
     mark_unfinished_cancelled,
+    prepare_instance,
     run_seconds,
     running_daemon,
     submit_backfill,
     wait_for_runs,
 )
-from pipelines.failure_notice import NOTICE_FILE_ENV
+from pipelines.instance.stop_guard import (
+    DemoStopped,
+    InstanceInUse,
+    end_orphaned_leases,
+    instance_lock,
+    stopped_by_signals,
+)
 from warehouse.backends.store import Warehouse
+from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.marts.notice_rule import NoticeKind, row_notice
 from workloads.scenarios import load_scenarios
 
 SCENARIOS_PATH = REPO_ROOT / "workloads" / "scenarios.yaml"
 ENDPOINTS_PATH = REPO_ROOT / "workloads" / "endpoints.yaml"
-RUNS_TIMEOUT_S = 1200.0
+# The demo waits as long as its runs progress: it gives up only when no run has started or finished for this long
+# (`--stall-timeout`). One run takes 60-130 s on the 2-core machine this was built on, so this allows a machine
+# several times slower.
+RUNS_STALL_S = 900.0
 # A run worker busy replaying does not end on SIGTERM until its step returns (measured: none of them did within
 # 30 s), and whatever a run writes is staged and renamed, so SIGKILL loses nothing stored: a demo someone stops
 # waits this long, not the 30 s a test instance gives its daemon.
@@ -80,25 +93,9 @@ def _regression_notices(path: Path) -> int:
     return sum(1 for line in path.read_bytes().splitlines() if line and orjson.loads(line).get("kind") == "regression")
 
 
-def _create_storage() -> None:
-    # A fresh instance's SQLite tables, made once here: left to the daemon's threads and the first
-    # `dagster job backfill` at the same moment, two of them can stamp the schema and the next to open it
-    # fails ("alembic_version has more than one head").
-    with dg.DagsterInstance.get() as instance:
-        instance.get_runs(limit=1)
-        instance.fetch_materializations(dg.AssetKey("weekly_report"), limit=1)
-        instance.all_instigator_state()
-
-
-def _prepare_home(home: Path) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").exists():
-        shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
-
-
 def run_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    home = (args.dagster_home or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")).resolve()
+    home = instance_home(args.dagster_home)
     warehouse = Path(args.warehouse).resolve()
     # Both are written minutes from now, by the runs: a path that cannot be is refused before anything starts.
     check_output_folder(warehouse, "--warehouse")
@@ -110,9 +107,6 @@ def run_demo(args: argparse.Namespace) -> int:
     except InstanceInUse as exc:
         print(f"costbench: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except RunsDidNotFinish as exc:
-        print(f"costbench: error: {exc}; the backfill was cancelled", file=sys.stderr)
-        return EXIT_FAILED
     except DemoStopped as stop:
         print(f"costbench: demo stopped by {stop.signal_name}; its daemon, runs and twins were stopped and its "
               f"backfill cancelled ({home})", file=sys.stderr, flush=True)  # fmt: skip
@@ -122,10 +116,10 @@ def run_demo(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path) -> int:
     weeks = last_complete_weeks(datetime.now(timezone.utc).date(), args.weeks)
     scenarios = load_scenarios(SCENARIOS_PATH, REPO_ROOT)
-    _prepare_home(home)
+    prepare_instance(home)
     endpoints = story_endpoints(ENDPOINTS_PATH, home / "demo-endpoints.yaml", weeks)
     # Regression (and failure) notices go to the user's channel, else to a file in the instance folder.
-    notices = Path(os.environ.get(NOTICE_FILE_ENV) or home / "notices.jsonl")
+    notices = Path(os.environ.get(NOTICE_FILE_ENV) or home / DEFAULT_NOTICE_FILE)
     notices_before = _regression_notices(notices)
     # The runs read the warehouse and the demo's dated endpoints from here (assets/resources.py).
     env = {WAREHOUSE_ENV: str(warehouse), ENDPOINTS_ENV: str(endpoints), NOTICE_FILE_ENV: str(notices)}
@@ -146,8 +140,6 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
             "the week after it is back"
         )
 
-    os.environ["DAGSTER_HOME"] = str(home)
-    _create_storage()
     backfill = None
     try:
         with running_daemon(paths, stop_grace_s=STOP_GRACE_S), dg.DagsterInstance.get() as instance:
@@ -155,24 +147,29 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
                 backfill = submit_backfill(paths, WEEKLY_JOB, keys)
                 print(
                     f"backfill {backfill}: {len(keys)} runs submitted to {home}; dagster-daemon carries them out "
-                    "(each scenario's weeks in order, runs on a twin in real time one per endpoint)",
+                    f"(each scenario's weeks in order; {_clocks(endpoints, scenarios)})",
                     flush=True,
                 )
-                outcome = _wait_and_read(instance, backfill, keys, warehouse, notices, notices_before)
+                outcome = _wait_and_read(instance, backfill, keys, warehouse, notices, notices_before, args)
+                if outcome.unfinished is not None:  # what finished is kept and printed below; the rest is not run
+                    cancel_backfill(instance, backfill)
+                    _cancel_unfinished(instance, _confirmation_runs(instance, _backfill_runs(instance, backfill)))
             except BaseException:
                 # While the daemon's code server is up to terminate the started runs (the UI's way); stopped
                 # mid-submission, the backfill may exist all the same.
                 backfill = backfill or _backfill_of(instance, keys)
                 if backfill is not None:
                     cancel_backfill(instance, backfill)
-                for run in _confirmation_runs(instance):
-                    if not run.is_finished:
-                        instance.run_coordinator.cancel_run(run.run_id)
+                _cancel_unfinished(instance, _confirmation_runs(instance, _backfill_runs(instance, backfill)))
                 raise
     except BaseException as exc:
-        _leave_nothing_running(backfill, warehouse, exc)
+        stopped = f"the demo was stopped by {exc.signal_name}" if isinstance(exc, DemoStopped) else None
+        _leave_nothing_running(backfill, warehouse, stopped or f"the demo failed: {exc!r}")
         raise
-    runs, verdicts, store, rows, attribution = outcome
+    if outcome.unfinished is not None:
+        _leave_nothing_running(backfill, warehouse, f"the demo stopped waiting: {outcome.unfinished}")
+    runs, verdicts, store, rows = outcome.runs, outcome.verdicts, outcome.store, outcome.rows
+    attribution = outcome.attribution
     print_weekly_trends(rows)
     if store.db_path.exists():
         print_fleet_routing(fleet_routing(store, weeks[-1]), _router_policies(endpoints, scenarios))
@@ -193,8 +190,29 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
     print(f"Notices:          {notices}   ({told} regression notice(s) from this demo; failures go there too)")
     print(f"Dagster instance: {home}   (open the UI with `make dagster`; the daemon's log is {home / 'daemon.log'})")
     print(f"demo finished in {time.monotonic() - started:.0f} s")
+    if outcome.unfinished is not None:
+        print(f"costbench: error: the demo stopped waiting: {outcome.unfinished}; the backfill was cancelled. The "
+              f"tables above hold the {len(runs)} run(s) that finished; allow more with --stall-timeout",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAILED
     failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
+    with dg.DagsterInstance.get() as instance:
+        for run in failed:
+            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+            why = "; ".join(failure_reasons(instance, run)[-2:]) or "no reason recorded"
+            print(f"costbench: error: run {run.run_id} ({part}) ended {run.status.value}: {why}", file=sys.stderr)
     return 0 if not failed else EXIT_FAILED
+
+
+def _clocks(endpoints_path: Path, scenarios: dict) -> str:
+    """How the demo's twins keep time, in words: a virtual clock's run costs CPU, not its window's length."""
+    specs = load_endpoint_specs(endpoints_path)
+    clocks = {specs[s.endpoint].clock for s in scenarios.values()}
+    virtual = "twins on a virtual clock, served inside each run: a run takes the CPU its requests need"
+    wall = "twins in real time, one run per endpoint at a time"
+    if clocks == {EndpointClock.VIRTUAL}:
+        return virtual
+    return wall if clocks == {EndpointClock.WALL} else f"{virtual}; other endpoints' {wall}"
 
 
 def _router_policies(endpoints_path: Path, scenarios: dict) -> dict[str, str]:
@@ -209,10 +227,27 @@ def _router_policies(endpoints_path: Path, scenarios: dict) -> dict[str, str]:
     return policies
 
 
+@dataclass(frozen=True, slots=True)
+class DemoOutcome:
+    runs: list[dg.DagsterRun]  # the backfill's runs that finished and the confirmation runs they led to
+    verdicts: list[tuple[str, str, str, bool, str]]  # (week, scenario, check, passed, severity) of those runs
+    store: Warehouse
+    rows: list[WeeklyTrendRow]
+    attribution: list
+    unfinished: RunsDidNotFinish | None  # why the demo stopped waiting for the rest (None: every run finished)
+
+
 def _wait_and_read(
-    instance: dg.DagsterInstance, backfill: str, keys: list[str], warehouse: Path, notices: Path, notices_before: int
-):
-    """The backfill's runs, as each ends; then the checks' verdicts, the marts and the notices they led to."""
+    instance: dg.DagsterInstance,
+    backfill: str,
+    keys: list[str],
+    warehouse: Path,
+    notices: Path,
+    notices_before: int,
+    args: argparse.Namespace,
+) -> DemoOutcome:
+    """The backfill's runs, as each ends; then the checks' verdicts, the marts and the notices they led to. Runs that
+    stop progressing end the wait, and what finished is read all the same."""
 
     def report(run: dg.DagsterRun) -> None:
         part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
@@ -220,50 +255,98 @@ def _wait_and_read(
         seconds = run_seconds(instance, run.run_id)
         print(f"  {part}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else ""), flush=True)
 
-    runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), RUNS_TIMEOUT_S, report)
+    stall_s = getattr(args, "stall_timeout", None) or RUNS_STALL_S
+    unfinished = None
+    try:
+        runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), None, report,
+                             stall_s=stall_s)  # fmt: skip
+    except RunsDidNotFinish as exc:
+        unfinished = exc
+        runs = [r for r in _backfill_runs(instance, backfill) if r.is_finished]
+    store = Warehouse(warehouse)
+    rows = store.weekly_trends() if store.db_path.exists() else []
+    # A first regression is told only once a confirmation run of its week agrees: the regression_notice sensor
+    # launches one per such week, through the same queue; their replays replace the week's.
+    confirmations = sum(1 for r in rows if r.regression_verdict == "regression")
+    if confirmations and unfinished is None:
+        print(f"  {confirmations} first regression(s): confirmation run(s) requested by the regression_notice sensor")
+        try:
+            confirmed = _wait_for_confirmations(instance, runs, confirmations, stall_s)
+        except RunsDidNotFinish as exc:
+            unfinished, confirmed = exc, [r for r in _confirmation_runs(instance, runs) if r.is_finished]
+        for run in confirmed:
+            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+            print(
+                f"  confirmation of {part}: {'ok' if run.status is dg.DagsterRunStatus.SUCCESS else run.status.value}"
+            )
+        runs = [*runs, *confirmed]
+        rows = store.weekly_trends()
     verdicts = [
         (run.tags["dagster/partition/week"], run.tags["dagster/partition/scenario"], e.check_name, e.passed,
          e.severity.value)
         for run in runs
         for e in check_evaluations(instance, run)
     ]  # fmt: skip
-    store = Warehouse(warehouse)
-    rows = store.weekly_trends() if store.db_path.exists() else []
-    # A first regression is told only once a confirmation run of its week agrees: the regression_notice sensor
-    # launches one per such week, through the same queue; their replays replace the week's.
-    confirmations = sum(1 for r in rows if r.regression_verdict == "regression")
-    if confirmations:
-        print(f"  {confirmations} first regression(s): confirmation run(s) requested by the regression_notice sensor")
-        for run in _wait_for_confirmations(instance, confirmations):
-            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
-            print(
-                f"  confirmation of {part}: {'ok' if run.status is dg.DagsterRunStatus.SUCCESS else run.status.value}"
-            )
-        runs = [*runs, *_confirmation_runs(instance)]
-        rows = store.weekly_trends()
     attribution = store.cost_attribution() if store.db_path.exists() else []
     # The regression_notice sensor tells the regressed metrics of each confirmed week that starts an episode (the
     # notice rule: not its sustained weeks) once its report is built: the daemon's next ticks get time to send them.
     starts = [r for r in rows if row_notice(r, rows) is NoticeKind.REGRESSION]
     expected = sum(len(orjson.loads(r.regressed_metrics or "[]")) for r in starts)
     waited = time.monotonic()
-    while _regression_notices(notices) - notices_before < expected and time.monotonic() - waited < NOTICE_WAIT_S:
+    while (
+        unfinished is None
+        and _regression_notices(notices) - notices_before < expected
+        and time.monotonic() - waited < NOTICE_WAIT_S
+    ):
         time.sleep(1)
-    return runs, verdicts, store, rows, attribution
+    return DemoOutcome(runs, verdicts, store, rows, attribution, unfinished)
 
 
-def _confirmation_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
-    return [r for r in instance.get_runs() if CONFIRMS_TAG in r.tags]
+def _backfill_runs(instance: dg.DagsterInstance, backfill: str | None) -> list[dg.DagsterRun]:
+    if backfill is None:
+        return []
+    return list(instance.get_runs(filters=dg.RunsFilter(tags={BACKFILL_TAG: backfill})))
 
 
-def _wait_for_confirmations(instance: dg.DagsterInstance, expected: int) -> list[dg.DagsterRun]:
-    deadline = time.monotonic() + CONFIRMATION_WAIT_S
+def _confirmation_runs(instance: dg.DagsterInstance, of: list[dg.DagsterRun]) -> list[dg.DagsterRun]:
+    """The confirmation runs the sensor launched for these runs (and for those confirmations, in turn): never one
+    an earlier demo on this instance left behind."""
+    ours = {r.run_id for r in of}
+    found: dict[str, dg.DagsterRun] = {}
+    candidates = [r for r in instance.get_runs() if CONFIRMS_TAG in r.tags]
+    grew = True
+    while grew:
+        grew = False
+        for run in candidates:
+            if run.run_id not in found and run.tags[CONFIRMS_TAG] in ours:
+                found[run.run_id] = run
+                ours.add(run.run_id)
+                grew = True
+    return sorted(found.values(), key=lambda r: r.run_id)
+
+
+def _cancel_unfinished(instance: dg.DagsterInstance, runs: list[dg.DagsterRun]) -> None:
+    for run in runs:
+        if not run.is_finished:
+            instance.run_coordinator.cancel_run(run.run_id)
+
+
+def _wait_for_confirmations(
+    instance: dg.DagsterInstance, of: list[dg.DagsterRun], expected: int, stall_s: float
+) -> list[dg.DagsterRun]:
+    """The confirmation runs of `of`, once `expected` of them have finished; RunsDidNotFinish when they stop
+    progressing for `stall_s`."""
+    last_change, state = time.monotonic(), None
     while True:
-        runs = _confirmation_runs(instance)
+        runs = _confirmation_runs(instance, of)
         if len(runs) >= expected and all(r.is_finished for r in runs):
             return runs
-        if time.monotonic() > deadline:
-            raise RunsDidNotFinish(f"after {CONFIRMATION_WAIT_S:.0f} s, {len(runs)} of {expected} confirmation runs")
+        current = [(r.run_id, r.status) for r in runs]
+        if current != state:
+            state, last_change = current, time.monotonic()
+        if time.monotonic() - last_change > stall_s:
+            raise RunsDidNotFinish(f"no confirmation run started or finished for {stall_s:.0f} s; "
+                                   f"{len(runs)} of {expected} requested")  # fmt: skip
         time.sleep(1)
 
 
@@ -272,13 +355,12 @@ def _backfill_of(instance: dg.DagsterInstance, keys: list[str]) -> str | None:
     return next((b.backfill_id for b in requested if list(b.partition_names or []) == keys), None)
 
 
-def _leave_nothing_running(backfill: str | None, warehouse: Path, exc: BaseException) -> None:
+def _leave_nothing_running(backfill: str | None, warehouse: Path, why: str) -> None:
     """After the daemon's group has stopped: runs it could not end marked cancelled, orphaned twins ended."""
-    why = f"the demo was stopped by {exc.signal_name}" if isinstance(exc, DemoStopped) else f"the demo failed: {exc!r}"
     with dg.DagsterInstance.get() as instance:
         if backfill is not None:
             mark_unfinished_cancelled(instance, backfill, why)
-        for run in _confirmation_runs(instance):
+        for run in _confirmation_runs(instance, _backfill_runs(instance, backfill)):
             if not run.is_finished:
                 instance.report_run_canceled(run, message=why)
     end_orphaned_leases(WarehouseResource(root=str(warehouse)).leases_dir())

@@ -4,6 +4,7 @@ down (refused, answering 500, hanging) loses no notice: it is retried, kept in t
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import dagster as dg
 import orjson
@@ -89,6 +90,18 @@ def test_failed_run_is_noticed_in_file_and_webhook(failed_run, tmp_path, monkeyp
     assert _outbox(tmp_path / "warehouse") == []
 
 
+def test_with_no_channel_set_the_notice_lands_in_the_instance_folder(failed_run, tmp_path, monkeypatch):
+    # `make dagster` sets neither variable: the README's .dagster_home/notices.jsonl, never "sent nowhere".
+    monkeypatch.delenv(NOTICE_FILE_ENV, raising=False)
+    monkeypatch.delenv(WEBHOOK_URL_ENV, raising=False)
+    instance = failed_run[0]
+    notices = Path(instance.root_directory) / "notices.jsonl"
+    before = _lines(notices)
+    _notice_failure(failed_run, tmp_path / "warehouse")
+    (line,) = _lines(notices)[len(before) :]
+    assert orjson.loads(line)["run_id"] == failed_run[1].run_id
+
+
 def test_a_refused_webhook_keeps_the_notice_in_the_file_and_the_outbox_until_it_is_back(
     failed_run, tmp_path, monkeypatch, capfd
 ):
@@ -140,7 +153,7 @@ def test_a_hanging_webhook_is_given_up_within_the_tick_budget(tmp_path):
     notice_file = tmp_path / "failures.jsonl"
     environ = {NOTICE_FILE_ENV: str(notice_file), WEBHOOK_URL_ENV: webhook.url()}
     policy = WebhookPolicy(attempts=2, timeout_s=0.3, backoff_s=0.1, tick_budget_s=1.0)
-    channels = NoticeChannels(outbox_dir(tmp_path / "warehouse"), environ, policy)
+    channels = NoticeChannels(outbox_dir(tmp_path / "warehouse"), environ=environ, policy=policy)
     notices = [FailureNotice(f"run-{i}", WEEKLY_JOB, None, None, 0.0, "run failed") for i in range(3)]
     started_s = time.monotonic()
     try:

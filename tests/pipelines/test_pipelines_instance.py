@@ -33,7 +33,7 @@ from assets.resources import ENDPOINTS_ENV, SCENARIOS_ENV, WAREHOUSE_ENV
 from endpoints.lease_file import read_leases
 from endpoints.process_group import group_alive
 from pipelines.definitions import WEEKLY_JOB, defs
-from pipelines.demo.instance_runs import (
+from pipelines.instance.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
     check_evaluations,
@@ -238,9 +238,9 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         )
     assert clocks[VIRTUAL_SCENARIO] == "virtual" and clocks[TWIN_SCENARIO] == "wall"
     # The virtual canary's two runs each have an efficiency cost from a sweep of the twin as it ran (their seeds: two
-    # capacities). The attached server gives no flags, so its shadow twin cannot model it (TP1 weights do not fit):
-    # no capacity, no efficiency cost, said as null rather than made up (tests/replay/test_replay_capacity_ramp.py
-    # has the shadow twin's capacity of an endpoint that gives its flags).
+    # capacities). The attached entry gives no flags, as docs/endpoints.md's attach example: its shadow twin takes
+    # them from what the server's /server_info said (tp_size 8, lpm, 64 running), so the run has a modelled capacity
+    # (without them it would be built at TP1, where DeepSeek-V3's weights do not fit).
     with Warehouse(warehouse).connect() as con:
         capacities = con.execute(
             "SELECT scenario, capacity_source, capacity_rps_at_slo, efficiency_cost_per_request_usd FROM run_summary "
@@ -249,7 +249,7 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
     virtual = [(source, rps) for scenario, source, rps, _ in capacities if scenario == VIRTUAL_SCENARIO]
     assert {source for source, _ in virtual} == {"twin_sweep"} and len({rps for _, rps in virtual}) == 2
     attached = [(source, usd) for scenario, source, _, usd in capacities if scenario == "chat-v3-h200-canary"]
-    assert attached and all(source is None and usd is None for source, usd in attached)
+    assert attached and all(source == "shadow_twin" and usd > 0 for source, usd in attached)
     assert all(usd > 0 for scenario, source, _, usd in capacities if source == "twin_sweep")
     slots = {r.tags["dagster/partition/scenario"]: r.tags.get(REPLAY_SLOT_TAG) for r in runs}
     assert slots[VIRTUAL_SCENARIO] is None and slots[TWIN_SCENARIO] == TWIN_ENDPOINT

@@ -1,7 +1,7 @@
 """The Kubernetes instance's storage for real: deploy/k8s/dagster.yaml's dagster-postgres block against a
 throwaway PostgreSQL, with that file's queued run coordinator and run concurrency, carrying out the weekly
 job as users' runs run (dagster-daemon dequeues, the default run launcher starts a run worker per run,
-the job's own executor runs the steps; pipelines/demo/instance_runs.py), the code served by a gRPC code server
+the job's own executor runs the steps; pipelines/instance/instance_runs.py), the code served by a gRPC code server
 as on Kubernetes, the warehouse a DuckLake whose catalog is another database of the same cluster. Only the
 run launcher differs: runs are local processes instead of Kubernetes Jobs.
 
@@ -34,7 +34,7 @@ import yaml
 from assets.resources import ENDPOINTS_ENV, WAREHOUSE_ENV
 from endpoints.process_group import start_in_own_group, stop_group
 from pipelines.definitions import WEEKLY_JOB, build_definitions
-from pipelines.demo.instance_runs import (
+from pipelines.instance.instance_runs import (
     BACKFILL_TAG,
     InstancePaths,
     running_daemon,

@@ -4,6 +4,7 @@ lake rows where the answer is known by construction."""
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 
 import pytest
@@ -47,6 +48,7 @@ def _week(
     capacity_rps: float | None = 8.0,
     running_at_slo: float = 16.0,
     spec_accept_length: float | None = None,
+    server_info: dict | None = None,
 ) -> None:
     """One run: `requests` requests scheduled evenly over the first 10 s (the last at 10 s), a measured window
     of `window_s`, 1,000 prompt tokens each of which the trace offers half for reuse; 4 requests running (the
@@ -65,7 +67,8 @@ def _week(
         )
         for i in range(requests)
     ]
-    info = run_info(run_id, window_s, requests_total=requests, requests_recorded=requests, requests_ok=requests)
+    info = run_info(run_id, window_s, requests_total=requests, requests_recorded=requests, requests_ok=requests,
+                    **({} if server_info is None else {"server_info": server_info}))  # fmt: skip
     context = RunContext(
         slo_ttft_ms=1000.0,
         slo_tpot_ms=100.0,
@@ -96,6 +99,11 @@ def store(tmp_path_factory) -> Warehouse:
     _week(store, WEEKS[1], "no-capacity", completion=150, window_s=21.0, capacity_rps=None)
     # Half the batch at the SLO, and the capacity with it (the same time in flight per request).
     _week(store, WEEKS[1], "batch", capacity_rps=4.0, running_at_slo=8.0)
+    # Someone turned the radix cache off: a new configuration, as the server's /server_info reported it.
+    cache_on = {"version": "0.5.4", "backend": "sim", "tp_size": 8, "disable_radix_cache": False}
+    _week(store, WEEKS[0], "reconfigured", server_info=cache_on)
+    _week(store, WEEKS[1], "reconfigured", cached=0, window_s=23.0, capacity_rps=5.0,
+          server_info={**cache_on, "disable_radix_cache": True})  # fmt: skip
     # Speculative decoding on: two tokens a step, twice the capacity, the same batch.
     _week(store, WEEKS[1], "mtp", capacity_rps=16.0, spec_accept_length=2.0)
     # Four different baseline weeks (an even median: the middle two), then a week where everything moved.
@@ -136,7 +144,7 @@ def _others_zero(row: CostAttributionRow, *kept: str) -> None:
 
 
 def test_every_week_has_a_row_and_the_first_has_no_baseline(rows):
-    assert len(rows) == 6 * 2 + 5
+    assert len(rows) == 7 * 2 + 5
     first = rows[("price", WEEKS[0])]
     assert first.baseline_realised_cost_per_request_usd is None and first.change_usd is None
     assert all(getattr(first, part) is None for part in PARTS)
@@ -236,3 +244,9 @@ def test_the_console_prints_why_cost_moved_for_every_week_with_a_baseline(rows):
     # The doubled price week: its change, all of it price, per 1,000 requests.
     assert f"{1000 * price.change_usd:+.3f}" in line and line.count(f"{1000 * price.price_usd:+.3f}") >= 2
     assert str(WEEKS[0]) not in text  # a week without a baseline has nothing to split
+
+
+def test_a_new_configuration_is_named_by_the_flags_that_changed(rows):
+    # Not by two fingerprints: the analyst reads what someone changed.
+    assert json.loads(rows[("reconfigured", WEEKS[1])].runtime_changes) == ["disable_radix_cache: false -> true"]
+    assert json.loads(rows[("cache-off", WEEKS[1])].runtime_changes) == []  # the same configuration: nothing named

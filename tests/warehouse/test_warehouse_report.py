@@ -104,7 +104,7 @@ def test_the_page_shows_why_cost_moved_and_the_cost_at_slo_capacity(store, repor
         ).fetchone()
     assert change > 0 and runtime == pytest.approx(change) and price == pytest.approx(0, abs=1e-15)
     section = page[page.index("<h2>Why the realised cost per request moved</h2>") : page.index("<h2>Diagnoses")]
-    assert f"<td>${change:+.6f}</td>" in section and "runtime: prefix cache" in section
+    assert f"<td>{'+' if change > 0 else '-'}${abs(change):.6f}</td>" in section and "runtime: prefix cache" in section
     capacity = page[page.index("<h2>Two costs per request") : page.index("<h2>Fleet sizing")]
     # 8 GPUs x $2/h / 3600 / 4 req/s at the SLO (the efficiency cost) against 8 x 2 x 45 s / 3600 / 40 requests
     # (realised).
@@ -339,3 +339,11 @@ def test_wide_expert_parallel_decode_shapes_are_priced_by_their_gpus_and_named_o
         "cheapest: 2 x cache_aware (16 GPUs, $32.00/h); disaggregated, 1P1D x cache_aware ($32.00/h, +0%); "
         "disaggregated with EP16 decode, 1P1D (EP16 decode) x cache_aware ($48.00/h, +50%)"
     ) in section
+
+
+def test_money_is_written_with_its_sign_before_the_dollar():
+    from warehouse.report.weekly_report import _usd
+
+    assert _usd(-0.001293, "+.6f") == "-$0.001293" and _usd(0.000412, "+.6f") == "+$0.000412"
+    assert _usd(0.0000001, "+.6f") == "$0.000000" and _usd(-0.0000001, "+.6f") == "$0.000000"  # rounds to nothing
+    assert _usd(1234.5, ",.2f") == "$1,234.50" and _usd(None, ".5f") == "—"

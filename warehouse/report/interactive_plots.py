@@ -280,7 +280,7 @@ def attribution_waterfall(row: dict) -> go.Figure:
             y=values,
             measure=["absolute"] + ["relative"] * len(ATTRIBUTION_PARTS) + ["total"],
             name=f"{row['scenario']} ({row['endpoint']})",
-            hovertemplate="%{x}: $%{y:+.6f} per request<extra></extra>",
+            hovertemplate="%{x}: %{y:+$.6f} per request<extra></extra>",
             increasing={"marker": {"color": "#c0392b"}},
             decreasing={"marker": {"color": "#27ae60"}},
             totals={"marker": {"color": "#34495e"}},

@@ -279,8 +279,15 @@ def _text(value) -> str:
 
 
 def _usd(value, spec: str) -> str:
+    """Money as people write it: the sign before the dollar ("-$0.001293", "+$0.000412"), and a change that rounds to
+    nothing at this precision without one ("$0.000000")."""
     text = _fmt(value, spec)
-    return text if text == "—" else f"${text}"
+    if text == "—":
+        return text
+    if text[0] in "+-":
+        digits = text[1:]
+        return f"${digits}" if float(digits.replace(",", "")) == 0 else f"{text[0]}${digits}"
+    return f"${text}"
 
 
 _STYLE = """

@@ -30,7 +30,8 @@
 -- cached_tokens, the offered reuse or the prefill weight not recorded) leaves its part
 -- null and the amount in unattributed_usd.
 -- What changed in the runtime is named against the same median week(s): the fleet's routing (router policy and
--- flags, replica count, from run_summary) and the configuration fingerprint. The parts stay what they measure.
+-- flags, replica count, from run_summary) and each server fact of a new configuration (runs.config_facts_json, what
+-- the fingerprint hashes). The parts stay what they measure.
 INSERT INTO cost_attribution BY NAME
 WITH trends AS (
     -- weekly_trends with the keys weekly_trends.sql defines: grain (the row) and series (its scenario, endpoint
@@ -71,6 +72,7 @@ run_factors AS (
         s.completed_requests * (1 + coalesce(s.constrained_requests / nullif(s.completed_requests, 0)
             * (s.tpot_constrained_ms / s.tpot_unconstrained_ms - 1), 0)) AS structured_load,
         s.prefill_token_weight * s.completed_requests AS weighted_prefill_weight,
+        r.config_facts_json,
         CASE WHEN s.prefill_token_weight IS NOT NULL THEN s.completed_requests END AS prefill_weighted_requests
     FROM run_summary AS s
     JOIN runs AS r USING (week_start, scenario, run_id)
@@ -87,6 +89,7 @@ weekly AS (
         sum(output_tokens) / sum(completed_requests) AS output_tokens_per_request,
         sum(reasoning_tokens) / sum(completed_requests) AS reasoning_tokens_per_request,
         sum(completed_requests) AS completed_requests,
+        any_value(config_facts_json)::JSON AS config_facts,  -- what the fingerprint hashes: the same for every run
         sum(gpu_hours) AS gpu_hours,
         sum(input_tokens + output_tokens) AS tokens,
         sum(output_tokens) AS output_tokens,
@@ -209,10 +212,19 @@ pairs AS (
             CASE WHEN fc.router_args <> fb.router_args
                 THEN format('router flags: {} -> {}', fb.router_args, fc.router_args) END,
             CASE WHEN fc.replica_counts <> fb.replica_counts
-                THEN format('replicas: {} -> {}', fb.replica_counts, fc.replica_counts) END,
-            CASE WHEN m.grain.config_fingerprint <> m.baseline_grain.config_fingerprint THEN format(
-                'configuration: {} -> {}', m.baseline_grain.config_fingerprint, m.grain.config_fingerprint) END
-        ], lambda change: change IS NOT NULL) AS runtime_changes
+                THEN format('replicas: {} -> {}', fb.replica_counts, fc.replica_counts) END
+        ], lambda change: change IS NOT NULL)
+        -- A new configuration in words: each server fact that changed (`disable_radix_cache: false -> true`), or the
+        -- fingerprints where the facts were not recorded.
+        || CASE WHEN m.grain.config_fingerprint <> m.baseline_grain.config_fingerprint THEN coalesce(
+            nullif([
+                format('{}: {} -> {}', k, coalesce(json_extract(b.config_facts, '$.' || k)::VARCHAR, 'null'),
+                       coalesce(json_extract(c.config_facts, '$.' || k)::VARCHAR, 'null'))
+                FOR k IN list_sort(list_distinct(json_keys(c.config_facts) || json_keys(b.config_facts)))
+                IF json_extract(c.config_facts, '$.' || k) IS DISTINCT FROM json_extract(b.config_facts, '$.' || k)
+            ], []),
+            [format('configuration: {} -> {}', m.baseline_grain.config_fingerprint, m.grain.config_fingerprint)]
+        ) ELSE [] END AS runtime_changes
     FROM pair_weights AS m
     JOIN factors AS c ON c.grain = m.grain
     JOIN factors AS b ON b.grain = m.baseline_grain

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from assets.shadow_replay import SHADOW_DIR, write_shadow_canary
-from endpoints.capacity.shadow_canary import ShadowNotModelled, read_shadow_canary_json, shadow_twin_spec
+from endpoints.capacity.shadow_canary import (
+    ShadowNotModelled,
+    read_shadow_canary_json,
+    server_info_flags,
+    shadow_twin_spec,
+)
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec
 from replay.runner import run_replay
 from replay.scenario_config import replay_config_for
@@ -84,6 +89,14 @@ def test_a_twin_endpoint_has_no_shadow_and_an_unmodelled_one_says_why(real_run, 
     # An attached server whose flags leave its parallelism out: DeepSeek-V3 does not fit one GPU, so no shadow.
     with pytest.raises(ShadowNotModelled, match="raise --tp-size"):
         shadow_twin_spec(replace(spec, server_args=()))
+    # ... unless its run stored what the server said of itself: the docs' attach example, flags from /server_info
+    info = {"tp_size": 8, "dp_size": 1, "enable_dp_attention": False, "disable_radix_cache": True,
+            "kv_cache_dtype": "auto", "quantization": None, "max_running_requests": 256, "version": "0.5.9"}  # fmt: skip
+    assert server_info_flags(info) == ("--tp-size", "8", "--dp-size", "1", "--disable-radix-cache",
+                                       "--max-running-requests", "256")  # fmt: skip
+    attached = shadow_twin_spec(replace(spec, server_args=()), info)
+    assert attached.server_args[:7] == server_info_flags(info)
+    assert shadow_twin_spec(spec, info).server_args[: len(spec.server_args)] == spec.server_args  # the entry wins
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns(SHADOW_DIR, "shadow_canary.json"))
     workers = replace(spec, worker_urls=("http://127.0.0.1:2", "http://127.0.0.1:3"))

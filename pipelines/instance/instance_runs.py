@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -47,6 +48,36 @@ class InstancePaths:
 
     def command(self, name: str) -> str:
         return str(Path(sys.executable).parent / name)
+
+
+DAEMON_ALIVE_S = 60.0  # a daemon whose last heartbeat is younger than this is taken to be running
+
+
+def instance_home(option: Path | None) -> Path:
+    """The instance folder: the option given, else $DAGSTER_HOME, else the repository's .dagster_home/ (what
+    `make dagster` and `make demo` use), so no command needs DAGSTER_HOME exported."""
+    return (option or Path(os.environ.get("DAGSTER_HOME") or REPO_ROOT / ".dagster_home")).resolve()
+
+
+def prepare_instance(home: Path) -> None:
+    """The folder with the shipped dagster.yaml (a user's own is kept), made this process's DAGSTER_HOME, and its
+    storage created once here: left to the daemon's threads and the first `dagster job backfill` at the same
+    moment, two of them can stamp a fresh SQLite schema and the next to open it fails ("alembic_version has more
+    than one head")."""
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        shutil.copy(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home)
+    with dg.DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        instance.fetch_materializations(dg.AssetKey("weekly_report"), limit=1)
+        instance.all_instigator_state()
+
+
+def daemon_running(instance: dg.DagsterInstance) -> bool:
+    """Whether a dagster-daemon is carrying out this instance's queue now (`make dagster`'s, say)."""
+    now = time.time()
+    return any(now - beat.timestamp < DAEMON_ALIVE_S for beat in instance.get_daemon_heartbeats().values())
 
 
 @contextmanager
@@ -98,13 +129,17 @@ def wait_for_runs(
     instance: dg.DagsterInstance,
     runs_filter: dg.RunsFilter,
     expected: int,
-    timeout_s: float,
+    timeout_s: float | None,
     on_finished: Callable[[dg.DagsterRun], None] | None = None,
     poll_s: float = 1.0,
+    stall_s: float | None = None,
 ) -> list[dg.DagsterRun]:
-    """Wait until `expected` runs match the filter and all have finished; returns them oldest first."""
-    deadline = time.monotonic() + timeout_s
+    """Wait until `expected` runs match the filter and all have finished; returns them oldest first. Gives up
+    (RunsDidNotFinish) after `timeout_s` in all, or after `stall_s` in which no run was submitted or changed
+    status: a slow machine's runs take longer, and are waited for as long as they progress."""
+    started = last_change = time.monotonic()
     seen: set[str] = set()
+    state: frozenset[tuple[str, str]] = frozenset()
     while True:
         runs = instance.get_runs(filters=runs_filter)
         for run in runs:
@@ -114,10 +149,22 @@ def wait_for_runs(
                     on_finished(run)
         if len(runs) >= expected and all(r.is_finished for r in runs):
             return list(reversed(runs))
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        current = frozenset((r.run_id, r.status.value) for r in runs)
+        if current != state:
+            state, last_change = current, now
+        stalled = stall_s is not None and now - last_change > stall_s
+        if stalled or (timeout_s is not None and now - started > timeout_s):
             waiting = ", ".join(f"{r.run_id[:8]} {r.status.value}" for r in runs if not r.is_finished)
+            why = (
+                f"no run started or finished for {stall_s:.0f} s (a machine too slow or too busy for the runs, or "
+                "a daemon that stopped: its log says which)"
+                if stalled
+                else f"the {timeout_s:.0f} s allowed ran out"
+            )
             raise RunsDidNotFinish(
-                f"after {timeout_s:.0f} s, {len(runs)} of {expected} runs submitted; not finished: {waiting or 'none'}"
+                f"{why}; after {now - started:.0f} s, {len(runs)} of {expected} runs submitted, "
+                f"{len(seen)} finished; not finished: {waiting or 'none'}"
             )
         time.sleep(poll_s)
 

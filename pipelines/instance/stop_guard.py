@@ -1,4 +1,4 @@
-"""A demo stopped part-way stops all it started, and one demo at a time uses an instance.
+"""A demo (or `costbench run`) stopped part-way stops all it started, and one at a time uses an instance.
 
 SIGTERM (`timeout`, a CI job's cancel), SIGINT (Ctrl-C) and SIGHUP (a closed terminal) become DemoStopped,
 so the demo's `with` blocks unwind: its backfill is cancelled (a later daemon on this instance must not
@@ -53,7 +53,7 @@ def stopped_by_signals() -> Iterator[None]:
 
 
 class InstanceInUse(RuntimeError):
-    """Another demo holds this instance; the message names its pid and the instance."""
+    """Another demo or run holds this instance; the message names its pid and the instance."""
 
 
 @contextmanager
@@ -67,8 +67,8 @@ def instance_lock(home: Path) -> Iterator[None]:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             raise InstanceInUse(
-                f"another costbench demo (pid {holder}) is using the Dagster instance at {home}: wait for it "
-                "to finish, stop it, or give this one its own --dagster-home"
+                f"another costbench demo or run (pid {holder}) is using the Dagster instance at {home}: wait for "
+                "it to finish, stop it, or give this one its own --dagster-home"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)

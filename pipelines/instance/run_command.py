@@ -1,0 +1,42 @@
+"""`costbench run --week 2026-11-23 --scenario NAME`: the weekly job for chosen weeks and scenarios, through the
+instance's run queue as the schedule runs them.
+
+This module only parses the command: the run itself (run_weeks.py) imports Dagster, which takes seconds, so it
+is imported when the command runs and every other command starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+from pathlib import Path
+
+from pipelines.commands.cli_inputs import positive_int
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run the weekly job for some (week, scenario) partitions through the instance's queue",
+        description="Submits one backfill of every --week x --scenario to the Dagster instance, as the Monday "
+        "schedule and the UI's Materialize do; the instance's running dagster-daemon (`make dagster`) carries it "
+        "out, or one started for the command. Waits for the runs and says how each ended.",
+    )  # fmt: skip
+    parser.add_argument("--week", type=date.fromisoformat, action="append", required=True,
+                        help="a Monday, YYYY-MM-DD (repeat for more weeks)")  # fmt: skip
+    parser.add_argument("--scenario", action="append", required=True,
+                        help="a scenario of the scenarios file (repeat for more)")  # fmt: skip
+    parser.add_argument(
+        "--dagster-home", type=Path, default=None,
+        help="Dagster instance folder (default: $DAGSTER_HOME, else .dagster_home/ in the repo, as `make dagster`)",
+    )  # fmt: skip
+    parser.add_argument("--no-wait", action="store_true",
+                        help="submit and return (needs a running dagster-daemon: `make dagster`)")  # fmt: skip
+    parser.add_argument("--stall-timeout", type=positive_int, default=None, metavar="SECONDS",
+                        help="give up when no run has started or finished for this long (default 900)")  # fmt: skip
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.instance.run_weeks import run_weeks
+
+    return run_weeks(args)

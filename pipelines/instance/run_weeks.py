@@ -1,0 +1,121 @@
+"""What `costbench run` does (pipelines/commands/run_command.py parses it): the weekly job for chosen (week,
+scenario) partitions, through the instance's queue as the Monday schedule runs them.
+
+One backfill of the partitions (`dagster job backfill`, as the UI's Materialize submits it), carried out by the
+instance's dagster-daemon: the one already running (`make dagster`'s), else one started for the command and stopped
+when its runs have finished. The instance folder is found without exports (instance_runs.instance_home); the runs
+read the warehouse, scenarios and endpoints the environment names, as the schedule's do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from contextlib import nullcontext
+from datetime import date
+
+import dagster as dg
+
+from assets.resources import REPO_ROOT, scenarios_file
+from pipelines.commands.cli_errors import EXIT_FAILED, CommandInputError
+from pipelines.definitions import WEEKLY_JOB
+from pipelines.instance.instance_runs import (
+    BACKFILL_TAG,
+    InstancePaths,
+    RunsDidNotFinish,
+    cancel_backfill,
+    daemon_running,
+    failure_reasons,
+    instance_home,
+    mark_unfinished_cancelled,
+    prepare_instance,
+    run_seconds,
+    running_daemon,
+    submit_backfill,
+    wait_for_runs,
+)
+from pipelines.instance.stop_guard import DemoStopped, instance_lock, stopped_by_signals
+from workloads.scenarios import load_scenarios
+
+STALL_S = 900.0  # give up when no run has started or finished for this long (a run takes 1-2 minutes here)
+STOP_GRACE_S = 10.0  # the daemon this command started: SIGTERM, then SIGKILL after this
+
+
+def partition_keys(weeks: list[date], scenarios: list[str], known: set[str]) -> list[str]:
+    """The (week, scenario) partitions, oldest week first (each week's baseline exists before the next is judged);
+    a week that is not a Monday or a scenario that is not in the file is refused by name."""
+    for week in weeks:
+        if week.weekday() != 0:
+            monday = date.fromordinal(week.toordinal() - week.weekday())
+            raise CommandInputError(f"--week {week}: not a Monday (weeks start on Monday: the week of {monday})")
+    unknown = [name for name in scenarios if name not in known]
+    if unknown:
+        raise CommandInputError(f"--scenario {', '.join(unknown)}: not in the scenarios file (it has: "
+                                f"{', '.join(sorted(known))})")  # fmt: skip
+    return [
+        str(dg.MultiPartitionKey({"week": week.isoformat(), "scenario": name}))
+        for week in sorted(set(weeks))
+        for name in dict.fromkeys(scenarios)
+    ]
+
+
+def run_weeks(args: argparse.Namespace) -> int:
+    scenarios_path = scenarios_file()
+    known = set(load_scenarios(scenarios_path, REPO_ROOT))
+    keys = partition_keys(args.week, args.scenario, known)
+    home = instance_home(args.dagster_home)
+    home.mkdir(parents=True, exist_ok=True)
+    paths = InstancePaths(home)
+    with instance_lock(home), stopped_by_signals():
+        prepare_instance(home)
+        with dg.DagsterInstance.get() as instance:
+            own_daemon = not daemon_running(instance)
+            if args.no_wait and own_daemon:  # nothing would carry the runs out once this command's daemon stops
+                raise CommandInputError(f"--no-wait needs a dagster-daemon running on {home} (`make dagster`)")
+            backfill = None
+            try:
+                with running_daemon(paths, stop_grace_s=STOP_GRACE_S) if own_daemon else nullcontext():
+                    backfill = submit_backfill(paths, WEEKLY_JOB, keys)
+                    carried = (
+                        "a dagster-daemon started for this command" if own_daemon else "the running dagster-daemon"
+                    )
+                    print(f"backfill {backfill}: {len(keys)} run(s) of {WEEKLY_JOB} submitted to {home}; {carried} "
+                          "carries them out", flush=True)  # fmt: skip
+                    if args.no_wait:
+                        return 0
+                    runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), None,
+                                         _reporter(instance), stall_s=args.stall_timeout or STALL_S)  # fmt: skip
+            except (BaseException, RunsDidNotFinish) as exc:
+                if backfill is not None:
+                    cancel_backfill(instance, backfill)
+                    stopped = f"stopped by {exc.signal_name}" if isinstance(exc, DemoStopped) else f"failed: {exc}"
+                    mark_unfinished_cancelled(instance, backfill, f"costbench run {stopped}")
+                if isinstance(exc, RunsDidNotFinish):
+                    print(f"costbench: error: {exc}; the backfill was cancelled", file=sys.stderr)
+                    return EXIT_FAILED
+                raise
+            failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
+            for run in failed:
+                why = "; ".join(failure_reasons(instance, run)[-2:]) or "no reason recorded"
+                print(f"costbench: error: run {run.run_id} ({_partition(run)}) ended {run.status.value}: {why}",
+                      file=sys.stderr)  # fmt: skip
+    print(f"{len(runs) - len(failed)} of {len(runs)} run(s) succeeded; the marts and reports are in the warehouse "
+          "(`make sql`, warehouse/reports/)")  # fmt: skip
+    return EXIT_FAILED if failed else 0
+
+
+def _partition(run: dg.DagsterRun) -> str:
+    return f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+
+
+def _reporter(instance: dg.DagsterInstance):
+    started = time.monotonic()
+
+    def report(run: dg.DagsterRun) -> None:
+        outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
+        seconds = run_seconds(instance, run.run_id)
+        took = f" in {seconds:.0f} s" if seconds is not None else f" after {time.monotonic() - started:.0f} s"
+        print(f"  {_partition(run)}: {outcome}{took}", flush=True)
+
+    return report
