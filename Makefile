@@ -131,7 +131,9 @@ dagster: $(STAMP)
 sql: $(STAMP)
 	@lines="$$($(BIN)/python -m warehouse attach-sql)" && exec $(BIN)/duckdb -cmd "$$lines"
 
+# The scenarios and endpoints files as the pipeline reads them, every trace resolving; then Dagster's own check.
 validate: $(STAMP)
+	$(BIN)/costbench validate
 	$(BIN)/dagster definitions validate -w workspace.yaml
 
 bench: $(STAMP)

@@ -13,18 +13,12 @@ import dagster as dg
 from assets.partition_context import PartitionContext
 from assets.partitions import WeekScenario
 from common import run_folder
-from endpoints.spec import EndpointSpec, load_endpoint_specs
+from endpoints.spec import ENDPOINTS_ENV, EndpointSpec, load_endpoint_specs
 from warehouse.backends.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_warehouse
-from workloads.scenarios import Scenario, load_scenarios
+from workloads.scenarios import SCENARIOS_ENV, Scenario, load_scenarios
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 __all__ = ["ENDPOINTS_ENV", "REPO_ROOT", "SCENARIOS_ENV", "WAREHOUSE_ENV", "ScenarioCatalog", "WarehouseResource"]
-
-
-ENDPOINTS_ENV = "COSTBENCH_ENDPOINTS"
-# Read where the code location loads (its partitions are the scenarios' names), so it must be set for the
-# process that loads pipelines.definitions: `dagster dev`, the daemon's code server.
-SCENARIOS_ENV = "COSTBENCH_SCENARIOS"
 
 
 def scenarios_file() -> Path:

@@ -84,6 +84,7 @@ class EndpointSpecError(ConfigFileError):
     """An invalid endpoints file: the message names the file, the key path and the reason."""
 
 
+ENDPOINTS_ENV = "COSTBENCH_ENDPOINTS"  # the endpoints file the pipeline reads; unset: workloads/endpoints.yaml
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*(=.*)?$")
 _HTTP_URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")

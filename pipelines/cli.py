@@ -12,12 +12,20 @@ import os
 import sys
 from typing import NoReturn
 
-from pipelines.commands import capture_command, replay_command, sim_command, workload_command
+from pipelines.commands import capture_command, replay_command, sim_command, validate_command, workload_command
 from pipelines.commands.cli_errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, exit_status, one_line
 from pipelines.demo import demo_command
 from pipelines.instance import run_command
 
-_COMMANDS = (workload_command, capture_command, sim_command, replay_command, run_command, demo_command)
+_COMMANDS = (
+    workload_command,
+    capture_command,
+    sim_command,
+    replay_command,
+    validate_command,
+    run_command,
+    demo_command,
+)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -35,6 +35,10 @@ from workloads.weekly_window import DEFAULT_ANCHOR_WEEK, WEEK_PLACEHOLDER, Weekl
 from workloads.workload import TraceFormat
 
 # A partition key, a folder name and a Kubernetes label value: lower case, digits and dashes.
+# The variable naming the scenarios file the pipeline loads (its partitions are the scenarios' names), read where
+# the code location loads: it must be set for the process that loads pipelines.definitions (`dagster dev`, the
+# daemon's code server). Unset: workloads/scenarios.yaml.
+SCENARIOS_ENV = "COSTBENCH_SCENARIOS"
 SCENARIO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 

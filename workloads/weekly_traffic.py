@@ -56,6 +56,21 @@ def week_trace_path(trace: Path, week_start: date, scenario: str) -> Path:
     return path
 
 
+def unresolved_trace(scenario: Scenario) -> str | None:
+    """Why `scenario`'s trace cannot be found before any run starts, or None when it can: a fixed trace that is not
+    a file, or a weekly capture pattern ({week}) whose folder does not exist or holds no file of the pattern."""
+    text = str(scenario.trace)
+    if WEEK_PLACEHOLDER not in text:
+        return None if scenario.trace.is_file() else f"scenario {scenario.name!r}: trace {text} is not a file"
+    pattern = Path(text)
+    folder = pattern.parent
+    if WEEK_PLACEHOLDER in str(folder) or not folder.is_dir():
+        return f"scenario {scenario.name!r}: trace {text}: the folder {folder} does not exist"
+    if not any(folder.glob(pattern.name.replace(WEEK_PLACEHOLDER, "????-??-??"))):
+        return f"scenario {scenario.name!r}: trace {text}: no capture in {folder} matches it yet"
+    return None
+
+
 def trace_end_s(spooled: Path) -> float:
     """The last arrival (trace seconds) of a spooled canonical trace, from its row groups' statistics
     (the file is sorted by arrival_s, so nothing but the footer is read)."""
