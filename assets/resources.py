@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import TypeVar
 
 import dagster as dg
 
@@ -15,9 +16,10 @@ from assets.partitions import WeekScenario
 from common import run_folder
 from endpoints.spec import ENDPOINTS_ENV, EndpointSpec, load_endpoint_specs
 from warehouse.backends.backend import WAREHOUSE_ENV, WarehouseBackend, local_root, open_warehouse
-from workloads.scenarios import SCENARIOS_ENV, Scenario, load_scenarios
+from workloads.scenarios import SCENARIOS_ENV, ScenarioError, ScenarioFile, load_scenario_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 __all__ = ["ENDPOINTS_ENV", "REPO_ROOT", "SCENARIOS_ENV", "WAREHOUSE_ENV", "ScenarioCatalog", "WarehouseResource"]
 
 
@@ -42,11 +44,12 @@ def _stamp(path: Path) -> _FileStamp | None:
 # a run resolves its partition (ScenarioCatalog.partition), and the steps that share a process (a one-shard run's
 # run worker) read and validate the two files once. A failed load raises and is not memoized.
 @functools.lru_cache(maxsize=16)
-def _memoized(load: Callable[..., dict], path: Path, stamp: _FileStamp, *args: object) -> Mapping:
-    return MappingProxyType(load(path, *args))
+def _memoized(load: Callable[..., T], path: Path, stamp: _FileStamp, *args: object) -> T:
+    loaded = load(path, *args)
+    return MappingProxyType(loaded) if isinstance(loaded, dict) else loaded  # type: ignore[return-value]  # read-only
 
 
-def _load_once(load: Callable[..., dict], path: Path, *args: object) -> Mapping:
+def _load_once(load: Callable[..., T], path: Path, *args: object) -> T:
     """`load(path, *args)`, from the memo while the file is unchanged (a file that cannot be stat'ed: read, so
     the loader says what is wrong with it)."""
     stamp = _stamp(path)
@@ -73,12 +76,15 @@ class ScenarioCatalog(dg.ConfigurableResource):
         scenario have been pointed at another since the run started.
         """
         part = WeekScenario.of(context)
-        # Both files are checked whole at a run's first step, before any endpoint starts.
+        # The endpoints file is checked whole at a run's first step, before any endpoint starts; of the scenarios
+        # file, the run's own scenario (another's typo is that scenario's failure, not this run's).
         specs = self._endpoint_specs()
-        scenarios = self._scenarios(frozenset(specs))
-        if part.scenario not in scenarios:
+        loaded = self._scenarios(frozenset(specs))
+        if part.scenario in loaded.broken:
+            raise ScenarioError(loaded.broken[part.scenario])
+        if part.scenario not in loaded.scenarios:
             raise KeyError(f"{self.scenarios_path}: no scenario named {part.scenario!r}")
-        scenario = scenarios[part.scenario]
+        scenario = loaded.scenarios[part.scenario]
         spec = self._named(specs, endpoint or scenario.endpoint)
         return PartitionContext(part.week_start, scenario, spec.as_of(part.week_start))
 
@@ -96,8 +102,8 @@ class ScenarioCatalog(dg.ConfigurableResource):
     def _endpoint_specs(self) -> Mapping[str, EndpointSpec]:
         return _load_once(load_endpoint_specs, self.endpoints_file())
 
-    def _scenarios(self, endpoint_names: frozenset[str]) -> Mapping[str, Scenario]:
-        return _load_once(load_scenarios, Path(self.scenarios_path), Path(self.repo_root), endpoint_names)
+    def _scenarios(self, endpoint_names: frozenset[str]) -> ScenarioFile:
+        return _load_once(load_scenario_file, Path(self.scenarios_path), Path(self.repo_root), endpoint_names)
 
 
 class WarehouseResource(dg.ConfigurableResource):

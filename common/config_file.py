@@ -154,14 +154,22 @@ def parse_config(model: type[M], raw: object, path: Path, error: type[ConfigFile
     try:
         return model.model_validate(raw if raw is not None else {})
     except ValidationError as exc:
-        problems = exc.errors()
-        lines = [
-            f"{path}: {key_path(p['loc'])}: {_reason(model, p)}{_entry_name(raw, p['loc'], entry_kind)}"
-            for p in problems[:_MAX_REPORTED]
-        ]
+        problems = config_problems(model, exc, raw, path, entry_kind)
+        lines = [line for _, line in problems[:_MAX_REPORTED]]
         if len(problems) > _MAX_REPORTED:
             lines.append(f"{path}: ... and {len(problems) - _MAX_REPORTED} more problems")
         raise error("\n".join(lines)) from None
+
+
+def config_problems(
+    model: type[BaseModel], exc: ValidationError, raw: object, path: Path, entry_kind: str = "entry"
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """Each problem of a failed validation as (its key path, its line), for a caller that sets a bad list entry
+    aside and keeps the others (workloads/scenarios.py's load_scenario_file)."""
+    return [
+        (tuple(p["loc"]), f"{path}: {key_path(p['loc'])}: {_reason(model, p)}{_entry_name(raw, p['loc'], entry_kind)}")
+        for p in exc.errors()
+    ]
 
 
 def _entry_name(raw: object, loc: Sequence[str | int], entry_kind: str) -> str:

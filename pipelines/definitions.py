@@ -19,9 +19,10 @@ from endpoints.spec import EndpointClock, EndpointSpecError
 from pipelines.failure_notice import failure_notice_sensor
 from pipelines.lease_sensor import endpoint_lease_sensor
 from pipelines.regression_notice import build_regression_notice_sensor
+from pipelines.scenarios_sensor import build_scenarios_sensor
 from pipelines.schedules import build_calibration_schedule, build_weekly_schedule, partition_run_tags
 from pipelines.weekly_executor import MULTIPROCESS_CONFIG, weekly_executor
-from workloads.scenarios import load_scenarios
+from workloads.scenarios import ScenarioError, ScenarioFile, load_scenario_file
 
 WEEKLY_JOB = "weekly_benchmark"
 CALIBRATION_JOB = "twin_calibration_weekly"  # the twin's error, partitioned by week alone
@@ -41,7 +42,9 @@ def build_definitions(
 ) -> dg.Definitions:
     # Static partition keys must be known when the code location loads.
     scenarios_path = scenarios_path or scenarios_file()
-    scenarios = load_scenarios(scenarios_path, REPO_ROOT)
+    # A bad entry is set aside, named by the scenarios_file sensor: the others keep their partitions and schedule,
+    # and every sensor loads (a file that does not parse at all leaves no scenario, the sensors still run).
+    scenarios = _scenario_file(scenarios_path).scenarios
     partitions = build_partitions(sorted(scenarios))
     catalog = ScenarioCatalog(
         scenarios_path=str(scenarios_path), endpoints_path=str(endpoints_path) if endpoints_path else None
@@ -89,12 +92,24 @@ def build_definitions(
         jobs=[job, calibration_job],
         executor=WEEKLY_EXECUTOR,  # the asset graph's own Materialize runs too
         schedules=[schedule, build_calibration_schedule(calibration_job)],
-        sensors=[failure_notice_sensor, regression_notice_sensor, endpoint_lease_sensor],
+        sensors=[
+            failure_notice_sensor,
+            regression_notice_sensor,
+            endpoint_lease_sensor,
+            build_scenarios_sensor(scenarios_path, lambda: _scenario_file(scenarios_path)),
+        ],
         resources={
             "catalog": catalog,
             "warehouse": WarehouseResource(root=str(warehouse_root) if warehouse_root else None),
         },
     )
+
+
+def _scenario_file(path: Path) -> ScenarioFile:
+    try:
+        return load_scenario_file(path, REPO_ROOT)
+    except ScenarioError as exc:  # not YAML, or no scenarios list: nothing to keep
+        return ScenarioFile({}, {"(the whole file)": str(exc)})
 
 
 defs = build_definitions()

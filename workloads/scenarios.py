@@ -17,7 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from common.config_file import (
     ConfigFileError,
@@ -25,6 +25,7 @@ from common.config_file import (
     NonEmptyStr,
     SafeName,
     config_error,
+    config_problems,
     parse_config,
     read_yaml,
 )
@@ -265,34 +266,89 @@ class _ScenariosFile(ConfigModel):
     scenarios: list[_ScenarioEntry] = Field(min_length=1)
 
 
+@dataclass(frozen=True, slots=True)
+class ScenarioFile:
+    """A scenarios file as the pipeline loads it: the scenarios that parse, and the ones that do not set aside by
+    name, so one typo stops its own scenario, not every other scenario's schedule and every sensor."""
+
+    scenarios: dict[str, Scenario]  # by name, in file order
+    broken: dict[str, str]  # a scenario that does not parse: its name (else scenarios[i]) -> the problem's lines
+
+
 def load_scenarios(path: Path, repo_root: Path, endpoint_names: Collection[str] | None = None) -> dict[str, Scenario]:
     """Scenarios by name, in file order. Raises ScenarioError naming the file, the key path and the reason.
 
     With `endpoint_names` (the names in endpoints.yaml), a scenario naming another endpoint is refused too.
     """
+    loaded = load_scenario_file(path, repo_root, endpoint_names)
+    if loaded.broken:
+        raise ScenarioError("\n".join(loaded.broken.values()))
+    return loaded.scenarios
+
+
+def load_scenario_file(path: Path, repo_root: Path, endpoint_names: Collection[str] | None = None) -> ScenarioFile:
+    """The file's scenarios, each bad entry set aside with its problems (load_scenarios' lines). Raises ScenarioError
+    only for what no entry can be kept from: a file that is not YAML, or has no scenarios list."""
     path = Path(path)
-    parsed = parse_config(_ScenariosFile, read_yaml(path, ScenarioError), path, ScenarioError, "scenario")
+    raw = read_yaml(path, ScenarioError)
+    entries: list[_ScenarioEntry | None]
+    bad: dict[int, list[str]] = {}
+    try:
+        entries = list(_ScenariosFile.model_validate(raw if raw is not None else {}).scenarios)
+    except ValidationError as exc:
+        problems = config_problems(_ScenariosFile, exc, raw, path, "scenario")
+        if any(len(loc) < 2 or loc[0] != "scenarios" or not isinstance(loc[1], int) for loc, _ in problems):
+            parse_config(_ScenariosFile, raw, path, ScenarioError, "scenario")  # the file itself: raises, named
+        for loc, line in problems:
+            bad.setdefault(int(loc[1]), []).append(line)
+        assert isinstance(raw, dict)
+        entries = [None if i in bad else _ScenarioEntry.model_validate(e) for i, e in enumerate(raw["scenarios"])]
     scenarios: dict[str, Scenario] = {}
     first_index: dict[str, int] = {}
-    for index, entry in enumerate(parsed.scenarios):
-        if entry.name in scenarios:
-            raise config_error(
-                ScenarioError, path, ("scenarios", index, "name"),
-                f"duplicate scenario name {entry.name!r} (first at scenarios[{first_index[entry.name]}])",
-            )  # fmt: skip
-        if endpoint_names is not None and entry.endpoint not in endpoint_names:
-            raise config_error(
-                ScenarioError, path, ("scenarios", index, "endpoint"),
-                f"no endpoint named {entry.endpoint!r} (endpoints: {', '.join(sorted(endpoint_names))})",
-                f"scenario {entry.name!r}",
-            )  # fmt: skip
-        scenario = entry.to_scenario(Path(repo_root))
-        if entry.structured_output is not None:  # checked here, where the file's lines are known
-            where = ("scenarios", index, "structured_output")
-            checked = structured_output(
-                entry.structured_output, path, where, Path(repo_root), ScenarioError, entry.name
-            )
-            scenario = dataclasses.replace(scenario, structured_output=checked)
-        scenarios[entry.name] = scenario
-        first_index[entry.name] = index
-    return scenarios
+    broken: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        if entry is None:
+            broken[_label(raw, index)] = "\n".join(bad[index])
+            continue
+        try:
+            scenarios[entry.name] = _checked(entry, index, path, Path(repo_root), endpoint_names, first_index)
+            first_index[entry.name] = index
+        except ScenarioError as exc:
+            broken[_label(raw, index)] = str(exc)
+    return ScenarioFile(scenarios, broken)
+
+
+def _label(raw: object, index: int) -> str:
+    """An entry's name where it has a usable one, else its place in the file."""
+    entries = raw.get("scenarios") if isinstance(raw, dict) else None
+    entry = entries[index] if isinstance(entries, list) and index < len(entries) else None
+    name = entry.get("name") if isinstance(entry, dict) else None
+    return name if isinstance(name, str) and SCENARIO_NAME.match(name) else f"scenarios[{index}]"
+
+
+def _checked(
+    entry: _ScenarioEntry,
+    index: int,
+    path: Path,
+    repo_root: Path,
+    endpoint_names: Collection[str] | None,
+    first_index: dict[str, int],
+) -> Scenario:
+    """One parsed entry as a Scenario, after the checks that need the rest of the file or other files."""
+    if entry.name in first_index:
+        raise config_error(
+            ScenarioError, path, ("scenarios", index, "name"),
+            f"duplicate scenario name {entry.name!r} (first at scenarios[{first_index[entry.name]}])",
+        )  # fmt: skip
+    if endpoint_names is not None and entry.endpoint not in endpoint_names:
+        raise config_error(
+            ScenarioError, path, ("scenarios", index, "endpoint"),
+            f"no endpoint named {entry.endpoint!r} (endpoints: {', '.join(sorted(endpoint_names))})",
+            f"scenario {entry.name!r}",
+        )  # fmt: skip
+    scenario = entry.to_scenario(repo_root)
+    if entry.structured_output is not None:  # checked here, where the file's lines are known
+        where = ("scenarios", index, "structured_output")
+        checked = structured_output(entry.structured_output, path, where, repo_root, ScenarioError, entry.name)
+        scenario = dataclasses.replace(scenario, structured_output=checked)
+    return scenario

@@ -1,31 +1,72 @@
-"""Configuration is checked before anything starts: a bad scenarios file stops the code location from
-loading; a bad endpoints file fails the replay's first step before an endpoint is started."""
+"""Configuration is checked before anything starts: a bad scenario is set aside and named while the other
+scenarios and every sensor load; a bad endpoints file fails the replay's first step before an endpoint is started."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
+import orjson
 import pytest
 import yaml
 
 from assets.replay_asset import start_endpoint
 from assets.resources import ScenarioCatalog, WarehouseResource
 from endpoints.spec import EndpointSpecError
-from pipelines.definitions import build_definitions
-from workloads.scenarios import ScenarioError, default_endpoints_path, default_scenarios_path
+from pipelines.definitions import WEEKLY_JOB, build_definitions
+from pipelines.failure_notice import NOTICE_FILE_ENV
+from workloads.scenarios import ScenarioError, default_endpoints_path, default_scenarios_path, load_scenarios
+
+REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_bad_scenarios_file_stops_the_definitions_from_loading(tmp_path):
+def test_a_bad_scenario_is_set_aside_and_named_while_the_others_and_every_sensor_load(tmp_path, monkeypatch):
     raw = yaml.safe_load(default_scenarios_path().read_text())
     raw["scenarios"][1]["slo"]["ttft_ms"] = "fast"
     raw["scenarios"][2]["shard"] = 2
     path = tmp_path / "scenarios.yaml"
     path.write_text(yaml.safe_dump(raw))
+    defs = build_definitions(scenarios_path=path, warehouse_root=tmp_path / "wh")
+    partitions = defs.resolve_job_def(WEEKLY_JOB).partitions_def
+    assert sorted(partitions.get_partitions_def_for_dimension("scenario").get_partition_keys()) == [
+        "chat-v3-h200", "reasoning-r1-h200-prompt-json",
+    ]  # fmt: skip
+    names = {s.name for s in defs.sensors}
+    assert {"failure_notice", "endpoint_lease_sensor", "regression_notice", "scenarios_file"} <= names
+    assert defs.resolve_schedule_def("weekly_benchmark_schedule") is not None
+    # The sensor names each one with the loader's own lines, on every tick, and tells it once.
+    notices = tmp_path / "notices.jsonl"
+    monkeypatch.setenv(NOTICE_FILE_ENV, str(notices))
+    sensor = defs.resolve_sensor_def("scenarios_file")
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(
+            instance=instance, resources={"warehouse": WarehouseResource(root=str(tmp_path / "wh"))}
+        )
+        skipped = sensor(context)
+        assert "2 scenario(s) set aside" in skipped.skip_message and "chat-v3-h200-canary" in skipped.skip_message
+        told = [orjson.loads(line) for line in notices.read_bytes().splitlines()]
+        assert {(n["kind"], n["scenario"]) for n in told} == {
+            ("scenario_config", "chat-v3-h200-canary"), ("scenario_config", "reasoning-r1-h200-canary"),
+        }  # fmt: skip
+        assert any("scenarios[1].slo.ttft_ms: must be a number, got 'fast'" in n["problem"] for n in told)
+        assert any("scenarios[2].shard: unknown key (did you mean 'shards'?)" in n["problem"] for n in told)
+        sensor(dg.build_sensor_context(instance=instance, cursor=context.cursor,
+                                       resources={"warehouse": WarehouseResource(root=str(tmp_path / "wh"))}))  # fmt: skip
+        assert len(notices.read_bytes().splitlines()) == 2  # the same problems: not told again
+    # Strict loading (make validate, costbench run) still refuses the file, naming both problems.
     with pytest.raises(ScenarioError) as error:
-        build_definitions(scenarios_path=path, warehouse_root=tmp_path / "wh")
+        load_scenarios(path, REPO)
     assert str(error.value).splitlines() == [
         f"{path}: scenarios[1].slo.ttft_ms: must be a number, got 'fast' (scenario 'chat-v3-h200-canary')",
         f"{path}: scenarios[2].shard: unknown key (did you mean 'shards'?) (scenario 'reasoning-r1-h200-canary')",
     ]
+
+
+def test_a_file_that_is_not_yaml_leaves_no_scenario_but_every_sensor(tmp_path):
+    path = tmp_path / "scenarios.yaml"
+    path.write_text("scenarios: [\n")
+    defs = build_definitions(scenarios_path=path, warehouse_root=tmp_path / "wh")
+    assert {"failure_notice", "endpoint_lease_sensor", "scenarios_file"} <= {s.name for s in defs.sensors}
 
 
 def test_a_bad_endpoints_file_fails_the_first_step_before_any_endpoint_starts(tmp_path):
