@@ -599,7 +599,7 @@ CREATE OR REPLACE TABLE diagnoses (
     reasons VARCHAR NOT NULL,         -- JSON list of the reasons behind the verdict, each with its number and threshold
     prefix_cache_hit_rate DOUBLE,     -- client hit rate (server's when the client's is null) (ratio 0-1)
     prefix_reuse_share DOUBLE,        -- what an infinite cache could reuse in this workload (ratio 0-1)
-    batch_occupancy DOUBLE,           -- run_summary.batch_occupancy (ratio 0-1)
+    batch_occupancy DOUBLE,           -- run_summary.batch_occupancy (ratio; 1 = the batch at SLO capacity, above 1 past it)
     p95_queue_share DOUBLE,           -- run_summary.p95_queue_share (ratio 0-1)
     gpu_utilisation_pct DOUBLE,       -- run_summary.gpu_utilisation_pct (%)
     realised_cost_per_request_usd DOUBLE,      -- run_summary.realised_cost_per_request_usd (USD)

@@ -15,7 +15,7 @@ _SQL = Path(__file__).with_name("fleet_routing.sql")
 @dataclass(frozen=True, slots=True)
 class FleetRoutingRow:
     scenario: str
-    worker: str  # the worker's URL, as the router named it
+    worker: str  # "worker k": its place in its run's fleet (the URLs change from run to run)
     requests: int  # completed requests it served (count)
     request_share: float  # of the scenario's completed requests that named a worker (ratio 0-1)
     prefix_cache_hit_rate: float | None  # cached / prompt tokens of its requests (ratio; None: not reported)

@@ -324,7 +324,10 @@ def trend_figures(data: ReportData) -> dict[str, str]:
         "Latency percentiles": plots_js.latency_percentiles(data.trends),
         "Prefix-cache hit rate against cost": plots_js.hit_rate_vs_cost(data.runs),
         "Batch occupancy": plots_js.weekly_share(
-            data.runs, "batch_occupancy", "Batch occupancy (running requests / max running requests)"
+            data.runs,
+            "batch_occupancy",
+            "Batch occupancy: running requests / the batch run at the SLO capacity (100% = loaded to capacity, "
+            "above it past the SLO; the KV pool's usage where no capacity was swept)",
         ),
         "Reasoning share": plots_js.weekly_share(
             data.runs, "reasoning_token_share", "Reasoning tokens as a share of output tokens"
