@@ -11,7 +11,13 @@ from rich.table import Table
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 from warehouse.marts.mart_rows import CostAttributionRow, DiagnosisRow, FleetPlanRow, WeeklyTrendRow, as_frame
 from warehouse.report.fleet_plan_summary import plan_comparisons, run_price_rows
-from warehouse.report.structured_output import comparison_sentence, comparisons, structured_rows
+from warehouse.report.structured_output import (
+    PER_STRUCTURED,
+    comparison_sentence,
+    comparisons,
+    retries_per_structured,
+    structured_rows,
+)
 
 
 def _console() -> Console:
@@ -83,7 +89,7 @@ def print_structured_output(rows: list[WeeklyTrendRow], console: Console | None 
         "scenario",
         "sent as",
         "valid",
-        "retries",
+        f"retries/{PER_STRUCTURED:,}",
         "realised/req",
         "realised/valid",
         "TPOT constr.",
@@ -99,7 +105,7 @@ def print_structured_output(rows: list[WeeklyTrendRow], console: Console | None 
             row.scenario,
             "constraint" if row.constrained_requests else "prompt only",
             ("[red]" if below and row.constrained_requests else "") + _fmt(rate, ".1%"),
-            _fmt(row.retries, ",.1f"),
+            _fmt(retries_per_structured(row.retries, row.structured_requests), ",.1f"),
             "$" + _fmt(row.realised_cost_per_request_usd, ".5f"),
             "$" + _fmt(row.usd_per_valid_request, ".5f"),
             _ms(row.tpot_constrained_ms),

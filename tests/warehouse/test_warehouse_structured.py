@@ -205,6 +205,9 @@ def test_the_trend_console_prints_the_structured_output_table(store):
     text = console.export_text()
     table = text[text.index("Structured output") :]
     assert "tickets-prompt" in table and "prompt only" in table and "80.0%" in table and "$0.01667" in table
+    # Retries as the report and its sentence count them: per 1,000 structured requests, not the week's count.
+    row = next(line for line in table.splitlines() if "tickets-prompt" in line and "2026-11-16" in line)
+    assert "retries/1,000" in table and "250.0" in row
     assert "chat " not in table  # no structured requests: not in this table
     assert "Week of" not in table  # the latest week has no prompt-only variant to compare with
     console = Console(record=True, width=300)

@@ -17,6 +17,14 @@ import pandas as pd
 PER_STRUCTURED = 1000  # retries are shown per this many structured requests, so variants of any size compare
 
 
+def retries_per_structured(retries: float | None, structured_requests: int | None) -> float | None:
+    """Retries per PER_STRUCTURED structured requests, the one way the report, its sentence and the console show
+    them (weekly_trends.retries is the week's count)."""
+    if retries is None or not structured_requests:
+        return None
+    return retries * PER_STRUCTURED / structured_requests
+
+
 @dataclass(frozen=True, slots=True)
 class StructuredRow:
     """One weekly_trends row of the week with structured requests."""
@@ -38,9 +46,7 @@ class StructuredRow:
 
     @property
     def retries_per_1000(self) -> float | None:
-        if self.retries is None or not self.structured_requests:
-            return None
-        return self.retries * PER_STRUCTURED / self.structured_requests
+        return retries_per_structured(self.retries, self.structured_requests)
 
     @property
     def below_threshold(self) -> bool:
