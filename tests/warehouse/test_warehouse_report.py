@@ -347,3 +347,28 @@ def test_money_is_written_with_its_sign_before_the_dollar():
     assert _usd(-0.001293, "+.6f") == "-$0.001293" and _usd(0.000412, "+.6f") == "+$0.000412"
     assert _usd(0.0000001, "+.6f") == "$0.000000" and _usd(-0.0000001, "+.6f") == "$0.000000"  # rounds to nothing
     assert _usd(1234.5, ",.2f") == "$1,234.50" and _usd(None, ".5f") == "—"
+
+
+def test_every_verdict_says_why_not_only_a_regression():
+    from warehouse.report.weekly_report import _why
+
+    row = {"regression_verdict": "ok", "efficiency_cost_change_pct": 2.5, "cost_threshold_pct": 10.0}
+    assert _why(row) == "efficiency cost +2.5% vs baseline (threshold +10%); latency and hit rate inside theirs too"
+    assert "inside this week's run-to-run noise" in _why({**row, "regression_verdict": "within_noise"})
+    assert _why({**row, "regression_verdict": "no_baseline"}).startswith("the first week of this series")
+    assert _why({**row, "regression_verdict": "not_judged"}).startswith("live traffic")
+
+
+def test_a_configuration_is_named_by_the_week_it_first_ran_never_by_its_hash():
+    import pandas as pd
+
+    runs = pd.DataFrame(
+        {
+            "week_start": [date(2026, 11, 9), date(2026, 11, 16), date(2026, 11, 23), date(2026, 11, 9)],
+            "scenario": ["chat", "chat", "chat", "r1"],
+            "endpoint": ["v3", "v3", "v3", "r1-8x"],
+            "config_fingerprint": ["f7f735d9053b", "8b7e70b96f97", "f7f735d9053b", "aaaaaaaaaaaa"],
+        }
+    )
+    names = [name for name, _ in interactive_plots._configurations(runs)]
+    assert names == ["chat (v3) from 2026-11-09", "chat (v3) from 2026-11-16", "r1 (r1-8x)"]

@@ -49,6 +49,17 @@ def _series(frame: pd.DataFrame, keys: tuple[str, ...] = ("scenario", "endpoint"
         yield f"{key[0]} ({key[1]})" + "".join(f" {k}" for k in key[2:]), rows
 
 
+def _configurations(runs: pd.DataFrame):
+    """One series per configuration of a scenario on its endpoint, named by the week it first ran ("chat (v3) from
+    2026-11-16") where the endpoint ran more than one, never by its fingerprint's hash (cost_attribution's
+    runtime_changes says what changed)."""
+    for series, of_series in _series(runs):
+        configurations = list(of_series.groupby("config_fingerprint", dropna=False, sort=False))
+        for _, rows in configurations:
+            since = pd.to_datetime(rows["week_start"]).min().strftime("%Y-%m-%d")
+            yield (series if len(configurations) == 1 else f"{series} from {since}"), rows
+
+
 def _layout(fig: go.Figure, title: str, yaxis: str, xaxis: str = "week") -> go.Figure:
     fig.update_layout(
         title={"text": title, "font": {"size": 14}},
@@ -160,9 +171,10 @@ def latency_percentiles(trends: pd.DataFrame) -> go.Figure:
 
 def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
     """Cost per request against p95 TTFT, one point per replay, one series per configuration (endpoint and
-    fingerprint); hollow points: the same replay's cost at the SLO capacity (the gap is idle capacity)."""
+    fingerprint, named by the week it first ran); hollow points: the same replay's cost at the SLO capacity (the
+    gap is idle capacity)."""
     fig = go.Figure()
-    for label, rows in _series(runs, ("scenario", "endpoint", "config_fingerprint")):
+    for label, rows in _configurations(runs):
         hover = list(zip(pd.to_datetime(rows["week_start"]).dt.strftime("%Y-%m-%d"), rows["run_id"]))
         fig.add_trace(
             go.Scatter(

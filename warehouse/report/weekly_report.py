@@ -54,6 +54,24 @@ def _reasons(raw) -> str:
     return "<br>".join(html.escape(item if isinstance(item, str) else orjson.dumps(item).decode()) for item in items)
 
 
+def _why(row) -> str:
+    """The verdict in words where the rule left no reasons (those it left are the regressions' own)."""
+    verdict = row["regression_verdict"]
+    if verdict == "no_baseline":
+        return "the first week of this series (or configuration): nothing earlier to compare with yet"
+    if verdict == "not_judged":
+        return "live traffic: its cost moves with the week's traffic, so the canaries are judged instead"
+    change, threshold = row.get("efficiency_cost_change_pct"), row.get("cost_threshold_pct")
+    if change is None or pd.isna(change):
+        return "no efficiency cost to judge (no capacity at the SLO)" if verdict == "ok" else ""
+    limit = "" if threshold is None or pd.isna(threshold) else f" (threshold +{threshold:.0f}%)"
+    if verdict == "within_noise":
+        return f"efficiency cost {change:+.1f}% vs baseline{limit}, inside this week's run-to-run noise"
+    if verdict == "ok":
+        return f"efficiency cost {change:+.1f}% vs baseline{limit}; latency and hit rate inside theirs too"
+    return ""
+
+
 def _verdict_table(data: ReportData) -> str:
     rows = []
     for _, row in data.this_week.sort_values(["scenario", "endpoint"]).iterrows():
@@ -68,7 +86,7 @@ def _verdict_table(data: ReportData) -> str:
             f"<td>{_fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
             f"<td>{_fmt(_pct(row['prefix_cache_hit_rate']), '.1f', '%')}</td>"
             f"<td><b>{html.escape(verdict)}</b>{' (configuration changed)' if row['config_changed'] else ''}</td>"
-            f"<td>{_reasons(row['regression_reasons'])}</td></tr>"
+            f"<td>{_reasons(row['regression_reasons']) or html.escape(_why(row))}</td></tr>"
         )
     columns = (
         "scenario", "endpoint", "backend", "efficiency cost/request", "vs baseline", "realised cost/request",
