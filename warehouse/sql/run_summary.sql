@@ -30,8 +30,8 @@ CREATE OR REPLACE TEMP TABLE per_run AS (
         sum(reasoning_tokens) FILTER (WHERE is_completed AND completion_tokens IS NOT NULL) AS share_reasoning_tokens,
         sum(completion_tokens) FILTER (WHERE is_completed AND reasoning_tokens IS NOT NULL) AS share_completion_tokens,
         -- Token counts for the API-equivalent cost (what the API would bill for the same requests).
-        sum(coalesce(cached_tokens, 0)) FILTER (WHERE is_completed) AS api_cached_tokens,
-        sum(coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0)) FILTER (WHERE is_completed) AS api_uncached_tokens,
+        sum(coalesce(prompt_tokens, input_tokens)) FILTER (WHERE is_completed) AS api_prompt_tokens,
+        sum(coalesce(cached_tokens, 0)) FILTER (WHERE is_completed) AS own_cached_tokens,
         sum(coalesce(completion_tokens, output_tokens)) FILTER (WHERE is_completed) AS api_output_tokens,
         quantile_cont(ttft_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttft_q,
         quantile_cont(ttfa_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttfa_q,
@@ -284,8 +284,12 @@ costed AS (
         pc.fleet_plan_policy,
         gp.usd_per_gpu_hour AS list_usd_per_gpu_hour,
         ap.name AS api_price_name,
-        (q.api_cached_tokens * ap.usd_per_mtok_cached_input
-            + q.api_uncached_tokens * ap.usd_per_mtok_uncached_input
+        -- The API's own prefix cache on the same traffic: the prompt tokens the trace repeats (runs.prefix_reuse_share,
+        -- what a provider's context cache serves) at its cached-input price, whatever this endpoint's cache realised,
+        -- so breaking the endpoint's cache does not make the API dearer; a run that did not record the offered reuse
+        -- falls back to the endpoint's own cache hits.
+        (api.cached_tokens * ap.usd_per_mtok_cached_input
+            + (q.api_prompt_tokens - api.cached_tokens) * ap.usd_per_mtok_uncached_input
             + q.api_output_tokens * ap.usd_per_mtok_output) / 1e6 AS api_cost_usd
     FROM run_windows AS r
     LEFT JOIN per_run AS q USING (week_start, scenario, run_id)
@@ -300,6 +304,9 @@ costed AS (
     LEFT JOIN plan_choice AS pc USING (week_start, scenario, run_id)
     LEFT JOIN gpu_prices AS gp ON gp.gpu_type = r.gpu_type
     LEFT JOIN api_prices AS ap ON ap.model = lower(r.model)
+    CROSS JOIN LATERAL (
+        SELECT coalesce(r.prefix_reuse_share * q.api_prompt_tokens, q.own_cached_tokens) AS cached_tokens
+    ) AS api
 ),
 sized AS (
     SELECT
