@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from common.run_folder import CAPACITY_RAMP_DIR
+from common.run_folder import CAPACITY_RAMP_DIR, RUN_FILE
 from endpoints.capacity.shadow_canary import ShadowCanary
 from endpoints.capacity.shadow_capacity import scaled_to_real, shadow_twin_capacity
 from endpoints.capacity.slo_capacity import CapacityProbe, SloCapacity, read_capacity_json, write_capacity_json
@@ -91,9 +91,14 @@ def write_shadow_capacities(
         if existing is not None and existing.source == RATE_RAMP_SOURCE:
             capacities.append(existing)  # measured beats modelled
             continue
-        twin = twin or shadow_twin_capacity(spec, window, slo, cache_dir, read_run_json(Path(run_dir)).server_info)
+        twin = twin or shadow_twin_capacity(spec, window, slo, cache_dir, _server_info(Path(run_dir)))
         scaled = None if twin is None else scaled_to_real(replace(twin, gpu_minutes=None), canary)
         if scaled is not None:
             write_capacity_json(Path(run_dir), scaled)
         capacities.append(scaled)
     return tuple(capacities)
+
+
+def _server_info(run_dir: Path) -> dict | None:
+    """What the run's server said of itself (its run.json), for the shadow twin of an entry that gives no flags."""
+    return read_run_json(run_dir).server_info if (run_dir / RUN_FILE).exists() else None

@@ -44,7 +44,9 @@ def test_a_runs_steps_read_the_files_once_and_the_next_run_sees_an_edit(tmp_path
 
         return load_counted
 
-    monkeypatch.setattr(assets.resources, "load_scenarios", counted("scenarios", assets.resources.load_scenarios))
+    monkeypatch.setattr(
+        assets.resources, "load_scenario_file", counted("scenarios", assets.resources.load_scenario_file)
+    )
     monkeypatch.setattr(
         assets.resources, "load_endpoint_specs", counted("endpoints", assets.resources.load_endpoint_specs)
     )
