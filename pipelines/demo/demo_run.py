@@ -46,11 +46,11 @@ from pipelines.instance.instance_runs import (
     RunsDidNotFinish,
     cancel_backfill,
     check_evaluations,
-    failure_reasons,
+    failure_line,
     instance_home,
     mark_unfinished_cancelled,
     prepare_instance,
-    run_seconds,
+    run_line,
     running_daemon,
     submit_backfill,
     wait_for_runs,
@@ -198,9 +198,7 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
     failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
     with dg.DagsterInstance.get() as instance:
         for run in failed:
-            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
-            why = "; ".join(failure_reasons(instance, run)[-2:]) or "no reason recorded"
-            print(f"costbench: error: run {run.run_id} ({part}) ended {run.status.value}: {why}", file=sys.stderr)
+            print(failure_line(instance, run), file=sys.stderr)
     return 0 if not failed else EXIT_FAILED
 
 
@@ -250,10 +248,7 @@ def _wait_and_read(
     stop progressing end the wait, and what finished is read all the same."""
 
     def report(run: dg.DagsterRun) -> None:
-        part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
-        outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
-        seconds = run_seconds(instance, run.run_id)
-        print(f"  {part}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else ""), flush=True)
+        print(run_line(instance, run), flush=True)
 
     stall_s = getattr(args, "stall_timeout", None) or RUNS_STALL_S
     unfinished = None
@@ -275,10 +270,7 @@ def _wait_and_read(
         except RunsDidNotFinish as exc:
             unfinished, confirmed = exc, [r for r in _confirmation_runs(instance, runs) if r.is_finished]
         for run in confirmed:
-            part = f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
-            print(
-                f"  confirmation of {part}: {'ok' if run.status is dg.DagsterRunStatus.SUCCESS else run.status.value}"
-            )
+            print(f"  confirmation of {run_line(instance, run).strip()}")
         runs = [*runs, *confirmed]
         rows = store.weekly_trends()
     verdicts = [

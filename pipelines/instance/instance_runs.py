@@ -198,6 +198,23 @@ def run_seconds(instance: dg.DagsterInstance, run_id: str) -> float | None:
     return record.end_time - record.start_time
 
 
+def partition_label(run: dg.DagsterRun) -> str:
+    return f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
+
+
+def run_line(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:
+    """How a finished run ended, one line: '  week W x S: ok in 82 s' (a demo's or `costbench run`'s progress)."""
+    outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
+    seconds = run_seconds(instance, run.run_id)
+    return f"  {partition_label(run)}: {outcome}" + (f" in {seconds:.0f} s" if seconds is not None else "")
+
+
+def failure_line(instance: dg.DagsterInstance, run: dg.DagsterRun) -> str:
+    """A run that did not succeed, named with the last of its reasons (failure_reasons), for stderr."""
+    why = "; ".join(failure_reasons(instance, run)[-2:]) or "no reason recorded"
+    return f"costbench: error: run {run.run_id} ({partition_label(run)}) ended {run.status.value}: {why}"
+
+
 def failure_reasons(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[str]:
     """Why a run failed, from its event log: each failed step's error (its innermost cause), each failed
     check, each engine event that carried an error (a run worker that died, say) and the run's failure."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from contextlib import nullcontext
 from datetime import date
 
@@ -26,11 +25,11 @@ from pipelines.instance.instance_runs import (
     RunsDidNotFinish,
     cancel_backfill,
     daemon_running,
-    failure_reasons,
+    failure_line,
     instance_home,
     mark_unfinished_cancelled,
     prepare_instance,
-    run_seconds,
+    run_line,
     running_daemon,
     submit_backfill,
     wait_for_runs,
@@ -84,8 +83,10 @@ def run_weeks(args: argparse.Namespace) -> int:
                           "carries them out", flush=True)  # fmt: skip
                     if args.no_wait:
                         return 0
-                    runs = wait_for_runs(instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), None,
-                                         _reporter(instance), stall_s=args.stall_timeout or STALL_S)  # fmt: skip
+                    runs = wait_for_runs(
+                        instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill}), len(keys), None,
+                        lambda run: print(run_line(instance, run), flush=True), stall_s=args.stall_timeout or STALL_S,
+                    )  # fmt: skip
             except (BaseException, RunsDidNotFinish) as exc:
                 if backfill is not None:
                     cancel_backfill(instance, backfill)
@@ -97,25 +98,7 @@ def run_weeks(args: argparse.Namespace) -> int:
                 raise
             failed = [r for r in runs if r.status is not dg.DagsterRunStatus.SUCCESS]
             for run in failed:
-                why = "; ".join(failure_reasons(instance, run)[-2:]) or "no reason recorded"
-                print(f"costbench: error: run {run.run_id} ({_partition(run)}) ended {run.status.value}: {why}",
-                      file=sys.stderr)  # fmt: skip
+                print(failure_line(instance, run), file=sys.stderr)
     print(f"{len(runs) - len(failed)} of {len(runs)} run(s) succeeded; the marts and reports are in the warehouse "
           "(`make sql`, warehouse/reports/)")  # fmt: skip
     return EXIT_FAILED if failed else 0
-
-
-def _partition(run: dg.DagsterRun) -> str:
-    return f"week {run.tags.get('dagster/partition/week')} x {run.tags.get('dagster/partition/scenario')}"
-
-
-def _reporter(instance: dg.DagsterInstance):
-    started = time.monotonic()
-
-    def report(run: dg.DagsterRun) -> None:
-        outcome = "ok" if run.status is dg.DagsterRunStatus.SUCCESS else f"{run.status.value} (run {run.run_id})"
-        seconds = run_seconds(instance, run.run_id)
-        took = f" in {seconds:.0f} s" if seconds is not None else f" after {time.monotonic() - started:.0f} s"
-        print(f"  {_partition(run)}: {outcome}{took}", flush=True)
-
-    return report
