@@ -18,13 +18,13 @@ UV_PIN := uv==0.13.9
 # plotly from source again (5-9 s of CPU a process), which cost the demo and the test suite minutes.
 UV_INSTALL := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
 # Our own packages (an editable install) are compiled too; an edited module is recompiled as Python imports it.
-COMPILE_OWN := $(BIN)/python -m compileall -q common workloads replay endpoints warehouse assets pipelines
+COMPILE_OWN := $(BIN)/python -m compileall -q common redaction workloads replay endpoints warehouse assets pipelines
 # Every package of the default install and the dev extra, pinned (pip constraints; the gpu extra is not in it).
 LOCK := requirements.lock
 LOCK_VENV := build/lock-venv
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-fast lint lock conformance dagster sql bench validate clean
+.PHONY: demo test test-fast lint lock conformance aiconfigurator-compare dagster sql bench validate clean
 
 # The package and what it runs with (all `make demo` needs).
 $(STAMP): pyproject.toml $(LOCK)
@@ -66,7 +66,7 @@ test-fast: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy common workloads replay endpoints warehouse assets pipelines bench conformance
+	$(BIN)/mypy common redaction workloads replay endpoints warehouse assets pipelines bench conformance
 
 # The twin checked by SGLang's own code (conformance/, docs/twin.md "Conformance"): its own environment with
 # sglang from PyPI and PyTorch's CPU build, every package pinned in conformance/requirements.txt and installed
@@ -105,6 +105,24 @@ $(CONF_STAMP): $(CONF_REQS) conformance/torchvision_cpu.py
 conformance: $(STAMP) $(CONF_STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 COSTBENCH_TWIN_PYTHON=$(CURDIR)/$(BIN)/python \
 	  $(CONF_VENV)/bin/python -m pytest conformance -q -p no:cacheprovider
+
+# The twin beside NVIDIA's AIConfigurator (docs/twin.md "Beside a peer predictor"): its own environment with every
+# package pinned in bench/aiconfigurator_requirements.txt, installed --no-deps by .venv's uv (rebuilt only when that
+# file changes); bench/aiconfigurator_compare.py runs the twin from .venv and AIConfigurator's side in build/aic-venv.
+# Not part of `make test` or .ci/run. AIC_ARGS=--quick: five of the points and a 300-request sweep.
+AIC_VENV := build/aic-venv
+AIC_STAMP := $(AIC_VENV)/.installed-stamp
+AIC_REQS := bench/aiconfigurator_requirements.txt
+AIC_ARGS ?=
+
+$(AIC_STAMP): $(AIC_REQS) | $(STAMP)
+	rm -rf $(AIC_VENV)
+	$(PYTHON) -m venv --without-pip $(AIC_VENV)
+	$(BIN)/uv pip install -q --compile-bytecode --python $(AIC_VENV)/bin/python --no-deps -r $(AIC_REQS)
+	@touch $(AIC_STAMP)
+
+aiconfigurator-compare: $(STAMP) $(AIC_STAMP)
+	$(BIN)/python bench/aiconfigurator_compare.py --aic-python $(AIC_VENV)/bin/python $(AIC_ARGS)
 
 # Resolve pyproject.toml afresh (default + dev) in a throwaway venv and pin what it installed.
 # Run after changing dependencies, or to take new releases on purpose; commit the result.

@@ -19,9 +19,10 @@ from endpoints.capacity.fleet_plan import fleet_plan_text, read_fleet_plans_json
 from endpoints.capacity.routing_reference import read_routing_reference_json
 from endpoints.capacity.shadow_canary import read_shadow_canary_json
 from endpoints.capacity.slo_capacity import read_capacity_json
-from endpoints.probes.probe_records import GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA
+from endpoints.probes.probe_records import ANSWERED_KIND, GPU_SAMPLE_SCHEMA, SERVER_SAMPLE_SCHEMA
 from replay.recording.requests_reader import read_requests
 from replay.recording.run_json import read_run_json
+from warehouse.marts.fleet_health import fleet_health
 from warehouse.marts.run_rows import RunContext, build_run_row
 from workloads.trace_stats import trace_stats
 from workloads.workload import Workload
@@ -140,4 +141,17 @@ def _run_row(run_dir: Path, part: PartitionContext, run_context: RunContext) -> 
             shadow_p50_tpot_ratio=shadow.p50_tpot_ratio,
         )
     run = read_run_json(run_dir)
+    # Which workers served and for how long, and whether one was lost (warehouse/marts/fleet_health.py).
+    samples = run_dir / SERVER_SAMPLES_FILE
+    answered = (
+        pq.read_table(samples, schema=SERVER_SAMPLE_SCHEMA, filters=[("kind", "=", ANSWERED_KIND)])
+        if samples.exists()
+        else SERVER_SAMPLE_SCHEMA.empty_table()
+    )
+    health = fleet_health(
+        run, answered, read_requests(run_dir, columns=("worker", "status", "is_warmup", "finish_mono_s"))
+    )
+    run_context = replace(
+        run_context, workers_json=health.workers_json(), degraded=health.degraded, degraded_reason=health.reason
+    )
     return build_run_row(run, part.endpoint, part.scenario.name, part.week_start, run_context)

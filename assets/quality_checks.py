@@ -1,17 +1,24 @@
 """Asset checks built on the Great Expectations suites of warehouse/quality.py.
 
-Data-quality failures on requests are ERROR and block the marts; a quarantined lake file fails its week
-(ERROR, blocking the report: the week's marts lack that file); a cost regression warns; a constrained
-scenario's answers parsing below its threshold fails the week (ERROR) without blocking the report."""
+Data-quality failures on requests are ERROR and block the marts; a quarantined or missing lake file fails its week
+(ERROR, blocking the report: the week's marts lack that file); a fleet that lost a worker or its router mid-run
+warns, as a cost regression does; a constrained scenario's answers parsing below its threshold fails the week
+(ERROR) without blocking the report."""
 
 import dagster as dg
 
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
-from assets.trend_assets import partition_quarantine_rows, partition_run_rows, partition_trend_rows
+from assets.trend_assets import (
+    partition_missing_rows,
+    partition_quarantine_rows,
+    partition_run_rows,
+    partition_trend_rows,
+)
 from warehouse.marts.mart_rows import as_frame
 from warehouse.quality import (
     QualityResult,
+    check_fleet,
     check_lake_quarantine,
     check_requests,
     check_runs,
@@ -57,6 +64,17 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
     @dg.asset_check(
         asset="weekly_trends",
         partitions_def=partitions,
+        description="GE suite: no run's fleet lost a worker or its router for part of the measured window (the probes' "
+        "answered scrapes, warehouse/marts/fleet_health.py); the run, the worker, when and for how long are in the "
+        "metadata. Not blocking: the week is reported, with the run flagged degraded.",
+    )
+    def fleet_intact(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+        rows = partition_run_rows(warehouse.warehouse(), WeekScenario.of(context))
+        return _result(check_fleet(as_frame(rows)), dg.AssetCheckSeverity.WARN)
+
+    @dg.asset_check(
+        asset="weekly_trends",
+        partitions_def=partitions,
         description="GE suite: the regression rule (cost +10%, p95 TTFT +20%, hit rate -10 points, outside "
         "this week's bootstrap interval) against the baseline.",
     )
@@ -69,12 +87,13 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
         partitions_def=partitions,
         blocking=True,
         description="GE suite: no lake file of this week and scenario was quarantined by the refresh (unreadable, "
-        "a row group that does not decode, or a column of another type); the file, table and reason are in "
-        "the metadata.",
+        "a row group that does not decode, or a column of another type) or is missing (the lake's manifest says it "
+        "was written, and its file or partition folder is gone); the file, table and reason are in the metadata.",
     )
     def lake_intact(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        rows = partition_quarantine_rows(warehouse.warehouse(), WeekScenario.of(context))
-        return _result(check_lake_quarantine(as_frame(rows)), dg.AssetCheckSeverity.ERROR)
+        store, part = warehouse.warehouse(), WeekScenario.of(context)
+        quarantined, missing = partition_quarantine_rows(store, part), partition_missing_rows(store, part)
+        return _result(check_lake_quarantine(as_frame(quarantined), as_frame(missing)), dg.AssetCheckSeverity.ERROR)
 
     @dg.asset_check(
         asset="weekly_trends",
@@ -87,4 +106,4 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
         rows = partition_trend_rows(warehouse.warehouse(), WeekScenario.of(context))
         return _result(check_structured_output(as_frame(rows)), dg.AssetCheckSeverity.ERROR)
 
-    return [requests_quality, runs_quality, cost_regression, lake_intact, structured_output]
+    return [requests_quality, runs_quality, fleet_intact, cost_regression, lake_intact, structured_output]

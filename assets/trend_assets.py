@@ -9,7 +9,14 @@ from assets.column_schemas import column_schema
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
 from warehouse.backends.backend import WarehouseBackend
-from warehouse.marts.mart_rows import CostAttributionRow, LakeQuarantineRow, RunSummaryRow, WeeklyTrendRow, as_dict
+from warehouse.marts.mart_rows import (
+    CostAttributionRow,
+    LakeMissingRow,
+    LakeQuarantineRow,
+    RunSummaryRow,
+    WeeklyTrendRow,
+    as_dict,
+)
 from warehouse.report.focus_export import write_focus_week
 from warehouse.report.weekly_report import write_weekly_report
 
@@ -28,7 +35,7 @@ _TREND_METADATA = (
 )
 
 
-Row = TypeVar("Row", WeeklyTrendRow, RunSummaryRow, LakeQuarantineRow, CostAttributionRow)
+Row = TypeVar("Row", WeeklyTrendRow, RunSummaryRow, LakeQuarantineRow, LakeMissingRow, CostAttributionRow)
 
 
 def _of_partition(rows: list[Row], part: WeekScenario) -> list[Row]:
@@ -49,6 +56,12 @@ def partition_quarantine_rows(store: WarehouseBackend, part: WeekScenario) -> li
     """The lake_quarantine rows of one (week, scenario) partition: its lake files a refresh took out (a file
     outside any partition has no week and belongs to none)."""
     return _of_partition(store.lake_quarantine(), part)
+
+
+def partition_missing_rows(store: WarehouseBackend, part: WeekScenario) -> list[LakeMissingRow]:
+    """The lake_missing rows of one (week, scenario) partition: its partitions the lake's manifest says were written
+    and the refresh did not find."""
+    return _of_partition(store.lake_missing(), part)
 
 
 def partition_attribution(store: WarehouseBackend, part: WeekScenario) -> dict[str, float]:
@@ -88,6 +101,8 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         refreshed = store.refresh()
         for quarantined in refreshed.quarantined:  # the lake_intact check fails the affected weeks
             context.log.error(quarantined.message)
+        for missing in refreshed.missing:  # likewise: written, and gone
+            context.log.error(missing.message)
         part = WeekScenario.of(context)
         # A local warehouse is a DuckDB file; a DuckLake one a catalog URL (printed without its password).
         db_path = refreshed.db_path
@@ -95,6 +110,8 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
         metadata: dict = {"duckdb": where, "lake_files": refreshed.lake_files}
         if refreshed.quarantined:
             metadata["quarantined"] = dg.MetadataValue.json([q.message for q in refreshed.quarantined])
+        if refreshed.missing:
+            metadata["missing"] = dg.MetadataValue.json([m.message for m in refreshed.missing])
         for row in partition_trend_rows(store, part):
             values = as_dict(row)
             metadata.update({key: values[key] for key in _TREND_METADATA if values[key] is not None})

@@ -25,7 +25,7 @@ GROUPS = (  # (group, step key test), first match wins
     ("replay", lambda k: k.startswith("replay_run.") and "replay_shard" in k),
     ("capacity sweep", lambda k: k.endswith("measure_capacity")),
     ("endpoint start/stop", lambda k: k.startswith("replay_run.")),
-    ("quality checks", lambda k: "_quality" in k or k.endswith(("_lake_intact", "_cost_regression", "_output"))),
+    ("quality checks", lambda k: "_quality" in k or k.endswith(("_intact", "_cost_regression", "_output"))),
     ("lake writes", lambda k: k.endswith("_lake")),
     ("marts", lambda k: k == "weekly_trends"),
     ("report", lambda k: k == "weekly_report"),

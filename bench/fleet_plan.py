@@ -45,6 +45,12 @@ def _per_gpu(shape: ShapeProbe, rps: float, window: Workload) -> str:
     )
 
 
+def _ttft_parts(shape: ShapeProbe) -> str:
+    """Where the shape's TTFT goes at the target rate: its stages' mean ms (they add up to the mean TTFT)."""
+    parts = shape.mean_ttft_parts_ms or {}
+    return " + ".join(f"{name} {ms:,.0f}" for name, ms in parts.items()) or "-"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="chat-v3-h200")
@@ -89,14 +95,15 @@ def main(argv: list[str] | None = None) -> int:
           f"CPU, idle share {plan.idle_good_share:.3f}\n")  # fmt: skip
     print(
         "| shape | GPUs | share inside the SLO | holds | p95 TTFT ms | hit rate | busiest worker | capacity req/s "
-        "| tok/s per GPU: total / output per decode GPU / input per prefill GPU |"
+        "| tok/s per GPU: total / output per decode GPU / input per prefill GPU | mean TTFT ms by stage |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for s in plan.shapes:
         capacity_text = "-" if s.capacity_rps_at_slo is None else f"{s.capacity_rps_at_slo:.3g}"
         print(f"| {s.label}{' (chosen)' if s.chosen else ''} | {s.gpus} | {s.good_share:.1%} | "
               f"{'yes' if s.holds_target else 'no'} | {s.p95_ttft_ms:.0f} | {s.hit_rate:.1%} | "
-              f"{s.max_worker_share:.1%} | {capacity_text} | {_per_gpu(s, target_rps, window)} |")  # fmt: skip
+              f"{s.max_worker_share:.1%} | {capacity_text} | {_per_gpu(s, target_rps, window)} | "
+              f"{_ttft_parts(s)} |")  # fmt: skip
     return 0
 
 

@@ -69,9 +69,13 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
 
-def _cells(m: Measured) -> list[str]:
+SINGLE_METRICS = (Metric.THROUGHPUT, Metric.TTFT, Metric.TPOT, Metric.P99_TTFT)
+PD_METRICS = (Metric.THROUGHPUT, Metric.TPOT, Metric.MEDIAN_TTFT, Metric.MEDIAN_TPOT)
+
+
+def _cells(m: Measured, metrics: tuple[Metric, ...] = SINGLE_METRICS) -> list[str]:
     cells = []
-    for metric in Metric:
+    for metric in metrics:
         if metric in m.point.published:
             cells.append(f"{_fmt(m.point.published[metric])} / {_fmt(m.values[metric])} = {m.ratio(metric):.2f}")
         else:
@@ -120,6 +124,36 @@ def _table(title: str, measured: list[Measured]) -> list[str]:
     return lines
 
 
+def _pd_table(title: str, measured: list[Measured]) -> list[str]:
+    """Whole disaggregated fleets driven closed loop (rows 14-17), with the twin's per-GPU throughput counted the
+    three ways InferenceX counts such a fleet, and its mean TTFT (none of these rows publishes one)."""
+    lines = [
+        f"\n{title}\n",
+        "| point | setup | arrivals | throughput/GPU pub / twin = ratio | mean TPOT ms | median TTFT ms "
+        "| median TPOT ms | twin tok/s per GPU: input ÷ prefill GPUs / output ÷ decode GPUs / total ÷ all GPUs "
+        "| twin mean TTFT ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    logs: list[float] = []
+    for m in measured:
+        assert m.point.fleet is not None and not isinstance(m.result, PhaseResult)
+        result = m.result
+        prefill_gpus, decode_gpus = m.point.fleet.role_gpus()
+        inputs = sum(r.prompt_tokens for r in result.requests) / result.duration_s
+        outputs = result.output_tok_s
+        ways = f"{inputs / prefill_gpus:,.0f} / {outputs / decode_gpus:,.0f} / {result.total_tok_s / m.point.gpus:,.0f}"
+        lines.append(
+            f"| {m.point.key} | {m.point.setup} ({m.point.throughput_kind.value} tok/s) | {m.point.workload.arrivals} "
+            f"| {' | '.join(_cells(m, PD_METRICS))} | {ways} | {result.mean_ttft_s * 1e3:,.0f} |"
+        )
+        logs += [math.log(m.ratio(mt)) for mt in m.point.published if mt in TARGET]
+    if logs:
+        within = sum(1 for x in logs if 0.75 <= math.exp(x) <= 1.33)
+        lines.append(f"\n{len(logs)} figures: median error factor {math.exp(median(abs(x) for x in logs)):.3f}; "
+                     f"{within}/{len(logs)} within 0.75-1.33")  # fmt: skip
+    return lines
+
+
 def _unfitted_checks(quick: bool) -> list[str]:
     lines = [
         "\nNot fitted on: the cookbook runs' P99 TTFT (a cold server's first burst) and median TTFT\n",
@@ -143,6 +177,10 @@ def _unfitted_checks(quick: bool) -> list[str]:
 
 def _phase(m: Measured) -> bool:
     return isinstance(m.result, PhaseResult)
+
+
+def _fleet(m: Measured) -> bool:
+    return m.point.fleet is not None
 
 
 def _three_ways(measured: list[Measured]) -> list[str]:
@@ -184,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {vendor}: {values['sglang_version']}")
     if args.quick:
         print(f"(--quick: only {', '.join(QUICK_KEYS)}, as the full run gives them)")
-    single = [m for m in fit if not _phase(m)], [m for m in validation if not _phase(m)]
+    single = (
+        [m for m in fit if not _phase(m) and not _fleet(m)],
+        [m for m in validation if not _phase(m) and not _fleet(m)],
+    )
     print("\n".join(_table("Fit set (fitted: not predictions)", single[0])))
     print("\n".join(_table("Validation set (predictions)", single[1])))
     large = [m for m in fit if _phase(m)], [m for m in validation if _phase(m)]
@@ -196,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(_table("Fit set, disaggregated and expert-parallel (fitted: not predictions)", large[0])))
         print("\n".join(_table("Validation set, disaggregated and expert-parallel (predictions)", large[1])))
         print("\n".join(_three_ways(large[1])))
+    fleets = [m for m in fit if _fleet(m)], [m for m in validation if _fleet(m)]
+    if fleets[0]:
+        print("\n".join(_pd_table("Fit set, whole disaggregated fleets (fitted: not predictions)", fleets[0])))
+    if fleets[1]:
+        print("\n".join(_pd_table("Validation set, whole disaggregated fleets, closed loop (predictions)", fleets[1])))
     for point, why in run.not_modelled:
         print(f"\n{point.key} ({point.setup}): not modelled yet ({why})")
     print("\nNot modelled: row 12's FP8-attention + NVFP4-MoE variant and row 13 (NVFP4 MoE weights).")

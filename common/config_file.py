@@ -6,10 +6,10 @@ problem is reported as `<file>: <key path>: <reason>`, e.g.
 `workloads/scenarios.yaml: scenarios[2].slo.ttft_ms: must be > 0, got 0 (scenario 'chat-v3')`,
 one line per problem, before anything is started. Lives in `common` so every layer can share it.
 
-A file is read with bounded work whatever it holds: aliases (`*name`) count every time they are used, so an
-"anchor bomb" is refused after MAX_YAML_VALUES values instead of expanding to billions, nesting is limited to
-MAX_YAML_DEPTH levels, and a key written twice in one mapping is an error naming its line (YAML would keep
-the last one without a word).
+A file is read with bounded work whatever it holds: past MAX_CONFIG_BYTES it is not parsed, aliases (`*name`)
+count every time they are used, so an "anchor bomb" is refused after MAX_YAML_VALUES values instead of expanding
+to billions, nesting is limited to MAX_YAML_DEPTH levels, and a key written twice in one mapping is an error naming
+its line (YAML would keep the last one without a word). A byte that is not UTF-8 or a NUL is named with its line.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from pydantic_core import ErrorDetails
 # A name that becomes one path component (a folder, a log file name): no '/', no leading dot or dash.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _MAX_REPORTED = 10
-# Far above any real configuration (the bundled files hold a few hundred values), far below a hang.
-MAX_YAML_VALUES = 100_000
+# Far above any real configuration (the bundled files: 222 values at most, under 10 KB), far below a hang.
+MAX_YAML_VALUES = 20_000
 MAX_YAML_DEPTH = 50
+MAX_CONFIG_BYTES = 1_048_576  # PyYAML reads about a megabyte a second
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 
@@ -93,10 +94,21 @@ def config_error(error: type[E], path: Path, loc: Sequence[str | int], reason: s
 
 def read_yaml(path: Path, error: type[ConfigFileError]) -> object:
     try:
-        text = Path(path).read_text()
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)  # a larger file is never read whole
     except OSError as exc:
         raise error(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-    loader = yaml.SafeLoader(text)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise error(f"{path}: over {MAX_CONFIG_BYTES:,} bytes, the bound of a configuration file; not read")
+    try:
+        text = data.decode("utf-8")
+        loader = _BoundedLoader(text, path, error)  # checks every character first
+    except (UnicodeDecodeError, yaml.reader.ReaderError) as exc:
+        if isinstance(exc, UnicodeDecodeError):
+            line, what = data[: exc.start].count(b"\n") + 1, f"byte 0x{data[exc.start]:02x} is not UTF-8 text"
+        else:
+            line, what = text[: exc.position].count("\n") + 1, f"character U+{exc.character:04X} not allowed in YAML"
+        raise error(f"{path}: line {line}: {what}") from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -105,10 +117,27 @@ def read_yaml(path: Path, error: type[ConfigFileError]) -> object:
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise error(f"{path}: invalid YAML: {exc}") from None
-    except RecursionError:
-        raise error(f"{path}: nested too deeply to read (a configuration is a few levels deep)") from None
     finally:
         loader.dispose()
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """Stops while it composes, past MAX_YAML_VALUES nodes or MAX_YAML_DEPTH levels (then _check_nodes counts the
+    aliases expanded): a file of small values costs that many nodes at most, however long."""
+
+    def __init__(self, text: str, path: Path, error: type[ConfigFileError]) -> None:
+        super().__init__(text)
+        self.where, self.error, self.nodes, self.depth = path, error, 0, 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        self.nodes, self.depth = self.nodes + 1, self.depth + 1
+        if self.nodes > MAX_YAML_VALUES or self.depth > MAX_YAML_DEPTH:
+            many = self.nodes > MAX_YAML_VALUES
+            why = f"more than {MAX_YAML_VALUES:,} values" if many else f"nested deeper than {MAX_YAML_DEPTH} levels"
+            raise self.error(f"{self.where}: line {self.peek_event().start_mark.line + 1}: {why}")
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        return node
 
 
 def _check_nodes(root: yaml.Node, path: Path, error: type[ConfigFileError], loader: yaml.SafeLoader) -> None:

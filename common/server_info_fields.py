@@ -2,13 +2,21 @@
 
 An allow list, not a deny list: a field no code reads is not kept at all, so a secret under a name no
 rule knows (a router's `auth`, a `*_b64` blob, a build's own settings) never reaches run.json,
-server_facts.json or the `runs` table. What is kept is still redacted (common/secret_redaction.py).
+server_facts.json or the `runs` table. What is kept is still redacted (redaction/secret_redaction.py).
 It lives in `common` because both places that fetch /server_info cut it here, and neither may import
 the other: replay/clients/server_info_fetch.py and endpoints/probes/server_facts.py.
 tests/common/test_common_server_info_fields.py checks that the list is exactly what the code reads.
+
+Both read the answers with `load_shallow_json`, which refuses JSON nested past MAX_JSON_DEPTH with a clear
+error: redaction, the fingerprint and json.dumps all recurse, and a 100,000-deep answer gave a RecursionError.
 """
 
 from __future__ import annotations
+
+import orjson
+
+# SGLang's /server_info and /model_info nest 4 levels at most; orjson itself stops at 1,024.
+MAX_JSON_DEPTH = 32
 
 READ_FIELDS = frozenset(
     {
@@ -77,3 +85,36 @@ def keep_read_fields(server_info: dict) -> dict:
         elif key in READ_FIELDS:
             out[key] = value
     return out
+
+
+class JsonTooDeepError(ValueError):
+    pass
+
+
+def load_shallow_json(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> object:
+    """The JSON value of `body`. Raises ValueError when it is not JSON (orjson.JSONDecodeError) and
+    JsonTooDeepError when arrays and objects nest more than `max_depth` levels."""
+    too_deep = f"JSON nested deeper than {max_depth} levels (the bound on an endpoint's answer)"
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # orjson's own limit, 1,024 levels
+            raise JsonTooDeepError(too_deep) from None
+        raise
+    if _deeper_than(value, max_depth):
+        raise JsonTooDeepError(too_deep)
+    return value
+
+
+def _deeper_than(value: object, max_depth: int) -> bool:
+    """Whether arrays and objects nest more than `max_depth` levels; a loop, not a recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list)):
+            continue
+        children = item.values() if isinstance(item, dict) else item
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -5,7 +5,8 @@ Requests: every body the replay client builds passes SGLang's HTTP contract gate
 (normalize_batch_and_arguments) and yields SamplingParams that verify, with the length, ignore_eos and
 streaming it means, and no field SGLang drops (but the twin-only reasoning length, sent only to the twin).
 Responses: every chunk and body the twin sends decodes as SGLang's GenerateResponse contract; every
-meta_info key is one SGLang's contract or its tokenizer manager / request timing code writes.
+meta_info key is one SGLang's contract or its tokenizer manager / request timing code writes (but the twin-only
+TTFT parts, on the final chunk only, which the replay client reads only from the twin).
 """
 
 from __future__ import annotations
@@ -73,7 +74,11 @@ def _origin(module: str) -> str:
 
 def _check_meta(meta: dict, final: bool, where: str, problems: list[str]) -> None:
     contract, sources = _sglang_meta_keys()
+    if (sglang_client.TWIN_TTFT_PARTS_KEY in meta) != final:
+        problems.append(f"{where}: the twin's TTFT parts {'missing from' if final else 'on'} a chunk")
     for key in meta:
+        if key == sglang_client.TWIN_TTFT_PARTS_KEY:
+            continue  # twin-only (docs/twin.md, "Where the time to first token goes")
         if key not in contract and f'"{key}"' not in sources:
             problems.append(f"{where}: meta_info.{key} is written nowhere in SGLang")
     if ("e2e_latency" in meta) != final:

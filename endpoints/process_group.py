@@ -81,6 +81,47 @@ def process_start(pid: int) -> str | None:
 HAS_PROC = Path("/proc/self/stat").exists()
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat from field 3 (state) on: [0] state, [1] parent, [2] process group, [3] session. None: no
+    such process, or a zombie. The command name (field 2) is in parentheses and may hold anything."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    after_name = stat[stat.rindex(")") + 2 :].split()
+    return None if after_name[0] in ("Z", "X") else after_name
+
+
+def process_group_of(pid: int) -> int | None:
+    """The process group of a living process; None: no such process, or a zombie."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[2])
+
+
+def lineage_groups() -> set[int]:
+    """The process groups and sessions of this process and of every ancestor up to init: a signal to any of
+    them could reach this process, the daemon that runs it or the terminal it was started from."""
+    groups = {os.getpgrp(), os.getsid(0)}
+    pid = os.getppid()
+    while pid > 1:
+        fields = _stat_fields(pid)
+        if fields is None:
+            break
+        groups.update((int(fields[2]), int(fields[3])))
+        pid = int(fields[1])
+    return groups
+
+
+def group_members(pgid: int) -> list[int]:
+    """The living processes of a process group (Linux /proc; zombies have ended), for whoever must tell what is
+    left in a group before it signals it or once it has."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and process_group_of(int(entry.name)) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
 def _reap(pgid: int) -> None:
     # When this process started the group (the same step that stops it), its members' zombies keep the
     # group alive until reaped (a fleet has several); members started elsewhere were re-parented and are

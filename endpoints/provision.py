@@ -53,6 +53,7 @@ from endpoints.process_group import (
 )
 from endpoints.running_endpoint import RunningEndpoint
 from endpoints.spec import EndpointMode, EndpointSpec, FleetSpec, WorkerRole
+from redaction.secret_redaction import redact_clipped
 
 LOOPBACK = "127.0.0.1"
 _ANY_ADDRESS = ("0.0.0.0", "::")  # bound to every interface: this host dials it on loopback
@@ -127,9 +128,15 @@ def server_flags(spec: EndpointSpec, port: int, host: str | None = None) -> list
     ]  # fmt: skip
 
 
+LOG_LINE_MAX_CHARS = 1000
+
+
 def _log_tail(log_path: Path, lines: int = 20) -> str:
+    """The log's last lines, for an error that Dagster's event log keeps: each redacted (SGLang logs its
+    ServerArgs at start) and clipped."""
     try:
-        return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
+        tail = log_path.read_text(errors="replace").splitlines()[-lines:]
+        return "\n".join(redact_clipped(line, LOG_LINE_MAX_CHARS) for line in tail)
     except OSError:
         return "(no log)"
 
@@ -226,7 +233,7 @@ def _wait_healthy(
         if time.monotonic() > deadline:
             raise EndpointStartError(
                 f"endpoint {spec.name!r} not healthy at {url} after {spec.ready_timeout_s:g} s (last answer: "
-                f"{answer}); log {log_path}:\n{_log_tail(log_path)}"
+                f"{redact_clipped(str(answer), LOG_LINE_MAX_CHARS)}); log {log_path}:\n{_log_tail(log_path)}"
             )
         time.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
         pause_s = min(pause_s * 2, _POLL_MAX_S)
@@ -248,7 +255,7 @@ def _router_ready(replicas: int) -> Callable[[str, dict[str, str], float], tuple
         try:
             body = orjson.loads(answer.body)
         except orjson.JSONDecodeError:
-            return False, f"/readiness: not JSON: {answer.body[:100]!r}"
+            return False, f"/readiness: not JSON: {redact_clipped(answer.body.decode('utf-8', 'replace'), 100)!r}"
         healthy = body.get("healthy_workers") if isinstance(body, dict) else None
         return healthy == replicas, f"/readiness: {healthy} of {replicas} workers healthy"
 

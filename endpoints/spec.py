@@ -28,9 +28,9 @@ from common.config_file import (
     parse_config,
     read_yaml,
 )
-from common.secret_redaction import is_secret_name
 from endpoints.router.policy_params import UnmodelledRouting, parse_router_spec
 from endpoints.router.router_spec import DEFAULT_POLICY, RouterSpec
+from redaction.secret_redaction import is_secret_name
 
 
 class EndpointMode(str, Enum):
@@ -97,7 +97,8 @@ _PD_RESERVED_FLAGS = ("--disaggregation-mode", "--disaggregation-bootstrap-port"
 
 # The range of every number an endpoint may set (a typo such as gpu_count: 1e23 is refused here).
 MAX_GPU_COUNT = 65_536
-MAX_USD_PER_GPU_HOUR = 1_000.0  # also the price books' bound (warehouse/marts/price_table.py)
+# Also the price books' bound, quoted or computed (warehouse/marts/price_table.py); every price is > 0 too.
+MAX_USD_PER_GPU_HOUR = 1_000.0
 MAX_READY_TIMEOUT_S = 86_400.0
 MAX_SCRAPE_INTERVAL_S = 3_600.0
 MAX_REPLICAS = 1_024
@@ -322,7 +323,7 @@ class _EndpointEntry(ConfigModel):
     gpu_type: NonEmptyStr
     gpu_count: int = Field(gt=0, le=MAX_GPU_COUNT)
     # Required unless price_book names where the price comes from (then absent is read as null).
-    usd_per_gpu_hour: float | None = Field(ge=0, le=MAX_USD_PER_GPU_HOUR)
+    usd_per_gpu_hour: float | None = Field(gt=0, le=MAX_USD_PER_GPU_HOUR)  # > 0, as in the price books
     price_book: SafeName | None = None
     url: HttpUrl | None = None
     api_key_env: Annotated[str, AfterValidator(_env_var_name)] | None = None

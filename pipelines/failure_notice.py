@@ -6,22 +6,23 @@ COSTBENCH_FAILURE_NOTICE_FILE (a path; one JSON object per line is appended; uns
 notices.jsonl, so `make dagster` and the demo write where the README says) and/or COSTBENCH_FAILURE_WEBHOOK_URL
 (receives the same JSON object as the body of a POST).
 
-The file is written first, whatever the webhook does. The webhook gets up to `WebhookPolicy.attempts` POSTs,
-with a wait between them, all of one sensor tick within `tick_budget_s`; once it has failed in a tick, later
-notices of that tick are not tried. A notice it did not take is kept in the outbox (`outbox_dir`: one JSON file
-per notice, under the warehouse, which outlives a code server's pod) and POSTed again, oldest first, on later
-ticks until the webhook answers 2xx; then its file is removed. So a notice may reach the webhook twice (a POST
-whose answer was lost), never zero times. Logs name the webhook by scheme, host and port only: a webhook URL
+The file is written first, and the webhook is tried whatever the file's disk says: a write that fails (a full
+disk) is reported naming the file, and the notice still goes to the webhook, or to the outbox below when the
+webhook does not take it. The webhook gets up to `WebhookPolicy.attempts` POSTs, each bounded in total time
+(pipelines/webhook_post.py: connect and answer together, so a status line dribbled a byte at a time is cut), with
+a wait between them, all of one sensor tick within `tick_budget_s`, well inside Dagster's 60 s for a tick; once
+it has failed in a tick, later notices of that tick are not tried. Only a 2xx answer to the POST itself delivers:
+a redirect is not followed, and is a failure. A notice it did not take is kept in the outbox (`outbox_dir`: one
+JSON file per notice, under the warehouse, which outlives a code server's pod) and POSTed again, oldest first, on
+later ticks until the webhook answers 2xx; then its file is removed. So a notice may reach the webhook twice (a
+POST whose answer was lost), never zero times. Logs name the webhook by scheme, host and port only: a webhook URL
 carries its secret in the path or the query.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -34,6 +35,7 @@ import orjson
 
 from assets.resources import WarehouseResource
 from common.atomic_file import write_bytes_atomically
+from pipelines.webhook_post import post_json
 
 NOTICE_FILE_ENV = "COSTBENCH_FAILURE_NOTICE_FILE"
 WEBHOOK_URL_ENV = "COSTBENCH_FAILURE_WEBHOOK_URL"
@@ -58,7 +60,7 @@ class FailureNotice:
 @dataclass(frozen=True, slots=True)
 class WebhookPolicy:
     attempts: int = 3  # POSTs of a new notice in one tick (a kept one gets one a tick)
-    timeout_s: float = 5.0  # each POST's connect and answer timeout
+    timeout_s: float = 5.0  # each POST all told: connect, send, and the answer's status line and headers
     backoff_s: float = 1.0  # the wait before the second POST, doubled before each later one
     tick_budget_s: float = 20.0  # every POST and wait of one tick: Dagster gives a sensor tick 60 s
 
@@ -68,13 +70,21 @@ WEBHOOK_POLICY = WebhookPolicy()
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    written_to: Path | None  # the notice file, when one is configured
+    written_to: Path | None  # the notice file, when one is configured and the notice was written to it
     posted: bool  # the webhook answered 2xx
     kept_in: Path | None  # the outbox file holding a notice the webhook did not take
     failure: str | None  # why the webhook did not take it (names its host, never its path or query)
+    file_failure: str | None = None  # why the notice file could not be written (names the file)
+
+    @property
+    def troubled(self) -> bool:
+        """A channel failed (the notice is still somewhere: the file, the webhook or the outbox)."""
+        return self.kept_in is not None or self.file_failure is not None
 
     def describe(self) -> str:
         said = [f"written to {self.written_to}"] if self.written_to else []
+        if self.file_failure:
+            said.append(self.file_failure)
         if self.posted:
             said.append("POSTed to the webhook")
         if self.kept_in:
@@ -108,19 +118,34 @@ class NoticeChannels:
         self.webhook_failure: str | None = None  # set once the webhook has failed this tick
 
     def send(self, notice: Any) -> Delivery:
-        """Sends the notice (a FailureNotice, or a regression notice) everywhere configured. Raises OSError only
-        when the notice could be neither written to the file nor, the webhook having failed, kept in the outbox."""
+        """Sends the notice (a FailureNotice, or a regression notice) everywhere configured: the webhook is tried
+        whatever became of the file. Raises OSError, naming the file and the outbox, only when the notice is
+        nowhere: the file could not be written, and the webhook is unset or did not take it and the outbox could
+        not be written either."""
         body = orjson.dumps(asdict(notice))
-        if self._file is not None:
-            self._file.parent.mkdir(parents=True, exist_ok=True)
-            with open(self._file, "ab") as out:
-                out.write(body + b"\n")
+        file_failure = self._append(body)
+        written_to = self._file if file_failure is None else None
         if self._url is None:
-            return Delivery(self._file, False, None, None)
+            if file_failure is not None:
+                raise OSError(f"notice not delivered: {file_failure}, and ${WEBHOOK_URL_ENV} is not set")
+            return Delivery(written_to, False, None, None)
         failure = self._post(body, self._policy.attempts)
         if failure is None:
-            return Delivery(self._file, True, None, None)
-        return Delivery(self._file, False, self._keep(body, failure), failure)
+            return Delivery(written_to, True, None, None, file_failure)
+        kept_in = self._keep(body, failure if file_failure is None else f"{failure}; {file_failure}")
+        return Delivery(written_to, False, kept_in, failure, file_failure)
+
+    def _append(self, body: bytes) -> str | None:
+        """Appends the notice's line to the notice file; None once written (or when no file is set), else why not."""
+        if self._file is None:
+            return None
+        try:
+            self._file.parent.mkdir(parents=True, exist_ok=True)
+            with open(self._file, "ab") as out:  # a full disk may raise at the write or only at the close
+                out.write(body + b"\n")
+        except OSError as exc:
+            return f"not written to the notice file {self._file}: {exc.strerror or exc}"
+        return None
 
     def retry_outbox(self) -> tuple[int, int]:
         """POSTs the kept notices, oldest first, one try each, stopping at the first the webhook does not take.
@@ -154,7 +179,7 @@ class NoticeChannels:
                 after = f"failed after {tried} attempt(s): {failure}; {spent}" if tried else f"not tried: {spent}"
                 self.webhook_failure = f"{name} {after}"
                 return self.webhook_failure
-            failure = _post_once(self._url or "", body, min(self._policy.timeout_s, left_s))
+            failure = post_json(self._url or "", body, min(self._policy.timeout_s, left_s))
             if failure is None:
                 return None
         self.webhook_failure = f"{name} failed after {attempts} attempt(s): {failure}"
@@ -170,26 +195,6 @@ class NoticeChannels:
             raise OSError(
                 exc.errno, f"notice not delivered: {failure}, and the outbox {self.outbox} cannot be written ({exc})"
             ) from exc
-
-
-def _post_once(url: str, body: bytes, timeout_s: float) -> str | None:
-    """One POST; None when answered 2xx, else why not (never the URL, which may carry a secret)."""
-    try:
-        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(request, timeout=timeout_s):
-            return None
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            return f"no answer within {timeout_s:g} s"
-        return f"{exc.reason}"
-    except TimeoutError:
-        return f"no answer within {timeout_s:g} s"
-    except (OSError, http.client.HTTPException) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    except ValueError:  # urllib's message quotes the URL
-        return f"${WEBHOOK_URL_ENV} is not an http(s) URL"
 
 
 def _webhook_name(url: str) -> str:
@@ -216,5 +221,5 @@ def failure_notice_sensor(context: dg.RunFailureSensorContext, warehouse: Wareho
     channels = NoticeChannels(outbox_dir(warehouse.root_path()), default_notice_file(context.instance))
     channels.retry_outbox()  # older notices first (regression_notice's ticks retry them too)
     delivery = channels.send(notice)
-    log = context.log.warning if delivery.kept_in else context.log.info
+    log = context.log.warning if delivery.troubled else context.log.info
     log(f"failure notice for run {run.run_id}: {delivery.describe()}")

@@ -192,7 +192,7 @@ def _evaluate(
             for notice in regression_notices(row, kind, report_path, record.run_id, confirms_run_id=confirms_run):
                 delivery = channels.send(notice)  # raises when the notice could not be kept: cursor stays
                 told += 1
-                log = context.log.warning if delivery.kept_in else context.log.info
+                log = context.log.warning if delivery.troubled else context.log.info
                 log(
                     f"{notice.kind} notice: {notice.scenario} week {notice.week_start} {notice.metric} "
                     f"{_change(notice)}: {delivery.describe()}"

@@ -22,7 +22,7 @@ import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from replay.recording.error_kinds import clip_message
+from replay.recording.error_kinds import stored_message
 from replay.recording.records import RequestRecord, RequestStatus
 from workloads.prompts.response_format import FormatKind, ResponseFormat, load_response_format
 
@@ -97,5 +97,5 @@ def with_answer(record: RequestRecord, check: AnswerCheck, constrained: bool, ou
         response_format_type=check.response_format.kind.value,
         constrained=constrained,
         answer_valid=valid,
-        answer_error=clip_message(error) if error else None,
+        answer_error=stored_message(error) if error else None,
     )

@@ -106,7 +106,7 @@ async def _replay_into(
         tally = RunTally()
 
         def on_record(record: RequestRecord) -> None:
-            tally.add(record)
+            tally.add(record, clock.now_s() - t0_s)
             sink.add(record)
             if progress is not None:
                 progress.on_record(record)
@@ -129,9 +129,12 @@ async def _replay_into(
             flush_timer.cancel()
             await asyncio.to_thread(sink.close)
             lag = ScheduleLag.from_lags_s(tally.lags_s, config.lag_degraded_ms)
+            # The measured window: from the end of warm-up to the end of the run's last request (RunTally), the
+            # time the endpoint was held, not the span of its successful answers (a router killed mid-run fails
+            # the rest of the schedule fast, and those seconds were paid for too).
             window_s = None
-            if tally.last_finish_s is not None and tally.last_finish_s > config.warmup_s:
-                window_s = tally.last_finish_s - config.warmup_s  # the measured window excludes warm-up
+            if tally.last_end_s is not None and tally.last_end_s > config.warmup_s:
+                window_s = tally.last_end_s - config.warmup_s
             run = replace(
                 run,
                 finished_wall_s=clock.wall_s() if finished else None,

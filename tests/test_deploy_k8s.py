@@ -80,6 +80,7 @@ HELM_KEYS: dict[tuple[str, ...], set[str]] = {
         "runMonitoring", "runRetries", "sensors", "schedules", "schedulerName", "volumeMounts", "volumes",
     },
     ("dagsterDaemon", "runCoordinator"): {"enabled", "type", "config"},
+    ("dagsterDaemon", "sensors"): {"useThreads", "numWorkers", "numSubmitWorkers"},
     ("concurrency",): {"enabled", "pools", "runs"},
     ("concurrency", "pools"): {"defaultLimit", "granularity", "opGranularityRunBuffer"},
     ("concurrency", "runs"): {"maxConcurrentRuns", "tagConcurrencyLimits"},
@@ -241,12 +242,15 @@ def render_helm_instance(values: dict) -> dict:
     }
     coordinator = values["dagsterDaemon"]["runCoordinator"]
     assert coordinator["enabled"] and coordinator["type"] == "QueuedRunCoordinator"
+    sensors = values["dagsterDaemon"].get("sensors", {})  # _instance's sensors block: rendered when useThreads
+    sensors_block = {"use_threads": True, "num_workers": sensors["numWorkers"]} if sensors.get("useThreads") else None
     concurrency = values["concurrency"]
     assert concurrency["enabled"]
     pools, runs = concurrency.get("pools", {}), concurrency.get("runs", {})
     return {
         "run_launcher": {"module": "dagster_k8s", "class": "K8sRunLauncher", "config": config},
         "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"},
+        **({"sensors": sensors_block} if sensors_block else {}),
         "concurrency": {
             "pools": {"default_limit": pools["defaultLimit"]},
             "runs": {
@@ -339,6 +343,9 @@ def test_helm_values_render_the_instance_of_dagster_yaml(offline):
     rendered = render_helm_instance(_load("values.yaml"))
     shipped = _load("dagster.yaml")
     assert rendered["concurrency"] == shipped["concurrency"]
+    # Sensors in threads of their own in all three instances (a slow notice webhook holds no other sensor).
+    local = yaml.safe_load((REPO / "dagster.yaml").read_text())
+    assert rendered["sensors"] == shipped["sensors"] == local["sensors"] == {"use_threads": True, "num_workers": 4}
     loaded = check_instance(rendered, offline)
     assert loaded["launcher"].job_namespace == shipped["run_launcher"]["config"]["job_namespace"]
     # The chart's run pod and dagster.yaml's: same secrets, lake volume, resources and POD_IP (the chart

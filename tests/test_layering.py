@@ -1,7 +1,7 @@
 """The layers point one way, read statically from the source (ast; nothing is imported).
 
-common (kernels every layer shares) imports nothing else of the project and stays small; workloads sits on
-it; replay and endpoints are siblings on workloads (replay talks to endpoints only over HTTP); warehouse
+common (kernels every layer shares) imports nothing else of the project and stays small; redaction (secrets kept
+out of what is stored, by name and by shape) beside it imports nothing else either; workloads sits on them; replay and endpoints are siblings on workloads (replay talks to endpoints only over HTTP); warehouse
 stores what both produce; together they are the Dagster-free library. assets wires them into Dagster;
 pipelines is the top (Definitions, schedule, sensors, CLI). Inside every package the rooms (sub-packages and
 modules side by side) point one way too: no two siblings import each other. No module of the project imports
@@ -17,14 +17,15 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LIBRARY = ("common", "workloads", "replay", "endpoints", "warehouse")
+LIBRARY = ("common", "redaction", "workloads", "replay", "endpoints", "warehouse")
 # What each layer of the library may import of the project besides itself (assets and pipelines: anything below).
 MAY_IMPORT = {
     "common": (),
-    "workloads": ("common",),
-    "replay": ("common", "workloads"),
-    "endpoints": ("common", "workloads"),
-    "warehouse": ("common", "workloads", "replay", "endpoints"),
+    "redaction": (),
+    "workloads": ("common", "redaction"),
+    "replay": ("common", "redaction", "workloads"),
+    "endpoints": ("common", "redaction", "workloads"),
+    "warehouse": ("common", "redaction", "workloads", "replay", "endpoints"),
 }
 # common is for kernels, not a drawer for whatever lacks a room: past this it wants a package of its own.
 COMMON_MAX_MODULES = 8

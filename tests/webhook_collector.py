@@ -1,5 +1,6 @@
 """A webhook on loopback that keeps every body it accepted: the receiving end of the notice tests. It can also
-answer the first POSTs with an error, or hang, as a webhook that is down does."""
+answer the first POSTs with an error or a redirect, hang, or dribble its status line a byte at a time, as a webhook
+that is down, moved or overloaded does."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Webhook:
-    """A started server: `delivered` holds the bodies it answered 204 to, in order; `posts` counts every POST."""
+    """A started server: `delivered` holds the bodies it answered 204 to, in order; `posts` counts every POST,
+    `gets` every GET (a redirect followed by the client arrives as one, and is answered 200)."""
 
-    def __init__(self, port: int = 0, statuses: Sequence[int] = (), hang: bool = False) -> None:
+    def __init__(
+        self, port: int = 0, statuses: Sequence[int] = (), hang: bool = False, dribble_s: float | None = None
+    ) -> None:
         self.delivered: list[bytes] = []
         self.posts = 0
+        self.gets = 0
         errors = list(statuses)  # the answers to the first POSTs; every later one gets 204
         released = threading.Event()  # a hanging POST waits for stop(), so no handler thread outlives the test
         owner = self
@@ -26,12 +31,27 @@ class Webhook:
                 if hang:
                     released.wait()
                     return
+                if dribble_s is not None:  # a byte of the status line every dribble_s, until stop()
+                    for byte in b"HTTP/1.1 204 No Content\r\n" * 1000:
+                        if released.wait(dribble_s):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
                 status = errors.pop(0) if errors else 204
                 if status == 204:
                     owner.delivered.append(body)
                 self.send_response(status)
+                if 300 <= status < 400:
+                    self.send_header("Location", "/landing")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                owner.gets += 1
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
 
             def log_message(self, *args):
                 pass
@@ -51,9 +71,11 @@ class Webhook:
         self._server.server_close()
 
 
-def start_webhook(port: int = 0, statuses: Sequence[int] = (), hang: bool = False) -> Webhook:
+def start_webhook(
+    port: int = 0, statuses: Sequence[int] = (), hang: bool = False, dribble_s: float | None = None
+) -> Webhook:
     """A started webhook on 127.0.0.1 (stop it when done); `port` 0 takes a free one."""
-    return Webhook(port, statuses, hang)
+    return Webhook(port, statuses, hang, dribble_s)
 
 
 def closed_port() -> int:

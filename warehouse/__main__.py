@@ -2,15 +2,17 @@
 rebuild its views and marts. `python -m warehouse attach-sql [--warehouse LOCATION]`: print the lines a plain
 `duckdb` session runs to open the warehouse read-only. `python -m warehouse cleanup [--min-age-s S]`: remove what
 killed writers left (the local lake's staged files; a DuckLake's uncommitted data files older than S, default an
-hour) and print each removed path.
+hour) and print each removed path. `python -m warehouse forget --table T --week YYYY-MM-DD --scenario S`: record that
+a partition the refresh names missing (written, and gone) was removed on purpose, so it is named no more.
 
 LOCATION is a folder (the local backend) or a `ducklake:postgresql://...` URL (warehouse/backends/backend.py); the
 default is $COSTBENCH_WAREHOUSE, else the folder `warehouse`.
 
-Exit status: 0 done (a lake file it quarantined is named on stderr; the other weeks built); 1 the refresh
-failed (the database is held by another process, corrupt or newer than this code, a lake file or the price
-table is bad, the DuckLake catalog cannot be reached); 2 the command line, --root or the location is
-unusable; 130 Ctrl-C. Each failure is one line on stderr, `python -m warehouse: error: <what and where>`;
+Exit status: 0 done; 3 done, but the lake lacks partitions: a file quarantined and not written again, or a
+partition the lake's manifest says was written and is gone, each named on stderr (the other weeks built; those weeks
+are not judged); 1 the refresh failed (the database is held by another process, corrupt or newer than this code, a
+lake file or the price table is bad, the DuckLake catalog cannot be reached); 2 the command line, --root or the
+location is unusable; 130 Ctrl-C. Each failure is one line on stderr, `python -m warehouse: error: <what and where>`;
 a bug keeps its traceback.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import date
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,12 +38,13 @@ from warehouse.backends.backend import (
 from warehouse.backends.duckdb_extensions import ExtensionError
 from warehouse.backends.ducklake_store import DEFAULT_ORPHAN_MIN_AGE_S
 from warehouse.backends.store import WarehouseError
-from warehouse.parquet.lake import LakeError
+from warehouse.parquet.lake import LakeError, forget_partition
 from warehouse.schema_migrations import SchemaVersionError
 
 PROG = "python -m warehouse"
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_LAKE_INCOMPLETE = 3
 EXIT_INTERRUPTED = 130
 # What a refresh can meet that the user can act on; anything else is a bug.
 REFRESH_ERRORS = (
@@ -81,13 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     refresh = sub.add_parser("refresh", help="upgrade (if older) and rebuild views and marts from the lake")
     attach = sub.add_parser("attach-sql", help="print the lines that open the warehouse in a plain duckdb session")
     cleanup = sub.add_parser("cleanup", help="remove the files killed writers left, naming each")
+    forget = sub.add_parser("forget", help="record that a missing lake partition was removed on purpose")
+    forget.add_argument("--table", required=True, help="lake table: runs | requests | server_samples | gpu_samples")
+    forget.add_argument("--week", required=True, type=date.fromisoformat, help="the partition's Monday, YYYY-MM-DD")
+    forget.add_argument("--scenario", required=True)
     cleanup.add_argument(
         "--min-age-s",
         type=float,
         default=DEFAULT_ORPHAN_MIN_AGE_S,
         help="DuckLake: leave data files younger than this, a live writer's until it commits (default: %(default)g)",
     )
-    for command in (refresh, attach, cleanup):
+    for command in (refresh, attach, cleanup, forget):
         where = command.add_mutually_exclusive_group()
         where.add_argument("--root", type=Path, help="local warehouse folder (lake/ and costbench.duckdb)")
         where.add_argument(
@@ -116,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "cleanup":
         return _cleanup(store, args.min_age_s)
+    if args.command == "forget":
+        return _forget(store, args.table, args.week, args.scenario)
     try:
         result = store.refresh()
     except KeyboardInterrupt:
@@ -126,10 +136,32 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     for note in result.upgrade_notes:
         print(f"upgraded: {note}")
-    # Each quarantined file was logged (on stderr) with its reason; the other weeks built, so this is no failure.
+    # Each quarantined or missing file was logged (on stderr) with its reason; the other weeks built.
     count = len(result.quarantined)
     quarantined = f" ({count} lake files quarantined: see table lake_quarantine)" if count else ""
-    print(f"refreshed {result.db_path or result.location}{quarantined}")
+    missing = f" ({len(result.missing)} lake partitions missing: see table lake_missing)" if result.missing else ""
+    print(f"refreshed {result.db_path or result.location}{quarantined}{missing}")
+    if result.lake_gaps:
+        print(
+            f"{PROG}: the lake lacks {result.lake_gaps} partition(s) (tables lake_missing, lake_quarantine): their "
+            "weeks are not judged until each is written again",
+            file=sys.stderr,
+        )
+        return EXIT_LAKE_INCOMPLETE
+    return 0
+
+
+def _forget(store: WarehouseBackend, table: str, week_start: date, scenario: str) -> int:
+    from warehouse.backends.store import Warehouse
+
+    if not isinstance(store, Warehouse):
+        print(f"{PROG}: error: forget is for a local lake; {store.location} keeps no manifest", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        print(forget_partition(store.lake_root, table, week_start, scenario))
+    except (LakeError, OSError) as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

@@ -1,9 +1,11 @@
 """Data-quality suites (Great Expectations 1.x) over pandas DataFrames, returned as plain data.
 
 `check_requests` guards the request records before they feed the marts; `check_runs` says whether a
-run can be trusted (completion, schedule lag, server samples); `check_weekly_trends` is the regression
+run can be trusted (completion, schedule lag, server samples); `check_fleet` whether a fleet lost a worker or
+its router mid-run (its figures are a degraded fleet's); `check_weekly_trends` is the regression
 rule on the trend rows, exactly as weekly_trends.sql judges it; `check_lake_quarantine` fails a week
-whose lake files a refresh had to quarantine (warehouse/parquet/lake_audit.py), so its marts are incomplete;
+whose lake files a refresh had to quarantine, or found missing (written, the lake's manifest says, and gone:
+warehouse/parquet/lake_audit.py), so its marts are incomplete;
 `check_structured_output` fails a week whose constrained answers parse less often than the scenario asks.
 The Dagster asset checks (assets/quality_checks.py) turn a QualityResult into check metadata. Each
 call builds its own ephemeral GX context: nothing is written to disk, nothing is shared between
@@ -161,25 +163,34 @@ def check_weekly_trends(df: pd.DataFrame) -> QualityResult:
     )
 
 
-def check_lake_quarantine(df: pd.DataFrame) -> QualityResult:
-    """Rows of lake_quarantine for one week and scenario: fails while any of them is not yet replaced.
+def check_lake_quarantine(df: pd.DataFrame, missing: pd.DataFrame | None = None) -> QualityResult:
+    """Rows of lake_quarantine (and, given, of lake_missing) for one week and scenario: fails while any quarantined
+    file is not yet replaced, or any partition written is missing.
 
-    Each failing row shows up in the examples as "<table> <week> <scenario>: <reason> (<where it is now>)",
-    so the check's metadata says which file was taken out of the week and why."""
-    if df.empty and "replaced" not in df.columns:
-        return _validate("lake_quarantine", pd.DataFrame({"quarantined": pd.Series([], dtype="object")}), _lake_rules())
-    _require_columns(
-        df, ("table_name", "week_start", "scenario", "reason", "quarantined_path", "replaced"), "lake_quarantine"
-    )
-    quarantined = [
-        None if replaced else f"{table} {week} {scenario}: {reason} ({path})"
-        for table, week, scenario, reason, path, replaced in zip(
-            df["table_name"], df["week_start"], df["scenario"], df["reason"], df["quarantined_path"], df["replaced"]
+    Each failing row shows up in the examples as "<table> <week> <scenario>: <reason> (<where it is now>)" for a
+    quarantined file, "<table> <week> <scenario>: missing <path>: <reason>" for a missing partition, so the check's
+    metadata says which file was taken out of the week, or is gone, and why."""
+    problems: list[str | None] = []
+    if not (df.empty and "replaced" not in df.columns):
+        _require_columns(
+            df, ("table_name", "week_start", "scenario", "reason", "quarantined_path", "replaced"), "lake_quarantine"
         )
-    ]
-    return _validate(
-        "lake_quarantine", pd.DataFrame({"quarantined": pd.Series(quarantined, dtype="object")}), _lake_rules()
-    )
+        problems += [
+            None if replaced else f"{table} {week} {scenario}: {reason} ({path})"
+            for table, week, scenario, reason, path, replaced in zip(
+                df["table_name"], df["week_start"], df["scenario"], df["reason"], df["quarantined_path"], df["replaced"]
+            )
+        ]
+    if missing is not None and not (missing.empty and "path" not in missing.columns):
+        _require_columns(missing, ("table_name", "week_start", "scenario", "path", "reason"), "lake_missing")
+        problems += [
+            f"{table} {week} {scenario}: missing {path}: {reason}"
+            for table, week, scenario, path, reason in zip(
+                missing["table_name"], missing["week_start"], missing["scenario"], missing["path"], missing["reason"]
+            )
+        ]
+    frame = pd.DataFrame({"quarantined": pd.Series(problems, dtype="object")})
+    return _validate("lake_quarantine", frame, _lake_rules())
 
 
 def _lake_rules() -> list:
@@ -187,7 +198,8 @@ def _lake_rules() -> list:
 
     return [
         (
-            "no lake file of this week and scenario is quarantined (unreadable, or a column of another type)",
+            "no lake file of this week and scenario is quarantined (unreadable, or a column of another type) or "
+            "missing (written, and gone)",
             gxe.ExpectColumnValuesToBeNull(column="quarantined"),
         )
     ]
@@ -272,6 +284,34 @@ def check_runs(
         ("run finished (not partial)", gxe.ExpectColumnValuesToBeInSet(column="partial", value_set=[False])),
     ]
     return _validate("runs", df, rules)
+
+
+def check_fleet(df: pd.DataFrame) -> QualityResult:
+    """run_summary rows of one week and scenario: fails on each run whose fleet lost a worker or its router for part
+    of the measured window (run_summary.degraded, warehouse/marts/fleet_health.py).
+
+    Each failing run shows up in the examples as "<run_id>: <degraded_reason>", so the check's metadata names the
+    worker, when it stopped answering and for how long. Runs that were not probed (degraded null) pass: nothing
+    says they lost anything."""
+    if df.empty and "degraded" not in df.columns:
+        return _validate("fleet", pd.DataFrame({"lost": pd.Series([], dtype="object")}), _fleet_rules())
+    _require_columns(df, ("run_id", "degraded", "degraded_reason"), "fleet")
+    lost = [
+        f"{run_id}: {reason}" if pd.notna(degraded) and bool(degraded) else None
+        for run_id, degraded, reason in zip(df["run_id"], df["degraded"], df["degraded_reason"])
+    ]
+    return _validate("fleet", pd.DataFrame({"lost": pd.Series(lost, dtype="object")}), _fleet_rules())
+
+
+def _fleet_rules() -> list:
+    import great_expectations.expectations as gxe
+
+    return [
+        (
+            "no worker or router of the fleet stopped answering inside the measured window",
+            gxe.ExpectColumnValuesToBeNull(column="lost"),
+        )
+    ]
 
 
 def _require_columns(df: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:

@@ -19,8 +19,8 @@
 -- never allowed to change the view's type. Times called *_mono_s are seconds on the replay's monotonic clock from the run's
 -- t0; *_wall_s are seconds since the Unix epoch.
 --
--- Measured window of a run: from t0 + warmup_s to the last finish, t0 + warmup_s + window_s (seconds
--- from t0). runs.window_s is that window's length: the replay excludes the warm-up, once, and nothing
+-- Measured window of a run: from t0 + warmup_s to the end of its last request, t0 + warmup_s + window_s (seconds
+-- from t0; a request that got no last byte ends when it failed or was stopped). runs.window_s is that window's length: the replay excludes the warm-up, once, and nothing
 -- downstream subtracts it again. Warm-up requests (is_warmup) enter no metric; server and GPU samples
 -- count only inside the measured window.
 --
@@ -61,7 +61,7 @@ SELECT
     speedup,                  -- trace time / replay time (ratio)
     t0_wall_s,                -- wall-clock time of the run's t0 (s since the Unix epoch)
     finished_wall_s,          -- wall-clock time the run ended (s since the Unix epoch; null if it never did)
-    window_s,                 -- the measured window: t0 + warmup_s to the last finish, warm-up already excluded by the replay (s)
+    window_s,                 -- the measured window: t0 + warmup_s to the end of the last request (its last byte, or when it failed or was stopped without one), warm-up already excluded by the replay: the time the endpoint was held, whatever it answered (s)
     requests_total,           -- requests in the workload window (count)
     requests_recorded,        -- requests with a record (count)
     requests_ok,              -- requests with status ok, as the client counted them (count)
@@ -100,7 +100,10 @@ SELECT
     router_args_json,         -- JSON list of the router's other smg launch flags, as endpoints.yaml gives them (null: no router block, or recorded before fleets)
     shadow_output_tokens_per_s_ratio, -- twin / real sustained output tokens/s: the run's window replayed on the twin with the endpoint's flags on a virtual clock (the shadow canary, endpoints/capacity/shadow_canary.py) (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
     shadow_p50_ttft_ratio,    -- twin / real median TTFT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
-    shadow_p50_tpot_ratio     -- twin / real median TPOT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
+    shadow_p50_tpot_ratio,    -- twin / real median TPOT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
+    workers_json,             -- JSON list, one object per worker (and the router) of the run: worker (its URL), role, answered_s and unanswered_s (inside the measured window, how long its scrapes were answered or not), lost_from_s (where in the window it stopped answering 3 scrapes running; null: never), completed_requests, failed_requests, first_served_s and last_served_s (finishes of its first and last completed requests); times are s from the window's start (null: no worker known (not probed, and no request named one), or recorded before fleet health)
+    degraded,                 -- a worker or the router stopped answering for part of the measured window (3 scrapes running): the run was priced for the whole fleet, and served with less of it (null: the probes recorded no answers (not probed, or recorded before fleet health))
+    degraded_reason           -- each lost worker or router: its role and URL, when in the window it stopped answering, for how long, and the requests it completed before (null unless degraded)
 FROM @runs_source@;
 
 CREATE OR REPLACE VIEW requests AS
@@ -138,6 +141,12 @@ SELECT
     answer_valid,             -- the answer after reasoning has the requested format (jsonschema Draft 2020-12, or a full regex match) (null when no format or the request did not complete)
     answer_error,             -- first validation error of the answer: JSON path and message (null when valid, no format, or not completed)
     worker,                   -- the fleet's worker that served it, as SGLang's router (smg) names it in its x-smg-routed-worker-id response header: the worker's URL (null: not through smg, or no answer)
+    ttft_prealloc_ms,         -- ttft part, disaggregated: in the decode server's prealloc queue until its kv pool took slots for the prompt (ms; null = not reported (a real SGLang gives at most queue and prefill), not a stage of this request (a unified one has no transfer parts), or a file older than this column)
+    ttft_bootstrap_ms,        -- ttft part, disaggregated: from the decode's slots until the prefill server queued the request (the bootstrap handshake and its notices) (ms; null = not reported (a real SGLang gives at most queue and prefill), not a stage of this request (a unified one has no transfer parts), or a file older than this column)
+    ttft_queue_ms,            -- ttft part: in the waiting queue before the first forward batch, on the server that prefilled it (meta_info.queue_time of a request never retracted) (ms; null = not reported (a real SGLang gives at most queue and prefill), not a stage of this request (a unified one has no transfer parts), or a file older than this column)
+    ttft_prefill_ms,          -- ttft part: the first forward batch to the first token sampled (meta_info.prefill_finished_time - forward_entry_time) (ms; null = not reported (a real SGLang gives at most queue and prefill), not a stage of this request (a unified one has no transfer parts), or a file older than this column)
+    ttft_kv_transfer_ms,      -- ttft part, disaggregated: the first token sampled on the prefill server to the kv's arrival at the decode server (ms; null = not reported (a real SGLang gives at most queue and prefill), not a stage of this request (a unified one has no transfer parts), or a file older than this column)
+    ttft_decode_wait_ms,      -- ttft part, disaggregated: the kv's arrival at the decode server to the first token it sent (ms; null = not reported (a real SGLang gives at most queue and prefill), not a stage of this request (a unified one has no transfer parts), or a file older than this column)
     status = 'ok' AND NOT is_warmup AS is_completed,                     -- counts as a completed request of the measured window
     status IN ('error', 'timeout') AND NOT is_warmup AS is_failed,       -- counts as a failed request of the measured window
     (sent_mono_s - scheduled_mono_s - coalesce(held_s, 0.0)) * 1000 AS schedule_lag_ms,  -- how late the client sent it past the schedule and any deliberate hold, as runs.schedule_lag_*_ms (ms)
@@ -159,8 +168,8 @@ SELECT
     run_id,                   -- the replay the sample belongs to (runs.run_id)
     sample_wall_s,            -- when /metrics was scraped (s since the Unix epoch)
     source_url,               -- whose /metrics was scraped: a worker, or a fleet's router at its metrics port
-    metric,                   -- full Prometheus name, e.g. sglang:num_running_reqs; or server_info:max_running_requests (kind info)
-    kind,                     -- counter | gauge | histogram | info (the worker's cap on running requests from its /server_info, one row per run)
+    metric,                   -- full Prometheus name, e.g. sglang:num_running_reqs; or server_info:max_running_requests (kind info), costbench:scrape_answered (kind health)
+    kind,                     -- counter | gauge | histogram | info (the worker's cap on running requests from its /server_info, one row per run) | health (one row per source and scrape: 1 it answered with any HTTP status, 0 refused, reset or timed out)
     labels_json,              -- sorted JSON of the labels, dp_rank summed away
     value,                    -- gauges: summed over dp_rank; counters and histograms: delta since the run's first scrape
     role,                     -- what was scraped: router (a fleet's smg router, smg_* series) | worker (one of a fleet's SGLang servers) | prefill | decode (one of a disaggregated fleet's, by its disaggregation_mode) | server (a single server) (null: written before fleets)
@@ -208,7 +217,8 @@ SELECT
     fitted_sglang_version,    -- the SGLang releases the cost constants of the point's GPU vendor were fitted against (endpoints/sim/cost/fitted_constants.py)
     constants_fitted_on,      -- when the cost constants were fitted (FIT_DATE)
     twin_version,             -- the twin that computed the figure: git describe of the checkout, else the costbench package version
-    computed_wall_s           -- when the figures were computed (s since the Unix epoch)
+    computed_wall_s,          -- when the figures were computed (s since the Unix epoch)
+    disaggregated             -- a prefill/decode deployment: one saturated phase of one, or a whole fleet driven closed loop (NULL: computed before the column existed)
 FROM @twin_calibration_source@;
 
 -- One row per shape a run's fleet plan tried (runs.fleet_plan_json unnested; endpoints/capacity/fleet_plan.py):
@@ -388,6 +398,8 @@ CREATE OR REPLACE TABLE run_summary (
     fleet_model_hit_rate DOUBLE,      -- runs.fleet_model_hit_rate: the same requests through the fleet's router model (ratio 0-1; null: not a twin fleet)
     workers_served BIGINT,            -- run_workers rows with a named worker: workers that served at least one completed request (count; null: no request named its worker)
     max_worker_share DOUBLE,          -- largest run_workers.request_share of a named worker: the busiest worker's share of the completed requests (ratio 0-1; 1 / replicas is even; null: no request named its worker)
+    degraded BOOLEAN,                 -- runs.degraded: a worker or the router stopped answering for part of the measured window; the run is priced for the whole fleet, served with less (null: not probed, or recorded before fleet health)
+    degraded_reason VARCHAR,          -- runs.degraded_reason: each lost worker or router, when it stopped answering and for how long (null unless degraded)
     schedule_lag_p99_ms DOUBLE,       -- p99 send time minus scheduled time, from the client (ms)
     client_degraded BOOLEAN NOT NULL, -- the client fell behind its schedule: latency from send understates
     partial BOOLEAN NOT NULL,         -- the run did not finish
@@ -410,6 +422,26 @@ CREATE OR REPLACE TABLE run_workers (
     hit_rate_cached_tokens BIGINT,    -- sum of cached_tokens over the same requests (tokens)
     prefix_cache_hit_rate DOUBLE,     -- hit_rate_cached_tokens / hit_rate_prompt_tokens: what this worker's cache realised (ratio 0-1; null when not reported)
     p95_ttft_ms DOUBLE                -- 95th percentile ttft_ms of its completed requests (ms)
+);
+
+-- Where the time to first token goes: one row per week x scenario, the mean over its completed requests of each part
+-- of the TTFT the server reported (requests.ttft_*_ms) and of what no reported part accounts for
+-- (warehouse/sql/ttft_parts.sql). A request without a part counts 0 there, so the parts' means and the unreported
+-- mean add up to mean_ttft_ms.
+CREATE OR REPLACE TABLE ttft_parts (
+    week_start DATE NOT NULL,         -- Monday that starts the week
+    scenario VARCHAR NOT NULL,        -- scenario name
+    role VARCHAR,                     -- runs.role: live | canary (null: not recorded)
+    completed_requests BIGINT NOT NULL,  -- completed requests of the week's runs of the scenario (count)
+    reporting_requests BIGINT NOT NULL,  -- of those, the requests the server reported at least one part of the TTFT for (count)
+    mean_ttft_ms DOUBLE NOT NULL,     -- mean ttft_ms of the completed requests (ms)
+    mean_ttft_prealloc_ms DOUBLE,     -- mean requests.ttft_prealloc_ms, 0 where a request has none: the decode server's prealloc queue (ms; null: no request reported it)
+    mean_ttft_bootstrap_ms DOUBLE,    -- mean requests.ttft_bootstrap_ms, the same way: the bootstrap with the prefill server (ms; null: no request reported it)
+    mean_ttft_queue_ms DOUBLE,        -- mean requests.ttft_queue_ms, the same way: the waiting queue before the first forward batch (ms; null: no request reported it)
+    mean_ttft_prefill_ms DOUBLE,      -- mean requests.ttft_prefill_ms, the same way: the first forward batch to the first token sampled (ms; null: no request reported it)
+    mean_ttft_kv_transfer_ms DOUBLE,  -- mean requests.ttft_kv_transfer_ms, the same way: the KV transfer from prefill to decode (ms; null: no request reported it)
+    mean_ttft_decode_wait_ms DOUBLE,  -- mean requests.ttft_decode_wait_ms, the same way: the KV's arrival to the decode server's first token (ms; null: no request reported it)
+    mean_ttft_unreported_ms DOUBLE NOT NULL  -- mean of ttft_ms minus the parts each request reported: what the server did not report, and the network and router between client and server (ms)
 );
 
 -- The fleet plans priced: one row per run x shape tried x price book of the endpoint's GPU type (and the run's
@@ -531,14 +563,16 @@ CREATE OR REPLACE TABLE weekly_trends (
     hit_rate_high DOUBLE,             -- the same interval, high end (ratio 0-1)
     p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
     p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
-    regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | sustained (a regression the week after one) | drift (a change point over the canary's weeks that no week's threshold caught: drift_start_week) | within_noise (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves)
-    regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval (null when ok)
+    regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | sustained (a regression the week after one) | drift (a change point over the canary's weeks that no week's threshold caught: drift_start_week) | within_noise (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves), and so is a week whose lake is incomplete (caveats)
+    regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval; for a week whose lake is incomplete, why it is not judged and what the lake lacks (null when ok)
     regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (efficiency_cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression or sustained)
     drift_start_week DATE,            -- drift: the Monday of the first week after the change point (null unless drift)
     drift_metrics VARCHAR,            -- drift: JSON list of the metrics that drifted (null unless drift)
     cost_threshold_pct DOUBLE,        -- the regression rule's threshold on efficiency_cost_change_pct (%)
     p95_ttft_threshold_pct DOUBLE,    -- the regression rule's threshold on p95_ttft_change_pct (%)
-    hit_rate_threshold_pts DOUBLE     -- the regression rule's threshold on hit_rate_change_pts (percentage points; negative: a fall)
+    hit_rate_threshold_pts DOUBLE,    -- the regression rule's threshold on hit_rate_change_pts (percentage points; negative: a fall)
+    degraded_runs BIGINT NOT NULL,    -- runs of the row whose fleet lost a worker or its router mid-run (run_summary.degraded) (count)
+    caveats VARCHAR                   -- JSON list of what makes the row's figures less than whole: 'lake: <table> partition missing: ...' or 'lake: <table> file quarantined: ...' (the week is then not judged) and 'fleet degraded: run <id>: <reason>' (null when none)
 );
 
 -- Cost attribution (warehouse/sql/cost_attribution.sql; docs/warehouse.md "Cost attribution"). Why the realised
@@ -635,4 +669,20 @@ CREATE OR REPLACE TABLE lake_quarantine (
     reason VARCHAR NOT NULL,          -- why no view may read it: unreadable footer, a row group that does not decode, a column of another type
     quarantined_wall_s DOUBLE NOT NULL,  -- when a refresh moved it (s since the Unix epoch)
     replaced BOOLEAN NOT NULL         -- the partition has been written again since, and the new file passed: its week is whole again
+);
+
+-- Partitions the lake's manifest (lake/_manifest.jsonl, warehouse/parquet/lake_manifest.py) says were written, whose
+-- file or folder this refresh did not find, and that no quarantine moved: that week's rows of the table are in no
+-- mart, its weekly_trends rows are not judged, and the lake_intact check fails it until the partition is written
+-- again (or forgotten on purpose: python -m warehouse forget).
+CREATE OR REPLACE TABLE lake_missing (
+    table_name VARCHAR NOT NULL,      -- lake table the partition belongs to
+    week_start DATE NOT NULL,         -- its week (Monday)
+    scenario VARCHAR NOT NULL,        -- its scenario
+    path VARCHAR NOT NULL,            -- where its file was, relative to the warehouse folder
+    written_wall_s DOUBLE NOT NULL,   -- when the manifest last recorded it: its last write, or the refresh that first found it (s since the Unix epoch)
+    written_rows BIGINT,              -- rows its file held then (count)
+    written_size_bytes BIGINT,        -- its file's size then (bytes)
+    written_sha256 VARCHAR,           -- its file's sha256 then
+    reason VARCHAR NOT NULL           -- what was written and what is gone: the file, or the whole partition folder
 );

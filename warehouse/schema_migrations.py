@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class SchemaVersionError(RuntimeError):
@@ -40,6 +40,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         3,
         "v2 -> v3: lake_files and lake_quarantine added; views read the lake by paths relative to the "
         "warehouse folder; lake files written from now on carry their schema version; lake files unchanged",
+    ),
+    Migration(
+        4,
+        "v3 -> v4: lake/_manifest.jsonl records every partition written (the first refresh records the partitions it "
+        "finds as seen) and lake_missing names those written and gone; runs gains workers_json, degraded and "
+        "degraded_reason (older lake files read them as null), run_summary degraded and degraded_reason, "
+        "weekly_trends degraded_runs and caveats (an incomplete lake week is not judged); requests gains the TTFT's "
+        "parts ttft_prealloc_ms .. ttft_decode_wait_ms (null in older files) and the mart ttft_parts is added; lake "
+        "files unchanged",
     ),
 )
 

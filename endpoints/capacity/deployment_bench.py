@@ -26,9 +26,9 @@ from endpoints.router.policy_params import RouterModelParams, parse_router_spec
 from endpoints.router.routing_policy import RoutingPolicy, build_policy
 from endpoints.router.routing_text import routing_text
 from endpoints.router.worker_loads import EngineLoad, fleet_view
-from endpoints.sim.engine.disaggregation import Bootstrap, BootstrapRooms, LocalPrefillPeer
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine_builder import build_engine
+from endpoints.sim.pd_fleet_bench import PdFleet, run_pd_fleet
 from endpoints.sim.server_args import parse_server_args
 from endpoints.sim.virtual_bench import BenchRequest, BenchResult, RequestTiming, run_bench, timed_request
 
@@ -65,7 +65,7 @@ def engine_load(engine: SimEngine) -> EngineLoad:
     scheduler = engine.scheduler
     return EngineLoad(
         running_reqs=len(scheduler.running),
-        waiting_reqs=len(scheduler.waiting),
+        waiting_reqs=scheduler.queued,
         token_usage=scheduler.token_usage(),
         gen_throughput_tok_s=engine.gen_throughput_tok_s(),
     )
@@ -148,64 +148,47 @@ def _replicas_bench(
     return clock.run(main())
 
 
+class _RouterChoice:
+    """smg in PD mode: one policy model per role, each over its own workers, their polled gauges and the router's
+    in-flight counts."""
+
+    def __init__(self, params: RouterModelParams, prefill_urls: tuple[str, ...], decode_urls: tuple[str, ...]):
+        self._params, self._urls = params, (prefill_urls, decode_urls)
+        self._roles: list[tuple[RoutingPolicy, LoadMonitor]] = []
+
+    def start(self, prefills: Sequence[SimEngine], decodes: Sequence[SimEngine], clock: VirtualClock) -> None:
+        self._clock = clock
+        for engines in (prefills, decodes):
+            policy = build_policy(self._params)
+            self._roles.append((policy, LoadMonitor(engines, policy, self._params.load_monitor_interval_s, clock)))
+        for _, monitor in self._roles:
+            monitor.start()
+
+    def choose(self, request: BenchRequest, in_flight: tuple[Sequence[int], Sequence[int]]) -> tuple[int, int]:
+        text = routing_text("/generate", {"input_ids": list(request.input_ids)})
+        p, d = (
+            policy.select(
+                text, fleet_view(urls, tuple(counts), monitor.loads, self._params.overload), self._clock.now_s()
+            )
+            for (policy, monitor), urls, counts in zip(self._roles, self._urls, in_flight)
+        )
+        return p, d
+
+    def stop(self) -> None:
+        for _, monitor in self._roles:
+            monitor.stop()
+
+
 def _pd_bench(shape: Deployment, params: RouterModelParams, requests: Sequence[BenchRequest]) -> FleetBenchResult:
     """Open-loop arrivals through the shape's cold engines, in virtual time. `workers` in the result: the prefill
     worker of each request (where its cache hit or missed)."""
     if shape.prefill_workers < 1 or shape.decode_workers < 1:
         raise ValueError("a disaggregated fleet needs at least one prefill and one decode worker")
-    clock = VirtualClock()
     prefill_urls = tuple(f"http://prefill-{i}" for i in range(shape.prefill_workers))  # names only
     decode_urls = tuple(f"http://decode-{i}" for i in range(shape.decode_workers))
-
-    async def main() -> FleetBenchResult:
-        prefills = [build_engine(parse_server_args(list(shape.prefill_flags)), clock) for _ in prefill_urls]
-        decodes = [build_engine(parse_server_args(list(shape.decode_flags)), clock) for _ in decode_urls]
-        rooms: dict[int, BootstrapRooms] = {}
-        for port, engine in enumerate(prefills):
-            assert engine.rooms is not None
-            rooms[port] = engine.rooms
-        for engine in decodes:
-            engine.peer = LocalPrefillPeer(rooms)
-        for engine in (*prefills, *decodes):
-            engine.start()
-        roles = []
-        for engines, urls in ((prefills, prefill_urls), (decodes, decode_urls)):
-            policy = build_policy(params)
-            roles.append((policy, LoadMonitor(engines, policy, params.load_monitor_interval_s, clock), urls))
-        in_flight = [[0] * len(prefills), [0] * len(decodes)]
-        workers = [0] * len(requests)
-
-        async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
-            await clock.sleep_until(start_s + request.arrival_s)
-            text = routing_text("/generate", {"input_ids": list(request.input_ids)})
-            chosen = []
-            for role, (policy, monitor, urls) in enumerate(roles):
-                fleet = fleet_view(urls, tuple(in_flight[role]), monitor.loads, params.overload)
-                chosen.append(policy.select(text, fleet, clock.now_s()))
-            p, d = chosen
-            workers[i] = p
-            in_flight[0][p] += 1
-            in_flight[1][d] += 1
-            try:
-                room = Bootstrap(prefill_urls[p], p, i)
-                return await timed_request(decodes[d], i, request, prefills[p], room)
-            finally:
-                in_flight[0][p] -= 1
-                in_flight[1][d] -= 1
-
-        for _, monitor, _ in roles:
-            monitor.start()
-        try:
-            start_s = clock.now_s()
-            timings = await asyncio.gather(*(client(i, r, start_s) for i, r in enumerate(requests)))
-        finally:
-            for _, monitor, _ in roles:
-                monitor.stop()
-            for engine in (*prefills, *decodes):
-                await engine.stop()
-        span_s = clock.now_s() - start_s
-        running_s = sum(e.running_request_s for e in decodes)  # the decode batch is what a GPU-hour buys here
-        return FleetBenchResult(BenchResult(span_s, tuple(timings), decodes[0]), tuple(workers),
-                                running_s / (len(decodes) * span_s) if span_s > 0 else 0.0)  # fmt: skip
-
-    return clock.run(main())
+    fleet = PdFleet(shape.prefill_flags, shape.prefill_workers, shape.decode_flags, shape.decode_workers)
+    result = run_pd_fleet(fleet, requests, _RouterChoice(params, prefill_urls, decode_urls))
+    span_s = result.bench.duration_s
+    # The decode batch is what a GPU-hour buys here.
+    running = result.decode_running_request_s / (shape.decode_workers * span_s) if span_s > 0 else 0.0
+    return FleetBenchResult(result.bench, result.prefill_workers, running)

@@ -49,7 +49,7 @@ from endpoints.capacity.slo_capacity import (
     workload_bench_requests,
 )
 from endpoints.router.router_spec import RouterSpec
-from endpoints.sim.virtual_bench import BenchRequest, BenchResult
+from endpoints.sim.virtual_bench import BenchRequest, BenchResult, mean_ttft_parts_ms
 from endpoints.spec import EndpointMode, EndpointSpec
 from workloads.workload import Workload
 
@@ -82,6 +82,9 @@ class ShapeProbe:
     # Its decode workers are each one wide expert-parallel server over this many GPUs (ep_shapes.py); 0: the
     # endpoint's own kind of worker.
     decode_ep_size: int = 0
+    # Where its TTFT goes at the target rate: {stage: mean ms} (virtual_bench.mean_ttft_parts_ms; they add up to the
+    # mean TTFT). None: a plan made before TTFT parts.
+    mean_ttft_parts_ms: dict[str, float] | None = None
 
     @property
     def decode_gpus(self) -> int:
@@ -211,6 +214,7 @@ def _shape_probe(
         prefill_workers=deployment.prefill_workers,
         decode_workers=deployment.decode_workers,
         decode_ep_size=deployment.decode_ep_size,
+        mean_ttft_parts_ms=mean_ttft_parts_ms(result.bench.requests) or None,
     )
 
 

@@ -77,12 +77,23 @@ SERVER_INFO_FLAGS = (
 )  # fmt: skip
 
 
+def _launch_value(server_info: Mapping[str, Any], name: str) -> Any:
+    """The flag's value as launched. Under DP attention SGLang reports chunked_prefill_size as one rank's share
+    (arg_groups/parallel_hook.py divides it by the ranks), and the twin divides the flag again as SGLang does."""
+    value = server_info.get(name)
+    dp = server_info.get("dp_size")
+    if name == "chunked_prefill_size" and server_info.get("enable_dp_attention") is True and isinstance(dp, int):
+        if isinstance(value, int) and value > 0 and dp > 1:
+            return value * dp
+    return value
+
+
 def server_info_flags(server_info: Mapping[str, Any]) -> tuple[str, ...]:
     """The launch flags a server's /server_info says it runs with (SERVER_INFO_FLAGS), e.g. tp_size 8 gives
     `--tp-size 8` and disable_radix_cache true gives `--disable-radix-cache`."""
     flags: list[str] = []
     for name in SERVER_INFO_FLAGS:
-        value = server_info.get(name)
+        value = _launch_value(server_info, name)
         if value is None or value is False or value in ("auto", "null", ""):
             continue
         flag = "--" + name.replace("_", "-")

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from prometheus_client.parser import text_string_to_metric_families
 
 from endpoints.probes.gpu_protocol import GpuSource, OnceNotes, unmeasured
+from endpoints.probes.metrics_scrape import stored_label
 from endpoints.probes.probe_records import GpuSample
 from endpoints.probes.server_facts import http_get
 
@@ -41,7 +42,8 @@ def parse_dcgm(text: str, default_host: str) -> dict[tuple[str, int | None], dic
             continue
         for sample in family.samples:
             gpu = sample.labels.get("gpu")
-            key = (sample.labels.get("Hostname") or default_host, int(gpu) if gpu and gpu.isdigit() else None)
+            host = stored_label(sample.labels["Hostname"]) if sample.labels.get("Hostname") else default_host
+            key = (host, int(gpu) if gpu and gpu.isdigit() else None)
             gpus.setdefault(key, {})[field] = float(sample.value)
     return gpus
 

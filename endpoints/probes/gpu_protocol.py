@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Protocol
 
 from endpoints.probes.probe_records import GpuSample
+from redaction.secret_redaction import redact_clipped
 
 
 class GpuSource(str, Enum):
@@ -30,7 +31,12 @@ class GpuSampler(Protocol):
     def close(self) -> None: ...
 
 
+NOTE_MAX_CHARS = 1000
+
+
 def unmeasured(run_id: str, wall_s: float, host: str, source: GpuSource, note: str) -> GpuSample:
+    """The null row for `note`, which is stored redacted: an exporter's parse error may quote its page."""
+    note = redact_clipped(note, NOTE_MAX_CHARS)
     return GpuSample(run_id, wall_s, host, None, source.value, None, None, None, None, None, note=note)
 
 

@@ -9,18 +9,23 @@ single server) and the worker they describe: the scraped worker, or a router ser
 
 Parsing is prometheus-client's (`text_string_to_metric_families`), so every exposition quirk
 (escaping, `_total`/`_created` suffixes, exemplars) is handled by the reference implementation.
+
+A scrape is bounded (`ScrapeBounds`; docs/endpoints.md, "Bounds on what an endpoint sends"): in total time
+and bytes as it is read (probe_session.py), then in lines parsed and series kept. An exposition past a
+bound is refused whole (ExpositionTooLargeError), one failed scrape: no part of it becomes rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from common.secret_redaction import REDACTED, is_secret_name
 from endpoints.probes.probe_records import ServerSample
+from redaction.secret_redaction import REDACTED, is_secret_name, redact_text
 
 SGLANG_PREFIX = "sglang:"
 SUMMED_LABEL = "dp_rank"
@@ -58,6 +63,38 @@ ROUTER_MEAN_GAUGES = frozenset({"smg_engine_cache_hit_rate", "smg_engine_token_u
 WORKER_LABEL = "worker"
 _CUMULATIVE_KINDS = ("counter", "histogram")
 _SKIPPED_SUFFIXES = ("_created", "_gcount", "_gsum")  # creation timestamps and gauge-histogram parts
+# One scrape's bounds; SGLang's own /metrics, its histograms and every DP rank's gauges included, is far below them.
+METRICS_MAX_BYTES = 4 * 1024 * 1024  # read of one exposition; the rest is never read
+METRICS_MAX_LINES = 50_000  # parsed (comments included): the parser takes 10-20 µs a line
+METRICS_MAX_SERIES = 10_000  # kept after combining over dp_rank: the rows one scrape writes
+METRICS_LIMIT_MIN_S = 0.5  # a scrape's total time is its interval, within these
+METRICS_LIMIT_MAX_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeBounds:
+    max_bytes: int = METRICS_MAX_BYTES
+    max_lines: int = METRICS_MAX_LINES
+    max_series: int = METRICS_MAX_SERIES
+
+    @staticmethod
+    def limit_s(interval_s: float) -> float:
+        """Connecting, the headers and the whole body of one scrape: at most the scrape interval."""
+        return max(METRICS_LIMIT_MIN_S, min(METRICS_LIMIT_MAX_S, interval_s))
+
+
+class ExpositionTooLargeError(ValueError):
+    pass
+
+
+LABEL_MAX_CHARS = 1024  # a label (name or value) longer than this is replaced whole: bounded redaction work
+
+
+@lru_cache(maxsize=8192)  # a scrape repeats the same few labels every interval
+def stored_label(text: str) -> str:
+    """A label name or value as the row keeps it: every secret in it by shape (redaction/secret_shapes.py) or
+    after a secret name (`url="…?sig=…"`) redacted; a label past LABEL_MAX_CHARS replaced whole."""
+    return REDACTED if len(text) > LABEL_MAX_CHARS else redact_text(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,19 +106,25 @@ class SeriesValue:
     worker: str | None = None  # the series' `worker` label (a router's per-worker series)
 
 
-def parse_sglang_metrics(text: str) -> list[SeriesValue]:
-    """The sglang:* series of one exposition, combined over dp_rank. Raises ValueError on bad text."""
-    return _parse(text, lambda name: name.startswith(SGLANG_PREFIX), MEAN_GAUGES)
+def parse_sglang_metrics(text: str, bounds: ScrapeBounds | None = None) -> list[SeriesValue]:
+    """The sglang:* series of one exposition, combined over dp_rank. Raises ValueError on bad text,
+    ExpositionTooLargeError past `bounds`."""
+    return _parse(text, lambda name: name.startswith(SGLANG_PREFIX), MEAN_GAUGES, bounds or ScrapeBounds())
 
 
-def parse_router_metrics(text: str) -> list[SeriesValue]:
-    """The ROUTER_FAMILIES series of smg's exposition, combined over dp_rank. Raises ValueError on bad text."""
-    return _parse(text, ROUTER_FAMILIES.__contains__, ROUTER_MEAN_GAUGES)
+def parse_router_metrics(text: str, bounds: ScrapeBounds | None = None) -> list[SeriesValue]:
+    """The ROUTER_FAMILIES series of smg's exposition, combined over dp_rank. Raises ValueError on bad text,
+    ExpositionTooLargeError past `bounds`."""
+    return _parse(text, ROUTER_FAMILIES.__contains__, ROUTER_MEAN_GAUGES, bounds or ScrapeBounds())
 
 
-def _parse(text: str, keep: Callable[[str], bool], mean_gauges: frozenset[str]) -> list[SeriesValue]:
+def _parse(
+    text: str, keep: Callable[[str], bool], mean_gauges: frozenset[str], bounds: ScrapeBounds
+) -> list[SeriesValue]:
     sums: dict[tuple[str, str, str], list[float]] = {}
     workers: dict[tuple[str, str, str], str | None] = {}
+    if text.count("\n") > bounds.max_lines:
+        raise ExpositionTooLargeError(f"more than {bounds.max_lines} lines")
     for family in text_string_to_metric_families(text):
         if not keep(family.name):
             continue
@@ -89,11 +132,14 @@ def _parse(text: str, keep: Callable[[str], bool], mean_gauges: frozenset[str]) 
         for sample in family.samples:
             if sample.name.endswith(_SKIPPED_SUFFIXES):
                 continue
-            # Labels are stored: a secret-named one (no SGLang build sends any) is redacted too.
-            labels = {k: REDACTED if is_secret_name(k) else v for k, v in sample.labels.items() if k != SUMMED_LABEL}
+            # Labels are stored: redacted by their name and their values' shape (no SGLang build sends a secret).
+            labels = {stored_label(k): REDACTED if is_secret_name(k) else stored_label(v)
+                      for k, v in sample.labels.items() if k != SUMMED_LABEL}  # fmt: skip
             key = (sample.name, kind, orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
             sums.setdefault(key, []).append(float(sample.value))
             workers[key] = labels.get(WORKER_LABEL)
+    if len(sums) > bounds.max_series:
+        raise ExpositionTooLargeError(f"more than {bounds.max_series} series")
     out = []
     for (name, kind, labels_json), values in sums.items():
         combined = sum(values) / len(values) if name in mean_gauges else sum(values)

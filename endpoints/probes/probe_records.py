@@ -31,6 +31,12 @@ class ServerSample:
     worker: str | None = None
 
 
+# Whether a source answered a scrape (Prometheus's `up`, but alive rather than healthy: any HTTP answer is 1, a
+# refused, reset or timed-out scrape 0), one row per source and tick: how long each worker and the router answered
+# inside the window (warehouse/marts/fleet_health.py), which no series of a source can say once it is gone.
+ANSWERED_METRIC = "costbench:scrape_answered"
+ANSWERED_KIND = "health"
+
 # Gauges are summed over dp_rank (fractions such as token_usage: averaged); counters and histograms are
 # deltas since the run's first scrape (endpoints/probes/metrics_scrape.py). Kind info rows are facts from the
 # worker's /server_info, one row per run (endpoints/probes/probe_session.py).
@@ -49,7 +55,8 @@ SERVER_SAMPLE_COLUMNS = ColumnList(
             "metric",
             pa.string(),
             "",
-            "full Prometheus name, e.g. sglang:num_running_reqs; or server_info:max_running_requests (kind info)",
+            "full Prometheus name, e.g. sglang:num_running_reqs; or server_info:max_running_requests (kind info), "
+            "costbench:scrape_answered (kind health)",
             nullable=False,
         ),
         Column(
@@ -57,7 +64,8 @@ SERVER_SAMPLE_COLUMNS = ColumnList(
             pa.string(),
             "",
             "counter | gauge | histogram | info (the worker's cap on running requests from its /server_info, "
-            "one row per run)",
+            "one row per run) | health (one row per source and scrape: 1 it answered with any HTTP status, 0 "
+            "refused, reset or timed out)",
             nullable=False,
         ),
         Column("labels_json", pa.string(), "", "sorted JSON of the labels, dp_rank summed away", nullable=False),

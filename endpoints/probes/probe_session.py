@@ -40,19 +40,31 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.run_folder import GPU_SAMPLES_FILE, PROBES_SUMMARY_FILE, SERVER_SAMPLES_FILE
+from endpoints.probes.endpoint_get import http_get
 from endpoints.probes.gpu_protocol import GpuSampler
 from endpoints.probes.gpu_sampler import GpuSite, open_gpu_sampler
-from endpoints.probes.metrics_scrape import DeltaTracker, SeriesValue, parse_router_metrics, parse_sglang_metrics
+from endpoints.probes.metrics_scrape import (
+    DeltaTracker,
+    ExpositionTooLargeError,
+    ScrapeBounds,
+    SeriesValue,
+    parse_router_metrics,
+    parse_sglang_metrics,
+)
 from endpoints.probes.probe_records import (
+    ANSWERED_KIND,
+    ANSWERED_METRIC,
     GPU_SAMPLE_SCHEMA,
     SERVER_SAMPLE_SCHEMA,
     ServerSample,
 )
-from endpoints.probes.server_facts import auth_headers, http_get
+from endpoints.probes.server_facts import auth_headers
 from endpoints.running_cap import max_running_requests
 from endpoints.running_endpoint import RunningEndpoint
+from redaction.secret_redaction import redact_clipped, redact_values, secret_header_values
 
 _MAX_NOTES = 20
+_NOTE_MAX_CHARS = 1000
 CAP_METRIC = "server_info:max_running_requests"  # a fact from /server_info, not a /metrics series
 CAP_KIND = "info"
 ROLE_SERVER, ROLE_WORKER, ROLE_ROUTER = "server", "worker", "router"
@@ -109,6 +121,7 @@ class ProbeSummary:
     notes: list[str] = field(default_factory=list)  # distinct problems, first ones only
 
     def note(self, message: str) -> None:
+        message = redact_clipped(message, _NOTE_MAX_CHARS)  # a parser's error may quote what the server sent
         if message not in self.notes and len(self.notes) < _MAX_NOTES:
             self.notes.append(message)
 
@@ -127,6 +140,7 @@ class ProbeSession:
         router_metrics_url: str | None = None,
         is_fleet: bool = False,
         worker_roles: Mapping[str, str] | None = None,
+        scrape_bounds: ScrapeBounds | None = None,
     ) -> None:
         self.run_id = run_id
         self.metrics_urls = metrics_urls
@@ -137,10 +151,12 @@ class ProbeSession:
         self.headers = headers
         self.gpu_sampler = gpu_sampler
         self.interval_s = interval_s
+        self.scrape_bounds = scrape_bounds or ScrapeBounds()  # docs/endpoints.md, "Bounds on what an endpoint sends"
         self.clock = clock or SystemProbeClock()
         self.run_dir = Path(run_dir)
         self.summary = ProbeSummary(gpu_source=gpu_sampler.source.value)
         self._deltas = DeltaTracker()
+        self._answered: dict[str, bool] = {}  # scraped URL -> whether its latest scrape got an HTTP answer
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -163,11 +179,13 @@ class ProbeSession:
             series = self._scrape(f"{url}/metrics", parse_sglang_metrics, " (launched without --enable-metrics?)")
             if series is not None:
                 self._add(self._deltas.samples(self.run_id, wall_s, url, series, self._role(url), url))
+            self._add([self._answered_row(wall_s, f"{url}/metrics", url, self._role(url), url)])
         if self.router_metrics_url:
             series = self._scrape(self.router_metrics_url, parse_router_metrics, " (not smg's --prometheus-port?)")
+            base = self.router_metrics_url.removesuffix("/metrics")
             if series is not None:
-                base = self.router_metrics_url.removesuffix("/metrics")
                 self._add(self._deltas.samples(self.run_id, wall_s, base, series, ROLE_ROUTER))
+            self._add([self._answered_row(wall_s, self.router_metrics_url, base, ROLE_ROUTER, None)])
         gpu_rows = self.gpu_sampler.sample(self.run_id, wall_s)
         self._gpu.add(gpu_rows)
         self.summary.gpu_rows += len(gpu_rows)
@@ -175,20 +193,34 @@ class ProbeSession:
             if row.note:
                 self.summary.note(row.note)
 
-    def _scrape(self, url: str, parse: Callable[[str], list[SeriesValue]], hint_404: str) -> list[SeriesValue] | None:
-        """One exposition's series; None (counted, and noted once) when it could not be read."""
-        answer = http_get(url, self.headers, max(0.5, min(5.0, self.interval_s)))
+    def _scrape(
+        self, url: str, parse: Callable[[str, ScrapeBounds], list[SeriesValue]], hint_404: str
+    ) -> list[SeriesValue] | None:
+        """One exposition's series; None (counted, and noted once) when it could not be read or passed a bound."""
+        bounds = self.scrape_bounds
+        answer = http_get(url, self.headers, bounds.limit_s(self.interval_s), max_bytes=bounds.max_bytes)
+        self._answered[url] = answer.status is not None
         if answer.status != 200:
             self.summary.scrape_failures += 1
             why = answer.problem if answer.status is None else f"HTTP {answer.status}"
             self.summary.note(f"{url}: {why}{hint_404 if answer.status == 404 else ''}")
             return None
         try:
-            return parse(answer.body.decode("utf-8", "replace"))
+            # The run's own API key goes wherever the server echoed it; labels are redacted by shape as parsed.
+            text = redact_values(answer.body.decode("utf-8", "replace"), secret_header_values(self.headers))
+            return parse(text, bounds)
+        except ExpositionTooLargeError as exc:
+            self.summary.scrape_failures += 1
+            self.summary.note(f"{url}: {exc}, not kept")
+            return None
         except ValueError as exc:
             self.summary.scrape_failures += 1
             self.summary.note(f"{url}: not Prometheus text ({exc})")
             return None
+
+    def _answered_row(self, wall_s: float, url: str, source: str, role: str, worker: str | None) -> ServerSample:
+        answered = 1.0 if self._answered.get(url) else 0.0
+        return ServerSample(self.run_id, wall_s, source, ANSWERED_METRIC, ANSWERED_KIND, "{}", answered, role, worker)
 
     def _add(self, rows: list[ServerSample]) -> None:
         self._server.add(rows)

@@ -6,26 +6,30 @@ URL and what came back, so "not an SGLang server" and "nothing listens there" re
 Of /server_info only the fields costbench reads are kept (common/server_info_fields.py); a field
 nothing reads is not in the file at all. Secrets a server echoes (SGLang has sent `api_key` in
 /server_info) are redacted as the answers arrive, and the saved file is redacted again as a whole
-(common/secret_redaction.py: the rule, by name and by shape).
+(redaction/secret_redaction.py: the rule, by name and by shape).
+
+Each answer is bounded (endpoints/probes/endpoint_get.py; docs/endpoints.md, "Bounds on what an endpoint
+sends"): FACTS_LIMIT_S in total time, FACTS_MAX_BYTES in bytes, MAX_JSON_DEPTH in nesting.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 from common.run_folder import SERVER_FACTS_FILE as SERVER_FACTS_FILE  # re-exported: the owner is common/run_folder.py
-from common.secret_redaction import redact_secrets
-from common.server_info_fields import keep_read_fields
+from common.server_info_fields import JsonTooDeepError, keep_read_fields, load_shallow_json
+from endpoints.probes.endpoint_get import HttpAnswer as HttpAnswer  # re-exported: the owner is endpoint_get.py
+from endpoints.probes.endpoint_get import http_get as http_get
 from endpoints.spec import EndpointSpec
+from redaction.secret_redaction import redact_secrets
 
 # Newer SGLang (and sglang_router) serve /server_info; older builds and routers only the aliases.
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")
 MODEL_INFO_PATHS = ("/model_info", "/get_model_info")
+FACTS_LIMIT_S = 10.0  # each answer, connecting to the last byte
+FACTS_MAX_BYTES = 1024 * 1024  # far above SGLang's /server_info, one internal_states entry per DP rank included
 
 
 class NotSglangError(RuntimeError):
@@ -36,29 +40,9 @@ class UnreachableError(RuntimeError):
     """Nothing usable answers at the URL (refused, timed out, DNS)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HttpAnswer:
-    status: int | None  # None: no HTTP answer at all
-    content_type: str
-    body: bytes
-    problem: str | None  # why there was no answer
-
-
 def auth_headers(spec: EndpointSpec) -> dict[str, str]:
     key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
     return {"Authorization": f"Bearer {key}"} if key else {}
-
-
-def http_get(url: str, headers: dict[str, str], timeout_s: float = 10.0, method: str = "GET") -> HttpAnswer:
-    request = urllib.request.Request(url, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return HttpAnswer(response.status, response.headers.get("Content-Type", ""), response.read(), None)
-    except urllib.error.HTTPError as exc:
-        return HttpAnswer(exc.code, exc.headers.get("Content-Type", "") if exc.headers else "", exc.read(), None)
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return HttpAnswer(None, "", b"", f"{type(reason).__name__}: {reason}")
 
 
 def health_status(url: str, headers: dict[str, str], timeout_s: float = 25.0) -> HttpAnswer:
@@ -66,10 +50,12 @@ def health_status(url: str, headers: dict[str, str], timeout_s: float = 25.0) ->
     return http_get(f"{url}/health_generate", headers, timeout_s)
 
 
-def _json_object(url: str, paths: tuple[str, ...], headers: dict[str, str], required: str) -> dict:
+def _json_object(
+    url: str, paths: tuple[str, ...], headers: dict[str, str], required: str, timeout_s: float = FACTS_LIMIT_S
+) -> dict:
     problems = []
     for path in paths:
-        answer = http_get(url + path, headers)
+        answer = http_get(url + path, headers, timeout_s, max_bytes=FACTS_MAX_BYTES)
         if answer.status is None:
             raise UnreachableError(f"nothing answers at {url}{path} ({answer.problem})")
         if answer.status == 401:
@@ -78,7 +64,10 @@ def _json_object(url: str, paths: tuple[str, ...], headers: dict[str, str], requ
             problems.append(f"{path}: HTTP {answer.status}")
             continue
         try:
-            body = json.loads(answer.body)
+            body = load_shallow_json(answer.body)
+        except JsonTooDeepError as exc:
+            problems.append(f"{path}: {exc}")
+            continue
         except ValueError:
             kind = answer.content_type.split(";")[0] or "no content type"
             problems.append(f"{path}: {kind}, not JSON")
@@ -90,11 +79,11 @@ def _json_object(url: str, paths: tuple[str, ...], headers: dict[str, str], requ
     raise NotSglangError(f"{url} does not answer like an SGLang server ({'; '.join(problems)})")
 
 
-def fetch_server_facts(url: str, headers: dict[str, str]) -> tuple[dict, dict]:
-    """(server_info, model_info); raises NotSglangError or UnreachableError."""
+def fetch_server_facts(url: str, headers: dict[str, str], timeout_s: float = FACTS_LIMIT_S) -> tuple[dict, dict]:
+    """(server_info, model_info); raises NotSglangError or UnreachableError. `timeout_s`: each answer's limit."""
     # Every ServerArgs field is in server_info; tp_size has been there in every SGLang version.
-    server_info = _json_object(url, SERVER_INFO_PATHS, headers, required="tp_size")
-    model_info = _json_object(url, MODEL_INFO_PATHS, headers, required="model_path")
+    server_info = _json_object(url, SERVER_INFO_PATHS, headers, "tp_size", timeout_s)
+    model_info = _json_object(url, MODEL_INFO_PATHS, headers, "model_path", timeout_s)
     return redact_secrets(keep_read_fields(server_info)), redact_secrets(model_info)
 
 

@@ -7,7 +7,8 @@ in the `x-smg-routed-worker-id` response header (smg 1.13.0 sends the worker's U
 per worker (`routed_counts`, and `/metrics` as `costbench_router_requests_total{worker}` and smg's
 `smg_worker_requests_total{worker}`, with `smg_worker_requests_active`), polls every
 worker's SGLang /metrics gauges every --load-monitor-interval seconds of its clock (the first poll before
-any request), and counts a request in flight from dispatch until its answer's last byte.
+any request; each bounded by WORKER_METRICS_MAX_BYTES and WORKER_METRICS_LIMIT_S, past which that worker keeps
+its last load), and counts a request in flight from dispatch until its answer's last byte.
 
     router = FleetRouter(worker_urls, parse_router_spec(spec), clock)
     runner = web.AppRunner(router.app()); ...
@@ -20,9 +21,10 @@ import contextlib
 import re
 
 import orjson
-from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
 
 from endpoints.clock import Clock
+from endpoints.probes.endpoint_get import read_at_most
 from endpoints.router.policy_params import RouterModelParams
 from endpoints.router.routing_policy import RoutingPolicy, build_policy
 from endpoints.router.routing_text import routing_text
@@ -31,6 +33,8 @@ from endpoints.router.worker_loads import EngineLoad, fleet_view
 ROUTED_WORKER_HEADER = "x-smg-routed-worker-id"  # smg 1.13.0's header, the worker's URL as its value
 ROUTED_PATHS = ("/generate", "/v1/chat/completions", "/v1/completions")
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive", "date", "server"}
+WORKER_METRICS_MAX_BYTES = 4 * 1024 * 1024  # of a worker's /metrics, as the probes read it
+WORKER_METRICS_LIMIT_S = 5.0  # one worker's /metrics, connecting to the last byte (the router's clock)
 _GAUGE = re.compile(r"^sglang:(num_running_reqs|num_queue_reqs|token_usage|gen_throughput)(?:\{[^}]*\})? (\S+)$")
 
 
@@ -125,9 +129,13 @@ class FleetRouter:
         polled: dict[int, EngineLoad] = {}
         for i, url in enumerate(self.worker_urls):
             try:
-                async with self._session.get(f"{url}/metrics") as resp:
-                    load = engine_load_from_metrics(await resp.text()) if resp.status == 200 else None
-            except (OSError, asyncio.TimeoutError):
+                async with self._session.get(
+                    f"{url}/metrics", timeout=ClientTimeout(total=WORKER_METRICS_LIMIT_S)
+                ) as resp:
+                    body, more = await read_at_most(resp, WORKER_METRICS_MAX_BYTES)
+                ok = resp.status == 200 and not more
+                load = engine_load_from_metrics(body.decode("utf-8", "replace")) if ok else None
+            except (OSError, asyncio.TimeoutError, ClientError):
                 load = None  # a worker that does not answer keeps its last load, as smg's monitor does
             if load is not None:
                 polled[i] = load

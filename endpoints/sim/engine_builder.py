@@ -22,6 +22,33 @@ from endpoints.sim.engine.speculative import SpeculativeCostModel, SpeculativeDe
 from endpoints.sim.server_args import SimServerArgs
 from endpoints.sim.structured.grammar_backend import GrammarBackend
 
+DECODE_EXTRA_SLOTS_MAX_BATCH = 32
+
+
+def _scheduler_config(args: SimServerArgs) -> SchedulerConfig:
+    """The scheduler's limits as SGLang resolves the flags (SimServerArgs' rank_* and resolved_* properties). Under
+    DP attention every rank runs at most max(1, --max-running-requests // ranks) requests
+    (model_executor/pool_configurator.py, requested_max_running_requests_per_worker)."""
+    ranks = args.parallel.attention_ranks
+    per_rank = max(1, args.max_running_requests // ranks)
+    running = per_rank * ranks if ranks > 1 else args.max_running_requests
+    slots = 0
+    if args.disaggregation_mode is DisaggregationMode.DECODE:
+        # SGLang's default --disaggregation-decode-extra-slots (arg_groups/pd_disaggregation_hook.py): twice a
+        # rank's batch where that is at most 32 requests, else none; the pool has that many slots beside the batch.
+        extra = 2 * per_rank if per_rank <= DECODE_EXTRA_SLOTS_MAX_BATCH else 0
+        slots = (per_rank + extra) * ranks
+    return SchedulerConfig(
+        policy=args.schedule_policy,
+        max_running_requests=running,
+        chunked_prefill_size=args.rank_chunked_prefill_size,
+        max_prefill_tokens=args.max_prefill_tokens,
+        schedule_conservativeness=args.resolved_schedule_conservativeness,
+        enable_mixed_chunk=args.enable_mixed_chunk,
+        attention_ranks=ranks,
+        decode_request_slots=slots,
+    )
+
 
 def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstants | None = None) -> SimEngine:
     """Raises UnknownProfileError or KvSizingError with a message naming the flag to change.
@@ -47,14 +74,7 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
     if grammar.costs is not None:
         cost_model = GrammarCostModel(cost_model, grammar.costs)
     scheduler = Scheduler(
-        SchedulerConfig(
-            policy=args.schedule_policy,
-            max_running_requests=args.max_running_requests,
-            chunked_prefill_size=args.chunked_prefill_size,
-            max_prefill_tokens=args.max_prefill_tokens,
-            schedule_conservativeness=args.schedule_conservativeness,
-            enable_mixed_chunk=args.enable_mixed_chunk,
-        ),
+        _scheduler_config(args),
         cost_model,
         # A decode server has no radix cache (SGLang's --disaggregation-decode-enable-radix-cache is off by default):
         # its prompts arrive as KV from the prefill, whose cache is the one that hits.

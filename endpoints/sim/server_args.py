@@ -92,6 +92,9 @@ UNMODELLED_FLAGS = {
 UNMODELLED_FLAG_PREFIXES = ("--speculative-", "--disaggregation-", "--enable-hierarchical-cache", "--pp-size")
 
 
+DP_ATTENTION_CONSERVATIVENESS = 0.3  # SGLang's factor on --schedule-conservativeness under DP attention
+
+
 class ServerArgsError(ValueError):
     pass
 
@@ -172,6 +175,22 @@ class SimServerArgs:
     def kv_dtype_bytes(self) -> int:
         return KV_DTYPE_BYTES[self.kv_cache_dtype]
 
+    # DP attention's resolution, as SGLang's ServerArgs makes it (0.5.23 arg_groups/parallel_hook.py,
+    # _handle_data_parallelism) and its /server_info then shows: each attention rank is its own scheduler, so
+    # --chunked-prefill-size is divided among the ranks and --schedule-conservativeness multiplied by 0.3;
+    # --max-prefill-tokens stays one rank's.
+
+    @property
+    def rank_chunked_prefill_size(self) -> int:
+        ranks = self.parallel.attention_ranks
+        chunk = self.chunked_prefill_size
+        return max(chunk // ranks, 1) if ranks > 1 and chunk > 0 else chunk
+
+    @property
+    def resolved_schedule_conservativeness(self) -> float:
+        factor = DP_ATTENTION_CONSERVATIVENESS if self.parallel.attention_ranks > 1 else 1.0
+        return self.schedule_conservativeness * factor
+
     @property
     def warmup_s(self) -> float:
         return 0.0 if self.skip_server_warmup else self.sim_warmup_s
@@ -188,6 +207,8 @@ class SimServerArgs:
         if self.run_variation is not None:
             info.update(self.run_variation.as_server_info())
         info.update(spec_server_info(self.speculative))
+        info["chunked_prefill_size"] = self.rank_chunked_prefill_size
+        info["schedule_conservativeness"] = self.resolved_schedule_conservativeness
         info["schedule_policy"] = self.schedule_policy.value
         info["sim_hardware"] = self.sim_hardware.value
         info["disaggregation_mode"] = self.disaggregation_mode.value

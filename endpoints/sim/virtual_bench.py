@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean, median, quantiles
 
@@ -24,6 +25,7 @@ from endpoints.sim.cost.profiles import CostConstants
 from endpoints.sim.engine.disaggregation import Bootstrap
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine.sim_request import GenerateInput
+from endpoints.sim.engine.ttft_parts import PART_NAMES, TtftParts
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
 
@@ -45,6 +47,7 @@ class RequestTiming:
     ttft_s: float
     e2e_s: float
     chunk_gaps_s: tuple[float, ...]  # between consecutive chunks (stream interval 1: per token)
+    ttft_parts: TtftParts | None = None  # where ttft_s went, by stage; they add up to it (None: no first token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,14 @@ class BenchResult:
     @property
     def mean_tpot_s(self) -> float:
         """bench_serving's TPOT: (latency − TTFT) / (output − 1), over requests with > 1 token."""
-        return fmean((r.e2e_s - r.ttft_s) / (r.output_tokens - 1) for r in self.requests if r.output_tokens > 1)
+        return fmean(self._tpots_s())
+
+    @property
+    def median_tpot_s(self) -> float:
+        return median(self._tpots_s())
+
+    def _tpots_s(self) -> list[float]:
+        return [(r.e2e_s - r.ttft_s) / (r.output_tokens - 1) for r in self.requests if r.output_tokens > 1]
 
     @property
     def mean_itl_s(self) -> float:
@@ -147,7 +157,17 @@ async def timed_request(
         ttft_s=times[0] - sent_s,
         e2e_s=times[-1] - sent_s,
         chunk_gaps_s=tuple(b - a for a, b in zip(times, times[1:])),
+        ttft_parts=last.ttft_parts,
     )
+
+
+def mean_ttft_parts_ms(requests: Sequence[RequestTiming]) -> dict[str, float]:
+    """Where a bench's TTFT goes: {part: mean ms over the requests with parts} for every part any of them passed
+    (engine/ttft_parts.py), in the order a request passes them; a request that did not pass a part counts 0 there, so
+    the means add up to the mean TTFT of those requests. Empty when none has parts."""
+    named = [r.ttft_parts.named() for r in requests if r.ttft_parts is not None]
+    seen = {name for parts in named for name in parts}
+    return {name: fmean(parts.get(name, 0.0) for parts in named) for name in PART_NAMES if name in seen}
 
 
 async def _drained(engine: SimEngine, spec: GenerateInput) -> None:

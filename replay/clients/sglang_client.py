@@ -20,6 +20,14 @@ req_time_stats.py): `queue_time` = forward_entry_time − wait_queue_entry_time,
 `forward_entry_time` (epoch s, written only once the request entered a forward batch). It is recorded
 as `server_queue_time_s`. A `queue_time` of exactly 0 without `forward_entry_time` is the default of
 timings that never reached the tokenizer manager (both stamps 0), not a measurement, and stays None.
+
+Where the time to first token went (requests.ttft_*_ms, `reported_ttft_parts`): the twin sends its request's TTFT
+by stage on the final event, `sim_ttft_parts_ms` ({prealloc, bootstrap, queue, prefill, kv_transfer, decode_wait}:
+ms, the stages the request passed), read as they are. A real SGLang sends only those three timings, so from it
+come two parts at most, on a server that prefilled the request itself (`prefill_finished_time` present):
+prefill = prefill_finished_time − forward_entry_time, and queue = queue_time when the request was never retracted
+(SGLang adds a retracted request's later waits to it). A PD decode server sends no `prefill_finished_time` (its
+`queue_time` is its own wait after the KV arrived): nothing is taken from it. The rest stays None, never made up.
 """
 
 from __future__ import annotations
@@ -30,7 +38,13 @@ import orjson
 from replay.answer_check import with_answer
 from replay.clients.client_protocol import SendOptions
 from replay.clients.prompt_text import completion_prompt
-from replay.clients.stream_record import ReportedUsage, StreamedTimes, record_from_stream
+from replay.clients.stream_record import (
+    NO_TTFT_PARTS,
+    ReportedTtftParts,
+    ReportedUsage,
+    StreamedTimes,
+    record_from_stream,
+)
 from replay.clients.stream_request import Failure, float_or_none, int_or_none, stream_request
 from replay.clock import Clock
 from replay.prepared_request import PreparedRequest
@@ -39,6 +53,7 @@ from replay.recording.records import RequestRecord, RequestStatus
 
 GENERATE_PATH = "/generate"
 _META_KEY = b'"meta_info":'
+TWIN_TTFT_PARTS_KEY = "sim_ttft_parts_ms"  # the twin's meta_info: {part: ms} (endpoints/sim/engine/ttft_parts.py)
 
 
 def build_body(request: PreparedRequest, options: SendOptions | None = None) -> bytes:
@@ -231,6 +246,7 @@ async def send(
         state.finish_reason()[0],
         float_or_none(meta.get("e2e_latency")),
         reported_queue_time_s(meta),
+        reported_ttft_parts(meta),
     )
     if request.answer_check is None:
         return record
@@ -244,3 +260,28 @@ def reported_queue_time_s(meta: dict) -> float | None:
     if queue_time_s == 0.0 and "forward_entry_time" not in meta:
         return None
     return queue_time_s
+
+
+def reported_ttft_parts(meta: dict) -> ReportedTtftParts:
+    """The TTFT's parts the server reported (ms): the twin's every one, SGLang's queue and prefill at most (see the
+    module's docstring)."""
+    twin = meta.get(TWIN_TTFT_PARTS_KEY)
+    if isinstance(twin, dict):
+        return ReportedTtftParts(
+            prealloc_ms=float_or_none(twin.get("prealloc")),
+            bootstrap_ms=float_or_none(twin.get("bootstrap")),
+            queue_ms=float_or_none(twin.get("queue")),
+            prefill_ms=float_or_none(twin.get("prefill")),
+            kv_transfer_ms=float_or_none(twin.get("kv_transfer")),
+            decode_wait_ms=float_or_none(twin.get("decode_wait")),
+        )
+    finished_s = float_or_none(meta.get("prefill_finished_time"))
+    entered_s = float_or_none(meta.get("forward_entry_time"))
+    if finished_s is None or entered_s is None:
+        return NO_TTFT_PARTS  # not prefilled here (a PD decode server), or no timings at all
+    queue_s = reported_queue_time_s(meta)
+    never_retracted = not int_or_none(meta.get("num_retractions"))
+    return ReportedTtftParts(
+        queue_ms=queue_s * 1000 if queue_s is not None and never_retracted else None,
+        prefill_ms=(finished_s - entered_s) * 1000,
+    )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+from redaction.secret_redaction import redact_clipped, secret_header_values
 from replay.clients.client_protocol import SendOptions
 from replay.clients.stream_request import StreamOutcome
 from replay.prepared_request import PreparedRequest
-from replay.recording.error_kinds import clip_message
+from replay.recording.error_kinds import stored_message
 from replay.recording.records import RequestRecord, RequestStatus
 
 
@@ -28,6 +30,31 @@ class ReportedUsage:
     reasoning_tokens: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class ReportedTtftParts:
+    """The server's time to first token by stage (ms), exactly as it reported them: None where it said nothing
+    (requests.ttft_*_ms; the SGLang client reads them, sglang_client.reported_ttft_parts)."""
+
+    prealloc_ms: float | None = None
+    bootstrap_ms: float | None = None
+    queue_ms: float | None = None
+    prefill_ms: float | None = None
+    kv_transfer_ms: float | None = None
+    decode_wait_ms: float | None = None
+
+
+NO_TTFT_PARTS = ReportedTtftParts()
+
+
+SERVER_TEXT_MAX_CHARS = 500  # a finish reason or a worker's URL; longer is a server's junk
+
+
+@lru_cache(maxsize=1024)  # a run sees a few finish reasons and worker URLs, each many times
+def server_text(text: str | None) -> str | None:
+    """A short text the server chose, as a record keeps it: redacted (redaction/secret_redaction.py), clipped."""
+    return None if text is None else redact_clipped(text, SERVER_TEXT_MAX_CHARS)
+
+
 def record_from_stream(
     request: PreparedRequest,
     options: SendOptions,
@@ -37,6 +64,7 @@ def record_from_stream(
     finish_reason: str | None,
     server_e2e_latency_s: float | None = None,
     server_queue_time_s: float | None = None,
+    ttft_parts: ReportedTtftParts = NO_TTFT_PARTS,
 ) -> RequestRecord:
     error = outcome.error
     return RequestRecord(
@@ -56,12 +84,18 @@ def record_from_stream(
         completion_tokens=usage.completion_tokens,
         cached_tokens=usage.cached_tokens,
         reasoning_tokens=usage.reasoning_tokens,
-        finish_reason=finish_reason,
+        finish_reason=server_text(finish_reason),
         http_status=outcome.http_status,
         status=error[0] if error else RequestStatus.OK,
         error_kind=error[1].value if error else None,
-        error_message=clip_message(error[2]) if error else None,
+        error_message=stored_message(error[2], secret_header_values(options.headers)) if error else None,
         server_e2e_latency_s=server_e2e_latency_s,
         server_queue_time_s=server_queue_time_s,
-        worker=outcome.worker,
+        worker=server_text(outcome.worker),
+        ttft_prealloc_ms=ttft_parts.prealloc_ms,
+        ttft_bootstrap_ms=ttft_parts.bootstrap_ms,
+        ttft_queue_ms=ttft_parts.queue_ms,
+        ttft_prefill_ms=ttft_parts.prefill_ms,
+        ttft_kv_transfer_ms=ttft_parts.kv_transfer_ms,
+        ttft_decode_wait_ms=ttft_parts.decode_wait_ms,
     )

@@ -4,6 +4,10 @@ A client supplies the body and a `StreamFold` that understands its API's events;
 what is common: the per-request deadline, the send time, non-2xx answers, the SSE reader, dropped
 connections and bad payloads, each turned into data (`StreamOutcome.error`) rather than an exception.
 Only cancellation propagates.
+
+What is read is bounded (docs/endpoints.md, "Bounds on what an endpoint sends"): the whole request by its
+deadline, an event stream by the SSE reader's bounds, and an error answer's body by ERROR_BODY_MAX_BYTES,
+of which the rest is never read (leaving the response then closes its connection).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Protocol
 
 import aiohttp
 
-from replay.clients.sse_reader import iter_sse
+from replay.clients.sse_reader import byte_size, iter_sse
 from replay.clock import Clock
 from replay.recording.error_kinds import ErrorKind
 from replay.recording.records import RequestStatus
@@ -23,6 +27,7 @@ from replay.recording.records import RequestStatus
 Failure = tuple[RequestStatus, ErrorKind, str]
 # SGLang's router (smg 1.13.0) names the worker it sent a request to in this response header (its URL).
 ROUTED_WORKER_HEADER = "x-smg-routed-worker-id"
+ERROR_BODY_MAX_BYTES = 64 * 1024  # of a non-200 answer's body, for its message (itself clipped to 2,000 characters)
 
 
 class StreamFold(Protocol):
@@ -68,9 +73,9 @@ async def stream_request(
                 http_status = response.status
                 worker = response.headers.get(ROUTED_WORKER_HEADER)
                 if response.status != 200:
-                    text = await response.text(errors="replace")
+                    text = await read_error_body(response)
                     finish_s = clock.now_s() - t0_s
-                    error = (RequestStatus.ERROR, ErrorKind.HTTP_STATUS, f"HTTP {response.status}: {text}")
+                    error = (RequestStatus.ERROR, ErrorKind.HTTP_STATUS, f"HTTP {response.status}{text}")
                 else:
                     stream = iter_sse(response.content.iter_any(), clock.now_s)
                     async for sse in stream:
@@ -83,6 +88,8 @@ async def stream_request(
                             error = (RequestStatus.ERROR, ErrorKind.STREAM_ERROR, message)
                             break
                     finish_s = (stream.end_s if stream.end_s is not None else clock.now_s()) - t0_s
+                    if error is None and stream.cut is not None:
+                        error = (RequestStatus.ERROR, ErrorKind.RESPONSE_TOO_LARGE, stream.cut)
                     if error is None:
                         error = fold.end_error(stream.saw_done)
                     if stream.saw_done and error is None:
@@ -98,6 +105,27 @@ async def stream_request(
         if not completed:
             error = (RequestStatus.ERROR, ErrorKind.CONNECTION, f"{type(exc).__name__}: {exc}")
     return StreamOutcome(sent_s, finish_s, http_status, error, worker)
+
+
+async def read_at_most(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
+    """Up to `max_bytes` of the body, and whether there was more (left unread: never held in memory)."""
+    body = bytearray()
+    while len(body) <= max_bytes:
+        chunk = await response.content.read(max_bytes + 1 - len(body))
+        if not chunk:
+            return bytes(body), False
+        body += chunk
+    return bytes(body[:max_bytes]), True
+
+
+async def read_error_body(response: aiohttp.ClientResponse, max_bytes: int = ERROR_BODY_MAX_BYTES) -> str:
+    """`: <body>` of a non-200 answer, at most `max_bytes` of it, said when cut: ` (body cut at 64 KiB): <body>`."""
+    body, more = await read_at_most(response, max_bytes)
+    try:
+        text = body.decode(response.charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = body.decode("utf-8", errors="replace")
+    return f" (body cut at {byte_size(max_bytes)}): {text}" if more else f": {text}"
 
 
 DRAIN_LIMIT_S = 1.0  # a server that keeps a finished response open this long loses the connection instead

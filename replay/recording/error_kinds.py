@@ -1,11 +1,15 @@
 """The vocabulary of `RequestRecord.error_kind`: every way a replayed request can fail, as data.
 
-Shared by all backend clients so a failure means the same thing whichever API was replayed.
+Shared by all backend clients so a failure means the same thing whichever API was replayed. A failure's
+text is stored through `stored_message`: redacted (redaction/secret_redaction.py), then clipped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
+
+from redaction.secret_redaction import redact_clipped
 
 ERROR_MESSAGE_MAX_CHARS = 2000  # enough for a server's error body; a record must stay small
 
@@ -18,7 +22,10 @@ class ErrorKind(str, Enum):
     INCOMPLETE_STREAM = "incomplete_stream"  # the body ended with neither [DONE] nor a finish_reason
     BAD_PAYLOAD = "bad_payload"  # an event that is not the JSON the protocol promises
     TIMEOUT = "timeout"  # the per-request timeout expired
+    RESPONSE_TOO_LARGE = "response_too_large"  # an event-stream line or event past its bound (sse_reader.py)
 
 
-def clip_message(text: str) -> str:
-    return text if len(text) <= ERROR_MESSAGE_MAX_CHARS else text[:ERROR_MESSAGE_MAX_CHARS] + "…"
+def stored_message(text: str, secrets: Iterable[str] = ()) -> str:
+    """A failure's text as a record keeps it: the known `secrets` (the run's API key, which a server may echo
+    in a 401 body) and every secret by shape or name redacted, clipped to ERROR_MESSAGE_MAX_CHARS."""
+    return redact_clipped(text, ERROR_MESSAGE_MAX_CHARS, secrets)

@@ -59,6 +59,12 @@ class RequestRecord:
     answer_valid: bool | None = None
     answer_error: str | None = None
     worker: str | None = None
+    ttft_prealloc_ms: float | None = None
+    ttft_bootstrap_ms: float | None = None
+    ttft_queue_ms: float | None = None
+    ttft_prefill_ms: float | None = None
+    ttft_kv_transfer_ms: float | None = None
+    ttft_decode_wait_ms: float | None = None
 
     def to_row(self) -> dict:
         row = asdict(self)
@@ -68,6 +74,12 @@ class RequestRecord:
 
 
 _NOT_REPORTED = "null = not reported"
+# The server's TTFT by stage (SGLang's request-level timing, observability/req_time_stats.py; docs/replay.md): what
+# a null means for each part.
+_TTFT_PART_NOTE = (
+    "null = not reported (a real SGLang gives at most queue and prefill), not a stage of this request (a unified one "
+    "has no transfer parts), or a file older than this column"
+)
 
 # The requests.parquet columns (and the lake table `requests`), in file order.
 REQUEST_COLUMNS = ColumnList(
@@ -176,6 +188,53 @@ REQUEST_COLUMNS = ColumnList(
             "response header: the worker's URL",
             note="null: not through smg, or no answer",
         ),
+        Column(
+            "ttft_prealloc_ms",
+            pa.float64(),
+            "ms",
+            "ttft part, disaggregated: in the decode server's prealloc queue until its kv pool took slots for the "
+            "prompt",
+            note=_TTFT_PART_NOTE,
+        ),
+        Column(
+            "ttft_bootstrap_ms",
+            pa.float64(),
+            "ms",
+            "ttft part, disaggregated: from the decode's slots until the prefill server queued the request (the "
+            "bootstrap handshake and its notices)",
+            note=_TTFT_PART_NOTE,
+        ),
+        Column(
+            "ttft_queue_ms",
+            pa.float64(),
+            "ms",
+            "ttft part: in the waiting queue before the first forward batch, on the server that prefilled it "
+            "(meta_info.queue_time of a request never retracted)",
+            note=_TTFT_PART_NOTE,
+        ),
+        Column(
+            "ttft_prefill_ms",
+            pa.float64(),
+            "ms",
+            "ttft part: the first forward batch to the first token sampled (meta_info.prefill_finished_time - "
+            "forward_entry_time)",
+            note=_TTFT_PART_NOTE,
+        ),
+        Column(
+            "ttft_kv_transfer_ms",
+            pa.float64(),
+            "ms",
+            "ttft part, disaggregated: the first token sampled on the prefill server to the kv's arrival at the decode "
+            "server",
+            note=_TTFT_PART_NOTE,
+        ),
+        Column(
+            "ttft_decode_wait_ms",
+            pa.float64(),
+            "ms",
+            "ttft part, disaggregated: the kv's arrival at the decode server to the first token it sent",
+            note=_TTFT_PART_NOTE,
+        ),
     )
 )
 REQUEST_RECORD_SCHEMA = REQUEST_COLUMNS.schema()
@@ -239,7 +298,9 @@ RUN_INFO_COLUMNS = ColumnList(
             "window_s",
             pa.float64(),
             "s",
-            "the measured window: t0 + warmup_s to the last finish, warm-up already excluded by the replay",
+            "the measured window: t0 + warmup_s to the end of the last request (its last byte, or when it failed "
+            "or was stopped without one), warm-up already excluded by the replay: the time the endpoint was held, "
+            "whatever it answered",
         ),
         Column("requests_total", pa.int64(), "count", "requests in the workload window", nullable=False),
         Column("requests_recorded", pa.int64(), "count", "requests with a record", nullable=False),

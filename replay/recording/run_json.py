@@ -3,7 +3,7 @@
 Written at t0 with partial=true and rewritten at the end with partial=false, each time atomically
 (temporary file + rename) so a reader never sees half a file. Its server_info keeps only the fields
 costbench reads (common/server_info_fields.py), whichever path built the RunInfo, and all of it passes
-through common/secret_redaction.py, so no secret the server echoed (or a URL carried) reaches the file.
+through redaction/secret_redaction.py, so no secret the server echoed (or a URL carried) reaches the file.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import orjson
 
 from common.atomic_file import write_bytes_atomically
 from common.run_folder import RUN_FILE
-from common.secret_redaction import redact_secrets
 from common.server_info_fields import keep_read_fields
+from redaction.secret_redaction import redact_secrets
 from replay.recording.records import RunInfo
 
 

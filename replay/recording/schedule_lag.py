@@ -46,22 +46,25 @@ class ScheduleLag:
 class RunTally:
     """What the runner keeps per completed record: small numbers only, not the records themselves."""
 
-    __slots__ = ("lags_s", "recorded", "ok", "last_finish_s")
+    __slots__ = ("lags_s", "recorded", "ok", "last_end_s")
 
     def __init__(self) -> None:
         self.lags_s: list[float] = []
         self.recorded = 0
         self.ok = 0
-        self.last_finish_s: float | None = None
+        # When the run's last request ended (s from t0): its last byte, or, for one that got none (refused,
+        # reset, timed out, stopped), the moment its record came in. The run held its endpoint until then,
+        # whatever the endpoint answered, so this, not the last successful answer, ends the cost window.
+        self.last_end_s: float | None = None
 
-    def add(self, record: RequestRecord) -> None:
+    def add(self, record: RequestRecord, recorded_s: float | None = None) -> None:
+        """`recorded_s`: when the record came in (s from t0), the end of a request that has no finish."""
         self.recorded += 1
         if record.status is RequestStatus.OK:
             self.ok += 1
         lag_s = schedule_lag_s(record)
         if lag_s is not None and not record.is_warmup:
             self.lags_s.append(lag_s)
-        if record.finish_mono_s is not None and (
-            self.last_finish_s is None or record.finish_mono_s > self.last_finish_s
-        ):
-            self.last_finish_s = record.finish_mono_s
+        end_s = record.finish_mono_s if record.finish_mono_s is not None else recorded_s
+        if end_s is not None and (self.last_end_s is None or end_s > self.last_end_s):
+            self.last_end_s = end_s

@@ -30,7 +30,7 @@ class ReplaySummary:
     requests_completed: int  # status ok, not warm-up
     requests_failed: int  # status error or timeout, not warm-up
     requests_cancelled: int  # status cancelled (the run stopped), not warm-up
-    window_s: float | None  # the measured window: t0 + warmup_s to the last finish
+    window_s: float | None  # the measured window: t0 + warmup_s to the last request's end
     request_rate_per_s: float | None  # completed requests / window
     output_tokens_per_s: float | None  # Σ completion_tokens of completed requests / window
     ttft_p50_ms: float | None  # first token − sent

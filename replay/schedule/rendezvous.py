@@ -7,7 +7,8 @@ same t0 from the same files: the latest ready time plus `lead_s`, the margin for
 the last arrival. A ready file of another run or attempt (an earlier replay's, a failed step's before its
 retry) is stale: waited past, said once in the log, never counted. A shard that does not arrive within
 `timeout_s` fails every waiting shard, by name; the one that gives up takes its own file away, so a shard
-arriving later does not count it.
+arriving later does not count it. The wait is bounded by `timeout_s` whatever the files' dates say: ready times
+further apart than `timeout_s` (a host whose clock is an hour ahead) fail every shard, instead of a t0 that far off.
 
 Only files of the same run id and the same attempt count, on both sides: a shard counts a peer exactly when
 the peer counts it, so two shards never start on two different t0s. The cost: a retried shard meets only
@@ -110,6 +111,7 @@ def _wait_for_all(
                     f"({mine.run_id!r} attempt {mine.attempt}): ignored; waiting for shard {k} of this run"
                 )
         if len(arrived) == rendezvous.shard_count:
+            _check_spread(folder, arrived, rendezvous, mine, wall_s())
             return max(arrived.values()) + rendezvous.lead_s
         if wall_s() >= deadline:
             missing = [f"shard {k}" for k in range(rendezvous.shard_count) if k not in arrived]
@@ -122,6 +124,24 @@ def _wait_for_all(
                 "no request was sent"
             )
         sleep(POLL_S)
+
+
+def _check_spread(
+    folder: Path, arrived: dict[int, float], rendezvous: Rendezvous, mine: _ReadyFile, now_s: float
+) -> None:
+    """The ready times, this shard's among them, within `timeout_s` of each other: no shard waits longer for a peer,
+    so a wider spread is hosts' clocks that disagree (or an edited file), and t0 would be that far off. Every shard
+    reads the same files, so every one refuses."""
+    late = max(arrived, key=lambda k: arrived[k])
+    early = min(arrived, key=lambda k: arrived[k])
+    spread_s = arrived[late] - arrived[early]
+    if spread_s > rendezvous.timeout_s:
+        raise RendezvousError(
+            f"{folder}: {READY_FILE.format(late)} is dated {spread_s:.0f} s after {READY_FILE.format(early)} "
+            f"({arrived[late]:.3f} and {arrived[early]:.3f} epoch s), more than the {rendezvous.timeout_s:.0f} s a "
+            f"shard waits: the shards' clocks disagree; t0 would be {arrived[late] + rendezvous.lead_s - now_s:.0f} s "
+            f"from now on shard {rendezvous.shard_index}'s clock ({mine.label()}). No request was sent"
+        )
 
 
 def _arrivals(folder: Path, shard_count: int, mine: _ReadyFile) -> tuple[dict[int, float], dict[int, _ReadyFile]]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from common.config_file import MAX_CONFIG_BYTES, MAX_YAML_VALUES
 from endpoints.spec import EndpointSpecError, load_endpoint_specs
 from warehouse.marts.price_table import PriceTableError, load_price_table
 from workloads.scenarios import ScenarioError, load_scenarios
@@ -29,7 +30,7 @@ def test_an_alias_bomb_in_scenarios_yaml_is_refused_quickly_naming_the_file(tmp_
     path = tmp_path / "scenarios.yaml"
     path.write_text(_bomb() + re.sub(r"(?m)^(\s+)slo: .*$", r"\1slo: *a8", bundled, count=1))
     started = time.monotonic()
-    with pytest.raises(ScenarioError, match=r"scenarios\.yaml: more than 100,000 values once its aliases"):
+    with pytest.raises(ScenarioError, match=r"scenarios\.yaml: more than 20,000 values once its aliases"):
         load_scenarios(path, REPO)
     assert time.monotonic() - started < 5  # 10^9 values if expanded
 
@@ -135,3 +136,60 @@ def test_a_key_written_twice_on_one_line_is_refused_too(tmp_path):
         EndpointSpecError, match=r"line 2: key 'name' is written twice in one mapping \(first at line 2\)"
     ):
         load_endpoint_specs(path)
+
+
+LOADERS = [
+    ("workloads/scenarios.yaml", lambda p: load_scenarios(p, REPO), ScenarioError),
+    ("workloads/endpoints.yaml", load_endpoint_specs, EndpointSpecError),
+    ("warehouse/prices.yaml", load_price_table, PriceTableError),
+]
+
+
+@pytest.mark.parametrize(("bundled", "load", "error"), LOADERS)
+def test_a_file_over_the_size_bound_is_refused_unread_naming_it_and_the_bound(tmp_path, bundled, load, error):
+    # The bundled file, then comments to 50 MB: PyYAML alone scans that for about a minute.
+    path = tmp_path / Path(bundled).name
+    text = (REPO / bundled).read_text()
+    with path.open("w") as out:
+        out.write(text)
+        line = "# " + "x" * 998 + "\n"
+        for _ in range(50_000):
+            out.write(line)
+    started = time.monotonic()
+    with pytest.raises(
+        error, match=rf"^{re.escape(str(path))}: over 1,048,576 bytes, the bound of a configuration file; not read$"
+    ):
+        load(path)
+    assert time.monotonic() - started < 1.0
+    path.write_text(text + "# " + "x" * (MAX_CONFIG_BYTES - len(text.encode()) - 3) + "\n")  # at the bound: read
+    assert path.stat().st_size == MAX_CONFIG_BYTES and load(path)
+
+
+@pytest.mark.parametrize(("bundled", "load", "error"), LOADERS)
+@pytest.mark.parametrize(
+    ("bad", "found"),
+    [
+        (b"\x00", r"character U\+0000 not allowed in YAML"),
+        (b"\xe9", r"byte 0xe9 is not UTF-8 text"),  # a Latin-1 e-acute
+        (b"\xff\xfe", r"byte 0xff is not UTF-8 text"),
+    ],
+)
+def test_a_nul_or_a_byte_that_is_not_utf8_is_named_with_file_and_line(tmp_path, bundled, load, error, bad, found):
+    lines = (REPO / bundled).read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b"name:" in line)  # inside the first entry's name
+    lines[at] = lines[at].rstrip(b"\n") + bad + b"\n"
+    path = tmp_path / Path(bundled).name
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(error, match=rf"^{re.escape(str(path))}: line {at + 1}: {found}"):
+        load(path)
+
+
+def test_a_dense_file_under_the_size_bound_stops_at_the_value_bound_quickly(tmp_path):
+    # 1 MB of one-character values: 350,000 of them if composed whole; stopped at MAX_YAML_VALUES.
+    path = tmp_path / "endpoints.yaml"
+    row = "[" + ", ".join(["1"] * 60) + "]"
+    path.write_text("endpoints:\n" + "".join(f"  - {row}\n" for _ in range(MAX_CONFIG_BYTES // (len(row) + 5))))
+    started = time.process_time()
+    with pytest.raises(EndpointSpecError, match=rf"endpoints\.yaml: line \d+: more than {MAX_YAML_VALUES:,} values"):
+        load_endpoint_specs(path)
+    assert time.process_time() - started < 3.0

@@ -218,4 +218,27 @@ def test_a_worker_without_metrics_is_counted_and_explained(tmp_path):
         session.tick()
         summary = session.stop()
     assert summary.scrape_failures == 1 and any("--enable-metrics" in note for note in summary.notes)
-    assert pq.read_table(tmp_path / SERVER_SAMPLES_FILE).num_rows == 0  # the file exists, with its schema
+    # No series; only that it answered (a 404: alive, without metrics), which is what judges a lost worker.
+    rows = pq.read_table(tmp_path / SERVER_SAMPLES_FILE).to_pylist()
+    assert [(r["metric"], r["kind"], r["value"], r["source_url"]) for r in rows] == [
+        ("costbench:scrape_answered", "health", 1.0, url)
+    ]
+
+
+def test_each_scrape_records_whether_its_worker_and_router_answered(tmp_path):
+    # A worker killed mid-run writes nothing of its own any more: only the probes can say it stopped answering.
+    app = web.Application()
+    app.router.add_get("/metrics", lambda _r: web.Response(text="sglang:num_running_reqs 1\n"))
+    with serve_in_thread(app) as worker, serve_in_thread(web.Application()) as router:
+        session = ProbeSession("r", (worker,), {}, NoGpuSampler("h", "none"), tmp_path, 1.0, ScriptedClock(),
+                               router_metrics_url=f"{router}/metrics")  # fmt: skip
+        session.tick()
+    session.tick()  # both gone: refused
+    session.stop(final_tick=False)
+    rows = pq.read_table(tmp_path / SERVER_SAMPLES_FILE).to_pylist()
+    answered = [(r["source_url"], r["role"], r["worker"], r["value"]) for r in rows if r["kind"] == "health"]
+    assert answered == [
+        (worker, "worker", worker, 1.0), (router, "router", None, 1.0),
+        (worker, "worker", worker, 0.0), (router, "router", None, 0.0),
+    ]  # fmt: skip
+    assert all(r["metric"] == "costbench:scrape_answered" for r in rows if r["kind"] == "health")

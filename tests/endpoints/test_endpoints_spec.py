@@ -43,7 +43,9 @@ def _load(tmp_path, **entry):
         ({"scrape_interval_s": 0}, "scrape_interval_s: must be > 0, got 0"),
         ({"gpu_count": 2.5}, "gpu_count: must be a whole number, got 2.5"),
         ({"gpu_count": "8"}, "gpu_count: must be a whole number, got '8'"),
-        ({"usd_per_gpu_hour": -1}, "usd_per_gpu_hour: must be >= 0, got -1"),
+        ({"usd_per_gpu_hour": -1}, "usd_per_gpu_hour: must be > 0, got -1"),
+        ({"usd_per_gpu_hour": 0}, "usd_per_gpu_hour: must be > 0, got 0"),  # as a price book's
+        ({"usd_per_gpu_hour": 1000.01}, "usd_per_gpu_hour: must be <= 1000, got 1000.01"),
         ({"command": "python -m sglang_router.launch_server"}, "command: must be a list"),
         ({"command": []}, "command: must not be empty"),
         ({"command": ["docker", "run", "-e", "X", "--api-key=sk-1"]}, r"command\[4\]: --api-key would write a secret"),

@@ -178,3 +178,76 @@ def test_a_failed_workload_starts_no_endpoint(failed_run):
     started = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_START]
     assert not any(e.step_key.endswith("start_endpoint") for e in started)
     assert not (warehouse_root / "runs" / "week=2026-11-16").exists()  # no run dir, no server log
+
+
+FAST = WebhookPolicy(attempts=2, timeout_s=0.5, backoff_s=0.1, tick_budget_s=3.0)
+
+
+def _notices(count: int) -> list[FailureNotice]:
+    return [FailureNotice(f"run-{i}", WEEKLY_JOB, None, None, 0.0, "run failed") for i in range(count)]
+
+
+def test_a_webhook_answering_302_delivers_nothing_and_the_notice_is_kept(tmp_path):
+    # A client that follows the redirect sends a body-less GET, which the landing answers 200: not a delivery.
+    webhook = start_webhook(statuses=(302, 302))
+    environ = {WEBHOOK_URL_ENV: webhook.url("/hook/PATHSECRET?token=QUERYSECRET")}
+    try:
+        [delivery] = [NoticeChannels(outbox_dir(tmp_path), environ=environ, policy=FAST).send(n) for n in _notices(1)]
+    finally:
+        webhook.stop()
+    assert (webhook.posts, webhook.gets, webhook.delivered) == (2, 0, [])
+    assert not delivery.posted and delivery.kept_in is not None and len(_outbox(tmp_path)) == 1
+    assert "HTTP 302, a redirect: not followed" in (delivery.failure or "")
+    assert not any(secret in delivery.describe() for secret in SECRET_URL_PARTS)
+
+
+def test_a_full_disk_under_the_notice_file_does_not_stop_the_post(failed_run, tmp_path, monkeypatch, capfd):
+    # /dev/full: every write to it fails with ENOSPC, as a notice file on a full disk does.
+    webhook = start_webhook()
+    monkeypatch.setenv(NOTICE_FILE_ENV, "/dev/full")
+    monkeypatch.setenv(WEBHOOK_URL_ENV, webhook.url())
+    try:
+        _notice_failure(failed_run, tmp_path / "warehouse")  # does not raise
+    finally:
+        webhook.stop()
+    assert [orjson.loads(b)["run_id"] for b in webhook.delivered] == [failed_run[1].run_id]
+    logged = capfd.readouterr().err
+    assert "not written to the notice file /dev/full: No space left on device; POSTed to the webhook" in logged
+
+
+def test_a_full_disk_and_a_failing_webhook_keep_the_notice_in_the_outbox(tmp_path):
+    webhook = start_webhook(statuses=(500, 500, 204))
+    environ = {NOTICE_FILE_ENV: "/dev/full", WEBHOOK_URL_ENV: webhook.url()}
+    try:
+        [delivery] = [NoticeChannels(outbox_dir(tmp_path), environ=environ, policy=FAST).send(n) for n in _notices(1)]
+        assert webhook.posts == 2 and webhook.delivered == []
+        assert delivery.written_to is None and "/dev/full" in (delivery.file_failure or "")
+        [kept] = _outbox(tmp_path)
+        # The next tick POSTs it.
+        assert NoticeChannels(outbox_dir(tmp_path), environ=environ, policy=FAST).retry_outbox() == (1, 0)
+    finally:
+        webhook.stop()
+    assert webhook.delivered == [kept] and _outbox(tmp_path) == []
+
+
+def test_a_full_disk_with_no_webhook_fails_naming_the_file(tmp_path):
+    channels = NoticeChannels(outbox_dir(tmp_path), environ={NOTICE_FILE_ENV: "/dev/full"}, policy=FAST)
+    with pytest.raises(OSError, match="notice file /dev/full: No space left on device"):
+        channels.send(_notices(1)[0])
+
+
+def test_a_webhook_dribbling_its_status_line_is_cut_at_the_deadline_and_the_notice_kept(tmp_path):
+    # A byte every 0.1 s: a timeout per socket read never fires; the POST's deadline does.
+    webhook = start_webhook(dribble_s=0.1)
+    channels = NoticeChannels(outbox_dir(tmp_path), environ={WEBHOOK_URL_ENV: webhook.url()}, policy=FAST)
+    started_s = time.monotonic()
+    try:
+        deliveries = [channels.send(notice) for notice in _notices(3)]
+    finally:
+        webhook.stop()
+    elapsed_s = time.monotonic() - started_s
+    # Two POSTs of 0.5 s and a wait of 0.1 s, then the webhook is down for the rest of the tick.
+    assert elapsed_s < 2 * FAST.timeout_s + FAST.backoff_s + 0.5 < FAST.tick_budget_s
+    assert webhook.posts == 2 and webhook.delivered == []
+    assert all(not d.posted and d.kept_in is not None for d in deliveries) and len(_outbox(tmp_path)) == 3
+    assert "no answer within 0.5 s" in (deliveries[0].failure or "")

@@ -199,11 +199,13 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         assert set(checks) == {
             "requests_quality",
             "runs_quality",
+            "fleet_intact",
             "lake_intact",
             "cost_regression",
             "structured_output",
         }
         assert checks["requests_quality"].passed and checks["runs_quality"].passed and checks["lake_intact"].passed
+        assert checks["fleet_intact"].passed
     warehouse = _warehouse(instance_paths)
     with Warehouse(warehouse).connect() as con:  # read-only, with the lake's search path
         weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()

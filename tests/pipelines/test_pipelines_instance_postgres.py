@@ -107,6 +107,7 @@ def _instance_yaml(port: int) -> dict:
     return {
         "telemetry": shipped["telemetry"],
         "storage": storage,
+        "sensors": shipped["sensors"],
         "run_coordinator": shipped["run_coordinator"],
         "concurrency": shipped["concurrency"],
     }

@@ -49,3 +49,7 @@ def test_errors_stalls_disconnects_a_503_period_and_a_crash_are_all_recorded(tmp
     # After the crash nothing answers: the late requests failed to connect, with no HTTP status.
     late = sorted(rows, key=lambda r: r["scheduled_mono_s"])[EARLY:]
     assert all(r["error_kind"] == "connection" and r["http_status"] is None for r in late), late
+    # The cost window is the time the endpoint was held: to the end of the last request, the late refused ones
+    # included, not to the last answer before the crash (which cut it to about 3 s of the 5.2 s replayed).
+    answered_until_s = max(r["finish_mono_s"] for r in rows if r["finish_mono_s"] is not None)
+    assert answered_until_s < 5.0 <= max(r["scheduled_mono_s"] for r in late) <= run.window_s

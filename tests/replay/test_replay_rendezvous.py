@@ -136,3 +136,21 @@ def test_one_shard_alone_starts_as_soon_as_it_is_ready(tmp_path):
     wall = ScriptedWall(1_800_000_000.0)
     t0 = agree_start(Rendezvous(tmp_path, 0, 1, RUN, lead_s=0.25), wall.wall_s, wall.sleep)
     assert t0 == pytest.approx(1_800_000_000.25)
+
+
+@pytest.mark.parametrize("ahead_s", [3600.0, -3600.0])  # the peer's clock an hour ahead, or this shard's
+def test_ready_files_dated_further_apart_than_the_timeout_fail_every_shard_at_once(tmp_path, ahead_s):
+    # A t0 an hour off would hold the shards an hour past their 60 s timeout: refused, naming both files.
+    wall = ScriptedWall(1_800_000_000.0)
+    _leave_ready_file(tmp_path, 1, RUN, 0, 1_800_000_000.0 + ahead_s)
+    with pytest.raises(RendezvousError, match=r"dated 3600 s after shard-\d\.ready .*more than the 60 s a shard waits"):
+        agree_start(Rendezvous(tmp_path, 0, 2, RUN, timeout_s=60), wall.wall_s, wall.sleep)
+    assert wall.t == 1_800_000_000.0  # at once, no wait
+    assert not (tmp_path / READY_FILE.format(0)).exists()  # its file withdrawn: the peer cannot meet it either
+
+
+def test_ready_files_apart_by_less_than_the_timeout_still_meet(tmp_path):
+    wall = ScriptedWall(1_800_000_000.0)
+    _leave_ready_file(tmp_path, 1, RUN, 0, 1_800_000_059.0)  # a peer whose clock is 59 s ahead
+    t0 = agree_start(Rendezvous(tmp_path, 0, 2, RUN, timeout_s=60, lead_s=0.5), wall.wall_s, wall.sleep)
+    assert t0 == pytest.approx(1_800_000_059.5)

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -97,6 +98,19 @@ def test_run_tally_lag_subtracts_the_hold():
     for record in records.values():
         tally.add(record)
     assert tally.lags_s == [0.0, 0.0]
+
+
+def test_run_tally_ends_at_the_last_request_whatever_it_got_back():
+    # A request refused or stopped has no last byte: it ends when its record came in. A router killed 10 s into a
+    # 40 s window fails the rest of the schedule fast; the run still held its GPUs to the end.
+    answered = replace(_run(_prepared([0.0]), service_s=1.0)["r0"], finish_mono_s=10.0)
+    refused = replace(answered, request_id="r1", status=RequestStatus.ERROR, finish_mono_s=None)
+    tally = RunTally()
+    tally.add(answered, recorded_s=10.0)
+    tally.add(refused, recorded_s=39.9)
+    assert tally.last_end_s == 39.9
+    tally.add(replace(answered, request_id="r2", finish_mono_s=12.0), recorded_s=40.5)
+    assert tally.last_end_s == 39.9  # a last byte is its own end, whenever its record came in
 
 
 def test_selection_windows_then_caps_then_shards_and_shards_partition_it():

@@ -168,3 +168,25 @@ def test_queue_time_is_recorded_as_the_server_measured_it():
     # Timings that never reached the tokenizer manager read 0 - 0 = 0 with no forward_entry_time.
     assert reported_queue_time_s({"queue_time": 0.0}) is None
     assert reported_queue_time_s({}) is None and reported_queue_time_s({"queue_time": "soon"}) is None
+
+
+def test_ttft_parts_are_what_the_server_reported_and_nothing_more():
+    from replay.clients.sglang_client import reported_ttft_parts
+    from replay.clients.stream_record import NO_TTFT_PARTS, ReportedTtftParts
+
+    # The twin: every stage the request passed, in ms, as sent.
+    twin = {"sim_ttft_parts_ms": {"prealloc": 4.0, "bootstrap": 0.0, "queue": 1.5, "prefill": 120.0,
+                                  "kv_transfer": 3.2, "decode_wait": 5.0}, "queue_time": 0.3}  # fmt: skip
+    assert reported_ttft_parts(twin) == ReportedTtftParts(4.0, 0.0, 1.5, 120.0, 3.2, 5.0)
+    assert reported_ttft_parts({"sim_ttft_parts_ms": {"queue": 2.0, "prefill": 9.0}}) == ReportedTtftParts(
+        queue_ms=2.0, prefill_ms=9.0
+    )
+    # A real SGLang that prefilled the request: queue_time, and prefill_finished_time - forward_entry_time.
+    sglang = {"queue_time": 0.25, "forward_entry_time": 1_700_000_000.5, "prefill_finished_time": 1_700_000_000.75,
+              "num_retractions": 0}  # fmt: skip
+    assert reported_ttft_parts(sglang) == ReportedTtftParts(queue_ms=250.0, prefill_ms=250.0)
+    # Retracted: SGLang's queue_time adds the later waits, so it is no part of the TTFT; the prefill still is.
+    assert reported_ttft_parts({**sglang, "num_retractions": 1}) == ReportedTtftParts(prefill_ms=250.0)
+    # A PD decode server prefilled nothing (its queue_time is its own wait after the KV): no part; no timings: none.
+    assert reported_ttft_parts({"queue_time": 0.01, "forward_entry_time": 1.7e9}) == NO_TTFT_PARTS
+    assert reported_ttft_parts({}) == NO_TTFT_PARTS

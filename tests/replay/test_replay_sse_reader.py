@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from replay.clients.sse_reader import iter_sse
+from replay.clients.sse_reader import SseBounds, byte_size, iter_sse
 
 STREAM = (
     b": keep-alive\n\n"
@@ -28,11 +28,11 @@ async def _chunks(parts: list[bytes]):
         yield part
 
 
-def _read(parts: list[bytes]):
-    ticks = iter(range(1000))
+def _read(parts: list[bytes], bounds: SseBounds | None = None):
+    ticks = iter(range(100_000))
 
     async def main():
-        stream = iter_sse(_chunks(parts), lambda: float(next(ticks)))
+        stream = iter_sse(_chunks(parts), lambda: float(next(ticks)), bounds)
         events = [event async for event in stream]
         return events, stream
 
@@ -74,3 +74,56 @@ def test_body_ending_without_done_or_blank_line_still_delivers_the_last_event():
 def test_empty_body():
     events, stream = _read([])
     assert events == [] and not stream.saw_done
+
+
+# Bounds: what a hostile endpoint sends is cut where it passes one, and `cut` says which (the defaults are
+# exercised against a real server in test_replay_hostile_endpoint.py).
+SMALL = SseBounds(max_line_bytes=100, max_event_bytes=250, max_events=3)
+
+
+def _split(body: bytes, size: int) -> list[bytes]:
+    return [body[i : i + size] for i in range(0, len(body), size)]
+
+
+def test_a_line_with_no_newline_is_cut_at_the_line_bound_whatever_the_reads():
+    for size in (1, 7, 64, 1000):
+        events, stream = _read(_split(b"data: ok\n\n" + b"x" * 10_000, size), SMALL)
+        assert [e.data for e in events] == [b"ok"], size
+        assert stream.cut == "an event-stream line passed 100 bytes without a newline" and not stream.saw_done
+        assert stream.end_s is not None
+
+
+def test_a_line_at_the_bound_is_read_and_one_past_it_is_cut():
+    at = b"data: " + b"a" * 94  # 100 bytes
+    events, stream = _read([at + b"\n\n"], SMALL)
+    assert [e.data for e in events] == [b"a" * 94] and stream.cut is None
+    events, stream = _read([at + b"a\n\n"], SMALL)
+    assert events == [] and stream.cut is not None
+
+
+def test_data_lines_with_no_blank_line_are_cut_at_the_event_bound():
+    for size in (1, 50, 4096):
+        events, stream = _read(_split(b"data: 0123456789\n" * 1000, size), SMALL)
+        assert events == [], size
+        assert stream.cut == "an event's data: lines passed 250 bytes without a blank line"
+
+
+def test_an_unterminated_last_event_past_the_event_bound_is_cut_too():
+    # 15 lines of 16 bytes (240) are within 250; with the unended 96-byte line the event is 255 bytes of data.
+    events, stream = _read([b"data: 0123456789\n" * 15 + b"data: " + b"t" * 90], SMALL)
+    assert events == [] and stream.cut == "an event's data: lines passed 250 bytes without a blank line"
+
+
+def test_comments_do_not_count_towards_an_event():
+    events, stream = _read([b": ping\n" * 1000 + b"data: ok\n\ndata: [DONE]\n\n"], SMALL)
+    assert [e.data for e in events] == [b"ok"] and stream.saw_done and stream.cut is None
+
+
+def test_more_events_than_the_bound_are_cut():
+    events, stream = _read([b"data: e\n\n" * 10], SMALL)
+    assert len(events) == 3 and stream.cut == "the event stream passed 3 events"
+
+
+def test_the_default_bounds_are_named_in_binary_units():
+    assert (byte_size(SseBounds().max_line_bytes), byte_size(SseBounds().max_event_bytes)) == ("4 MiB", "8 MiB")
+    assert byte_size(64 * 1024) == "64 KiB" and byte_size(100) == "100 bytes"

@@ -110,3 +110,27 @@ def test_a_row_from_the_twin_says_it_is_modelled(exported):
     _, _, rows = exported
     assert all(r["x_Backend"] == "sim" and r["ChargeDescription"].endswith("modelled by the SGLang twin, not measured")
                for r in rows)  # fmt: skip
+
+
+PLAIN_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+DECIMAL_COLUMNS = (
+    "BilledCost", "ContractedCost", "ContractedUnitPrice", "ConsumedQuantity", "EffectiveCost", "ListCost",
+    "ListUnitPrice", "PricingQuantity", "x_RealisedCostPerRequest", "x_ApiEquivalentCost",
+)  # fmt: skip
+
+
+def test_decimals_are_in_plain_notation_however_small_or_large(tmp_path):
+    # A run priced at a millionth of a cent per GPU-hour: Arrow's CSV writer would print 8e-09 and the like.
+    store = Warehouse(tmp_path / "wh")
+    week, run_id = date(2026, 11, 30), "tiny-2026-11-30"
+    records = [request(run_id, f"q{i}", 100.0, 900.0, prompt_tokens=1000, completion_tokens=120, sent_mono_s=1.0 + i)
+               for i in range(5)]  # fmt: skip
+    info = run_info(run_id, 3600.0, requests_total=5, requests_recorded=5, requests_ok=5)
+    write_run(store.lake_root, week, "chat", info, endpoint(usd_per_gpu_hour=1e-9), records, RunContext())
+    store.refresh()
+    text = write_focus_week(store, week).read_text()
+    [row] = list(csv.DictReader(text.splitlines()))
+    assert row["BilledCost"] == "0.000000008" and row["ContractedUnitPrice"] == "0.000000001"
+    assert float(row["x_RealisedCostPerRequest"]) == pytest.approx(8e-9 / 5)
+    decimals = {c: row[c] for c in DECIMAL_COLUMNS}
+    assert all(PLAIN_NUMBER.match(v) for v in decimals.values()), decimals

@@ -77,7 +77,7 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
         with store.connect(read_only=True):
             pass
     notes = store.refresh().upgrade_notes
-    assert [n[:8] for n in notes] == ["v1 -> v2", "v2 -> v3"]
+    assert [n[:8] for n in notes] == ["v1 -> v2", "v2 -> v3", "v3 -> v4"]
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT version, applied_wall_s FROM schema_version").fetchall() == [
             (SCHEMA_VERSION, 1_800_000_000.0)
@@ -108,11 +108,11 @@ def test_a_version_2_warehouse_keeps_its_history_and_gains_a_row_for_the_upgrade
         con.execute("CREATE TABLE run_summary (run_id VARCHAR NOT NULL)")
         con.execute("INSERT INTO run_summary VALUES ('stale')")
     notes = store.refresh().upgrade_notes
-    assert [n[:8] for n in notes] == ["v2 -> v3"]
+    assert [n[:8] for n in notes] == ["v2 -> v3", "v3 -> v4"]
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT * FROM schema_version ORDER BY version").fetchall() == [
             (2, 1_700_000_000.0, "created"),
-            (3, 1_800_000_000.0, notes[0]),
+            (4, 1_800_000_000.0, "; ".join(notes)),
         ]
     assert [r.run_id for r in store.run_summary()] == ["r1"]
 

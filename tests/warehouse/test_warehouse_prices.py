@@ -57,3 +57,26 @@ def test_a_wrong_type_or_unknown_key_names_the_key_path(tmp_path, gpu, message):
         "gpu:\n  - {gpu_type: H100, usd_per_gpu_hour: 2.0, as_of: '2026-01-05', source: 'https://example.org/p'}\napi: []\n"
     )
     assert load_price_table(path).gpu_rows[0][2].isoformat() == "2026-01-05"  # a quoted date is the same date
+
+
+OWN_BOOK = (
+    "gpu: []\napi: []\nprice_books:\n  - name: h200-own\n    gpu_type: H200\n    kind: own\n    as_of: 2026-01-01\n"
+    "    source: 'assumed round figures'\n    own: {capex_usd_per_gpu: %s, amortisation_years: %s, power_kw_per_gpu: 1.1,\n"
+    "          pue: 1.3, usd_per_kwh: 0.1, hosting_usd_per_gpu_month: 150}\n"
+)
+
+
+def test_a_computed_price_is_bounded_as_a_quoted_one(tmp_path):
+    # 100,000 USD over 0.0001 years is 114,156 USD per GPU-hour: refused, naming the file, the key and the book.
+    path = tmp_path / "prices.yaml"
+    path.write_text(OWN_BOOK % (100_000, 0.0001))
+    with pytest.raises(PriceTableError) as error:
+        load_price_table(path)
+    assert str(error.value).startswith(
+        f"{path}: price_books[0].own: computes 114,155.60 USD per GPU-hour, over the 1,000 a price may be "
+        "(capex_usd_per_gpu 100000 over amortisation_years 0.0001"
+    )
+    assert str(error.value).endswith("(price book 'h200-own')")
+    path.write_text(OWN_BOOK % (40_000, 3))
+    [book] = load_price_table(path).books
+    assert book.usd_per_gpu_hour == pytest.approx(1.87, abs=0.01)  # the bundled book's figures

@@ -28,9 +28,11 @@ from warehouse.marts.mart_rows import (
     CostAttributionRow,
     DiagnosisRow,
     FleetPlanRow,
+    LakeMissingRow,
     LakeQuarantineRow,
     RunSummaryRow,
     RunWorkerRow,
+    TtftPartsRow,
     TwinErrorBand,
     WeeklyTrendRow,
 )
@@ -64,9 +66,11 @@ class WarehouseBackend(Protocol):
 
     def run_workers(self) -> list[RunWorkerRow]: ...
 
+    def ttft_parts(self) -> list[TtftPartsRow]: ...
+
     def fleet_plans(self) -> list[FleetPlanRow]: ...
 
-    def twin_error_band(self, week_start: date) -> TwinErrorBand | None: ...
+    def twin_error_band(self, week_start: date, disaggregated: bool = False) -> TwinErrorBand | None: ...
 
     def weekly_trends(self) -> list[WeeklyTrendRow]: ...
 
@@ -75,6 +79,8 @@ class WarehouseBackend(Protocol):
     def diagnoses(self) -> list[DiagnosisRow]: ...
 
     def lake_quarantine(self) -> list[LakeQuarantineRow]: ...
+
+    def lake_missing(self) -> list[LakeMissingRow]: ...
 
 
 def _ducklake(location: str, root: Path) -> WarehouseBackend:

@@ -10,7 +10,8 @@ closes it), a connection opened afterwards reads the new one. Refreshes are seri
 `.refresh.lock` in the warehouse folder, which the OS releases if the refresher dies; the next refresh
 removes what a killed one left. Before building, every lake file is frozen into a snapshot (hard links,
 warehouse/parquet/lake_snapshot.py) and checked (warehouse/parquet/lake_audit.py), and the unfit ones are
-quarantined, so one bad file costs its own week, not the warehouse. The views read only the snapshot, so a
+quarantined, so one bad file costs its own week, not the warehouse; a partition the lake's manifest says was written
+and is gone is named in lake_missing (warehouse/parquet/lake_manifest.py). The views read only the snapshot, so a
 session reads the lake its marts were built from, whatever is written meanwhile. They read it by paths relative
 to the warehouse folder (connect() sets DuckDB's file_search_path to it), so the database holds no absolute path
 and a copied warehouse reads its own lake.
@@ -48,7 +49,7 @@ from warehouse.parquet.lake import (
     recover_lake,
     write_partition,
 )
-from warehouse.parquet.lake_audit import VIEW_GLOB, LakeAudit, audit_lake
+from warehouse.parquet.lake_audit import VIEW_GLOB, LakeAudit, MissingPartition, audit_lake
 from warehouse.parquet.lake_columns import LAKE_COLUMNS
 from warehouse.parquet.lake_quarantine import QuarantinedFile, list_quarantine
 from warehouse.parquet.lake_snapshot import SNAPSHOTS_DIR, mark_superseded, prune_snapshots
@@ -79,6 +80,8 @@ class RefreshResult:
     lake_files: int  # files the views read
     decoded_files: int  # of those, fully decoded this time (no recorded checksum; the others' sha256 matched)
     location: str = ""  # the warehouse as messages name it (a path, or a DuckLake catalog without password)
+    missing: tuple[MissingPartition, ...] = ()  # partitions the manifest says were written, now gone (lake_missing)
+    lake_gaps: int = 0  # partitions the views lack: missing, or quarantined and not written again since
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +222,14 @@ class Warehouse(MartReaders):
                 logger.info("removed the lake snapshot %s: superseded over %g s ago, or never used", old, keep_s)
         for q in quarantined:
             logger.error("%s", q.message)
+        for gone in audit.missing:
+            logger.error("%s", gone.message)
+        kept = {(f.table, f.week_start, f.scenario) for f in audit.files}
+        unreplaced = {(q.table, q.week_start, q.scenario) for q in list_quarantine(self.lake_root)} - kept
         return RefreshResult(
-            self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location
-        )
+            self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location,
+            missing=audit.missing, lake_gaps=len(audit.missing) + len(unreplaced),
+        )  # fmt: skip
 
     # --- building ------------------------------------------------------------------------------
 
@@ -308,7 +316,24 @@ class Warehouse(MartReaders):
                 for q in list_quarantine(self.lake_root)
             ]
         )
-        for table, rows in (("lake_files", files), ("lake_quarantine", quarantine)):
+        missing = pa.Table.from_pylist(
+            [
+                {
+                    "table_name": m.table,
+                    "week_start": m.week_start,
+                    "scenario": m.scenario,
+                    "path": m.path,
+                    "written_wall_s": m.written.recorded_wall_s,
+                    "written_rows": m.written.rows,
+                    "written_size_bytes": m.written.size_bytes,
+                    "written_sha256": m.written.sha256,
+                    "reason": m.reason,
+                }
+                for m in audit.missing
+            ]
+        )
+        tables = (("lake_files", files), ("lake_quarantine", quarantine), ("lake_missing", missing))
+        for table, rows in tables:
             if rows.num_rows:
                 con.register("_rows", rows)
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")

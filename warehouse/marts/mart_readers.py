@@ -16,10 +16,12 @@ from warehouse.marts.mart_rows import (
     CostAttributionRow,
     DiagnosisRow,
     FleetPlanRow,
+    LakeMissingRow,
     LakeQuarantineRow,
     MartRow,
     RunSummaryRow,
     RunWorkerRow,
+    TtftPartsRow,
     TwinErrorBand,
     WeeklyTrendRow,
 )
@@ -60,21 +62,29 @@ class MartReaders:
         """Every run_workers row (a run's completed requests per worker), ordered by week, scenario, run, worker."""
         return self._rows(RunWorkerRow, "run_workers", "week_start, scenario, run_id, worker NULLS FIRST")
 
+    def ttft_parts(self) -> list[TtftPartsRow]:
+        """Every ttft_parts row (where a week's TTFT goes for a scenario), ordered by week, scenario."""
+        return self._rows(TtftPartsRow, "ttft_parts", "week_start, scenario")
+
     def fleet_plans(self) -> list[FleetPlanRow]:
         """Every fleet_plans row (a plan's shape at one price), by week, scenario, run, price, policy, replicas."""
         order = "week_start, scenario, run_id, NOT run_price, price_book, prefill_workers > 0, router_policy, "
         order += "decode_ep_size, replicas, prefill_workers"
         return self._rows(FleetPlanRow, "fleet_plans", order)
 
-    def twin_error_band(self, week_start: date) -> TwinErrorBand | None:
+    def twin_error_band(self, week_start: date, disaggregated: bool = False) -> TwinErrorBand | None:
         """The twin's validation error of the latest week up to `week_start` the twin_calibration asset computed
-        (warehouse/sql/twin_error_band.sql); None when it has computed none."""
+        (warehouse/sql/twin_error_band.sql), over disaggregated points or single servers'; None when it has
+        computed none."""
         with self.connect(read_only=True) as con:
             try:
-                row = con.execute(read_sql("sql/twin_error_band.sql"), [week_start]).fetchone()
-            except duckdb.CatalogException:
-                return None  # a database built before the twin_calibration view
-        return None if row is None else TwinErrorBand(*row)
+                row = con.execute(read_sql("sql/twin_error_band.sql"), [week_start, disaggregated]).fetchone()
+            except (duckdb.CatalogException, duckdb.BinderException):
+                return None  # a database built before the twin_calibration view (or its disaggregated column)
+        if row is None:
+            return None
+        week, figures, factor, low, high = row
+        return TwinErrorBand(week, figures, factor, low, high, disaggregated)
 
     def cost_attribution(self) -> list[CostAttributionRow]:
         """Every cost_attribution row (why cost per request moved against the baseline), ordered like weekly_trends."""
@@ -83,6 +93,10 @@ class MartReaders:
     def lake_quarantine(self) -> list[LakeQuarantineRow]:
         """Every quarantined lake file, with its partition, reason and whether it was written again since."""
         return self._rows(LakeQuarantineRow, "lake_quarantine", "quarantined_wall_s, quarantined_path")
+
+    def lake_missing(self) -> list[LakeMissingRow]:
+        """Every partition the lake's manifest says was written and the last refresh did not find."""
+        return self._rows(LakeMissingRow, "lake_missing", "week_start, scenario, table_name")
 
     def _rows(self, record: type[R], table: str, order_by: str) -> list[R]:
         with self.connect(read_only=True) as con:

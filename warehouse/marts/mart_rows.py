@@ -132,6 +132,8 @@ class RunSummaryRow:
     fleet_model_hit_rate: float | None
     workers_served: int | None
     max_worker_share: float | None
+    degraded: bool | None
+    degraded_reason: str | None
     schedule_lag_p99_ms: float | None
     client_degraded: bool
     partial: bool
@@ -211,6 +213,8 @@ class WeeklyTrendRow:
     cost_threshold_pct: float | None
     p95_ttft_threshold_pct: float | None
     hit_rate_threshold_pts: float | None
+    degraded_runs: int
+    caveats: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +301,26 @@ class RunWorkerRow:
 
 
 @dataclass(frozen=True, slots=True)
+class TtftPartsRow:
+    """Where a week's time to first token goes for one scenario: the mean of each part the server reported
+    (warehouse/sql/ttft_parts.sql); the parts and the unreported mean add up to mean_ttft_ms."""
+
+    week_start: date
+    scenario: str
+    role: str | None
+    completed_requests: int
+    reporting_requests: int
+    mean_ttft_ms: float
+    mean_ttft_prealloc_ms: float | None
+    mean_ttft_bootstrap_ms: float | None
+    mean_ttft_queue_ms: float | None
+    mean_ttft_prefill_ms: float | None
+    mean_ttft_kv_transfer_ms: float | None
+    mean_ttft_decode_wait_ms: float | None
+    mean_ttft_unreported_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class TwinErrorBand:
     """The twin's validation error of one computed week (warehouse/sql/twin_error_band.sql): what a modelled answer
     (a fleet plan, a capacity) should be read with."""
@@ -306,10 +330,12 @@ class TwinErrorBand:
     median_error_factor: float  # exp(median |ln ratio|), as the twin_calibration_target check has it
     min_ratio: float  # the lowest twin / published
     max_ratio: float  # the highest
+    disaggregated: bool = False  # over disaggregated deployments' points (else single servers')
 
     def text(self) -> str:
+        kind = " of disaggregated fleets" if self.disaggregated else " of single servers"
         return (
-            f"the twin's validation on {self.figures} published figures (computed for the week of "
+            f"the twin's validation on {self.figures} published figures{kind} (computed for the week of "
             f"{self.week_start}): median error factor {self.median_error_factor:.2f}, twin / published "
             f"{self.min_ratio:.2f} to {self.max_ratio:.2f}"
         )
@@ -374,18 +400,43 @@ class LakeQuarantineRow:
     replaced: bool
 
 
+@dataclass(frozen=True, slots=True)
+class LakeMissingRow:
+    """A partition the lake's manifest says was written and a refresh did not find (parquet/lake_audit.py)."""
+
+    table_name: str
+    week_start: date
+    scenario: str
+    path: str
+    written_wall_s: float
+    written_rows: int | None
+    written_size_bytes: int | None
+    written_sha256: str | None
+    reason: str
+
+
 MartRow = (
-    RunSummaryRow | RunWorkerRow | FleetPlanRow | WeeklyTrendRow | CostAttributionRow | DiagnosisRow | LakeQuarantineRow
+    RunSummaryRow
+    | RunWorkerRow
+    | TtftPartsRow
+    | FleetPlanRow
+    | WeeklyTrendRow
+    | CostAttributionRow
+    | DiagnosisRow
+    | LakeQuarantineRow
+    | LakeMissingRow
 )
 # Each mart table and the record of its rows.
 MART_ROWS: dict[str, type[MartRow]] = {
     "run_summary": RunSummaryRow,
     "run_workers": RunWorkerRow,
+    "ttft_parts": TtftPartsRow,
     "fleet_plans": FleetPlanRow,
     "weekly_trends": WeeklyTrendRow,
     "cost_attribution": CostAttributionRow,
     "diagnoses": DiagnosisRow,
     "lake_quarantine": LakeQuarantineRow,
+    "lake_missing": LakeMissingRow,
 }
 
 

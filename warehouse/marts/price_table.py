@@ -5,7 +5,8 @@ List and API prices are informational (self-host vs API). A run's own cost uses 
 usd_per_gpu_hour when the endpoint sets one (an explicit override), else the price book it names
 (resolve_gpu_price); the run records which (runs.price_book). The file is $COSTBENCH_PRICES when set (a
 user's own, replacing the bundled one whole), else the bundled warehouse/prices.yaml. A bad file is refused
-whole, as `<file>: <key path>: <reason>` (common/config_file.py).
+whole, as `<file>: <key path>: <reason>` (common/config_file.py). Every GPU-hour price, quoted or computed
+from `own`, is > 0 and at most MAX_USD_PER_GPU_HOUR, as an endpoint's own is (endpoints/spec.py).
 """
 
 from __future__ import annotations
@@ -209,6 +210,14 @@ def _books(entries: list[_PriceBook], path: Path) -> tuple[PriceBook, ...]:
                     PriceTableError, path, where, "kind own takes `own` (capex, power, hosting), not usd_per_gpu_hour"
                 )
             price = entry.own.usd_per_gpu_hour()
+            if price > MAX_USD_PER_GPU_HOUR:  # bounded as a quoted price is
+                raise config_error(
+                    PriceTableError, path, (*where, "own"),
+                    f"computes {price:,.2f} USD per GPU-hour, over the {MAX_USD_PER_GPU_HOUR:,.0f} a price may be "
+                    f"(capex_usd_per_gpu {entry.own.capex_usd_per_gpu:g} over amortisation_years "
+                    f"{entry.own.amortisation_years:g}, plus power and hosting)",
+                    f"price book {entry.name!r}",
+                )  # fmt: skip
         else:
             if entry.usd_per_gpu_hour is None or entry.own is not None:
                 raise config_error(PriceTableError, path, where, f"kind {entry.kind} takes usd_per_gpu_hour, not `own`")

@@ -2,7 +2,7 @@
 
 Secrets never reach the lake: the endpoint's API key is named by its environment variable only, and
 values of secret-looking flags and server_info fields (a server launched with `--api-key` echoes it)
-are replaced by a marker before anything is stored (the rule: common/secret_redaction.py).
+are replaced by a marker before anything is stored (the rule: redaction/secret_redaction.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from datetime import date
 
 import pyarrow as pa
 
-from common.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
 from endpoints.fingerprint import config_fingerprint
 from endpoints.running_cap import max_running_requests
 from endpoints.spec import EndpointMode, EndpointSpec
+from redaction.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
 from replay.recording.records import RunInfo
 from warehouse.marts.price_table import resolve_gpu_price
 from warehouse.parquet.lake import validate_scenario_name, validate_week_start
@@ -30,8 +30,9 @@ RUNS_SCHEMA = RUNS_COLUMNS.schema()  # every column is defined once, in warehous
 
 @dataclass(frozen=True, slots=True)
 class RunContext:
-    """What the scenario and workload say about a run, beyond what the replay recorded (all optional;
-    each field is the `runs` column of the same name, defined in warehouse/parquet/run_columns.py)."""
+    """What the scenario and workload say about a run, beyond what the replay recorded, and what its probes and
+    records say of its fleet (all optional; each field is the `runs` column of the same name, defined in
+    warehouse/parquet/run_columns.py)."""
 
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
@@ -51,6 +52,9 @@ class RunContext:
     shadow_output_tokens_per_s_ratio: float | None = None  # shadow_canary.json: the twin / real, a real endpoint's run
     shadow_p50_ttft_ratio: float | None = None
     shadow_p50_tpot_ratio: float | None = None
+    workers_json: str | None = None  # fleet_health.py: each worker's answered time and requests (FleetHealth)
+    degraded: bool | None = None  # a worker or the router was lost inside the window
+    degraded_reason: str | None = None
 
     @staticmethod
     def of_scenario(scenario: Scenario, prefix_reuse_share: float | None = None) -> "RunContext":
@@ -161,6 +165,9 @@ def build_run_row(
         "shadow_output_tokens_per_s_ratio": context.shadow_output_tokens_per_s_ratio,
         "shadow_p50_ttft_ratio": context.shadow_p50_ttft_ratio,
         "shadow_p50_tpot_ratio": context.shadow_p50_tpot_ratio,
+        "workers_json": context.workers_json,
+        "degraded": context.degraded,
+        "degraded_reason": context.degraded_reason,
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

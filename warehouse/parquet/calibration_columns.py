@@ -96,6 +96,13 @@ TWIN_CALIBRATION_COLUMNS = ColumnList(
         Column(
             "computed_wall_s", pa.float64(), "s since the Unix epoch", "when the figures were computed", nullable=False
         ),
+        Column(
+            "disaggregated",
+            pa.bool_(),
+            "",
+            "a prefill/decode deployment: one saturated phase of one, or a whole fleet driven closed loop (NULL: "
+            "computed before the column existed)",
+        ),
     )
 )
 TWIN_CALIBRATION_SCHEMA = TWIN_CALIBRATION_COLUMNS.schema()
@@ -108,4 +115,5 @@ def twin_calibration_table(figures: list[CalibrationFigure]) -> pa.Table:
 
 def calibration_figures_of(table: pa.Table) -> list[CalibrationFigure]:
     """The rows of a twin_calibration partition read back as figures."""
-    return [CalibrationFigure(**row) for row in table.select(TWIN_CALIBRATION_COLUMNS.names).to_pylist()]
+    names = [name for name in TWIN_CALIBRATION_COLUMNS.names if name in table.column_names]  # older: fewer
+    return [CalibrationFigure(**row) for row in table.select(names).to_pylist()]

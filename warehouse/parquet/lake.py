@@ -15,7 +15,9 @@ file whose partition lock is free was left by a killed writer: every write remov
 lives in `<lake_root>/_staging`, outside every table's folder, because DuckDB's glob matches hidden
 names too. Every file is stamped with the schema version that wrote it (Parquet key-value metadata
 `costbench.schema_version`, warehouse/schema_migrations.py), and its sha256, taken after the
-read-back, is recorded beside it (`part-0.parquet.sha256`, warehouse/parquet/lake_checksum.py).
+read-back, is recorded beside it (`part-0.parquet.sha256`, warehouse/parquet/lake_checksum.py) and, with its rows
+and size, in the lake's manifest of what was written (`_manifest.jsonl`, warehouse/parquet/lake_manifest.py), so a
+refresh notices a partition that was written and is gone.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import fcntl
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +42,7 @@ import pyarrow.parquet as pq
 from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.file_lock import flock_within
 from warehouse.parquet.lake_checksum import read_checksums, sha256_of, write_checksums
+from warehouse.parquet.lake_manifest import FORGOTTEN, WRITTEN, ManifestEntry, latest_entries, record
 from warehouse.schema_migrations import SCHEMA_VERSION
 
 PART_FILE = "part-0.parquet"
@@ -171,6 +175,10 @@ def write_partition(
             crash_point("lake-staged")
             final.mkdir(parents=True, exist_ok=True)
             write_checksums(final / PART_FILE, (checksum, *read_checksums(final / PART_FILE)))
+            # What was written, before it is swapped in (as the sidecar): a refresh misses it if it goes.
+            written = ManifestEntry(table, week_start, scenario, WRITTEN, time.time(), stamped.num_rows,
+                                    staged.stat().st_size, checksum)  # fmt: skip
+            record(lake_root, (written,))
             os.replace(staged, final / PART_FILE)
             try:
                 write_checksums(final / PART_FILE, (checksum,))
@@ -195,6 +203,22 @@ def read_partition(lake_root: Path, table: str, week_start: date, scenario: str)
                 hint = f" (a refresh quarantined it as unreadable: {quarantined}; write the partition again)"
             raise LakeError(f"lake partition not found: {final / PART_FILE}{hint}")
         return pq.read_table(final / PART_FILE)
+
+
+def forget_partition(lake_root: Path, table: str, week_start: date, scenario: str) -> str:
+    """Record in the manifest that a partition written and gone was removed on purpose, so refreshes stop naming it
+    missing (writing it again brings it back). Returns what was forgotten, in words; a LakeError when its file is
+    still there, or the manifest never had it."""
+    final = partition_path(lake_root, table, week_start, scenario)
+    name = partition_name(table, week_start, scenario)
+    with partition_lock(lake_root, table, week_start, scenario):
+        if (final / PART_FILE).exists():
+            raise LakeError(f"{name}: its file is still there ({final / PART_FILE}): nothing to forget")
+        entry = latest_entries(lake_root).get((table, week_start, scenario))
+        if entry is None or not entry.live:
+            raise LakeError(f"{name}: the lake's manifest has no live record of it: nothing to forget")
+        record(lake_root, (ManifestEntry(table, week_start, scenario, FORGOTTEN, time.time()),))
+    return f"forgot {name} ({entry.described()})"
 
 
 def list_partitions(lake_root: Path, table: str) -> list[LakePartition]:

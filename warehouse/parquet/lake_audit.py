@@ -12,6 +12,12 @@ page decoded, checksums verified, and, when it passes, gets its sha256 recorded.
 pass after DuckDB failed on a file that passed) decodes every file. A file stamped by a newer schema version stops
 the refresh before anything is moved. A file under folders that are not a partition's (DuckDB would fail to read
 their week) is quarantined like an unreadable one.
+
+A file that is gone cannot be checked, so each refresh also compares the lake with its manifest of what was written
+(warehouse/parquet/lake_manifest.py): a partition written (or seen by an earlier refresh) whose file or folder is
+gone, and that no quarantine record accounts for, is `missing`, named with what was written. A file whose sidecar
+checksum is gone is held to the manifest's sha256 instead of being trusted anew. Partitions found that the manifest
+lacks (a lake written before it) are recorded in it as seen.
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from warehouse.parquet.lake import PART_FILE, LakeError, parse_partition, partition_lock
+from warehouse.parquet.lake import PART_FILE, LakeError, parse_partition, partition_lock, partition_path
 from warehouse.parquet.lake_check import FileCheck, check_file
 from warehouse.parquet.lake_checksum import read_checksums, sha256_of, write_checksums
-from warehouse.parquet.lake_quarantine import QuarantinedFile, quarantine_file
+from warehouse.parquet.lake_manifest import SEEN, ManifestEntry, latest_entries, record
+from warehouse.parquet.lake_quarantine import QuarantinedFile, list_quarantine, quarantine_file
 from warehouse.parquet.lake_snapshot import freeze
 from warehouse.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 
@@ -55,11 +62,34 @@ class LakeFile:
 
 
 @dataclass(frozen=True, slots=True)
+class MissingPartition:
+    """A partition the manifest says was written (or seen), whose file is gone, and no quarantine moved it."""
+
+    table: str
+    week_start: date
+    scenario: str
+    path: str  # where its file was, relative to the warehouse root
+    written: ManifestEntry  # its latest manifest line: when, rows, size, sha256
+    reason: str  # what is gone, and what was there
+
+    @property
+    def message(self) -> str:
+        week = self.week_start.isoformat()
+        return (
+            f"missing {self.path} (table {self.table}, week {week}, scenario {self.scenario}): {self.reason}. That "
+            f"week's {self.table} rows are in no mart and its verdict is not judged; write the partition again "
+            "(re-materialize it) to bring the week back, or, if it was removed on purpose, `python -m warehouse "
+            f"forget --table {self.table} --week {week} --scenario {self.scenario}`"
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LakeAudit:
     files: tuple[LakeFile, ...]
     quarantined: tuple[QuarantinedFile, ...]  # moved out by this audit
     decoded: int  # files decoded this time (those without a recorded checksum, or every one with decode_all)
     trusted: int  # files not decoded this time: their sha256 matched the one recorded when they were written
+    missing: tuple[MissingPartition, ...] = ()  # written (the manifest says) and gone, not quarantined
 
     def has_files(self, table: str) -> bool:
         return any(f.table == table for f in self.files)
@@ -73,7 +103,8 @@ class _Candidate:
     relative: str
     size_bytes: int
     modified_ns: int
-    recorded: tuple[str, ...]  # the checksums recorded when it was written
+    recorded: tuple[str, ...]  # the checksums recorded when it was written (its sidecar's, else the manifest's)
+    manifest: ManifestEntry | None  # its partition's latest live manifest line (None: unrecorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +126,9 @@ def audit_lake(
 ) -> LakeAudit:
     """Freeze every file the views would read into `snapshot` (an empty folder), check it, quarantine the unfit."""
     lake_root = Path(lake_root)
+    manifest = {key: entry for key, entry in latest_entries(lake_root).items() if entry.live}  # read before the glob
     candidates = [
-        _candidate(lake_root, table, path, snapshot)
+        _candidate(lake_root, table, path, snapshot, manifest)
         for table in tables
         for path in sorted((lake_root / table).glob(VIEW_GLOB))
         if path.is_file()
@@ -123,7 +155,7 @@ def audit_lake(
         week_start, scenario = parsed
         if verdict.problem is not None or (not candidate.recorded and verdict.sha256 is not None):
             with partition_lock(lake_root, candidate.table, week_start, scenario):
-                rechecked = _recheck_if_rewritten(lake_root, candidate, verdict, tables)
+                rechecked = _recheck_if_rewritten(lake_root, candidate, verdict, tables, manifest)
                 if rechecked is None:
                     continue  # deleted meanwhile: nothing to read, nothing to move
                 candidate, verdict = rechecked
@@ -151,11 +183,72 @@ def audit_lake(
         )
     decoded = sum(1 for v in verdicts if v.check.decoded)
     trusted = sum(1 for v in verdicts if not v.check.decoded and v.problem is None)
-    return LakeAudit(tuple(kept), tuple(quarantined), decoded, trusted)
+    _record_seen(lake_root, kept, manifest, now_wall_s)
+    missing = _missing(lake_root, tables, manifest, kept, quarantined)
+    return LakeAudit(tuple(kept), tuple(quarantined), decoded, trusted, tuple(missing))
 
 
-def _candidate(lake_root: Path, table: str, path: Path, snapshot: Path) -> _Candidate:
+def _missing(
+    lake_root: Path,
+    tables: dict[str, pa.Schema],
+    manifest: dict[tuple[str, date, str], ManifestEntry],
+    kept: list[LakeFile],
+    quarantined: list[QuarantinedFile],
+) -> list[MissingPartition]:
+    """The manifest's live partitions of these tables with no file kept, none quarantined now, and no quarantine
+    record since their last write (lake_quarantine names those)."""
+    found: set[tuple[str, date | None, str | None]] = {(f.table, f.week_start, f.scenario) for f in kept}
+    found |= {(q.table, q.week_start, q.scenario) for q in quarantined}  # this audit's: lake_quarantine names them
+    moved: dict[tuple[str, date | None, str | None], float] = {}
+    for q in list_quarantine(lake_root):  # moved out by an earlier refresh, after its last write
+        key = (q.table, q.week_start, q.scenario)
+        moved[key] = max(moved.get(key, q.quarantined_wall_s), q.quarantined_wall_s)
+    missing = []
+    for key, entry in sorted(manifest.items()):
+        table, week_start, scenario = key
+        if table not in tables or key in found or moved.get(key, float("-inf")) >= entry.recorded_wall_s:
+            continue
+        folder = partition_path(lake_root, table, week_start, scenario)
+        with partition_lock(lake_root, table, week_start, scenario, shared=True):
+            if (folder / PART_FILE).is_file():
+                continue  # written since this audit froze the lake: the next refresh reads it
+            what = "its file is gone (the partition folder is still there)" if folder.is_dir() else (
+                "its partition folder is gone")  # fmt: skip
+        reason = f"{entry.described()}, sha256 {entry.sha256}; {what}"
+        relative = str((folder / PART_FILE).relative_to(lake_root.parent))
+        missing.append(MissingPartition(table, week_start, scenario, relative, entry, reason))
+    return missing
+
+
+def _record_seen(
+    lake_root: Path, kept: list[LakeFile], manifest: dict[tuple[str, date, str], ManifestEntry], now_wall_s: float
+) -> None:
+    """Partitions this audit kept that the manifest lacks (written before it): recorded as seen, so that from now on
+    they are missed when they go. Under each partition's lock, and only while its file is still the one checked."""
+    seen = []
+    for f in kept:
+        if (f.table, f.week_start, f.scenario) in manifest:
+            continue
+        with partition_lock(lake_root, f.table, f.week_start, f.scenario, shared=True):
+            live, frozen = lake_root.parent / f.path, lake_root.parent / f.frozen_path
+            if live.is_file() and live.samefile(frozen):
+                seen.append(ManifestEntry(f.table, f.week_start, f.scenario, SEEN, now_wall_s, f.rows,
+                                          f.size_bytes, f.sha256))  # fmt: skip
+    try:
+        record(lake_root, seen)
+    except OSError as exc:
+        logger.warning("%s: could not record %d partition(s) in the manifest (%s); tried again next refresh",
+                       lake_root, len(seen), exc)  # fmt: skip
+
+
+def _candidate(
+    lake_root: Path, table: str, path: Path, snapshot: Path, manifest: dict[tuple[str, date, str], ManifestEntry]
+) -> _Candidate:
     recorded = read_checksums(path)  # before the link: a write swapping the file in between adds its own line first
+    parsed = parse_partition(table, path.parent.parent.name, path.parent.name)
+    entry = manifest.get((table, *parsed)) if parsed else None
+    if not recorded and entry is not None and entry.sha256:
+        recorded = (entry.sha256,)  # its sidecar is gone: the manifest still says what was written
     frozen = snapshot / path.relative_to(lake_root)
     try:
         freeze(path, frozen)
@@ -166,7 +259,7 @@ def _candidate(lake_root: Path, table: str, path: Path, snapshot: Path) -> _Cand
         ) from exc
     stat = frozen.stat()
     relative = str(path.relative_to(lake_root.parent))
-    return _Candidate(table, path, frozen, relative, stat.st_size, stat.st_mtime_ns, recorded)
+    return _Candidate(table, path, frozen, relative, stat.st_size, stat.st_mtime_ns, recorded, entry)
 
 
 def _verify(candidate: _Candidate, expected: pa.Schema, decode_all: bool) -> _Verdict:
@@ -181,12 +274,18 @@ def _verify(candidate: _Candidate, expected: pa.Schema, decode_all: bool) -> _Ve
             f"its sha256 {checksum} does not match the one recorded when it was written "
             f"({', '.join(candidate.recorded)}): the file changed after it was written"
         )
+        if candidate.manifest is not None:
+            problem += f" (the manifest: {candidate.manifest.described()}; it holds {check.rows} rows now)"
         return _Verdict(replace(check, problem=problem), None)
     return _Verdict(check, checksum)
 
 
 def _recheck_if_rewritten(
-    lake_root: Path, candidate: _Candidate, verdict: _Verdict, tables: dict[str, pa.Schema]
+    lake_root: Path,
+    candidate: _Candidate,
+    verdict: _Verdict,
+    tables: dict[str, pa.Schema],
+    manifest: dict[tuple[str, date, str], ManifestEntry],
 ) -> tuple[_Candidate, _Verdict] | None:
     """Under the partition lock: a writer may have replaced the file since it was frozen (None: gone)."""
     if not candidate.path.is_file():
@@ -194,7 +293,7 @@ def _recheck_if_rewritten(
         return None
     if candidate.path.samefile(candidate.frozen):
         return candidate, verdict
-    fresh = _candidate(lake_root, candidate.table, candidate.path, candidate.frozen.parents[3])
+    fresh = _candidate(lake_root, candidate.table, candidate.path, candidate.frozen.parents[3], manifest)
     return fresh, _verify(fresh, tables[fresh.table], decode_all=True)
 
 

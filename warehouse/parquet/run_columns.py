@@ -16,6 +16,7 @@ from replay.recording.records import RUN_INFO_COLUMNS
 _RUN = RUN_INFO_COLUMNS
 _NONE = "null = none"
 _SHADOW_NOTE = "null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries"
+_FLEET_HEALTH_NOTE = "null: the probes recorded no answers (not probed, or recorded before fleet health)"
 
 RUNS_COLUMNS = ColumnList(
     (
@@ -262,10 +263,40 @@ RUNS_COLUMNS = ColumnList(
             "twin / real median TPOT, the same shadow canary",
             note=_SHADOW_NOTE,
         ),
+        # Which workers served and for how long (warehouse/marts/fleet_health.py): the probes' answered scrapes of
+        # each worker and the router, and the requests smg named each worker for.
+        Column(
+            "workers_json",
+            pa.string(),
+            "",
+            "JSON list, one object per worker (and the router) of the run: worker (its URL), role, answered_s and "
+            "unanswered_s (inside the measured window, how long its scrapes were answered or not), lost_from_s "
+            "(where in the window it stopped answering 3 scrapes running; null: never), completed_requests, "
+            "failed_requests, first_served_s and last_served_s (finishes of its first and last completed "
+            "requests); times are s from the window's start",
+            note="null: no worker known (not probed, and no request named one), or recorded before fleet health",
+        ),
+        Column(
+            "degraded",
+            pa.bool_(),
+            "",
+            "a worker or the router stopped answering for part of the measured window (3 scrapes running): the "
+            "run was priced for the whole fleet, and served with less of it",
+            note=_FLEET_HEALTH_NOTE,
+        ),
+        Column(
+            "degraded_reason",
+            pa.string(),
+            "",
+            "each lost worker or router: its role and URL, when in the window it stopped answering, for how long, "
+            "and the requests it completed before",
+            note="null unless degraded",
+        ),
     )
 )
 
-# RunContext's fields (warehouse/marts/run_rows.py): what the scenario and workload say about the run.
+# RunContext's fields (warehouse/marts/run_rows.py): what the scenario and workload say about the run, and its fleet's
+# health (warehouse/marts/fleet_health.py).
 RUN_CONTEXT_COLUMNS = ColumnList(
     tuple(
         RUNS_COLUMNS[name]
@@ -288,6 +319,9 @@ RUN_CONTEXT_COLUMNS = ColumnList(
             "shadow_output_tokens_per_s_ratio",
             "shadow_p50_ttft_ratio",
             "shadow_p50_tpot_ratio",
+            "workers_json",
+            "degraded",
+            "degraded_reason",
         )
     )
 )

@@ -1,6 +1,6 @@
 """What a weekly report shows, read from the marts up to and including its week (no metric math here:
-every number is a column of weekly_trends, run_summary, diagnoses, cost_attribution or fleet_plans, defined in
-warehouse/schema.sql)."""
+every number is a column of weekly_trends, run_summary, diagnoses, cost_attribution, fleet_plans or ttft_parts,
+defined in warehouse/schema.sql)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 
 from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.mart_readers import MartNotBuiltError
-from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, MartRow, TwinErrorBand, as_frame
+from warehouse.marts.mart_rows import CostAttributionRow, FleetPlanRow, MartRow, TtftPartsRow, TwinErrorBand, as_frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,8 @@ class ReportData:
     attribution: pd.DataFrame  # cost_attribution rows up to week_start (empty for a database built before it)
     plans: pd.DataFrame  # fleet_plans rows of week_start, every price (empty for a database built before it)
     error_band: TwinErrorBand | None = None  # the twin's validation error up to week_start (None: never computed)
+    ttft_parts: pd.DataFrame | None = None  # ttft_parts rows up to week_start (None or empty: built before the mart)
+    pd_error_band: TwinErrorBand | None = None  # the same over disaggregated deployments' points
 
     @property
     def this_week(self) -> pd.DataFrame:
@@ -50,6 +52,8 @@ def load_report_data(store: WarehouseBackend, week_start: date) -> ReportData:
         frame(_attribution(store)),
         of_week(_plans(store)),
         store.twin_error_band(week_start),
+        frame(_ttft_parts(store)),
+        store.twin_error_band(week_start, disaggregated=True),
     )
 
 
@@ -58,6 +62,13 @@ def _attribution(store: WarehouseBackend) -> list[CostAttributionRow]:
         return store.cost_attribution()
     except MartNotBuiltError:
         return []  # a database refreshed before the mart existed: the next refresh builds it
+
+
+def _ttft_parts(store: WarehouseBackend) -> list[TtftPartsRow]:
+    try:
+        return store.ttft_parts()
+    except MartNotBuiltError:
+        return []  # as _attribution: refreshed before the mart existed
 
 
 def _plans(store: WarehouseBackend) -> list[FleetPlanRow]:

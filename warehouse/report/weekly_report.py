@@ -1,5 +1,6 @@
 """The weekly report: one HTML page per week (warehouse/reports/week=YYYY-MM-DD.html) with the verdicts, why
-cost moved (the attribution waterfall), fleet sizing, the fleet plan (every shape tried), and interactive plots
+cost moved (the attribution waterfall), fleet sizing, the fleet plan (every shape tried), where the live scenarios'
+time to first token goes, and interactive plots
 (plotly: hover for values, click a legend entry to hide or show a series), plotly.js inline so the page opens
 offline; plus a PNG of the cost trend beside it. Consumes the marts only."""
 
@@ -18,12 +19,13 @@ import pandas as pd
 from endpoints.capacity.deployment import shape_workers
 from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
-from warehouse.marts.mart_rows import FleetPlanRow
+from warehouse.marts.mart_rows import FleetPlanRow, TwinErrorBand
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
 from warehouse.report.fleet_plan_summary import plan_comparison
 from warehouse.report.report_data import ReportData, load_report_data
 from warehouse.report.structured_output import structured_output_section
+from warehouse.report.ttft_parts_section import ttft_parts_section
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,16 @@ def _reasons(raw) -> str:
     except orjson.JSONDecodeError:
         return html.escape(str(raw))
     return "<br>".join(html.escape(item if isinstance(item, str) else orjson.dumps(item).decode()) for item in items)
+
+
+def _caveats(row) -> str:
+    """The row's caveats (weekly_trends.caveats: a fleet that lost a worker, a lake week incomplete) not already among
+    its reasons, each on a line of its own."""
+    raw, reasons = row.get("caveats"), row.get("regression_reasons")
+    if raw is None or (isinstance(raw, float) and pd.isna(raw)):
+        return ""
+    said = {r for r in orjson.loads(reasons) if isinstance(r, str)} if isinstance(reasons, str) else set()
+    return "".join(f"<br><b>caveat:</b> {html.escape(c)}" for c in orjson.loads(raw) if c not in said)
 
 
 def _why(row) -> str:
@@ -86,7 +98,7 @@ def _verdict_table(data: ReportData) -> str:
             f"<td>{_fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
             f"<td>{_fmt(_pct(row['prefix_cache_hit_rate']), '.1f', '%')}</td>"
             f"<td><b>{html.escape(verdict)}</b>{' (configuration changed)' if row['config_changed'] else ''}</td>"
-            f"<td>{_reasons(row['regression_reasons']) or html.escape(_why(row))}</td></tr>"
+            f"<td>{_reasons(row['regression_reasons']) or html.escape(_why(row))}{_caveats(row)}</td></tr>"
         )
     columns = (
         "scenario", "endpoint", "backend", "efficiency cost/request", "vs baseline", "realised cost/request",
@@ -175,12 +187,7 @@ def _fleet_plan_section(data: ReportData) -> str:
             f"<table class='plan'>{head}{rows}</table>"
             f"<p class='plan-comparison'>{html.escape(_plan_comparison(shapes))}</p>"
         )
-    band = data.error_band
-    error = (
-        f"Read every shape with {html.escape(band.text())}."
-        if band is not None
-        else "The twin's validation error has not been computed in this warehouse yet (job twin_calibration_weekly)."
-    )
+    error = _plan_error(data.error_band, data.pd_error_band)
     note = (
         "<p class='note'>Each shape is one replay of the week's window at the target rate on the twin (a model, not a "
         "measurement); it holds the target when its share of requests inside the SLO (good share) is at least 95% of "
@@ -190,6 +197,20 @@ def _fleet_plan_section(data: ReportData) -> str:
         f"fleet_plans.</p><p class='plan-error'>{error}</p>"
     )
     return f"<h2>Fleet plan</h2>{''.join(parts)}{note}"
+
+
+def _plan_error(band: TwinErrorBand | None, pd_band: TwinErrorBand | None) -> str:
+    """How far to trust the plan's shapes: single servers and replicas with the single-server band, disaggregated
+    shapes with the disaggregated one (twin_error_band.sql)."""
+    if band is None and pd_band is None:
+        return "The twin's validation error has not been computed in this warehouse yet (job twin_calibration_weekly)."
+    single = f"Read one-server and replica shapes with {band.text()}." if band is not None else ""
+    pd_text = (
+        f"Read disaggregated shapes (xP + yD) with {pd_band.text()}."
+        if pd_band is not None
+        else "No disaggregated point has been validated in this warehouse: read disaggregated shapes with no band."
+    )
+    return html.escape(f"{single} {pd_text}".strip())
 
 
 _PLAN_COLUMNS = (
@@ -370,10 +391,11 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
         for title, div in plots.items()
     )
     attribution, waterfalls = _attribution_section(data)
+    ttft_parts, ttft_figures = ttft_parts_section(data.ttft_parts, data.week_start)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>costbench week {data.week_start}</title>"
         f"<style>{_STYLE}</style><script>{plots_js.plotly_js()}</script></head>"
-        f"<body data-plots='{len(plots) + waterfalls}'>"
+        f"<body data-plots='{len(plots) + waterfalls + ttft_figures}'>"
         f"<h1>costbench: week of {data.week_start}</h1>{sim_note}"
         f"<h2>Verdicts</h2>{_verdict_table(data)}"
         f"<h2>Why the realised cost per request moved</h2>{attribution}"
@@ -382,6 +404,7 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
         f"break-even</h2>{_capacity_table(data)}"
         f"<h2>Fleet sizing and budget</h2>{_fleet_table(data)}"
         f"{_fleet_plan_section(data)}"
+        f"{ttft_parts}"
         f"{structured_output_section(data.trends, data.week_start)}"
         f"<h2>Trends</h2>{figures}{_RENDER_CHECK}</body></html>"
     )

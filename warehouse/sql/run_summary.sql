@@ -1,8 +1,8 @@
 -- run_summary: one row per run, rebuilt from the lake views (column definitions: schema.sql).
 -- Only completed requests of the measured window (requests.is_completed) enter latency, tokens, hit
 -- rate and cost per request; warm-up requests enter nothing; server and GPU samples count only
--- between t0 + warmup_s and the last finish, t0 + warmup_s + window_s (counters: up to 2 s later, the
--- scrape after the last finish). runs.window_s is the measured window already: the replay excluded the
+-- between t0 + warmup_s and the last request's end, t0 + warmup_s + window_s (counters: up to 2 s later, the
+-- scrape after it). runs.window_s is the measured window already: the replay excluded the
 -- warm-up, and it is not subtracted again here.
 -- Built in stages (temporary tables, dropped at the end) so each pass over `requests` streams on its
 -- own and its memory is freed before the next: at 10M requests this is what keeps the rebuild in memory.
@@ -202,7 +202,7 @@ gauges AS (
 sample_counts AS (
     SELECT week_start, scenario, run_id, count(*) AS server_sample_count
     FROM server_samples
-    WHERE kind <> 'info'  -- scraped samples only, not the facts the probes copied from /server_info
+    WHERE kind NOT IN ('info', 'health')  -- scraped series only: not /server_info's facts, nor whether a scrape was answered
     GROUP BY week_start, scenario, run_id
 ),
 worker_spread AS (
@@ -459,6 +459,8 @@ SELECT
     fleet_model_hit_rate,
     workers_served,
     max_worker_share,
+    degraded,
+    degraded_reason,
     schedule_lag_p99_ms,
     client_degraded,
     partial,

@@ -17,6 +17,10 @@
 -- window every week, so only the runtime moved it. Live rows replay the week's traffic: their changes are
 -- the cost trend, and their verdict is 'not_judged'. The metrics it judges, with the columns each is read
 -- from, are declared in warehouse/marts/judged_metrics.py, held to this file by a test.
+-- A week whose lake is incomplete (a partition the manifest says was written and is gone: lake_missing; a file
+-- quarantined and not written again: lake_quarantine) is not judged, whatever its figures say (they are not the whole
+-- week's), and is no baseline for later weeks; caveats names what it lacks, and each run whose fleet lost a worker or
+-- its router mid-run (run_summary.degraded).
 INSERT INTO weekly_trends BY NAME
 WITH thresholds AS (
     SELECT
@@ -40,6 +44,19 @@ intervals AS (
     -- cost_intervals, one row per grain (warehouse/marts/bootstrap_interval.py), keyed the same way.
     SELECT *, struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain
     FROM cost_intervals
+),
+lake_gaps AS (
+    -- What the views lack of each week and scenario: partitions written and gone, files quarantined and not replaced.
+    SELECT week_start, scenario, list(gap ORDER BY gap) AS lake_gaps
+    FROM (
+        SELECT week_start, scenario, format('lake: {} partition missing: {}', table_name, reason) AS gap
+        FROM lake_missing
+        UNION ALL
+        SELECT week_start, scenario, format('lake: {} file quarantined: {}', table_name, reason)
+        FROM lake_quarantine
+        WHERE NOT replaced AND week_start IS NOT NULL
+    )
+    GROUP BY week_start, scenario
 ),
 run_groups AS (
     SELECT
@@ -84,7 +101,10 @@ run_groups AS (
         sum(valid_answers) AS valid_answers,
         max(min_valid_rate) AS min_valid_rate,  -- the strictest threshold any run of the week carried
         any_value(tpot_constrained_ms) AS one_run_tpot_constrained_ms,
-        any_value(tpot_unconstrained_ms) AS one_run_tpot_unconstrained_ms
+        any_value(tpot_unconstrained_ms) AS one_run_tpot_unconstrained_ms,
+        count(*) FILTER (WHERE degraded) AS degraded_runs,
+        list(format('fleet degraded: run {}: {}', run_id, degraded_reason) ORDER BY run_id) FILTER (WHERE degraded)
+            AS fleet_caveats
     FROM grained_runs
     GROUP BY ALL
 ),
@@ -138,9 +158,14 @@ weekly AS (
         g.structured_requests * (g.structured_requests / nullif(g.valid_answers, 0) - 1) AS retries,
         CASE WHEN g.runs = 1 THEN g.one_run_tpot_constrained_ms ELSE p.tpot_constrained_ms END AS tpot_constrained_ms,
         CASE WHEN g.runs = 1 THEN g.one_run_tpot_unconstrained_ms ELSE p.tpot_unconstrained_ms END AS tpot_unconstrained_ms,
-        g.min_valid_rate
+        g.min_valid_rate,
+        g.degraded_runs,
+        g.fleet_caveats,
+        lg.lake_gaps,
+        lg.lake_gaps IS NOT NULL AS lake_incomplete
     FROM run_groups AS g
     LEFT JOIN pooled_percentiles AS p ON p.grain = g.grain
+    LEFT JOIN lake_gaps AS lg ON lg.week_start = g.week_start AND lg.scenario = g.scenario
 ),
 history AS (
     -- Every earlier week of the scenario and endpoint, whatever configuration it ran, with whether it
@@ -162,7 +187,7 @@ history AS (
             b.config_fingerprint IS NOT DISTINCT FROM w.config_fingerprint AS same_config,
             b.config_fingerprint IS NOT NULL AND w.config_fingerprint IS NOT NULL AS both_recorded
         FROM weekly AS w
-        JOIN weekly AS b ON b.series = w.series AND b.week_start < w.week_start
+        JOIN weekly AS b ON b.series = w.series AND b.week_start < w.week_start AND NOT b.lake_incomplete
     )
 ),
 baselines AS (
@@ -325,8 +350,8 @@ explained AS (
         *,
         CASE WHEN config_reason IS NOT NULL AND len(threshold_reasons) > 0
              THEN list_prepend(config_reason, threshold_reasons) ELSE threshold_reasons END AS reasons,
-        role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside)
-            OR (hit_past AND hit_outside)) AS regressed
+        NOT lake_incomplete AND role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside)
+            OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside)) AS regressed
     FROM reasoned
 ),
 persisted AS (
@@ -341,13 +366,15 @@ persisted AS (
 SELECT
     * EXCLUDE (grain, series, cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
                threshold_reasons, config_reason, config_unrecorded, regressed, regressed_before,
-               max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts),
+               max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts, fleet_caveats, lake_gaps,
+               lake_incomplete),
     max_cost_change_pct AS cost_threshold_pct,
     max_p95_ttft_change_pct AS p95_ttft_threshold_pct,
     min_hit_rate_change_pts AS hit_rate_threshold_pts,
     -- 'drift' (a change point over the canary's series that no single week's threshold caught) is marked
     -- afterwards, on rows this leaves 'ok' or 'within_noise' (warehouse/marts/change_points.py).
     CASE
+        WHEN lake_incomplete THEN 'not_judged'
         WHEN role = 'live' THEN 'not_judged'
         WHEN regressed AND regressed_before THEN 'sustained'
         WHEN regressed THEN 'regression'
@@ -357,8 +384,13 @@ SELECT
     END AS regression_verdict,
     CAST(NULL AS DATE) AS drift_start_week,
     CAST(NULL AS VARCHAR) AS drift_metrics,
-    CASE WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons,
-    CASE WHEN role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside))
+    CASE WHEN lake_incomplete THEN to_json(list_prepend(
+            'not judged: the lake lacks part of this week, so its figures are not the whole week''s', lake_gaps))::VARCHAR
+        WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons,
+    CASE WHEN lake_incomplete OR degraded_runs > 0
+        THEN to_json(list_concat(coalesce(lake_gaps, []), coalesce(fleet_caveats, [])))::VARCHAR END AS caveats,
+    CASE WHEN NOT lake_incomplete AND role IS DISTINCT FROM 'live'
+        AND ((cost_past AND cost_outside) OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside))
         THEN to_json(list_filter(
             [CASE WHEN cost_past AND cost_outside THEN 'efficiency_cost_per_request_usd' END,
              CASE WHEN ttft_past AND ttft_outside THEN 'p95_ttft_ms' END,

@@ -4,6 +4,8 @@ per GPU, or a decode server's output tokens/s per GPU, the way the large expert-
 the twin runs one saturated step of that phase, with the engine its flags build (the same cost model, KV pool and
 flag checks as behind HTTP), instead of replaying a request list:
 
+The step's requests are spread evenly over the attention ranks, each rank its share, as a saturated server's are.
+
 - prefill: every attention rank's step full at `--max-prefill-tokens` (SGLang's per-rank prefill budget), of whole
   prompts of the published input length with no cached prefix (random prompts);
 - decode: the published batch per GPU, or as many requests as the KV pool holds at that context if fewer, each
@@ -47,12 +49,12 @@ def run_phase(flags: list[str], phase: Phase, context_tokens: int, batch_per_gpu
     ranks = args.parallel.attention_ranks
     if phase is Phase.PREFILL:
         prompts = max(1, args.max_prefill_tokens * ranks // context_tokens)
-        items = tuple(BatchItem(new_tokens=context_tokens, context_tokens=0) for _ in range(prompts))
+        items = tuple(BatchItem(new_tokens=context_tokens, context_tokens=0, rank=i % ranks) for i in range(prompts))
         step = StepBatch(ForwardMode.EXTEND, items)
     else:
         fits = engine.scheduler.pool.capacity_tokens // (context_tokens + 1)
         prompts = fits if batch_per_gpu is None else min(batch_per_gpu * gpus, fits)
-        step = StepBatch(ForwardMode.DECODE, tuple(BatchItem(new_tokens=1, context_tokens=context_tokens)
-                                                   for _ in range(prompts)))  # fmt: skip
+        items = tuple(BatchItem(new_tokens=1, context_tokens=context_tokens, rank=i % ranks) for i in range(prompts))
+        step = StepBatch(ForwardMode.DECODE, items)
     step_s = engine.scheduler.cost_model.step_time_s(step)
     return PhaseResult(step.new_tokens / step_s / gpus, step_s, prompts, step.new_tokens)

@@ -21,6 +21,7 @@ from functools import lru_cache
 from endpoints.sim.calibration.phase_bench import Phase, PhaseResult, run_phase
 from endpoints.sim.calibration.spec_fitted import ROW8_SPEC_ACCEPT_LENGTH  # row 8's fitted MTP acceptance
 from endpoints.sim.cost.profiles import CostConstants, HardwareName
+from endpoints.sim.pd_fleet_bench import PdFleet, run_pd_fleet
 from endpoints.sim.virtual_bench import BenchRequest, BenchResult, random_ids, random_requests, run_bench
 
 
@@ -29,6 +30,8 @@ class Metric(str, Enum):
     TTFT = "mean TTFT"  # ms
     TPOT = "mean TPOT"  # ms
     P99_TTFT = "P99 TTFT"  # ms: bench_serving's first burst on a cold server (row 7 publishes it)
+    MEDIAN_TTFT = "median TTFT"  # ms (rows 16-17)
+    MEDIAN_TPOT = "median TPOT"  # ms (rows 16-17)
 
 
 class ThroughputKind(str, Enum):
@@ -91,6 +94,13 @@ class Point:
     throughput_kind: ThroughputKind
     sglang_version: str
     source: str
+    # A disaggregated fleet driven end to end (rows 14-17): its prefill and decode workers; `flags` are the decode's.
+    fleet: PdFleet | None = None
+
+    @property
+    def disaggregated(self) -> bool:
+        """A prefill/decode deployment: one saturated phase of one (rows 5, 6, 11, 12) or a whole fleet (14-17)."""
+        return self.fleet is not None or isinstance(self.workload, PhaseWorkload)
 
     @property
     def hardware(self) -> HardwareName:
@@ -252,6 +262,60 @@ PHASE_POINTS: tuple[Point, ...] = (
            "LMSYS blog 2025-09 (GB200 NVL72 part II)", "2025-09 main"),
 )  # fmt: skip
 
+# Rows 14-17: whole disaggregated fleets, closed loop (InferenceX's multi-node lanes): a router in front, prefill and
+# decode workers joined by their KV transfers, 2·C warm-ups then 10·C prompts of random lengths on [0.8·L, L].
+# DP8 = --tp 8 --dp 8 --enable-dp-attention; DEP8 adds --ep-size 8 (no --moe-a2a-backend: SGLang's default, none).
+_B200_PD = ("--model-path deepseek-ai/DeepSeek-R1-0528 --sim-hardware b200 --quantization fp8 "
+            "--kv-cache-dtype fp8_e4m3 --stream-interval 30 --disable-radix-cache "
+            "--disaggregation-transfer-backend nixl")  # fmt: skip
+B200_PD_PREFILL_DP8 = _tokens(
+    f"{_B200_PD} --disaggregation-mode prefill --tp 8 --dp 8 --enable-dp-attention --mem-fraction-static 0.6 "
+    "--max-prefill-tokens 8192 --chunked-prefill-size 65536 --max-running-requests 8 --context-length 9600"
+)
+B200_PD_DECODE_TP8 = _tokens(f"{_B200_PD} --disaggregation-mode decode --tp 8 --max-running-requests 32 "
+                             "--cuda-graph-max-bs 32")  # fmt: skip
+B200_PD_DECODE_DEP8 = _tokens(
+    f"{_B200_PD} --disaggregation-mode decode --tp 8 --dp 8 --enable-dp-attention --ep-size 8 "
+    "--mem-fraction-static 0.75 --max-running-requests 256 --cuda-graph-max-bs 256"
+)
+_MI355X_PD = ("--model-path deepseek-ai/DeepSeek-R1-0528 --sim-hardware mi355x --quantization mxfp4 "
+              "--kv-cache-dtype fp8_e4m3 --moe-a2a-backend mori --disaggregation-transfer-backend mori "
+              "--disable-radix-cache --tp 8 --dp 8 --enable-dp-attention --ep-size 8")  # fmt: skip
+MI355X_PD_PREFILL_DEP4 = _tokens(
+    f"{_MI355X_PD.replace('--tp 8 --dp 8', '--tp 4 --dp 4').replace('--ep-size 8', '--ep-size 4')} "
+    "--disaggregation-mode prefill --mem-fraction-static 0.8 --max-running-requests 24"
+)
+MI355X_PD_DECODE_DEP8 = _tokens(f"{_MI355X_PD} --disaggregation-mode decode --mem-fraction-static 0.85 "
+                                "--max-running-requests 4096 --cuda-graph-max-bs 160")  # fmt: skip
+INFERENCEX_PD = "InferenceX PR #907 (commit 593fb431a)"
+
+
+def _pd(row: int, setup: str, fleet: PdFleet, gpus: int, input_len: int, concurrency: int,
+        published: dict[Metric, float], kind: ThroughputKind, version: str, source: str) -> Point:  # fmt: skip
+    workload = Workload(input_len, 1024, 0.8, 10 * concurrency, concurrency, seed=concurrency, warmups=2 * concurrency)
+    return Point(f"{row}.c{concurrency}", row, setup, fleet.decode_flags, gpus, workload, published, kind, version,
+                 source, fleet)  # fmt: skip
+
+
+PD_POINTS: tuple[Point, ...] = (
+    # Published as whole-fleet output tokens/s (4,705-4,805: the middle is taken) and mean TPOT.
+    _pd(14, "B200 FP8 1P (DP8) + 3D (TP8), NIXL, 8k/1k, C=128", PdFleet(B200_PD_PREFILL_DP8, 1, B200_PD_DECODE_TP8, 3),
+        32, 8192, 128, {Metric.THROUGHPUT: 4755 / 32, Metric.TPOT: 16.3}, ThroughputKind.OUTPUT, "0.5.8.post1",
+        INFERENCEX_PD),
+    _pd(15, "B200 FP8 1P (DP8) + 1D (DEP8), NIXL, 8k/1k, C=288",
+        PdFleet(B200_PD_PREFILL_DP8, 1, B200_PD_DECODE_DEP8, 1), 16, 8192, 288,
+        {Metric.THROUGHPUT: 5166 / 16, Metric.TPOT: 30.8}, ThroughputKind.OUTPUT, "0.5.8.post1", INFERENCEX_PD),
+    # Published as total tokens/s per GPU, median TTFT and median TPOT.
+    _pd(16, "MI355X MXFP4 4P (DEP4) + 1D (DEP8), MoRI, 8k/1k, C=2048",
+        PdFleet(MI355X_PD_PREFILL_DEP4, 4, MI355X_PD_DECODE_DEP8, 1), 24, 8192, 2048,
+        {Metric.THROUGHPUT: 4222.8, Metric.MEDIAN_TTFT: 71_288.6, Metric.MEDIAN_TPOT: 108.1}, ThroughputKind.TOTAL,
+        "0.5.9 (ROCm)", "InferenceX-app blog mi355x-mori-sglang-deepseek-r1-update-2026-03-13"),
+    _pd(17, "MI355X MXFP4 1P (DEP4) + 1D (DEP8), MoRI, 1k/1k, C=2048",
+        PdFleet(MI355X_PD_PREFILL_DEP4, 1, MI355X_PD_DECODE_DEP8, 1), 12, 1024, 2048,
+        {Metric.THROUGHPUT: 3024.4, Metric.MEDIAN_TTFT: 45_187.2, Metric.MEDIAN_TPOT: 63.3}, ThroughputKind.TOTAL,
+        "0.5.9 (ROCm)", "InferenceX-app blog best-gpu-for-dsr1-inference"),
+)  # fmt: skip
+
 POINTS: tuple[Point, ...] = (
     _cookbook(1, 1, 10, {Metric.THROUGHPUT: 105 / 8, Metric.TTFT: 153}),
     _cookbook(2, 16, 80, {Metric.THROUGHPUT: 795 / 8, Metric.TTFT: 273.51}),
@@ -277,7 +341,7 @@ POINTS: tuple[Point, ...] = (
     ),
 )  # fmt: skip
 
-POINTS += PHASE_POINTS
+POINTS += PHASE_POINTS + PD_POINTS
 POINTS_BY_KEY = {p.key: p for p in POINTS}
 
 
@@ -325,10 +389,18 @@ def measure(point: Point, constants: CostConstants | None = None) -> Measured:
     if isinstance(w, PhaseWorkload):
         phase = run_phase(list(point.flags), w.phase, w.input_len, w.batch_per_gpu, constants)
         return Measured(point, {Metric.THROUGHPUT: phase.tokens_per_gpu_s}, phase)
-    flags = list(point.flags)
-    if point.throughput_kind is not ThroughputKind.DECODE:
-        flags += ["--stream-interval", str(STREAM_INTERVAL_FOR_MEANS)]
-    result = run_bench(flags, list(_requests(point.key)), w.concurrency, cost_constants=constants, warmups=w.warmups)
+    if point.fleet is not None:
+        fleet = point.fleet
+        means = ("--stream-interval", str(STREAM_INTERVAL_FOR_MEANS))
+        fleet = PdFleet(fleet.prefill_flags, fleet.prefill_workers, fleet.decode_flags + means, fleet.decode_workers)
+        result = run_pd_fleet(fleet, _requests(point.key), max_concurrency=w.concurrency, warmups=w.warmups,
+                              cost_constants=constants).bench  # fmt: skip
+    else:
+        flags = list(point.flags)
+        if point.throughput_kind is not ThroughputKind.DECODE:
+            flags += ["--stream-interval", str(STREAM_INTERVAL_FOR_MEANS)]
+        result = run_bench(flags, list(_requests(point.key)), w.concurrency, cost_constants=constants,
+                           warmups=w.warmups)  # fmt: skip
     values: dict[Metric, float] = {}
     if point.throughput_kind is ThroughputKind.TOTAL:
         values[Metric.THROUGHPUT] = result.total_tok_s / point.gpus
@@ -342,4 +414,8 @@ def measure(point: Point, constants: CostConstants | None = None) -> Measured:
         values[Metric.TPOT] = result.mean_tpot_s * 1e3
     if Metric.P99_TTFT in point.published:
         values[Metric.P99_TTFT] = result.p99_ttft_s * 1e3
+    if Metric.MEDIAN_TTFT in point.published:
+        values[Metric.MEDIAN_TTFT] = result.median_ttft_s * 1e3
+    if Metric.MEDIAN_TPOT in point.published:
+        values[Metric.MEDIAN_TPOT] = result.median_tpot_s * 1e3
     return Measured(point, values, result)

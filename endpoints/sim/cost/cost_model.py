@@ -38,6 +38,8 @@ from endpoints.sim.cost.step_batch import ForwardMode, StepBatch
 # With --ep-size the exchange is modelled from its bytes and links instead (expert_parallel.py).
 GPUS_PER_NODE = 8
 INTER_NODE_MOE_EXCHANGE_S = 313e-6
+BF16_BYTES = 2
+DP_GATHER_ALL_REDUCES = 2  # a layer's gather before the MLP and the all-reduce of its TP output (dp_gather_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +172,38 @@ class RooflineCostModel:
             overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
         gemm_flops = 2.0 * model.active_params * tokens
         compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency) + self._attention_s(batch)
-        return StepCost(compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s)
+        return StepCost(compute_s, memory_s, overhead_s, self.dp_gather_s(batch))
+
+    def dp_gather_s(self, batch: StepBatch) -> float:
+        """DP attention's extend step: every rank's tokens meet for the MLP, in SGLang's SUM_LEN mode (0.5.23
+        layers/dp_attention.py: get_dp_padding_mode picks it for an extend batch over several ranks;
+        _dp_gather_via_all_reduce all-reduces a zeroed buffer of every rank's hidden states) and the MLP's TP
+        output is all-reduced again: two ring all-reduces of tokens x hidden in BF16 a layer, each moving
+        2(n-1)/n of the buffer through every GPU. A decode step's gather is small and inside the fitted step
+        overhead; without DP attention the step's TP all-reduces are too."""
+        ranks = self._parallel.attention_ranks
+        if ranks <= 1 or batch.mode is ForwardMode.DECODE:
+            return 0.0
+        gpus = self._parallel.tp_size
+        per_all_reduce = 2.0 * (gpus - 1) / gpus * batch.new_tokens * self._model.hidden_size * BF16_BYTES
+        link = self._hw.nic_bytes_per_s if gpus > self._hw.scale_up_domain_gpus else self._hw.scale_up_bytes_per_s
+        return DP_GATHER_ALL_REDUCES * per_all_reduce * self._model.num_layers / (link * self.constants.link_efficiency)
+
+    def _busiest_rank(self, batch: StepBatch, work) -> float:
+        """Under DP attention the ranks step together, so the rank with the most `work(item)` sets the step: that
+        rank's total times the ranks (what the even split of a pooled total divides back to); the total without
+        DP attention."""
+        ranks = self._parallel.attention_ranks
+        if ranks <= 1:
+            return sum(work(item) for item in batch.items)
+        per_rank = [0.0] * ranks
+        for item in batch.items:
+            per_rank[item.rank % ranks] += work(item)
+        return max(per_rank) * ranks
 
     def _kv_read_s(self, batch: StepBatch) -> float:
         """Every request's latent KV, read by each GPU of its attention rank (MLA's KV is not split by TP)."""
-        kv_tokens = sum(item.context_tokens + item.new_tokens for item in batch.items)
+        kv_tokens = self._busiest_rank(batch, lambda item: item.context_tokens + item.new_tokens)
         bandwidth = self._hw.hbm_bytes_per_s * self.constants.memory_efficiency
         return kv_tokens * self._kv_bytes_per_token / (self._parallel.attention_ranks * bandwidth)
 
@@ -183,11 +212,13 @@ class RooflineCostModel:
         if batch.mode is ForwardMode.DECODE:
             # Every new token attends to the whole context: one query per request in plain decode, all
             # the draft tokens of a speculative verify (endpoints/sim/engine/speculative.py).
-            attended = sum(item.new_tokens * (item.context_tokens + item.new_tokens) for item in batch.items)
+            attended = self._busiest_rank(batch, lambda item: item.new_tokens * (item.context_tokens + item.new_tokens))
             flops = model.decode_attention_flops_per_context_token * attended
         else:
             # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
-            pairs = sum(item.new_tokens * (item.context_tokens + item.new_tokens / 2.0) for item in batch.items)
+            pairs = self._busiest_rank(
+                batch, lambda item: item.new_tokens * (item.context_tokens + item.new_tokens / 2)
+            )
             flops = model.prefill_attention_flops_per_context_token * pairs
         return flops / (self._parallel.tp_size * self._hw.bf16_flops_per_s * self.constants.attention_efficiency)
 
@@ -223,10 +254,12 @@ class RooflineCostModel:
             return compute, memory + share * kv_s
 
         overhead_s = self._overhead_s(batch)
+        # Without DeepEP, DP attention's extend step gathers its ranks' tokens with one more all-reduce a layer.
+        gathers = DP_GATHER_ALL_REDUCES if par.attention_ranks > 1 and not decode else 1
         if not ep.two_batch_overlap or tokens < 2:
             load = busiest_gpu_load(tokens, ep, model)
             compute_s, memory_s = roofline(load, 1.0)
-            exchange_s = exchange(tokens, par.tp_size, ep, load, model, hw, c, decode).total_s
+            exchange_s = exchange(tokens, par.tp_size, ep, load, model, hw, c, decode, gathers).total_s
             return StepCost(compute_s, memory_s, overhead_s, exchange_s)
         # Two micro-batches, interleaved layer by layer: one's exchange runs under the other's compute, so the
         # longer stream sets the pace, plus one layer's worth of the shorter to fill the pipeline.
@@ -235,7 +268,7 @@ class RooflineCostModel:
         compute_h, memory_h = roofline(load, 0.5)
         busy_h, exchange_h = (
             max(compute_h, memory_h),
-            exchange(half, par.tp_size, ep, load, model, hw, c, decode).total_s,
+            exchange(half, par.tp_size, ep, load, model, hw, c, decode, gathers).total_s,
         )
         visible = 2 * max(0.0, exchange_h - busy_h) + min(busy_h, exchange_h) / model.num_moe_layers
         return StepCost(2 * compute_h, 2 * memory_h, overhead_s, visible)

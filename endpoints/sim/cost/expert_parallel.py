@@ -186,8 +186,11 @@ def exchange(
     hw: HardwareProfile,
     constants: CostConstants,
     decode: bool,
+    all_reduces: int = 1,
 ) -> Exchange:
-    """The token exchange of one step of `tokens` (the whole instance's) over `gpus` GPUs."""
+    """The token exchange of one step of `tokens` (the whole instance's) over `gpus` GPUs. `all_reduces`: without
+    DeepEP, ring all-reduces of the step's hidden states a layer (the MoE output's; DP attention's extend step
+    gathers its ranks' tokens with one more, cost_model.dp_gather_s)."""
     hidden = model.hidden_size
     dispatch_b = hidden + 4 * hidden / DISPATCH_SCALE_BLOCK  # FP8 values and their scales
     combine_b = 2 * hidden  # BF16
@@ -201,7 +204,7 @@ def exchange(
     off_domain = 1.0 - domain / ep.ep_size
     if ep.a2a_backend is A2aBackend.NONE:
         # All-gather the BF16 hidden states of every token, reduce-scatter the outputs: a ring over the group.
-        per_layer = 2 * tokens * 2 * hidden * remote_share
+        per_layer = all_reduces * 2 * tokens * 2 * hidden * remote_share
         link = nic if domains > 1 else nvlink
         transfer = per_layer / link
     elif ep.low_latency(decode):

@@ -20,6 +20,7 @@ class BatchItem:
     context_tokens: int  # tokens already in its KV before this step (cached prefix included)
     masked: bool = False  # its tokens are sampled under a grammar mask (constrained decoding, past the reasoning)
     prompt_tokens: int = 0  # the request's whole prompt (the cold-start stall tells copies of one prompt apart)
+    rank: int = 0  # the DP-attention rank it runs on (0 without DP attention): the busiest rank sets the step
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,10 @@ class RoomDone:
     cached_tokens: int  # the prompt tokens the prefill's radix cache held (what the client is told)
     kv_bytes: int
     transfer_s: float
+    # The prefill's parts of the request's TTFT (ttft_parts.py), as durations on its own clock: its waiting queue
+    # (bootstrap done to the first forward batch) and its prefill (to the first token sampled).
+    prefill_queue_s: float
+    prefill_forward_s: float
 
 
 class PrefillPeer(Protocol):

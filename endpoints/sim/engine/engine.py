@@ -188,6 +188,7 @@ class SimEngine:
             self.bootstrapping -= 1
         if request.aborted:
             return
+        request.queued_s = self.clock.now_s()  # its bootstrap queue ends: it joins the waiting queue
         self._schedule(request)
         self._wake.set()
 
@@ -205,7 +206,11 @@ class SimEngine:
             await self.clock.sleep_until(self.clock.now_s() + transfer_s)
         finally:
             self.inflight -= 1
-        outcome = RoomDone(request.cached_tokens, kv_bytes, transfer_s)
+        # The prefill's parts of the TTFT travel with the KV (ttft_parts.py): its wait queue and its prefill.
+        assert request.admitted_s is not None and request.first_token_s is not None
+        queued_s = request.arrival_s if request.queued_s is None else request.queued_s
+        outcome = RoomDone(request.cached_tokens, kv_bytes, transfer_s, request.admitted_s - queued_s,
+                           request.first_token_s - request.admitted_s)  # fmt: skip
         if self.transfer_observer is not None:
             self.transfer_observer(outcome)
         self.rooms.finish(room, outcome)
@@ -217,6 +222,7 @@ class SimEngine:
         try:
             await self.peer.ready(request.bootstrap)
             outcome = await self.peer.done(request.bootstrap)
+            request.kv_arrived_s, request.kv_done = self.clock.now_s(), outcome
         except (TransferFailed, OSError, TimeoutError) as exc:
             request.abort_reason = {"type": "abort", "message": f"KV transfer failed: {exc}"}
         self._arrived.append((request, outcome))
@@ -231,9 +237,8 @@ class SimEngine:
                 scheduler.drop_transfer(request)
                 self._tell_aborted(request)
                 continue
-            scheduler.add_transferred(request, outcome.cached_tokens, now_s)
-            if not request.aborted:
-                self._deliver([request], now_s)
+            scheduler.add_transferred(request, outcome.cached_tokens)
+        self._deliver(scheduler.admit_prebuilt(now_s), now_s)
         while self.prealloc:
             request = self.prealloc[0]
             if request.aborted:
@@ -242,6 +247,7 @@ class SimEngine:
             if not scheduler.preallocate(request, reserved):
                 break
             self.prealloc.popleft()
+            request.preallocated_s = now_s  # its prealloc queue ends: the transfer queue's starts
             self._spawn(self._receive_kv(request))
 
     async def updates(self, request: SimRequest) -> AsyncGenerator[TokenUpdate, None]:

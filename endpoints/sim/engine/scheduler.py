@@ -68,6 +68,14 @@ class SchedulerConfig:
     max_prefill_tokens: int = 16384
     schedule_conservativeness: float = 1.0  # scales the initial new-token ratio, like SGLang's flag
     enable_mixed_chunk: bool = False  # decodes ride along in extend steps (needs chunked prefill, as in SGLang)
+    # DP attention's ranks, each its own SGLang scheduler: `chunked_prefill_size` and `max_prefill_tokens` are one
+    # rank's (engine_builder resolves them as SGLang does), so a step prefills up to that many tokens on every rank,
+    # each from its own requests (Scheduler._dispatch), and max_running_requests is the ranks' caps together.
+    attention_ranks: int = 1
+    # A PD decode server's request slots: running requests plus those whose KV is on its way or has landed
+    # (engine_builder: SGLang's req_to_token_pool, --max-running-requests plus --disaggregation-decode-extra-slots);
+    # 0: no cap beyond the KV pool.
+    decode_request_slots: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,16 +122,43 @@ class Scheduler:
         self._stopped_at_running: int | None = None
         self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
         self.transferring: list[SimRequest] = []  # PD decode: KV pre-allocated, waiting for it to arrive
+        # PD decode: KV landed, waiting for a place in the running batch (SGLang's decode waiting queue, which
+        # get_new_prebuilt_batch drains up to --max-running-requests); the first token goes out when it joins.
+        self.prebuilt: deque[SimRequest] = deque()
+        self._next_rank = 0  # round robin over the DP-attention ranks (_dispatch)
 
     @property
     def cost_model(self) -> CostModel:
         return self._cost_model
 
     def has_work(self) -> bool:
-        return bool(self.waiting or self.running or self.transferring)
+        return bool(self.waiting or self.running or self.transferring or self.prebuilt)
+
+    @property
+    def queued(self) -> int:
+        """Requests in the waiting queue (SGLang's num_queue_reqs): to be prefilled, or, on a PD decode server,
+        their KV landed and waiting for a place in the batch."""
+        return len(self.waiting) + len(self.prebuilt)
 
     def add(self, request: SimRequest) -> None:
+        request.dp_rank = self._dispatch(request)
         self.waiting.append(request)
+
+    def _dispatch(self, request: SimRequest) -> int:
+        """The DP-attention rank a request runs on, as SGLang's DataParallelController picks it (0.5.23
+        managers/data_parallel_controller.py; --load-balance-method auto, arg_groups/serving_hook.py): a PD prefill
+        server follows the bootstrap room (`bootstrap_room % dp_size`, so its decode knows the rank), every other
+        server goes round robin. A rank keeps its requests: no other rank prefills them."""
+        ranks = self._config.attention_ranks
+        if ranks <= 1:
+            return 0
+        if request.bootstrap is not None:
+            return request.bootstrap.room % ranks
+        return self._round_robin()
+
+    def _round_robin(self) -> int:
+        rank, self._next_rank = self._next_rank, (self._next_rank + 1) % self._config.attention_ranks
+        return rank
 
     # -- KV slots ---------------------------------------------------------------------------------
 
@@ -151,31 +186,50 @@ class Scheduler:
     def preallocate(self, r: SimRequest, reserved_per_request: int) -> bool:
         """Take the slots a disaggregated request's prompt KV will land in, if the pool holds them beside what
         every running or arriving request keeps in reserve for its decode (SGLang's decode prealloc queue:
-        `_allocatable_token_budgets`, without its retractable-token credit)."""
-        reserved = reserved_per_request * (len(self.running) + len(self.transferring))
+        `_allocatable_token_budgets`, without its retractable-token credit), and only while a request slot is free
+        (its req_to_token_pool: `available_size() <= 0` stops the queue)."""
+        slots = self._config.decode_request_slots
+        held = len(self.running) + len(self.transferring) + len(self.prebuilt)
+        if slots and held >= slots:
+            return False
+        reserved = reserved_per_request * (len(self.running) + len(self.transferring) + len(self.prebuilt))
         if r.prompt_tokens + reserved_per_request > self.free_tokens() - reserved:
             return False
         if not self._take(r, r.prompt_tokens):
             return False
+        r.dp_rank = self._round_robin()  # a PD decode server's DataParallelController: round robin
         self.transferring.append(r)
         return True
 
-    def add_transferred(self, r: SimRequest, cached_tokens: int, now_s: float) -> None:
-        """The prompt's KV has arrived with the first token the prefill sampled: the request decodes from here."""
+    def add_transferred(self, r: SimRequest, cached_tokens: int) -> None:
+        """The prompt's KV has arrived with the first token the prefill sampled: the request waits for a place in
+        the running batch (admit_prebuilt)."""
         self.transferring.remove(r)
         if r.aborted:
             self._release(r)
             return
-        r.admitted_s = now_s
         r.cached_tokens = cached_tokens
-        r.prefill_target = r.prefilled_tokens = r.prompt_tokens
-        r.decoding = True
-        r.output_tokens = 1
-        r.first_token_s = now_s
-        if r.output_tokens >= r.target_tokens:
-            self._finish(r)
-            return
-        self.running.append(r)
+        self.prebuilt.append(r)
+
+    def admit_prebuilt(self, now_s: float) -> list[SimRequest]:
+        """Transferred requests join the running batch while it has room (--max-running-requests, SGLang's
+        get_new_prebuilt_batch); each gets its first token now. Returns them (finished ones included)."""
+        joined = []
+        while self.prebuilt and len(self.running) < self._config.max_running_requests:
+            r = self.prebuilt.popleft()
+            if r.aborted:
+                continue
+            r.admitted_s = now_s
+            r.prefill_target = r.prefilled_tokens = r.prompt_tokens
+            r.decoding = True
+            r.output_tokens = 1
+            r.first_token_s = now_s
+            joined.append(r)
+            if r.output_tokens >= r.target_tokens:
+                self._finish(r)
+                continue
+            self.running.append(r)
+        return joined
 
     def drop_transfer(self, r: SimRequest) -> None:
         """The KV never came (the prefill failed it, or went away): its slots are freed."""
@@ -206,7 +260,8 @@ class Scheduler:
             return StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
         spec = self.speculative
         verify = spec.verify_tokens if spec is not None and mode is ForwardMode.DECODE else None
-        items = tuple(BatchItem(verify or n, self._context_tokens(r), r.masked, r.prompt_tokens) for r, n in work)
+        items = tuple(BatchItem(verify or n, self._context_tokens(r), r.masked, r.prompt_tokens, r.dp_rank)
+                      for r, n in work)  # fmt: skip
         batch = StepBatch(mode, items)
         return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
 
@@ -216,7 +271,8 @@ class Scheduler:
             return r.prefilled_tokens
         return r.seq_tokens - 1  # decode: KV of everything before the newest token
 
-    def _prefill_budget(self) -> int:
+    def _rank_prefill_budget(self) -> int:
+        """What one attention rank's PrefillAdder may prefill in a step (tokens); one request's chunk at most."""
         chunk = self._config.chunked_prefill_size
         return min(chunk, self._config.max_prefill_tokens) if chunk > 0 else self._config.max_prefill_tokens
 
@@ -226,18 +282,27 @@ class Scheduler:
         return config.enable_mixed_chunk and config.chunked_prefill_size > 0 and self.speculative is None
 
     def _plan_extend(self, now_s: float, reserved_tokens: int = 0) -> list[tuple[SimRequest, int]]:
-        """`reserved_tokens`: the budget a mixed step's decodes take (SGLang's mixed_with_decode_tokens)."""
-        budget = self._prefill_budget() - reserved_tokens
+        """`reserved_tokens`: the budget a mixed step's decodes take (SGLang's mixed_with_decode_tokens). Under DP
+        attention each rank fills its own budget with its own requests, up to its own running cap; the KV rules
+        are applied to the ranks' pools together."""
+        ranks = self._config.attention_ranks
+        # Each rank's prefill budget for this step (tokens) and running requests (count).
+        budgets = [self._rank_prefill_budget() - reserved_tokens // ranks] * ranks
+        rank_cap = self._config.max_running_requests // ranks
+        running = [0] * ranks
+        for r in self.running:
+            running[r.dp_rank] += 1
         chunking = self._config.chunked_prefill_size > 0
         work: list[tuple[SimRequest, int]] = []
         for r in self.running:  # a request part-way through a chunked prefill continues first
+            budget = budgets[r.dp_rank]
             if not r.decoding and r.prefill_remaining and budget > 0:
                 n = min(r.prefill_remaining, budget) if chunking else r.prefill_remaining
                 if not self._take(r, n):
                     return work
                 work.append((r, n))
-                budget -= n
-        if budget <= 0 or not self.waiting or self._admission_stopped():
+                budgets[r.dp_rank] -= n
+        if all(b <= 0 for b in budgets) or not self.waiting or self._admission_stopped():
             return work
         self._stopped_at_running = None
         if len(self.running) >= self._config.max_running_requests:
@@ -249,8 +314,12 @@ class Scheduler:
             if len(self.running) >= self._config.max_running_requests:
                 self._stopped_at_running = len(self.running)
                 break
-            if budget <= 0:
+            if all(b <= 0 for b in budgets):
                 break
+            rank = r.dp_rank
+            budget = budgets[rank]
+            if budget <= 0 or running[rank] >= rank_cap:
+                continue  # its rank is full this step; the other ranks' queues go on
             # The last token is always computed: its logits give the next output token.
             matched, node = self.cache.match_prefix(r.sequence()[:-1])
             extend = r.seq_tokens - matched
@@ -264,8 +333,10 @@ class Scheduler:
                 # The KV budget is spent: this request and those behind it wait.
                 self._stopped_at_running = len(self.running)
                 break
-            if not chunking and work and extend > budget:
-                break  # without chunking only the first prompt of a step may exceed the budget
+            if not chunking and any(w.dp_rank == rank for w, _ in work) and extend > budget:
+                if ranks == 1:
+                    break  # without chunking only the first prompt of a rank's step may exceed its budget
+                continue
             n = min(extend, budget) if chunking else extend
             self.cache.lock(node)  # before evicting, so eviction cannot take this request's own prefix
             r.lock_node = node
@@ -277,7 +348,8 @@ class Scheduler:
             room -= r.prefill_remaining + PAGE_OVERHEAD_TOKENS + rest  # its whole budget, for the rest of this step
             pages += PAGE_OVERHEAD_TOKENS
             work.append((r, n))
-            budget -= n
+            budgets[rank] -= n
+            running[rank] += 1
         return work
 
     def _admission_stopped(self) -> bool:
@@ -448,6 +520,9 @@ class Scheduler:
             self.waiting.remove(r)
         elif r in self.transferring:
             pass  # its slots are freed when the transfer ends (add_transferred)
+        elif r in self.prebuilt:
+            self.prebuilt.remove(r)
+            self._release(r)
         elif r in self.running:
             self.running.remove(r)
             self._release(r)

@@ -171,7 +171,7 @@ class SimMetrics:
         used = scheduler.pool.capacity_tokens - scheduler.pool.available_tokens(scheduler.cache.total_tokens)
         gauges = {
             "num_running_reqs": ("The number of running requests.", len(scheduler.running)),
-            "num_queue_reqs": ("The number of requests in the waiting queue.", len(scheduler.waiting)),
+            "num_queue_reqs": ("The number of requests in the waiting queue.", scheduler.queued),
             "num_used_tokens": ("The number of used KV slots.", used),
             "token_usage": ("The token usage.", scheduler.token_usage()),
             "gen_throughput": ("The generation throughput (token/s).", engine.gen_throughput_tok_s()),

@@ -12,9 +12,10 @@ import zlib
 from array import array
 from dataclasses import dataclass
 
-from endpoints.sim.engine.disaggregation import Bootstrap
+from endpoints.sim.engine.disaggregation import Bootstrap, RoomDone
 from endpoints.sim.engine.radix_cache import RadixNode
 from endpoints.sim.engine.speculative import SpecCounters
+from endpoints.sim.engine.ttft_parts import TtftParts
 from endpoints.sim.engine.update_channel import UpdateChannel
 from endpoints.sim.structured.structured_answer import AnswerAsk, answer, answer_tokens_needed
 
@@ -65,6 +66,10 @@ class TokenUpdate:
     first_token_s: float | None
     now_s: float
     spec_meta_info: dict | None = None  # a finished request's spec_* meta_info fields (speculative decoding)
+    ttft_parts: TtftParts | None = None  # a finished request's TTFT by stage (ttft_parts.py); None: no first token
+    # When it entered this server's waiting queue (SGLang's wait_queue_entry_time): its arrival, a prefill server's
+    # end of the bootstrap queue, or a decode server's KV arrival. None: as arrival_s.
+    wait_queue_entry_s: float | None = None
 
 
 def prompt_seed(input_ids: tuple[int, ...]) -> int:
@@ -143,7 +148,7 @@ class SimRequest:
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
         "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
         "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from", "grammar_key",
-        "ignore_eos", "bootstrap",
+        "ignore_eos", "bootstrap", "queued_s", "preallocated_s", "kv_arrived_s", "kv_done", "dp_rank",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
@@ -178,6 +183,14 @@ class SimRequest:
         self.abort_reason: dict | None = None
         self.updates = UpdateChannel()
         self.spec: SpecCounters | None = None  # verify steps so far, under speculative decoding
+        # PD stage times for its TTFT's parts (ttft_parts.py), on this server's clock. Prefill: when its bootstrap
+        # queue ended (it joined the waiting queue). Decode: when its pool took the prompt's slots, when the KV
+        # arrived, and what the prefill said of its own parts.
+        self.queued_s: float | None = None
+        self.preallocated_s: float | None = None
+        self.kv_arrived_s: float | None = None
+        self.kv_done: RoomDone | None = None
+        self.dp_rank = 0  # the DP-attention rank that runs it (the scheduler's dispatch; 0 without DP attention)
 
     @property
     def prompt_tokens(self) -> int:
@@ -210,6 +223,20 @@ class SimRequest:
     def reasoning_tokens(self) -> int:
         return min(self.output_tokens, self.reasoning_target)
 
+    def ttft_parts(self) -> TtftParts | None:
+        """Its TTFT on this server by stage, once it has a first token (None before, or without one)."""
+        if self.first_token_s is None or self.admitted_s is None:
+            return None
+        done = self.kv_done
+        if done is not None and self.preallocated_s is not None and self.kv_arrived_s is not None:
+            return TtftParts.decode_server(
+                self.arrival_s, self.preallocated_s, self.kv_arrived_s, self.first_token_s,
+                done.prefill_queue_s, done.prefill_forward_s, done.transfer_s,
+            )  # fmt: skip
+        if self.queued_s is not None:
+            return TtftParts.prefill_server(self.arrival_s, self.queued_s, self.admitted_s, self.first_token_s)
+        return TtftParts.unified(self.arrival_s, self.admitted_s, self.first_token_s)
+
     def update(self, now_s: float) -> TokenUpdate:
         done = self.finished or self.aborted
         return TokenUpdate(
@@ -226,4 +253,6 @@ class SimRequest:
             first_token_s=self.first_token_s,
             now_s=now_s,
             spec_meta_info=self.spec.meta_info(self.output_tokens) if done and self.spec is not None else None,
+            ttft_parts=self.ttft_parts() if done else None,
+            wait_queue_entry_s=self.kv_arrived_s if self.kv_arrived_s is not None else self.queued_s,
         )

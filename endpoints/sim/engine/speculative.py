@@ -249,7 +249,9 @@ class SpeculativeCostModel:
         if batch.mode is not ForwardMode.DECODE or self._config.num_steps <= 1:
             return None
         topk = self._config.eagle_topk
-        return StepBatch(batch.mode, tuple(BatchItem(topk, i.context_tokens + i.new_tokens) for i in batch.items))
+        return StepBatch(
+            batch.mode, tuple(BatchItem(topk, i.context_tokens + i.new_tokens, rank=i.rank) for i in batch.items)
+        )
 
 
 # -- acceptance, per request and server-wide ----------------------------------------------------------

@@ -4,8 +4,9 @@ SGLang's router adds bootstrap_host, bootstrap_port and bootstrap_room to the bo
 prefill server's bootstrap port is where the decode ranks register and the transfer engines exchange addresses;
 the twin's serves its own two routes there instead (a decode twin is the only client), under /sim/:
 `POST /sim/rooms/{room}/ready` (the decode took KV slots for the room) and `GET /sim/rooms/{room}/kv` (answers
-once the room's KV has arrived at the decode server, with the prefill's cached tokens, the KV's bytes and the
-transfer's seconds; 409 if the prefill failed the room).
+once the room's KV has arrived at the decode server, with the prefill's cached tokens, the KV's bytes, the
+transfer's seconds and the prefill's own parts of the TTFT, its waiting queue and its prefill, in seconds; 409 if the
+prefill failed the room).
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ async def _kv(request: web.Request) -> web.Response:
     except TransferFailed as exc:
         return web.json_response({"error": str(exc)}, status=409)
     return web.json_response(
-        {"cached_tokens": done.cached_tokens, "kv_bytes": done.kv_bytes, "transfer_s": done.transfer_s}
-    )
+        {"cached_tokens": done.cached_tokens, "kv_bytes": done.kv_bytes, "transfer_s": done.transfer_s,
+         "prefill_queue_s": done.prefill_queue_s, "prefill_forward_s": done.prefill_forward_s}
+    )  # fmt: skip
 
 
 async def _health(_request: web.Request) -> web.Response:
@@ -92,4 +94,5 @@ class HttpPrefillPeer:
             body = await response.json()
             if response.status != 200:
                 raise TransferFailed(body.get("error", f"the prefill's bootstrap port answered {response.status}"))
-        return RoomDone(int(body["cached_tokens"]), int(body["kv_bytes"]), float(body["transfer_s"]))
+        return RoomDone(int(body["cached_tokens"]), int(body["kv_bytes"]), float(body["transfer_s"]),
+                        float(body["prefill_queue_s"]), float(body["prefill_forward_s"]))  # fmt: skip

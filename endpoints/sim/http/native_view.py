@@ -6,7 +6,12 @@ Chunks carry cumulative `text` and `output_ids` (SGLang's default) or deltas und
 tokenizer_manager adds them, final chunk only). Under --enable-metrics every chunk after admission also
 carries the scheduler's timings as SGLang merges them (SchedulerReqTimeStats.
 convert_to_output_meta_info, python/sglang/srt/observability/req_time_stats.py): `forward_entry_time`
-(epoch s) and `queue_time` (s in the waiting queue before the first forward batch).
+(epoch s), `prefill_finished_time` (epoch s, once the first token is sampled, on a server that prefilled the request:
+not a PD decode server) and `queue_time` (s in the waiting queue before the first forward batch: on a PD prefill
+server from the end of its bootstrap queue, on a PD decode server from the KV's arrival, as SGLang's stages run).
+Those three are all a real SGLang says of where the time to first token went. The twin adds, on the final chunk under
+--enable-metrics, `sim_ttft_parts_ms`: the request's TTFT on this server by stage, {part: ms} for the stages it
+passed (engine/ttft_parts.py: prealloc, bootstrap, queue, prefill, kv_transfer, decode_wait), which add up to it.
 """
 
 from __future__ import annotations
@@ -63,11 +68,17 @@ class NativeView:
         }
         if self._epoch_offset_s is not None and update.admitted_s is not None:
             meta["forward_entry_time"] = update.admitted_s + self._epoch_offset_s
-            meta["queue_time"] = update.admitted_s - update.arrival_s
+            if update.first_token_s is not None and self._request.preallocated_s is None:  # prefilled here
+                meta["prefill_finished_time"] = update.first_token_s + self._epoch_offset_s
+            entered_s = update.arrival_s if update.wait_queue_entry_s is None else update.wait_queue_entry_s
+            meta["queue_time"] = update.admitted_s - entered_s
         if update.finished:
             meta["e2e_latency"] = update.now_s - update.arrival_s
         if update.spec_meta_info:  # a finished request's verify counts under speculative decoding
             meta.update(update.spec_meta_info)
+        if self._epoch_offset_s is not None and update.ttft_parts is not None:  # twin-only, final chunk
+            # To the microsecond (+ 0.0: no -0.0 from a part that is float noise around nothing).
+            meta["sim_ttft_parts_ms"] = {name: round(ms, 3) + 0.0 for name, ms in update.ttft_parts.named().items()}
         return meta
 
     def body(self, update: TokenUpdate) -> dict:

@@ -25,8 +25,9 @@ V3 = model_profile_for("deepseek-ai/DeepSeek-V3")
 TP8 = ParallelConfig(tp_size=8)
 
 
-def decode(batch_size: int, context: int = 1000) -> StepBatch:
-    return StepBatch(ForwardMode.DECODE, tuple(BatchItem(1, context) for _ in range(batch_size)))
+def decode(batch_size: int, context: int = 1000, ranks: int = 1) -> StepBatch:
+    """`ranks`: the requests spread evenly over that many DP-attention ranks, as the scheduler dispatches them."""
+    return StepBatch(ForwardMode.DECODE, tuple(BatchItem(1, context, rank=i % ranks) for i in range(batch_size)))
 
 
 def model_on(gpu: HardwareName, parallel: ParallelConfig = TP8) -> RooflineCostModel:
@@ -84,9 +85,12 @@ def test_faster_gpus_step_faster():
 
 
 def test_dp_attention_splits_kv_reads():
-    long_batch = decode(128, context=30_000)
+    long_batch = decode(128, context=30_000, ranks=8)
     tp_only = model_on(HardwareName.H200).step_cost(long_batch)
     dp_attn = model_on(HardwareName.H200, ParallelConfig(8, 8, True)).step_cost(long_batch)
+    # All 128 on one rank: that rank reads all of their KV, as one TP server's GPUs do.
+    piled = model_on(HardwareName.H200, ParallelConfig(8, 8, True)).step_cost(decode(128, context=30_000))
+    assert piled.memory_s == pytest.approx(tp_only.memory_s)
     assert dp_attn.memory_s < tp_only.memory_s
 
 

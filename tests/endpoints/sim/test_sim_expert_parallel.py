@@ -26,7 +26,8 @@ def _wide(gpus: int, ep: ExpertParallel, hardware=H100) -> RooflineCostModel:
 
 
 def _decode(requests: int, context: int = 2000) -> StepBatch:
-    return StepBatch(ForwardMode.DECODE, tuple(BatchItem(1, context) for _ in range(requests)))
+    # Spread over the DP-attention ranks as the scheduler dispatches them (the cost model takes rank % ranks).
+    return StepBatch(ForwardMode.DECODE, tuple(BatchItem(1, context, rank=i) for i in range(requests)))
 
 
 def test_eplb_takes_the_popularity_skew_off_the_busiest_gpu_and_the_skew_grows_with_the_ep_width():

@@ -124,6 +124,10 @@ def test_the_plan_tries_disaggregated_shapes_and_chooses_the_fewest_gpus_of_all(
             assert any(t.prefill_workers == s.prefill_workers and t.decode_workers == s.decode_workers - 1
                        and not t.holds_target for t in disaggregated)  # fmt: skip
     assert chosen.capacity_rps_at_slo is not None and chosen.capacity_rps_at_slo >= 2.5 * one
+    # Each shape says where its TTFT went at the target: a disaggregated one's transfer parts, a replica's none.
+    assert all(s.mean_ttft_parts_ms and "kv_transfer" in s.mean_ttft_parts_ms for s in disaggregated)
+    assert all(s.mean_ttft_parts_ms and list(s.mean_ttft_parts_ms) == ["queue", "prefill"]
+               for s in plan.shapes if not s.prefill_workers)  # fmt: skip
     write_fleet_plans_json(tmp_path, plan)
     assert read_fleet_plans_json(tmp_path) == plan  # the shapes' roles come back from the file
     assert all(s.label == f"{s.prefill_workers}P{s.decode_workers}D x cache_aware" for s in disaggregated)

@@ -1,4 +1,4 @@
-"""The redaction rule (common/secret_redaction.py): secret by the last word of a name, counts kept."""
+"""The redaction rule (redaction/secret_redaction.py): secret by the last word of a name, counts kept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from common.secret_redaction import REDACTED, is_secret_name, redact_args, redact_secrets, redact_text, redact_url
+from redaction.secret_redaction import REDACTED, is_secret_name, redact_args, redact_secrets, redact_text, redact_url
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_command_lines_hide_the_value_of_secret_flags_only():
         ("ServerArgs(model_path='m', api_key='sk-6', max_total_tokens=None)",
          f"ServerArgs(model_path='m', api_key='{REDACTED}', max_total_tokens=None)"),
         ('{"api_key":"sk-8", "tp_size": 8}', f'{{"api_key":"{REDACTED}", "tp_size": 8}}'),
-        ("Authorization: Bearer sk-7", f"Authorization: {REDACTED} {REDACTED}"),
+        ("Authorization: Bearer sk-7", f"Authorization: {REDACTED}"),  # scheme and credential go as one
         ("curl -H 'x: Bearer abc.def'", f"curl -H 'x: Bearer {REDACTED}'"),
         ("max_total_num_tokens=5 hf_token=7 token: abc", f"max_total_num_tokens=5 hf_token=7 token: {REDACTED}"),
         ("api_key=None and api_key=''", "api_key=None and api_key=''"),

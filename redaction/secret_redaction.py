@@ -1,61 +1,49 @@
-"""Secrets out of what a server says about itself, before costbench stores any of it.
+"""Secrets out of every text costbench stores: what a server says about itself (/server_info, whose
+ServerArgs have held `api_key`), its /metrics labels, its error bodies. Lives in `common` because those
+texts enter the project in `replay` and in `endpoints`, siblings that may not import each other. Pure.
 
-SGLang's /server_info echoes its ServerArgs, and releases have sent `api_key` and `admin_api_key`
-among them; a router, a proxy or another build may add tokens, passwords or its environment. Of
-/server_info only the fields costbench reads are kept at all (common/server_info_fields.py); every
-server fact costbench keeps (run.json, server_facts.json, the `runs` table) then goes through
-`redact_secrets`, whatever the server sent. It lives in `common` because the first server answer
-enters the project in `replay` (replay/clients/server_info_fetch.py) and in `endpoints`
-(endpoints/probes/server_facts.py), siblings that may not import each other. Pure functions, no I/O.
-
-The rule, by key name, applied recursively:
+The rule, by key name, applied recursively (docs/replay.md, "Secrets in what a run keeps"):
 - A name is cut into words at `_`, `-`, `.`, spaces and lower-to-upper case changes (digits dropped);
   what matters is the **last** word, since a name ends in what it holds: `hf_token`, `admin_api_key`,
-  `ssl_keyfile_password` and `apiKey` are secret; `speculative_token_map`, `tokenizer_path`,
-  `ssl_keyfile` and `api_key_env` (a variable's name) are not. A last word that says how the thing
-  is held (value, val, str, string, text, raw, data, hex, bytes, content) is skipped: `api_key_value`
-  and `hf_token_str` are secret.
-- Last word key(s), apikey(s), secret(s), password(s), passwd, pwd, credential(s), authorization,
-  auth, bearer, cookie(s), pem, or a name ending in b64 / base64 (`client_cert_b64`, `keyB64`): every
-  string and number under the name is replaced by "<redacted>", however deeply nested.
-- Last word token: only strings are replaced (on a command line or in text: values that are not
-  numbers). A token *count* is a number and is kept; `tokens` (plural: `max_total_num_tokens`,
-  `max_prefill_tokens`) always counts and is not a secret name.
-- An environment-like mapping or list (last word env, envs, environ, environment, or a name ending in
-  env_vars / environment_variables): every string and number in it is replaced, since an environment
-  holds secrets under any name. A plain string under such a name (`api_key_env: SGLANG_API_KEY`) is not
-  an environment and is kept. Anywhere else, an object whose `name` (or `key`) is a secret name has its
-  `value` replaced: `{"name": "HF_TOKEN", "value": ...}`.
+  `apiKey` are secret; `speculative_token_map`, `ssl_keyfile`, `api_key_env` (a variable's name) are
+  not. A last word that says how the thing is held (value, str, data, hex …) is skipped: `api_key_value`.
+- Last word key(s), apikey(s), secret(s), password(s), passwd, pwd, passphrase(s), credential(s),
+  authorization, auth, bearer, cookie(s), pem, sig, signature(s) (`X-Amz-Signature`, an Azure SAS
+  `sig`), one word ending in password, passwd, passphrase or secret (`PGPASSWORD`), or a name ending in
+  b64 / base64 (`client_cert_b64`): every string and number under the name is replaced by "<redacted>".
+- Last word token: only strings are replaced; a token *count* is a number and is kept; `tokens`
+  (`max_total_num_tokens`) always counts and is not a secret name.
+- An environment (last word env, envs, environ, environment, or ending in env_vars /
+  environment_variables) that is a mapping or list: everything in it is replaced. Anywhere, an object
+  whose `name` (or `key`) is a secret name has its `value` replaced: `{"name": "HF_TOKEN", "value": ...}`.
 - Booleans, null and empty strings are kept everywhere: whether a key is set is a fact, not a secret.
-- Every other string is scrubbed: `user:password@` in a URL, `Bearer <token>`, and `NAME=value`,
-  `NAME: value` or `--name value` where NAME is secret by the rule above (query strings, command
-  lines, a ServerArgs repr). A list of strings is read as a command line: after a secret `--flag` the
-  next item is replaced, and `--flag=value` keeps only the flag.
-- And by shape, under any name or none: a PEM block; a token with a known prefix (sk-, hf_, ghp_ and
-  the other gh?_, github_pat_, glpat-, xox?-) and 16 or more characters after it, one a digit or a
-  capital; an AWS key id (AKIA/ASIA + 16); a JWT (eyJ….eyJ….…); a run of base64 that looks random (a
-  piece of 16 or more characters between `/`, `_`, `-`, or up to 3 pieces joined reaching 24, in both
-  cases, whose character class changes at 45% or more of its steps: random base64 ~64%, names and
-  paths such as `DeepSeek-V3` or `Qwen2VLForConditionalGeneration` far less); a piece of 32 or more
-  hex digits with letters and digits, except in a path (a model snapshot's commit) or under a
-  digest's name (last word hash, digest, fingerprint, sha, checksum, commit, revision).
+- Every other string is scrubbed (`redact_text`): by shape first (redaction/secret_shapes.py), then
+  `NAME=value`, `NAME: value` or `--name value` where NAME is secret by the rule above. A list of
+  strings is read as a command line: after a secret `--flag` the next item is replaced.
+- Values known to be secret (the API key this process sends) go wherever they occur: `redact_values`,
+  with `secret_header_values` to name them from the request's headers.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import IntEnum
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote as percent_encoded
 
-REDACTED = "<redacted>"
+from redaction.secret_shapes import REDACTED as REDACTED  # re-exported: the owner is redaction/secret_shapes.py
+from redaction.secret_shapes import hide_shapes
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 _STRONG_WORDS = frozenset(
-    "key keys apikey apikeys secret secrets password passwords passwd pwd credential credentials "
-    "authorization auth bearer cookie cookies pem".split()
+    "key keys apikey apikeys secret secrets password passwords passwd pwd passphrase passphrases credential "
+    "credentials authorization auth bearer cookie cookies pem sig signature signatures".split()
 )
+# One word that ends in a secret word (`PGPASSWORD`, `clientsecret`) is as secret as the two words.
+_FUSED_TAILS = ("password", "passwd", "passphrase", "secret")
 # A name may end in how it holds the thing rather than what it is: `api_key_value`, `hf_token_str`.
 _HOLDER_WORDS = frozenset("value val str string text raw data hex bytes content".split())
 # Encoded material (`client_cert_b64`, `sessionKeyB64`); _WORD drops digits, so the raw name is matched.
@@ -71,26 +59,14 @@ _ENV_TAILS = (("env", "vars"), ("environment", "variables"))
 _KEPT_LITERALS = frozenset({"", "null", "None", "''", '""'})
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
-_BEARER = re.compile(r"\b(?P<scheme>Bearer|Basic)(?P<gap>\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-_VALUE = r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"',;&?#)\]}]+)"
+_VALUE = r"(?P<value>\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s\"',;&?#)\]}]+)"
 # `name=value`, `name: value`, `"name": "value"`; a colon needs a space or a quote after it, so
-# `http://` and `host:port` are not assignments.
-_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>[\"']?(?:\s*=\s*|:\s+|:(?=[\"'])))" + _VALUE)
-_FLAG_VALUE = re.compile(r"(?P<name>--[A-Za-z][A-Za-z0-9_-]*)(?P<sep>\s+)" + _VALUE)
-
-# Secrets by shape, whatever name (if any) they are under.
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----.*?(?:-----END [A-Z0-9 ]+-----|\Z)", re.DOTALL)  # or cut short
-_PREFIXED = re.compile(  # OpenAI/Anthropic, Hugging Face, GitHub, GitLab, Slack
-    r"(?<![A-Za-z0-9])(?:sk-|hf_|gh[pousr]_|github_pat_|glpat-|xox[abposr]-)(?P<tail>[A-Za-z0-9_-]{16,})"
+# `http://` and `host:port` are not assignments. A name starts a word and has 100 characters at most: else
+# the regex rescans the rest of a word from each of its characters (minutes for 64 KiB without a space).
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,99})(?P<sep>[\"']?(?:\s*=\s*|:\s+|:(?=[\"'])))" + _VALUE
 )
-_AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
-_JWT = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")
-# A run of base64 (standard or URL-safe) characters, judged piece by piece between `/`, `_` and `-`.
-_RUN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
-_RUN_SEPARATOR = re.compile(r"[/_-]")
-_B64_PIECE = re.compile(r"[A-Za-z0-9+]+")
-_LONG_HEX = re.compile(r"(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*[0-9])(?:[0-9a-f]{32,}|[0-9A-F]{32,})")
+_FLAG_VALUE = re.compile(r"(?<![A-Za-z0-9_-])(?P<name>--[A-Za-z][A-Za-z0-9_-]{0,99})(?P<sep>\s+)" + _VALUE)
 
 
 class _Kind(IntEnum):
@@ -114,7 +90,7 @@ def _name_kind(name: str) -> _Kind:
         words.pop()
     if not words:
         return _Kind.PLAIN
-    if words[-1] in _STRONG_WORDS:
+    if words[-1] in _STRONG_WORDS or words[-1].endswith(_FUSED_TAILS):
         return _Kind.SECRET
     if words[-1] in _TOKEN_WORDS:
         return _Kind.TOKEN
@@ -214,46 +190,12 @@ def _hide_value(match: re.Match) -> str:
     return f"{name}{match.group('sep')}{quote}{REDACTED}{quote}"
 
 
-def _hide_run(match: re.Match, keep_digests: bool) -> str:
-    run = match.group(0)
-    pieces = _RUN_SEPARATOR.split(run.rstrip("="))
-    if any(_looks_random(piece, 16) for piece in pieces) or (len(pieces) <= 3 and _looks_random("".join(pieces), 24)):
-        return REDACTED
-    if keep_digests or "/" in run:  # a digest under a digest's name, or a path segment (a model snapshot)
-        return run
-    return REDACTED if any(_LONG_HEX.fullmatch(piece) for piece in pieces) else run
-
-
-def _looks_random(piece: str, min_chars: int) -> bool:
-    """Base64-like: both cases, and the character class (upper, lower, digit, +) changes at 45% or more of
-    its steps; random base64 changes at ~64%, names and paths (`DeepSeek-V3`, `ForCausalLM`) far less."""
-    if len(piece) < min_chars or not _B64_PIECE.fullmatch(piece) or piece.islower() or piece.isupper():
-        return False
-    classes = [_char_class(c) for c in piece]
-    return sum(a != b for a, b in zip(classes, classes[1:])) >= 0.45 * (len(piece) - 1)
-
-
-def _char_class(char: str) -> int:
-    return 0 if char.isupper() else 1 if char.islower() else 2 if char.isdigit() else 3
-
-
-def _hide_prefixed(match: re.Match) -> str:
-    tail = match.group("tail")  # a word such as `sk-learn-estimator` has no digit and no capital
-    return REDACTED if any(c.isdigit() or c.isupper() for c in tail) else match.group(0)
-
-
 def redact_text(text: str, keep_digests: bool = False) -> str:
     """Free text (a URL, a command line, a log line, a repr) with embedded secrets hidden: by the name they
     follow, and by their shape (a known token prefix, a PEM block, a JWT, a long random-looking run).
 
     keep_digests: the text is a digest's value (a hash, a commit), so a long hex run in it is kept."""
-    text = _PEM.sub(REDACTED, text)
-    text = _PREFIXED.sub(_hide_prefixed, text)
-    text = _AWS_KEY_ID.sub(REDACTED, text)
-    text = _JWT.sub(REDACTED, text)
-    text = _RUN.sub(lambda m: _hide_run(m, keep_digests), text)
-    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
-    text = _BEARER.sub(lambda m: f"{m.group('scheme')}{m.group('gap')}{REDACTED}", text)
+    text = hide_shapes(text, keep_digests)
     text = _FLAG_VALUE.sub(_hide_value, text)
     return _ASSIGNMENT.sub(_hide_value, text)
 
@@ -268,3 +210,46 @@ def redact_url(url: str | None) -> str | None:
         [(k, REDACTED if is_secret_name(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+# A known value shorter than this is replaced only where it stands alone, not inside a longer word.
+_SHORT_KNOWN_CHARS = 8
+
+
+def secret_header_values(headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The secrets in headers this process sends: each secret-named header's value (`Authorization`,
+    `X-API-Key`) and, after a scheme (`Bearer sk-…`), the credential alone."""
+    found: list[str] = []
+    for name, value in headers.items():
+        if is_secret_name(name) and value.strip():
+            found.append(value.strip())
+            credential = value.strip().partition(" ")[2].strip()
+            if credential:
+                found.append(credential)
+    return tuple(found)
+
+
+def redact_values(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every occurrence of each known secret replaced by REDACTED: as it is, percent-encoded and
+    JSON-escaped (how a server echoes what it was sent). Longest first, so a key inside its header goes whole."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        for form in dict.fromkeys((secret, percent_encoded(secret, safe=""), json.dumps(secret)[1:-1])):
+            if len(form) >= _SHORT_KNOWN_CHARS:
+                text = text.replace(form, REDACTED)
+            elif form in text:
+                text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])", REDACTED, text)
+    return text
+
+
+def redact_clipped(text: str, max_chars: int, secrets: Iterable[str] = ()) -> str:
+    """At most `max_chars` of `text` (then "…"), with the known `secrets` and every secret by shape or name hidden.
+
+    Bounded work whatever the text's length: only its first 2 × max_chars are redacted, cut at whitespace
+    where there is any, so that no secret (no token, URL or header value) is cut in two and half of it kept."""
+    text = redact_values(text, secrets)  # str.replace: cheap at any length, and the key is never cut
+    cut = len(text)
+    if cut > 2 * max_chars:
+        cut = max(text.rfind(space, 0, 2 * max_chars) for space in " \n\t")
+        cut = cut if cut > 0 else 2 * max_chars
+    shown = redact_text(text[:cut])
+    return shown[:max_chars] + "…" if len(shown) > max_chars or cut < len(text) else shown

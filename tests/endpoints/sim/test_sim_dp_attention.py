@@ -1,0 +1,121 @@
+"""DP attention and disaggregated fleets under load, as SGLang runs them (docs/twin.md, "Whole fleets under load"):
+the flags each attention rank resolves to, the rank a request runs on, the busiest rank setting a step, the ranks'
+tokens gathered for the MLP, a PD decode server's request slots and running cap, and the closed-loop fleet bench."""
+
+from __future__ import annotations
+
+import pytest
+
+from endpoints.capacity.shadow_canary import server_info_flags
+from endpoints.clock import VirtualClock
+from endpoints.sim.cost.cost_model import RooflineCostModel
+from endpoints.sim.cost.profiles import hardware_profile_for, model_profile_for
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.engine.disaggregation import Bootstrap
+from endpoints.sim.engine.sim_request import GenerateInput, SimRequest, planned_output
+from endpoints.sim.engine_builder import build_engine
+from endpoints.sim.pd_fleet_bench import PdFleet, run_pd_fleet
+from endpoints.sim.server_args import parse_server_args
+from endpoints.sim.virtual_bench import BenchRequest, random_requests
+
+B200 = ("--model-path", "deepseek-ai/DeepSeek-R1-0528", "--sim-hardware", "b200", "--disable-radix-cache")
+DP8 = (*B200, "--tp", "8", "--dp", "8", "--enable-dp-attention")
+
+
+def _engine(*flags: str):
+    return build_engine(parse_server_args(list(flags)), VirtualClock())
+
+
+def _extend(cost_model, ranks: list[int], tokens: int = 4096) -> float:
+    return cost_model.step_time_s(StepBatch(ForwardMode.EXTEND, tuple(BatchItem(tokens, 0, rank=r) for r in ranks)))
+
+
+def test_each_rank_resolves_its_own_chunk_conservativeness_and_running_cap_as_sglang_does():
+    args = parse_server_args([*DP8, "--chunked-prefill-size", "65536", "--max-running-requests", "12"])
+    # SGLang's _handle_data_parallelism: the chunk split over the ranks, conservativeness x 0.3; /server_info says so.
+    assert args.rank_chunked_prefill_size == 8192 and args.resolved_schedule_conservativeness == pytest.approx(0.3)
+    info = args.as_server_info()
+    assert info["chunked_prefill_size"] == 8192 and info["schedule_conservativeness"] == pytest.approx(0.3)
+    # A shadow twin built from that /server_info launches with the chunk the server was launched with.
+    flags = server_info_flags(info)
+    assert flags[flags.index("--chunked-prefill-size") + 1] == "65536"
+    scheduler = _engine(*DP8, "--chunked-prefill-size", "65536", "--max-running-requests", "12").scheduler
+    # max(1, 12 // 8) a rank: 8 in all, not 12.
+    assert scheduler.init_new_token_ratio == pytest.approx(0.7 * 0.3)
+    assert scheduler._config.max_running_requests == 8 and scheduler._config.chunked_prefill_size == 8192
+    plain = parse_server_args([*B200, "--tp", "8", "--chunked-prefill-size", "65536"])
+    assert plain.rank_chunked_prefill_size == 65536 and plain.resolved_schedule_conservativeness == 1.0
+
+
+def test_a_pd_prefill_runs_a_request_on_its_rooms_rank_and_each_rank_one_at_a_time():
+    engine = _engine(*DP8, "--max-running-requests", "8", "--disaggregation-mode", "prefill")
+    scheduler = engine.scheduler
+    requests = random_requests(3, 4000, 8, 1.0, seed=2)
+    # Rooms 3, 11 and 12: the first two land on rank 3 (room % 8), the third on rank 4.
+    for i, (room, request) in enumerate(zip((3, 11, 12), requests, strict=True)):
+        spec = GenerateInput(f"r{i}", request.input_ids, 8, ignore_eos=True, bootstrap=Bootstrap("p", 0, room))
+        scheduler.add(_sim_request(engine, spec))
+    assert [r.dp_rank for r in scheduler.waiting] == [3, 3, 4]
+    plan = scheduler.plan_step(0.0)
+    assert plan is not None
+    # One running request a rank: rank 3's second request waits although rank 4 had room and the budget allows.
+    assert sorted(r.rid for r, _ in plan.work) == ["r0", "r2"] and [r.rid for r in scheduler.waiting] == ["r1"]
+
+
+def _sim_request(engine, spec: GenerateInput) -> SimRequest:
+    """The request as the engine makes it, handed to the scheduler directly (no bootstrap wait)."""
+    model = engine.model
+    plan = planned_output(spec.input_ids, spec.max_new_tokens, True, model.vocab_size, model.eos_token_id)
+    return SimRequest(spec, plan, arrival_s=0.0)
+
+
+def _roofline(*flags: str) -> RooflineCostModel:
+    args = parse_server_args(list(flags))
+    hardware = hardware_profile_for(args.sim_hardware.value)
+    return RooflineCostModel(model_profile_for(args.model_path), hardware, args.parallel, args.kv_dtype_bytes)
+
+
+def test_the_busiest_rank_sets_an_extend_step_and_the_ranks_tokens_meet_for_the_mlp():
+    cost_model = _roofline(*DP8)
+    spread, piled = _extend(cost_model, list(range(4))), _extend(cost_model, [0, 0, 0, 0])
+    # Four 4k prompts on one rank: its attention alone, on its one GPU, against a quarter of it each on four.
+    assert piled > 1.2 * spread
+    assert _extend(cost_model, list(range(8))) == pytest.approx(_extend(cost_model, [i % 8 for i in range(8)]))
+    batch = StepBatch(ForwardMode.EXTEND, tuple(BatchItem(8192, 0, rank=r) for r in range(8)))
+    # Two ring all-reduces a layer of 65,536 x 7,168 BF16 values over NVLink (900 GB/s one way a B200).
+    expected_s = 2 * (2 * 7 / 8 * 65536 * 7168 * 2) * 61 / 900e9
+    assert cost_model.dp_gather_s(batch) == pytest.approx(expected_s, rel=1e-6)
+    decode = StepBatch(ForwardMode.DECODE, tuple(BatchItem(1, 8192, rank=r) for r in range(8)))
+    assert cost_model.dp_gather_s(decode) == 0.0
+    tp8 = _roofline(*B200, "--tp", "8")
+    assert tp8.dp_gather_s(batch) == 0.0
+
+
+PD = (*B200, "--tp", "8", "--disaggregation-transfer-backend", "nixl")
+PREFILL = (*PD, "--disaggregation-mode", "prefill")
+
+
+def test_a_pd_decode_runs_at_most_its_max_running_and_the_rest_get_their_first_token_when_they_join():
+    fleet = PdFleet(PREFILL, 1, (*PD, "--disaggregation-mode", "decode", "--max-running-requests", "4"), 1)
+    requests = random_requests(12, 1024, 200, 1.0, seed=5)
+    result = run_pd_fleet(fleet, requests).bench
+    decode = result.engine
+    assert decode.scheduler._config.decode_request_slots == 4 + 8  # SGLang's extra slots: twice a batch of <= 32
+    spans = [(r.sent_s + r.ttft_s, r.sent_s + r.e2e_s) for r in result.requests]
+    # Only four decode at once: each first token comes when fewer than four others are between theirs and their end.
+    assert max(sum(1 for first, end in spans if first <= t < end) for t, _ in spans) == 4
+    first_tokens, ends = sorted(first for first, _ in spans), sorted(end for _, end in spans)
+    assert first_tokens[4] >= ends[0]  # the fifth joined when the first had finished
+
+
+def test_the_fleet_bench_drives_closed_loop_after_unmeasured_warmups():
+    fleet = PdFleet(PREFILL, 1, (*PD, "--disaggregation-mode", "decode"), 1)
+    requests = random_requests(24, 2048, 64, 0.8, seed=7)
+    result = run_pd_fleet(fleet, requests, max_concurrency=4, warmups=8).bench
+    assert len(result.requests) == 24  # the warm-ups are not measured
+    starts = sorted(r.sent_s for r in result.requests)
+    assert starts[:4] == [starts[0]] * 4 and starts[4] > starts[0]  # C at once, then one as each ends
+    in_flight = max(sum(1 for r in result.requests if r.sent_s <= t < r.sent_s + r.e2e_s) for t in starts)
+    assert in_flight == 4
+    with pytest.raises(ValueError, match="at least one prefill and one decode"):
+        run_pd_fleet(PdFleet(PREFILL, 0, PREFILL, 1), [BenchRequest((1, 2, 3), 4)])
