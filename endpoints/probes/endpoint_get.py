@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from common.bounded_body import read_at_most
+
 ANSWER_MAX_BYTES = 4 * 1024 * 1024  # a health check, /readiness, /flush_cache, a DCGM exporter's page
 
 
@@ -59,17 +61,6 @@ async def _request(url: str, headers: dict[str, str], timeout_s: float, method: 
         problem = f"answered HTTP {status} with a body larger than {max_bytes / 2**20:g} MiB, not read"
         return HttpAnswer(None, content_type, b"", problem)
     return HttpAnswer(status, content_type, body, None)
-
-
-async def read_at_most(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
-    """Up to `max_bytes` of the body, and whether there was more (left unread: never held in memory)."""
-    body = bytearray()
-    while len(body) <= max_bytes:
-        chunk = await response.content.read(max_bytes + 1 - len(body))
-        if not chunk:
-            return bytes(body), False
-        body += chunk
-    return bytes(body[:max_bytes]), True
 
 
 def _os_problem(error: OSError) -> str:

@@ -23,8 +23,8 @@ import re
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
 
+from common.bounded_body import read_at_most
 from endpoints.clock import Clock
-from endpoints.probes.endpoint_get import read_at_most
 from endpoints.router.policy_params import RouterModelParams
 from endpoints.router.routing_policy import RoutingPolicy, build_policy
 from endpoints.router.routing_text import routing_text

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 
 import aiohttp
 
+from common.bounded_body import read_at_most
 from common.server_info_fields import JsonTooDeepError, keep_read_fields, load_shallow_json
 from redaction.secret_redaction import redact_secrets, redact_text, redact_url
 from replay.clients.sse_reader import byte_size
-from replay.clients.stream_request import read_at_most
 
 # Newer SGLang serves /server_info; older builds only the now-deprecated alias.
 SERVER_INFO_PATHS = ("/server_info", "/get_server_info")

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import aiohttp
 
+from common.bounded_body import read_at_most
 from replay.clients.sse_reader import byte_size, iter_sse
 from replay.clock import Clock
 from replay.recording.error_kinds import ErrorKind
@@ -105,17 +106,6 @@ async def stream_request(
         if not completed:
             error = (RequestStatus.ERROR, ErrorKind.CONNECTION, f"{type(exc).__name__}: {exc}")
     return StreamOutcome(sent_s, finish_s, http_status, error, worker)
-
-
-async def read_at_most(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
-    """Up to `max_bytes` of the body, and whether there was more (left unread: never held in memory)."""
-    body = bytearray()
-    while len(body) <= max_bytes:
-        chunk = await response.content.read(max_bytes + 1 - len(body))
-        if not chunk:
-            return bytes(body), False
-        body += chunk
-    return bytes(body[:max_bytes]), True
 
 
 async def read_error_body(response: aiohttp.ClientResponse, max_bytes: int = ERROR_BODY_MAX_BYTES) -> str:
