@@ -110,6 +110,8 @@ def _scenario_file(path: Path) -> ScenarioFile:
         return load_scenario_file(path, REPO_ROOT)
     except ScenarioError as exc:  # not YAML, or no scenarios list: nothing to keep
         return ScenarioFile({}, {"(the whole file)": str(exc)})
+    except Exception as exc:  # whatever else a file can do (bytes no reader takes), the sensors load
+        return ScenarioFile({}, {"(the whole file)": f"{path}: cannot be read as a scenarios file: {exc!r:.500}"})
 
 
 defs = build_definitions()

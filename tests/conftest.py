@@ -53,6 +53,9 @@ SLOW_FILES = frozenset(
         "test_endpoints_provision",
         "test_replay_structured",
         "test_replay_durability",
+        "test_pipelines_lease_sensor",
+        "test_pipelines_sensor_threads",
+        "test_pipelines_daemon_watchdog",
     }
 )
 

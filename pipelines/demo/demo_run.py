@@ -49,9 +49,9 @@ from pipelines.instance.instance_runs import (
     failure_line,
     instance_home,
     mark_unfinished_cancelled,
+    own_daemon,
     prepare_instance,
     run_line,
-    running_daemon,
     submit_backfill,
     wait_for_runs,
 )
@@ -142,7 +142,9 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
 
     backfill = None
     try:
-        with running_daemon(paths, stop_grace_s=STOP_GRACE_S), dg.DagsterInstance.get() as instance:
+        # Never beside another daemon of the instance: one a killed demo left is waited for (its watchdog stops it)
+        # and its unfinished runs marked cancelled; one someone else runs is refused, named (InstanceInUse).
+        with dg.DagsterInstance.get() as instance, own_daemon(paths, instance, "costbench demo", STOP_GRACE_S, _warn):
             try:
                 backfill = submit_backfill(paths, WEEKLY_JOB, keys)
                 print(
@@ -200,6 +202,10 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
         for run in failed:
             print(failure_line(instance, run), file=sys.stderr)
     return 0 if not failed else EXIT_FAILED
+
+
+def _warn(line: str) -> None:
+    print(f"costbench: {line}", file=sys.stderr, flush=True)
 
 
 def _clocks(endpoints_path: Path, scenarios: dict) -> str:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,16 @@ from dagster._core.execution.backfill import BULK_ACTION_TERMINAL_STATUSES, Bulk
 
 from assets.resources import REPO_ROOT
 from endpoints.process_group import stop_group
+from pipelines.instance.daemon_claim import (
+    DaemonClaim,
+    daemon_lock,
+    end_orphan,
+    other_daemon,
+    record_group,
+    record_started,
+    record_stopped,
+)
+from pipelines.instance.stop_guard import InstanceInUse
 
 BACKFILL_TAG = "dagster/backfill"
 _BACKFILL_ID = re.compile(r"Launched backfill job `([^`]+)`")
@@ -50,7 +60,8 @@ class InstancePaths:
         return str(Path(sys.executable).parent / name)
 
 
-DAEMON_ALIVE_S = 60.0  # a daemon whose last heartbeat is younger than this is taken to be running
+# How long past its grace a command waits for the daemon of one that died to be stopped by its watchdog.
+CLAIM_SLACK_S = 10.0
 
 
 def instance_home(option: Path | None) -> Path:
@@ -74,29 +85,70 @@ def prepare_instance(home: Path) -> None:
         instance.all_instigator_state()
 
 
-def daemon_running(instance: dg.DagsterInstance) -> bool:
-    """Whether a dagster-daemon is carrying out this instance's queue now (`make dagster`'s, say)."""
-    now = time.time()
-    return any(now - beat.timestamp < DAEMON_ALIVE_S for beat in instance.get_daemon_heartbeats().values())
+@contextmanager
+def claimed_daemon(
+    instance: dg.DagsterInstance, home: Path, command: str, stop_grace_s: float, report: Callable[[str], None]
+) -> Iterator[tuple[DaemonClaim, str | None]]:
+    """The instance's daemon lock for the block (daemon_claim.py), once the daemon of a command that died is gone and
+    what it left unfinished is marked cancelled (said through `report`); with it, the daemon costbench did not start
+    that runs on the instance now, in words (None: none)."""
+    with daemon_lock(home, command, stop_grace_s + CLAIM_SLACK_S, report) as claim:
+        ended = end_orphan(instance, claim)
+        if ended is not None:
+            report(ended)
+        yield claim, other_daemon(instance, claim)
+
+
+@contextmanager
+def own_daemon(
+    paths: InstancePaths, instance: dg.DagsterInstance, command: str, stop_grace_s: float, report: Callable[[str], None]
+) -> Iterator[subprocess.Popen]:
+    """running_daemon, and never beside another daemon of the instance: InstanceInUse names one that runs."""
+    home = Path(paths.dagster_home)
+    with claimed_daemon(instance, home, command, stop_grace_s, report) as (claim, other):
+        if other is not None:
+            raise InstanceInUse(
+                f"{other} runs on the Dagster instance at {home}; {command} starts a daemon of its own (its runs "
+                "read the warehouse and endpoints it names) and never a second beside one: stop that daemon, or give "
+                "this command its own --dagster-home"
+            )
+        with running_daemon(paths, claim=claim, stop_grace_s=stop_grace_s) as daemon:
+            yield daemon
 
 
 @contextmanager
 def running_daemon(
-    paths: InstancePaths, log_path: Path | None = None, stop_grace_s: float = 30.0
+    paths: InstancePaths, log_path: Path | None = None, stop_grace_s: float = 30.0, claim: DaemonClaim | None = None
 ) -> Iterator[subprocess.Popen]:
     """`dagster-daemon run` for the block: the scheduler, sensors, backfills and the run queue. At the end its
-    whole process group gets SIGTERM, and SIGKILL after `stop_grace_s`."""
-    log_path = log_path or Path(paths.dagster_home) / "daemon.log"
-    with open(log_path, "ab") as log:
-        daemon = subprocess.Popen(
-            [paths.command("dagster-daemon"), "run", "-w", str(paths.workspace)],
-            cwd=Path(paths.workspace).parent, env=paths.environ(), stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-    try:
-        yield daemon
-    finally:
-        stop_group(daemon, grace_s=stop_grace_s)  # the daemon, its code server and their run workers
+    whole process group gets SIGTERM, and SIGKILL after `stop_grace_s`.
+
+    The daemon runs under a watchdog (daemon_watchdog.py) that leads its process group and stops all of it when this
+    process ends without doing so (SIGKILL, OOM). `claim`: the instance's daemon lock, already held (own_daemon);
+    None: held here for the block. The process yielded is the watchdog's (its pid is the group's id)."""
+    home = Path(paths.dagster_home)
+    with daemon_lock(home, "costbench", stop_grace_s + CLAIM_SLACK_S, lambda _: None) if claim is None else (
+        nullcontext(claim)
+    ) as held:  # fmt: skip
+        log_path = log_path or home / "daemon.log"
+        command = [paths.command("dagster-daemon"), "run", "-w", str(paths.workspace)]
+        watchdog = [sys.executable, "-m", "pipelines.instance.daemon_watchdog", "--grace-s", str(stop_grace_s),
+                    "--keep-fd", str(held.fd), "--owner-pid", str(os.getpid()), "--", *command]  # fmt: skip
+        record = record_started(held)
+        with open(log_path, "ab") as log:
+            # stdin: a pipe whose write end only this process holds; its end-of-file is this process's end.
+            daemon = subprocess.Popen(
+                watchdog, cwd=Path(paths.workspace).parent, env=paths.environ(), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE, start_new_session=True, pass_fds=(held.fd,),
+            )  # fmt: skip
+        record = record_group(held, record, daemon.pid)
+        try:
+            yield daemon
+        finally:
+            stop_group(daemon, grace_s=stop_grace_s)  # the watchdog, the daemon, its code server and run workers
+            if daemon.stdin is not None:
+                daemon.stdin.close()
+            record_stopped(held, record)
 
 
 def _dagster(paths: InstancePaths, *args: str) -> str:

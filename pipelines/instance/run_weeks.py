@@ -24,7 +24,7 @@ from pipelines.instance.instance_runs import (
     InstancePaths,
     RunsDidNotFinish,
     cancel_backfill,
-    daemon_running,
+    claimed_daemon,
     failure_line,
     instance_home,
     mark_unfinished_cancelled,
@@ -68,17 +68,18 @@ def run_weeks(args: argparse.Namespace) -> int:
     paths = InstancePaths(home)
     with instance_lock(home), stopped_by_signals():
         prepare_instance(home)
-        with dg.DagsterInstance.get() as instance:
-            own_daemon = not daemon_running(instance)
+        with (
+            dg.DagsterInstance.get() as instance,
+            claimed_daemon(instance, home, "costbench run", STOP_GRACE_S, _warn) as (claim, other),
+        ):
+            own_daemon = other is None
             if args.no_wait and own_daemon:  # nothing would carry the runs out once this command's daemon stops
                 raise CommandInputError(f"--no-wait needs a dagster-daemon running on {home} (`make dagster`)")
             backfill = None
             try:
-                with running_daemon(paths, stop_grace_s=STOP_GRACE_S) if own_daemon else nullcontext():
+                with running_daemon(paths, stop_grace_s=STOP_GRACE_S, claim=claim) if own_daemon else nullcontext():
                     backfill = submit_backfill(paths, WEEKLY_JOB, keys)
-                    carried = (
-                        "a dagster-daemon started for this command" if own_daemon else "the running dagster-daemon"
-                    )
+                    carried = "a dagster-daemon started for this command" if other is None else other
                     print(f"backfill {backfill}: {len(keys)} run(s) of {WEEKLY_JOB} submitted to {home}; {carried} "
                           "carries them out", flush=True)  # fmt: skip
                     if args.no_wait:
@@ -102,3 +103,7 @@ def run_weeks(args: argparse.Namespace) -> int:
     print(f"{len(runs) - len(failed)} of {len(runs)} run(s) succeeded; the marts and reports are in the warehouse "
           "(`make sql`, warehouse/reports/)")  # fmt: skip
     return EXIT_FAILED if failed else 0
+
+
+def _warn(line: str) -> None:
+    print(f"costbench: {line}", file=sys.stderr, flush=True)
