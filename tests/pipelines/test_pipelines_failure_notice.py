@@ -246,8 +246,9 @@ def test_a_webhook_dribbling_its_status_line_is_cut_at_the_deadline_and_the_noti
     finally:
         webhook.stop()
     elapsed_s = time.monotonic() - started_s
-    # Two POSTs of 0.5 s and a wait of 0.1 s, then the webhook is down for the rest of the tick.
-    assert elapsed_s < 2 * FAST.timeout_s + FAST.backoff_s + 0.5 < FAST.tick_budget_s
+    # Two POSTs cut at 0.5 s each and a wait of 0.1 s (about 1.1 s), then the webhook is down for the rest of the
+    # tick; what is promised is the tick's budget (a status line dribbled whole would take seconds a POST).
+    assert elapsed_s < FAST.tick_budget_s
     assert webhook.posts == 2 and webhook.delivered == []
     assert all(not d.posted and d.kept_in is not None for d in deliveries) and len(_outbox(tmp_path)) == 3
     assert "no answer within 0.5 s" in (deliveries[0].failure or "")
