@@ -314,8 +314,8 @@ class Scheduler:
             if len(self.running) >= self._config.max_running_requests:
                 self._stopped_at_running = len(self.running)
                 break
-            if all(b <= 0 for b in budgets):
-                break
+            if all(budgets[k] <= 0 or running[k] >= rank_cap for k in range(ranks)):
+                break  # every rank's step is full: the rest of the queue waits
             rank = r.dp_rank
             budget = budgets[rank]
             if budget <= 0 or running[rank] >= rank_cap:
