@@ -9,9 +9,10 @@ queue); the decode server's transfer queue holds the request until the KV has ar
 
 In the twin the two servers meet on the prefill's bootstrap port (bootstrap_rooms.py serves it). The transfer takes
 what its bytes take over the link: the model's KV bytes per token x the prompt's tokens / the link's bandwidth, plus
-a fixed per-transfer latency (`KvLink`). Not modelled: a decode-side radix cache (SGLang's is off by default), the
-prefill's KV held while it is sent (freed when the first token is sampled), and the retraction backup (a retracted
-decode request is prefilled again on the decode server).
+a fixed per-transfer latency (`KvLink`); the prefill keeps the request's slot until then (its scheduler's
+`inflight`). Not modelled: a decode-side radix cache (SGLang's is off by default), the prefill's KV held while it
+is sent (freed when the first token is sampled), and the retraction backup (a retracted decode request is prefilled
+again on the decode server).
 """
 
 from __future__ import annotations

@@ -206,6 +206,8 @@ class SimEngine:
             await self.clock.sleep_until(self.clock.now_s() + transfer_s)
         finally:
             self.inflight -= 1
+            self.scheduler.transfer_done(request)
+            self._wake.set()  # its request slot is free: an idle loop may admit the next
         # The prefill's parts of the TTFT travel with the KV (ttft_parts.py): its wait queue and its prefill.
         assert request.admitted_s is not None and request.first_token_s is not None
         queued_s = request.arrival_s if request.queued_s is None else request.queued_s
@@ -376,6 +378,7 @@ class SimEngine:
                 r.last_sent_s = now_s
                 r.updates.put_nowait(update)
                 if r.finished and r.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
+                    self.scheduler.hold_for_transfer(r)
                     self._spawn(self._send_kv(r))
 
     def has_work(self) -> bool:

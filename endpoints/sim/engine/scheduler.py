@@ -126,6 +126,10 @@ class Scheduler:
         # get_new_prebuilt_batch drains up to --max-running-requests); the first token goes out when it joins.
         self.prebuilt: deque[SimRequest] = deque()
         self._next_rank = 0  # round robin over the DP-attention ranks (_dispatch)
+        # PD prefill: requests whose first token is sampled and whose KV is still being sent. Each keeps its request
+        # slot until the transfer ends (SGLang's inflight queue holds its req_to_token_pool entry), so it counts
+        # against --max-running-requests on its rank; the KV itself is freed at once here (docs/twin.md).
+        self.inflight: list[SimRequest] = []
 
     @property
     def cost_model(self) -> CostModel:
@@ -139,6 +143,13 @@ class Scheduler:
         """Requests in the waiting queue (SGLang's num_queue_reqs): to be prefilled, or, on a PD decode server,
         their KV landed and waiting for a place in the batch."""
         return len(self.waiting) + len(self.prebuilt)
+
+    def hold_for_transfer(self, request: SimRequest) -> None:
+        self.inflight.append(request)
+
+    def transfer_done(self, request: SimRequest) -> None:
+        if request in self.inflight:
+            self.inflight.remove(request)
 
     def add(self, request: SimRequest) -> None:
         request.dp_rank = self._dispatch(request)
@@ -289,8 +300,8 @@ class Scheduler:
         # Each rank's prefill budget for this step (tokens) and running requests (count).
         budgets = [self._rank_prefill_budget() - reserved_tokens // ranks] * ranks
         rank_cap = self._config.max_running_requests // ranks
-        running = [0] * ranks
-        for r in self.running:
+        running = [0] * ranks  # request slots taken on each rank: running, and sending their KV
+        for r in (*self.running, *self.inflight):
             running[r.dp_rank] += 1
         chunking = self._config.chunked_prefill_size > 0
         work: list[tuple[SimRequest, int]] = []
@@ -305,14 +316,15 @@ class Scheduler:
         if all(b <= 0 for b in budgets) or not self.waiting or self._admission_stopped():
             return work
         self._stopped_at_running = None
-        if len(self.running) >= self._config.max_running_requests:
-            self._stopped_at_running = len(self.running)
+        slots = len(self.running) + len(self.inflight)
+        if slots >= self._config.max_running_requests:
+            self._stopped_at_running = len(self.running) if self.running else None
             return work
         room = self.free_tokens() - sum(self._estimate(r) for r in self.running)
         pages = 0  # the page overhead of the requests admitted in this step (PrefillAdder's current offset)
         for r in self._order(self.waiting, self.cache):
-            if len(self.running) >= self._config.max_running_requests:
-                self._stopped_at_running = len(self.running)
+            if len(self.running) + len(self.inflight) >= self._config.max_running_requests:
+                self._stopped_at_running = len(self.running) if self.running else None
                 break
             if all(budgets[k] <= 0 or running[k] >= rank_cap for k in range(ranks)):
                 break  # every rank's step is full: the rest of the queue waits

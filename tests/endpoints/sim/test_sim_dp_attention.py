@@ -119,3 +119,19 @@ def test_the_fleet_bench_drives_closed_loop_after_unmeasured_warmups():
     assert in_flight == 4
     with pytest.raises(ValueError, match="at least one prefill and one decode"):
         run_pd_fleet(PdFleet(PREFILL, 0, PREFILL, 1), [BenchRequest((1, 2, 3), 4)])
+
+
+def test_a_pd_prefill_keeps_a_request_slot_until_its_kv_has_been_sent():
+    """One slot: the second prompt's prefill starts only once the first one's KV has left, so a slower link delays
+    the second request by its own transfer and by the first one's."""
+    decode = (*PD, "--disaggregation-mode", "decode")
+    requests = random_requests(2, 2048, 4, 1.0, seed=9)
+
+    def gap_s(*link: str) -> float:
+        fleet = PdFleet((*PREFILL, "--max-running-requests", "1", *link), 1, decode, 1)
+        first, second = sorted(r.ttft_s for r in run_pd_fleet(fleet, requests).bench.requests)
+        return second - first
+
+    kv_bytes = 2048 * (512 + 64) * 61 * 2  # the prompt's BF16 latent KV
+    extra_s = kv_bytes * (1 / 1e9 - 1 / 50e9)
+    assert gap_s("--sim-kv-link-gb-s", "1") - gap_s() == pytest.approx(extra_s, rel=0.1)
