@@ -13,7 +13,6 @@ request's clock starts when it gets through the cap; virtual_bench.py does the s
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from endpoints.sim.engine.disaggregation import Bootstrap, BootstrapRooms, Local
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
-from endpoints.sim.virtual_bench import BenchRequest, BenchResult, RequestTiming, timed_request
+from endpoints.sim.virtual_bench import BenchRequest, BenchResult, ClosedLoop, RequestTiming, timed_request
 
 ROOM_SEED = 0
 
@@ -106,7 +105,6 @@ def run_pd_fleet(
             engine.start()
         in_flight = ([0] * len(prefills), [0] * len(decodes))
         workers = [0] * len(requests)
-        limit = asyncio.Semaphore(max_concurrency or max(len(requests), warmups, 1))
         rooms_drawn = random.Random(ROOM_SEED)
 
         async def send(i: int, request: BenchRequest) -> RequestTiming:
@@ -122,27 +120,18 @@ def run_pd_fleet(
                 in_flight[0][p] -= 1
                 in_flight[1][d] -= 1
 
-        async def warmup(i: int) -> RequestTiming:
-            async with limit:
-                return await send(-1 - i, requests[0])
-
-        async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
-            await clock.sleep_until(start_s + request.arrival_s)
-            async with limit:
-                return await send(i, request)
-
+        loop = ClosedLoop(clock, send, max_concurrency, requests)
         choice.start(prefills, decodes, clock)
         try:
-            await asyncio.gather(*(warmup(i) for i in range(warmups)))
+            await loop.warm_up(warmups)
             before_s = sum(e.running_request_s for e in decodes)
-            start_s = clock.now_s()
-            timings = await asyncio.gather(*(client(i, r, start_s) for i, r in enumerate(requests)))
+            start_s, timings = await loop.run()
         finally:
             choice.stop()
             for engine in (*prefills, *decodes):
                 await engine.stop()
         running_s = sum(e.running_request_s for e in decodes) - before_s
-        return PdBenchResult(BenchResult(clock.now_s() - start_s, tuple(timings), decodes[0]), tuple(workers),
+        return PdBenchResult(BenchResult(clock.now_s() - start_s, timings, decodes[0]), tuple(workers),
                              running_s)  # fmt: skip
 
     return clock.run(main())

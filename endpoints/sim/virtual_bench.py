@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from statistics import fmean, median, quantiles
 
@@ -190,23 +190,47 @@ def run_bench(
     async def main() -> BenchResult:
         engine = build_engine(parse_server_args(flags), clock, cost_constants)
         engine.start()
-        limit = asyncio.Semaphore(max_concurrency or len(requests))
-
-        async def warmup(i: int) -> RequestTiming:
-            async with limit:
-                return await timed_request(engine, -1 - i, requests[0])
-
-        async def client(i: int, request: BenchRequest, start_s: float) -> RequestTiming:
-            await clock.sleep_until(start_s + request.arrival_s)
-            async with limit:
-                return await timed_request(engine, i, request)
-
+        loop = ClosedLoop(clock, lambda i, request: timed_request(engine, i, request), max_concurrency, requests)
         try:
-            await asyncio.gather(*(warmup(i) for i in range(warmups)))
-            start_s = clock.now_s()
-            timings = await asyncio.gather(*(client(i, r, start_s) for i, r in enumerate(requests)))
+            await loop.warm_up(warmups)
+            start_s, timings = await loop.run()
         finally:
             await engine.stop()
-        return BenchResult(clock.now_s() - start_s, tuple(timings), engine)
+        return BenchResult(clock.now_s() - start_s, timings, engine)
 
     return clock.run(main())
+
+
+class ClosedLoop:
+    """bench_serving's arrivals on a virtual clock: every request started at once (or at its `arrival_s`) behind a
+    `max_concurrency` semaphore, after warm-ups (copies of the first request, index -1, -2, ...) behind the same
+    semaphore. `send(index, request)` runs one request and times it; run_bench and pd_fleet_bench share this."""
+
+    def __init__(
+        self,
+        clock: VirtualClock,
+        send: Callable[[int, BenchRequest], Awaitable[RequestTiming]],
+        max_concurrency: int | None,
+        requests: Sequence[BenchRequest],
+    ) -> None:
+        self._clock, self._send, self._requests = clock, send, requests
+        self._limit = asyncio.Semaphore(max_concurrency or max(len(requests), 1))
+
+    async def _limited(self, i: int, request: BenchRequest) -> RequestTiming:
+        async with self._limit:
+            return await self._send(i, request)
+
+    async def warm_up(self, warmups: int) -> None:
+        """`warmups` unmeasured copies of the first request, all finished before this returns."""
+        await asyncio.gather(*(self._limited(-1 - i, self._requests[0]) for i in range(warmups)))
+
+    async def run(self) -> tuple[float, tuple[RequestTiming, ...]]:
+        """The measured requests; returns when they started (s on the clock) and their timings, in request order."""
+        start_s = self._clock.now_s()
+
+        async def client(i: int, request: BenchRequest) -> RequestTiming:
+            await self._clock.sleep_until(start_s + request.arrival_s)
+            return await self._limited(i, request)
+
+        timings = await asyncio.gather(*(client(i, r) for i, r in enumerate(self._requests)))
+        return start_s, tuple(timings)

@@ -300,9 +300,11 @@ class Scheduler:
         # Each rank's prefill budget for this step (tokens) and running requests (count).
         budgets = [self._rank_prefill_budget() - reserved_tokens // ranks] * ranks
         rank_cap = self._config.max_running_requests // ranks
-        running = [0] * ranks  # request slots taken on each rank: running, and sending their KV
-        for r in (*self.running, *self.inflight):
-            running[r.dp_rank] += 1
+        # Request slots taken on each rank: running, and sending their KV.
+        running = [len(self.running) + len(self.inflight)] if ranks == 1 else [0] * ranks
+        if ranks > 1:
+            for r in (*self.running, *self.inflight):
+                running[r.dp_rank] += 1
         chunking = self._config.chunked_prefill_size > 0
         work: list[tuple[SimRequest, int]] = []
         for r in self.running:  # a request part-way through a chunked prefill continues first
