@@ -24,7 +24,7 @@ LOCK := requirements.lock
 LOCK_VENV := build/lock-venv
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-fast lint lock conformance aiconfigurator-compare dagster sql bench validate clean
+.PHONY: demo test test-fast lint lock conformance aiconfigurator-compare focus-check dagster sql notebook bench validate clean
 
 # The package and what it runs with (all `make demo` needs).
 $(STAMP): pyproject.toml $(LOCK)
@@ -61,12 +61,12 @@ test-fast: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --fast
 
 # Lint, format and type checks (config in pyproject.toml); .ci/run runs this beside `make test`. mypy checks the
-# bench/ and conformance/ scripts too (each folder's files as top-level modules, as they import each other; sglang
-# and torch, which only build/conformance-venv has, read as untyped).
+# bench/, conformance/ and focus_check/ scripts too (each folder's files as top-level modules, as they import each
+# other; sglang and torch, which only build/conformance-venv has, read as untyped).
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy common redaction workloads replay endpoints warehouse assets pipelines bench conformance
+	$(BIN)/mypy common redaction workloads replay endpoints warehouse assets pipelines bench conformance focus_check
 
 # The twin checked by SGLang's own code (conformance/, docs/twin.md "Conformance"): its own environment with
 # sglang from PyPI and PyTorch's CPU build, every package pinned in conformance/requirements.txt and installed
@@ -124,6 +124,30 @@ $(AIC_STAMP): $(AIC_REQS) | $(STAMP)
 aiconfigurator-compare: $(STAMP) $(AIC_STAMP)
 	$(BIN)/python bench/aiconfigurator_compare.py --aic-python $(AIC_VENV)/bin/python $(AIC_ARGS)
 
+# The FOCUS export checked by the FinOps Foundation's own validator (docs/warehouse.md, "The FOCUS export"): its own
+# environment with focus-validator 2.2.1 (FOCUS 1.2), every package pinned in focus_check/requirements.txt and
+# installed --no-deps by .venv's uv (what builds its two source-only packages pinned in focus_check/
+# build_constraints.txt); rebuilt only when those files change. focus-validator 2.x needs Python 3.12 or newer:
+# FOCUS_PYTHON, python3.12 by default (pyenv's shim takes PYENV_VERSION). focus_check/export_check.py replays three
+# scenarios' first requests on the twin, writes the week's export and runs the validator on it and on a broken copy
+# that must fail. .ci/run runs it after `make conformance`. Not compiled at install (--compile-bytecode took about
+# 50 s here): the validator's first run compiles what it imports, and its second reuses it.
+FOCUS_VENV := build/focus-venv
+FOCUS_STAMP := $(FOCUS_VENV)/.installed-stamp
+FOCUS_REQS := focus_check/requirements.txt
+FOCUS_BUILD_CONSTRAINTS := focus_check/build_constraints.txt
+FOCUS_PYTHON ?= python3.12
+
+$(FOCUS_STAMP): $(FOCUS_REQS) $(FOCUS_BUILD_CONSTRAINTS) | $(STAMP)
+	rm -rf $(FOCUS_VENV)
+	PYENV_VERSION=3.12 $(FOCUS_PYTHON) -m venv --without-pip $(FOCUS_VENV)
+	$(BIN)/uv pip install -q --python $(FOCUS_VENV)/bin/python --no-deps -r $(FOCUS_REQS) \
+	  --build-constraints $(FOCUS_BUILD_CONSTRAINTS)
+	@touch $(FOCUS_STAMP)
+
+focus-check: $(STAMP) $(FOCUS_STAMP)
+	$(BIN)/python focus_check/export_check.py --focus-venv $(FOCUS_VENV)
+
 # Resolve pyproject.toml afresh (default + dev) in a throwaway venv and pin what it installed.
 # Run after changing dependencies, or to take new releases on purpose; commit the result.
 lock:
@@ -148,6 +172,16 @@ dagster: $(STAMP)
 # stdin: `make -s sql < warehouse/sql/example_cost_trend.sql`.
 sql: $(STAMP)
 	@lines="$$($(BIN)/python -m warehouse attach-sql)" && exec $(BIN)/duckdb -cmd "$$lines"
+
+# The analyst's notebook (warehouse/notebook/analyst_notebook.py): marimo's editor on loopback, on the warehouse
+# COSTBENCH_WAREHOUSE names (default warehouse/), read-only. Its front end is served from the marimo wheel and the
+# update check is off, so it runs offline. The URL it prints carries the session's token; a browser opens only
+# where there is a display (NOTEBOOK_FLAGS= opens one anyway, --headless never).
+NOTEBOOK_PORT ?= 2718
+NOTEBOOK_FLAGS ?= $(if $(DISPLAY)$(WAYLAND_DISPLAY),,$(if $(filter Darwin,$(shell uname -s)),,--headless))
+notebook: $(STAMP)
+	exec $(BIN)/marimo edit warehouse/notebook/analyst_notebook.py --host 127.0.0.1 --port $(NOTEBOOK_PORT) \
+	  --skip-update-check --no-sandbox $(NOTEBOOK_FLAGS)
 
 # The scenarios and endpoints files as the pipeline reads them, every trace resolving; then Dagster's own check.
 validate: $(STAMP)

@@ -189,6 +189,7 @@ def refresh_child(root: str, memory_limit: str, catalog: str | None) -> None:
         with store.connect(read_only=catalog is not None) as con:
             if catalog is None:
                 con.execute("BEGIN TRANSACTION")
+            con.execute(read_sql("sql/config_changes.sql"))  # the temporary macro weekly_trends calls
             started = time.perf_counter()
             con.execute(f"DELETE FROM {table}")
             if table == "cost_intervals":

@@ -102,6 +102,8 @@ MAX_USD_PER_GPU_HOUR = 1_000.0
 MAX_READY_TIMEOUT_S = 86_400.0
 MAX_SCRAPE_INTERVAL_S = 3_600.0
 MAX_REPLICAS = 1_024
+# A week's hours: the most an endpoint's GPUs can be held in one (hours_per_week; its default, around the clock).
+HOURS_PER_WEEK = 168.0
 # smg 1.13.0's `launch --policy` choices (smg launch --help); a typo fails the file, not the router's start.
 ROUTER_POLICIES = ("random", "round_robin", "passthrough", "cache_aware", "power_of_two", "least_load", "manual",
                    "consistent_hashing", "prefix_hash")  # fmt: skip
@@ -148,14 +150,18 @@ class EndpointSpec:
     clock: EndpointClock = EndpointClock.WALL
     fleet: FleetSpec | None = None  # several workers behind SGLang's router; None: one server
     router_metrics_url: str | None = None  # attach: the router's own Prometheus /metrics (smg --prometheus-port)
+    # What the week's spend counts: hours a week the GPUs are held (HOURS_PER_WEEK: they serve around the clock).
+    hours_per_week: float = HOURS_PER_WEEK
+    revision: EndpointRevision | None = None  # as_of: the dated revision whose server_args are in force; None: none
 
     def as_of(self, week: date) -> "EndpointSpec":
-        """The endpoint as it was configured in the week starting `week`."""
-        server_args = self.server_args
+        """The endpoint as it was configured in the week starting `week`: the server_args of the latest revision
+        from that week or before (the revision itself, with its note, in `revision`), else its own."""
+        server_args, applying = self.server_args, self.revision
         for revision in self.revisions:
             if revision.from_week <= week:
-                server_args = revision.server_args
-        return replace(self, server_args=server_args, revisions=())
+                server_args, applying = revision.server_args, revision
+        return replace(self, server_args=server_args, revisions=(), revision=applying)
 
 
 # -- the file's model: one validator per kind of value, so each problem has its own key path ---------
@@ -333,6 +339,7 @@ class _EndpointEntry(ConfigModel):
     env: dict[str, Annotated[str, BeforeValidator(_env_value)]] = {}
     dcgm_url: HttpUrl | None = None
     scrape_interval_s: float = Field(1.0, gt=0, le=MAX_SCRAPE_INTERVAL_S)
+    hours_per_week: float = Field(HOURS_PER_WEEK, gt=0, le=HOURS_PER_WEEK)
     revisions: list[_Revision] = []
     host: Annotated[str, AfterValidator(_bind_host)] | None = None  # None: 127.0.0.1
     port: Annotated[int, AfterValidator(_tcp_port)] | None = None
@@ -443,6 +450,7 @@ def _to_spec(entry: _EndpointEntry, path: Path, index: int) -> EndpointSpec:
         clock=clock,
         fleet=fleet,
         router_metrics_url=entry.router_metrics_url,
+        hours_per_week=entry.hours_per_week,
     )
 
 

@@ -101,6 +101,11 @@ class Browser:
             time.sleep(0.05)
         raise TimeoutError(f"{script!r} stayed falsy for {timeout_s or self.timeout_s:g} s")
 
+    def viewport(self, width: int, height: int, phone: bool = False) -> None:
+        """Lay pages out in a `width` x `height` window of CSS pixels; `phone`: as a phone's browser does (without a
+        viewport meta tag a page is laid out 980 pixels wide and shrunk to fit)."""
+        self.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=phone)
+
     def open(self, url: str) -> None:
         self.send("Page.navigate", url=url)
         self.wait_for("document.readyState === 'complete'")

@@ -182,14 +182,18 @@ def write_runs(
     runs: list[tuple[RunInfo, list[RequestRecord]]],
     spec: EndpointSpec,
     context: RunContext | list[RunContext] = RunContext(),
+    server_samples: list[ServerSample] | None = None,
 ) -> None:
     """A week of several replays (a scenario's repeats) in one partition, the way the lake assets write them; one
-    context for all, or each run's own (its own capacity sweep)."""
+    context for all, or each run's own (its own capacity sweep); server_samples: every run's, in one partition."""
     contexts = context if isinstance(context, list) else [context] * len(runs)
     rows = [build_run_row(info, spec, scenario, week_start, c) for (info, _), c in zip(runs, contexts, strict=True)]
     write_partition(lake_root, "runs", week_start, scenario, pa.concat_tables(rows))
     records = [record for _, of_run in runs for record in of_run]
     write_partition(lake_root, "requests", week_start, scenario, requests_table(records))
+    if server_samples is not None:
+        table = pa.Table.from_pylist([_row(s) for s in server_samples], schema=SERVER_SAMPLE_SCHEMA)
+        write_partition(lake_root, "server_samples", week_start, scenario, table)
 
 
 def _row(sample) -> dict:

@@ -184,14 +184,17 @@ def _cleanup(store: WarehouseBackend, min_age_s: float) -> int:
 def attach_lines(store: object) -> list[str]:
     """What a plain `duckdb` session runs to read this warehouse read-only (docs/warehouse.md)."""
     from warehouse.backends.ducklake_store import DuckLakeWarehouse, analyst_lines
-    from warehouse.backends.store import Warehouse, sql_path_literal
+    from warehouse.backends.store import ROOT_VARIABLE, Warehouse, sql_path_literal
 
     if isinstance(store, DuckLakeWarehouse):
         return analyst_lines(store.catalog)
     assert isinstance(store, Warehouse)
     root = store.root.absolute()
+    # The variable: the views read this folder's lake even before a moved warehouse's next refresh; the search
+    # path: a database built before the variable reads its lake by paths relative to the folder.
     return [
         f"ATTACH {sql_path_literal(root / 'costbench.duckdb')} AS costbench (READ_ONLY);",
+        f"SET VARIABLE {ROOT_VARIABLE} = {sql_path_literal(root)};",
         f"SET file_search_path = {sql_path_literal(root)};",
         "USE costbench;",
     ]

@@ -7,13 +7,14 @@
 --
 -- @<table>_source@ placeholders are what each view reads, filled in by the backend (DuckDB cannot bind
 -- parameters in CREATE VIEW, so this is the one substitution, of text the store controls and escapes).
--- Local backend (warehouse/backends/store.py): read_parquet over a quoted list of Parquet globs, hive-partitioned
--- (week=, scenario=), relative to the warehouse folder: a zero-row file that pins the current columns and
+-- Local backend (warehouse/backends/store.py): read_parquet over a list of Parquet globs, hive-partitioned
+-- (week=, scenario=), inside the warehouse folder: a zero-row file that pins the current columns and
 -- types, plus the lake glob when the lake has files for the table. DuckLake backend
 -- (warehouse/backends/ducklake_store.py): the lake table lake.<table>, whose week and scenario are columns.
--- The local globs are relative, so the database holds no absolute path: a session resolves them
--- against its file_search_path (Warehouse.connect sets it to the warehouse folder) or, when that is
--- unset, its working directory. The globs are over the refresh's snapshot (lake/_snapshots/<id>/, hard links
+-- The local globs start with the warehouse folder: the session's DuckDB variable costbench_root when it set one
+-- (Warehouse.connect and `python -m warehouse attach-sql` set it to the folder they open), else the absolute
+-- folder the refresh ran in, so a plain session opens the database from any working directory and a moved
+-- warehouse reads its new folder from its next refresh. The globs are over the refresh's snapshot (lake/_snapshots/<id>/, hard links
 -- nothing is ever added to), so a session reads the files the marts were built from. Every file a view reads
 -- passed the refresh's checks (lake_files); those that did not are in lake_quarantine. Older lake files that lack newer columns read them as null (union_by_name); a file whose column has another type is quarantined,
 -- never allowed to change the view's type. Times called *_mono_s are seconds on the replay's monotonic clock from the run's
@@ -103,7 +104,9 @@ SELECT
     shadow_p50_tpot_ratio,    -- twin / real median TPOT, the same shadow canary (ratio; null: a twin endpoint, one the twin cannot model, or recorded before shadow canaries)
     workers_json,             -- JSON list, one object per worker (and the router) of the run: worker (its URL), role, answered_s and unanswered_s (inside the measured window, how long its scrapes were answered or not), lost_from_s (where in the window it stopped answering 3 scrapes running; null: never), completed_requests, failed_requests, first_served_s and last_served_s (finishes of its first and last completed requests); times are s from the window's start (null: no worker known (not probed, and no request named one), or recorded before fleet health)
     degraded,                 -- a worker or the router stopped answering for part of the measured window (3 scrapes running): the run was priced for the whole fleet, and served with less of it (null: the probes recorded no answers (not probed, or recorded before fleet health))
-    degraded_reason           -- each lost worker or router: its role and URL, when in the window it stopped answering, for how long, and the requests it completed before (null unless degraded)
+    degraded_reason,          -- each lost worker or router: its role and URL, when in the window it stopped answering, for how long, and the requests it completed before (null unless degraded)
+    revision_note,            -- the note of the endpoints.yaml revision whose server_args the run ran (why they were changed), secret-shaped text redacted (null: no revision in force, one without a note, or recorded before version 5)
+    coalesce(hours_per_week, 168.0) AS hours_per_week  -- hours a week the endpoint's GPUs are held, the basis of the week's spend (endpoints.yaml hours_per_week, default 168: around the clock) (hours; 168 in files before v5)
 FROM @runs_source@;
 
 CREATE OR REPLACE VIEW requests AS
@@ -297,12 +300,15 @@ CREATE OR REPLACE TABLE run_summary (
     backend VARCHAR NOT NULL,         -- 'sim' (the twin: modelled cost) or 'sglang' (measured)
     model VARCHAR NOT NULL,           -- served model path
     config_fingerprint VARCHAR,       -- runs.config_fingerprint
+    revision_note VARCHAR,            -- runs.revision_note: why the endpoints.yaml revision in force changed the server's flags (null: none)
     gpu_type VARCHAR NOT NULL,        -- GPU model the price refers to
     gpu_count INTEGER NOT NULL,       -- GPUs the endpoint occupies (count)
     usd_per_gpu_hour DOUBLE NOT NULL, -- price of one GPU for one hour, from the endpoint (USD)
     list_usd_per_gpu_hour DOUBLE,     -- gpu_prices list price for gpu_type, for comparison (USD; null when not listed)
     window_s DOUBLE,                  -- measured window: runs.window_s, warm-up already excluded (s)
-    run_cost_usd DOUBLE,              -- gpu_count x usd_per_gpu_hour x window_s / 3600 (USD)
+    run_cost_usd DOUBLE,              -- gpu_count x usd_per_gpu_hour x window_s / 3600: the replay window's GPU cost (USD)
+    hours_per_week DOUBLE NOT NULL,   -- runs.hours_per_week: hours a week the endpoint's GPUs are held (hours)
+    week_spend_usd DOUBLE NOT NULL,   -- gpu_count x usd_per_gpu_hour x hours_per_week: what the endpoint's GPUs cost for the whole week at the run's price, whatever the replay's length (USD)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up (count)
     failed_requests BIGINT NOT NULL,  -- status error or timeout, not warm-up (count)
     cancelled_requests BIGINT NOT NULL,  -- status cancelled (the run stopped), not warm-up (count)
@@ -511,18 +517,20 @@ CREATE OR REPLACE TABLE weekly_trends (
     config_fingerprint VARCHAR,       -- configuration of the pooled runs (null: not recorded, runs written before schema version 2); baselines only use weeks with the same one
     role VARCHAR,                     -- the scenario's role (runs.role): canary rows are judged by the regression rule, live rows carry the cost trend (null: not recorded, judged like a canary)
     config_changed BOOLEAN NOT NULL,  -- the scenario and endpoint's most recent earlier week ran another configuration, both recorded (an unrecorded one is not a change)
+    revision_note VARCHAR,            -- the runs' revision_note: why the endpoints.yaml revision in force changed the server's flags ('; '-joined when the runs differ; null: none)
     runs BIGINT NOT NULL,             -- replays pooled into this row (count)
     completed_requests BIGINT NOT NULL,  -- status ok, not warm-up, over the runs (count)
     failed_requests BIGINT NOT NULL,  -- status error or timeout, not warm-up, over the runs (count)
     efficiency_cost_per_request_usd DOUBLE,  -- the efficiency cost, the week's headline: sum over the runs with a capacity of run_summary.efficiency_cost_per_request_usd x completed_requests / their completed requests; what a request costs on this endpoint loaded to its SLO capacity on this traffic: moves with the runtime, the traffic's shape and the price, not with its volume (USD; null: no capacity measured or modelled)
-    realised_cost_per_request_usd DOUBLE,  -- the realised cost: cost_usd / completed requests of those runs; what the GPUs cost over the windows per request served: moves with the traffic's volume too (USD)
+    realised_cost_per_request_usd DOUBLE,  -- the realised cost: replay_cost_usd / completed requests of those runs; what the GPUs cost over the windows per request served: moves with the traffic's volume too (USD)
     idle_cost_per_request_usd DOUBLE, -- realised_cost_per_request_usd - efficiency_cost_per_request_usd: the idle capacity in each request's realised cost (USD; null when overloaded or without a capacity)
     load_state VARCHAR,               -- idle_capacity | overloaded (load_share_of_capacity above 1: the traffic was past what the SLO allows, so there is no idle part; the realised cost is then below the efficiency cost) (null: no capacity)
     load_share_of_capacity DOUBLE,    -- sum over those runs of completed_requests / capacity_rps_at_slo / their window_s: the share of the SLO capacity the traffic used (ratio; above 1: overloaded)
     capacity_rps_at_slo DOUBLE,       -- the runs' capacities at the SLO, pooled as the efficiency cost pools them: their completed requests / sum of completed_requests / capacity_rps_at_slo (requests/s)
     capacity_source VARCHAR,          -- run_summary.capacity_source of the runs: twin_sweep | rate_ramp | shadow_twin (null: none)
-    cost_usd DOUBLE,                  -- sum of run_cost_usd over the runs with a known window (USD)
-    cost_per_mtok_output_usd DOUBLE,  -- cost_usd / (output tokens of those runs / 1e6) (USD per million output tokens)
+    replay_cost_usd DOUBLE,           -- sum of run_cost_usd over the runs with a known window: the replay windows' GPU cost, not the week's spend (USD)
+    week_spend_usd DOUBLE,            -- the endpoint's GPUs for the whole week at its price: the largest run_summary.week_spend_usd of the runs (gpu_count x usd_per_gpu_hour x hours_per_week; one endpoint's runs of a week share it), whatever was replayed; every row of the endpoint's week carries it, so sum it per endpoint, not per scenario (USD)
+    cost_per_mtok_output_usd DOUBLE,  -- replay_cost_usd / (output tokens of those runs / 1e6) (USD per million output tokens)
     api_cost_per_request_usd DOUBLE,  -- sum of api_cost_usd / completed requests of the runs with an API price (USD)
     p50_ttft_ms DOUBLE,               -- median ttft_ms over the completed requests of all runs (ms)
     p95_ttft_ms DOUBLE,               -- 95th percentile ttft_ms over the same requests (ms)
@@ -540,11 +548,11 @@ CREATE OR REPLACE TABLE weekly_trends (
     tpot_constrained_ms DOUBLE,       -- median tpot_ms over the completed constrained requests of all runs (ms per token)
     tpot_unconstrained_ms DOUBLE,     -- median tpot_ms over the other completed requests of all runs (ms per token)
     min_valid_rate DOUBLE,            -- the strictest runs.min_valid_rate of the runs: the quality check fails the week when a constrained valid_answer_rate is below it (ratio 0-1)
-    prev_week_start DATE,             -- the same configuration's week 7 days earlier, when there was one
-    efficiency_cost_wow_change_pct DOUBLE,  -- 100 x (efficiency_cost_per_request_usd - previous week's) / previous week's (%)
-    realised_cost_wow_change_pct DOUBLE,  -- 100 x (realised_cost_per_request_usd - previous week's) / previous week's (%)
-    p95_ttft_wow_change_pct DOUBLE,   -- 100 x (p95_ttft_ms - previous week's) / previous week's (%)
-    hit_rate_wow_change_pts DOUBLE,   -- 100 x (prefix_cache_hit_rate - previous week's) (percentage points)
+    prev_week_start DATE,             -- the week the *_wow_* changes compare with: the scenario, endpoint and backend's most recent earlier week (its lake complete), whatever configuration it ran (config_changed: another one); its row of this configuration if it ran one, else its row with the most completed requests (null: no earlier week)
+    efficiency_cost_wow_change_pct DOUBLE,  -- 100 x (efficiency_cost_per_request_usd - prev_week_start's) / prev_week_start's (%)
+    realised_cost_wow_change_pct DOUBLE,  -- 100 x (realised_cost_per_request_usd - prev_week_start's) / prev_week_start's (%)
+    p95_ttft_wow_change_pct DOUBLE,   -- 100 x (p95_ttft_ms - prev_week_start's) / prev_week_start's (%)
+    hit_rate_wow_change_pts DOUBLE,   -- 100 x (prefix_cache_hit_rate - prev_week_start's) (percentage points)
     baseline_weeks BIGINT NOT NULL,   -- earlier weeks in the baseline: up to the 4 most recent with the same scenario, endpoint, backend and fingerprint; for a week whose configuration changed (or is not known to be the same) and has none, the 4 most recent of any configuration (count)
     baseline_source VARCHAR,          -- same_config | previous_config (the configuration changed this week) | unrecorded_config (this or the previous week's configuration was not recorded) | null (no baseline)
     baseline_efficiency_cost_per_request_usd DOUBLE,  -- median efficiency_cost_per_request_usd of the baseline weeks (USD; null when none)
@@ -564,7 +572,7 @@ CREATE OR REPLACE TABLE weekly_trends (
     p95_ttft_low_ms DOUBLE,           -- this week's 95% block-bootstrap interval for p95 TTFT, low end (ms)
     p95_ttft_high_ms DOUBLE,          -- the same interval, high end (ms)
     regression_verdict VARCHAR NOT NULL,  -- regression (a metric past its threshold and outside this week's noise) | sustained (a regression the week after one) | drift (a change point over the canary's weeks that no week's threshold caught: drift_start_week) | within_noise (past a threshold, inside the noise) | ok | no_baseline; judged on canary rows (and rows without a role) only: live rows are not_judged (their traffic moves), and so is a week whose lake is incomplete (caveats)
-    regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval; for a week whose lake is incomplete, why it is not judged and what the lake lacks (null when ok)
+    regression_reasons VARCHAR,       -- JSON list of what moved, by how much, against which threshold and interval, led for a week whose configuration changed (config_changed, live rows too) by 'configuration changed this week: <field>: <before> -> <now>, ...' (each server fact that changed against the most recent earlier week, as cost_attribution.runtime_changes names them) with the revision_note; for a week whose lake is incomplete, why it is not judged and what the lake lacks (null when ok and the configuration did not change)
     regressed_metrics VARCHAR,        -- JSON list of the metrics that regressed (efficiency_cost_per_request_usd, p95_ttft_ms, prefix_cache_hit_rate; null unless regression or sustained)
     drift_start_week DATE,            -- drift: the Monday of the first week after the change point (null unless drift)
     drift_metrics VARCHAR,            -- drift: JSON list of the metrics that drifted (null unless drift)
@@ -621,7 +629,8 @@ CREATE OR REPLACE TABLE cost_attribution (
     router_policy VARCHAR,            -- this week's run_summary.router_policy (null: no router, its runs differ, or not recorded)
     baseline_fleet VARCHAR,           -- the baseline median week(s)' fleet, e.g. '2 x round_robin' or '1 server', comma-separated when they differ (null: no baseline, or not recorded)
     routing_changed BOOLEAN,          -- the router's policy or flags, or the replica count, differ between this week and a baseline median week, both recorded: the runtime parts are (in part) a routing change's (null: no baseline, or a fleet not recorded)
-    runtime_changes VARCHAR           -- JSON list naming what changed in the runtime against the baseline median week(s): 'routing: <before> -> <now>', 'router flags: ...', 'replicas: ...', and each server fact of a new configuration that changed, '<field>: <before> -> <now>' ('configuration: <fingerprint> -> <fingerprint>' where the facts were not recorded) (null: no baseline; [] nothing recorded changed)
+    runtime_changes VARCHAR,          -- JSON list naming what changed in the runtime against the baseline median week(s): 'routing: <before> -> <now>', 'router flags: ...', 'replicas: ...', and each server fact of a new configuration that changed, '<field>: <before> -> <now>' ('configuration: <fingerprint> -> <fingerprint>' where the facts were not recorded) (null: no baseline; [] nothing recorded changed)
+    revision_note VARCHAR             -- weekly_trends.revision_note: why the endpoints.yaml revision in force changed the server's flags (null: none)
 );
 
 CREATE OR REPLACE TABLE diagnoses (

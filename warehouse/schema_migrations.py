@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class SchemaVersionError(RuntimeError):
@@ -49,6 +49,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         "weekly_trends degraded_runs and caveats (an incomplete lake week is not judged); requests gains the TTFT's "
         "parts ttft_prealloc_ms .. ttft_decode_wait_ms (null in older files) and the mart ttft_parts is added; lake "
         "files unchanged",
+    ),
+    Migration(
+        5,
+        "v4 -> v5: runs gains revision_note (the note of the endpoints.yaml revision in force; null in older lake "
+        "files) and hours_per_week (168 in older lake files); run_summary gains revision_note, hours_per_week and "
+        "week_spend_usd (the endpoint's GPUs for the whole week); weekly_trends.cost_usd is renamed replay_cost_usd "
+        "and weekly_trends gains revision_note and week_spend_usd, cost_attribution revision_note; a week whose "
+        "configuration changed names the changed server facts and the note in regression_reasons; lake files unchanged",
     ),
 )
 

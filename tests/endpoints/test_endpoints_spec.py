@@ -41,6 +41,9 @@ def _load(tmp_path, **entry):
         ({"mode": "attach", "url": "http://r:30000", "env": {"A": "1"}}, "env: env is for a server costbench starts"),
         ({"dcgm_url": "gpu-host:9400"}, "dcgm_url: must be an http"),
         ({"scrape_interval_s": 0}, "scrape_interval_s: must be > 0, got 0"),
+        ({"hours_per_week": 0}, "hours_per_week: must be > 0, got 0"),
+        ({"hours_per_week": 169}, "hours_per_week: must be <= 168, got 169"),  # a week has 168 hours
+        ({"hours_per_week": "40h"}, "hours_per_week: must be a number, got '40h'"),
         ({"gpu_count": 2.5}, "gpu_count: must be a whole number, got 2.5"),
         ({"gpu_count": "8"}, "gpu_count: must be a whole number, got '8'"),
         ({"usd_per_gpu_hour": -1}, "usd_per_gpu_hour: must be > 0, got -1"),
@@ -122,6 +125,11 @@ def test_a_fleet_and_its_probe_settings_load(tmp_path):
     assert spec.dcgm_url == "http://w0:9400/metrics" and spec.scrape_interval_s == 2.0
 
 
+def test_the_hours_a_week_the_gpus_are_held_default_to_the_whole_week(tmp_path):
+    assert _load(tmp_path)[1]["e"].hours_per_week == 168.0  # a production fleet serves around the clock
+    assert _load(tmp_path, hours_per_week=40)[1]["e"].hours_per_week == 40.0  # office hours: 5 x 8 h
+
+
 def test_launch_environment_is_kept_as_strings(tmp_path):
     _, specs = _load(tmp_path, env={"SGLANG_ENABLE_JIT_DEEPGEMM": 1, "NCCL_DEBUG": "WARN", "X_ON": True})
     assert dict(specs["e"].env) == {"SGLANG_ENABLE_JIT_DEEPGEMM": "1", "NCCL_DEBUG": "WARN", "X_ON": "true"}
@@ -152,6 +160,12 @@ def test_revisions_change_the_flags_from_their_week_on(tmp_path):
     assert spec.as_of(date(2026, 11, 2)).server_args == ("--tp", "8")
     assert spec.as_of(date(2026, 11, 9)).server_args == ("--tp", "8", "--disable-radix-cache")
     assert spec.as_of(date(2026, 11, 23)).server_args == ("--tp", "8")
+    # The revision in force comes along, with its note and week: the run records why its flags are what they are.
+    assert spec.as_of(date(2026, 11, 2)).revision is None
+    revision = spec.as_of(date(2026, 11, 9)).revision
+    assert revision is not None and (revision.from_week, revision.note) == (date(2026, 11, 9), "debugging")
+    later = spec.as_of(date(2026, 11, 23)).revision
+    assert later is not None and (later.from_week, later.note) == (date(2026, 11, 16), "")
     path.write_text(path.read_text().replace("2026-11-16", "2026-11-17"))
     with pytest.raises(EndpointSpecError, match=r"endpoints\[0\].revisions\[1\].from_week: 2026-11-17 is not a Monday"):
         load_endpoint_specs(path)

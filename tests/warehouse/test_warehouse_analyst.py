@@ -1,12 +1,14 @@
 """An analyst never blocks the weekly refresh, and the refresh never breaks the analyst.
 
 Real analyst sessions in other processes (python with duckdb.connect(read_only=True)) stay open across
-full refreshes, idle or querying; refreshes run in other processes too, killed at chosen points; the
-database holds no absolute path, so a copied warehouse reads its own lake."""
+full refreshes, idle or querying; refreshes run in other processes too, killed at chosen points. A plain session
+reads the views from any working directory, and a copied warehouse reads its own lake (through connect() at once,
+plainly after its next refresh)."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -185,16 +187,10 @@ def test_a_refresh_waits_for_the_one_running_then_says_so(store):
     assert _runs(store) == 2
 
 
-def test_the_database_stores_no_absolute_path(store):
+def test_lake_files_name_paths_inside_the_warehouse_folder(store):
     with store.connect() as con:
-        views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
-        tables = con.execute("SELECT path FROM lake_files").fetchall()
-    lake_views = {"runs", "requests", "server_samples", "gpu_samples", "twin_calibration"}
-    assert set(views) == lake_views | {"fleet_plan_shapes"}  # the last reads the runs view, not the lake
-    for name, sql in views.items():
-        assert str(store.root.parent) not in sql and "'/" not in sql, name
-        assert ("'lake/" in sql) == (name in lake_views), name
-    assert all(not path.startswith("/") for (path,) in tables)
+        paths = con.execute("SELECT path, frozen_path FROM lake_files").fetchall()
+    assert paths and all(not p.startswith("/") and (store.root / p).is_file() for row in paths for p in row)
 
 
 def test_a_copied_warehouse_reads_its_own_lake(store, tmp_path):
@@ -204,41 +200,44 @@ def test_a_copied_warehouse_reads_its_own_lake(store, tmp_path):
     shutil.copytree(store.root, copy)
     shutil.rmtree(store.root)  # the original is gone
     copied = Warehouse(copy)
-    with copied.connect() as con:
+    with copied.connect() as con:  # connect() names its folder: the views read the copy's lake
         assert con.execute("SELECT count(*) FROM requests").fetchone() == (2,)
-    _week(copied, 2)  # and it refreshes in place
+    # A plain session reads the folder the last refresh ran in, gone here: DuckDB names it.
+    with duckdb.connect(str(copied.db_path), read_only=True) as con:
+        with pytest.raises(
+            duckdb.IOException, match=re.escape(f'No files found that match the pattern "{store.root}/lake/')
+        ):
+            con.execute("SELECT count(*) FROM requests")
+    _week(copied, 2)  # and it refreshes in place, after which a plain session reads the copy's lake too
     copied.refresh()
     assert _runs(copied) == 3
+    assert _plain_session(copied.db_path, cwd=tmp_path) == "3 3"
 
 
-def test_a_plain_duckdb_session_opens_it_as_the_docs_say(store, tmp_path):
-    query = "SELECT count(*) FROM requests"
-    # From the warehouse folder: relative paths resolve against the working directory.
-    inside = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb; print(duckdb.connect('costbench.duckdb', read_only=True).execute({query!r}).fetchone()[0])",
-        ],
-        cwd=store.root,
-        capture_output=True,
-        text=True,
-    )
-    assert inside.stdout.strip() == "1", inside.stderr
-    # From anywhere, with file_search_path; even from another warehouse's folder, whose lake differs.
+# What an analyst types: DuckDB's own Python API on the file, read-only, nothing else set.
+PLAIN = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+print(*con.execute("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM run_summary)").fetchone())
+"""
+
+
+def _plain_session(db: Path | str, cwd: Path) -> str:
+    done = subprocess.run([sys.executable, "-c", PLAIN, str(db)], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_plain_duckdb_session_reads_the_views_from_any_working_directory(store, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert _plain_session(store.db_path, cwd=elsewhere) == "1 1"
+    assert _plain_session("costbench.duckdb", cwd=store.root) == "1 1"
+    # From the folder above, as `duckdb -readonly warehouse/costbench.duckdb` from the repository.
+    assert _plain_session(Path(store.root.name) / "costbench.duckdb", cwd=store.root.parent) == "1 1"
+    # From another warehouse's folder, whose lake differs: the views still read their own.
     other = Warehouse(tmp_path / "other")
     for i in range(3):
         _week(other, i)
     other.refresh()
-    code = (
-        "import duckdb, sys\n"
-        "con = duckdb.connect(sys.argv[1] + '/costbench.duckdb', read_only=True, config={'file_search_path': sys.argv[1]})\n"
-        f"print(con.execute({query!r}).fetchone()[0])"
-    )
-    elsewhere = subprocess.run(
-        [sys.executable, "-c", code, str(store.root)], cwd=other.root, capture_output=True, text=True
-    )
-    assert elsewhere.stdout.strip() == "1", elsewhere.stderr
-    with duckdb.connect(str(store.db_path), read_only=True) as con:  # without either: a clear DuckDB error
-        with pytest.raises(duckdb.IOException, match="No files found"):
-            con.execute(query)
+    assert _plain_session(store.db_path, cwd=other.root) == "1 1"

@@ -9,6 +9,7 @@ from datetime import date, timedelta
 
 import pytest
 
+from endpoints.spec import EndpointRevision, EndpointSpec
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import CostAttributionRow, WeeklyTrendRow
 from warehouse.marts.run_rows import RunContext
@@ -26,6 +27,9 @@ PARTS = (
     "routing_usd",
     "structured_output_usd",
 )
+# The "reconfigured" scenarios' endpoint turns its radix cache off from WEEKS[1] on (a dated revision, and why).
+NOTE = "radix cache disabled while debugging a KV-cache memory leak"
+RADIX_OFF = endpoint(revisions=(EndpointRevision(WEEKS[1], ("--tp", "8", "--disable-radix-cache"), NOTE),))
 LEVERS = (
     "prefix_cache_usd",
     "batching_usd",
@@ -49,6 +53,8 @@ def _week(
     running_at_slo: float = 16.0,
     spec_accept_length: float | None = None,
     server_info: dict | None = None,
+    spec: EndpointSpec | None = None,
+    role: str | None = None,
 ) -> None:
     """One run: `requests` requests scheduled evenly over the first 10 s (the last at 10 s), a measured window
     of `window_s`, 1,000 prompt tokens each of which the trace offers half for reuse; 4 requests running (the
@@ -76,13 +82,14 @@ def _week(
         capacity_rps_at_slo=capacity_rps,
         capacity_source=None if capacity_rps is None else "twin_sweep",
         running_requests_at_slo=None if capacity_rps is None else running_at_slo,
+        role=role,
     )
     gauges = [("sglang:num_running_reqs", 4.0)]
     if spec_accept_length is not None:
         gauges.append(("sglang:spec_accept_length", spec_accept_length))
     samples = [server_sample(run_id, t, m, v) for t in (0.5, window_s / 2) for m, v in gauges]
     write_run(
-        store.lake_root, week, scenario, info, endpoint(usd_per_gpu_hour=usd_per_gpu_hour), records, context,
+        store.lake_root, week, scenario, info, spec or endpoint(usd_per_gpu_hour=usd_per_gpu_hour), records, context,
         server_samples=samples,
     )  # fmt: skip
 
@@ -101,9 +108,10 @@ def store(tmp_path_factory) -> Warehouse:
     _week(store, WEEKS[1], "batch", capacity_rps=4.0, running_at_slo=8.0)
     # Someone turned the radix cache off: a new configuration, as the server's /server_info reported it.
     cache_on = {"version": "0.5.4", "backend": "sim", "tp_size": 8, "disable_radix_cache": False}
-    _week(store, WEEKS[0], "reconfigured", server_info=cache_on)
-    _week(store, WEEKS[1], "reconfigured", cached=0, window_s=23.0, capacity_rps=5.0,
-          server_info={**cache_on, "disable_radix_cache": True})  # fmt: skip
+    for scenario, role in (("reconfigured", None), ("reconfigured-live", "live")):
+        _week(store, WEEKS[0], scenario, server_info=cache_on, spec=RADIX_OFF.as_of(WEEKS[0]), role=role)
+        _week(store, WEEKS[1], scenario, cached=0, window_s=23.0, capacity_rps=5.0, spec=RADIX_OFF.as_of(WEEKS[1]),
+              server_info={**cache_on, "disable_radix_cache": True}, role=role)  # fmt: skip
     # Speculative decoding on: two tokens a step, twice the capacity, the same batch.
     _week(store, WEEKS[1], "mtp", capacity_rps=16.0, spec_accept_length=2.0)
     # Four different baseline weeks (an even median: the middle two), then a week where everything moved.
@@ -144,7 +152,7 @@ def _others_zero(row: CostAttributionRow, *kept: str) -> None:
 
 
 def test_every_week_has_a_row_and_the_first_has_no_baseline(rows):
-    assert len(rows) == 7 * 2 + 5
+    assert len(rows) == 8 * 2 + 5  # eight scenarios of two weeks, and five weeks of one
     first = rows[("price", WEEKS[0])]
     assert first.baseline_realised_cost_per_request_usd is None and first.change_usd is None
     assert all(getattr(first, part) is None for part in PARTS)
@@ -250,3 +258,30 @@ def test_a_new_configuration_is_named_by_the_flags_that_changed(rows):
     # Not by two fingerprints: the analyst reads what someone changed.
     assert json.loads(rows[("reconfigured", WEEKS[1])].runtime_changes) == ["disable_radix_cache: false -> true"]
     assert json.loads(rows[("cache-off", WEEKS[1])].runtime_changes) == []  # the same configuration: nothing named
+    # Why it changed: the revision's note, stored with the run and carried to the row.
+    assert rows[("reconfigured", WEEKS[1])].revision_note == NOTE
+    assert rows[("reconfigured", WEEKS[0])].revision_note is None  # before the revision
+    assert rows[("cache-off", WEEKS[1])].revision_note is None  # an endpoint without revisions
+
+
+def test_the_note_lands_in_runs_with_the_revision_it_belongs_to(store):
+    with store.connect() as con:
+        found = con.execute(
+            "SELECT week_start, revision_note FROM runs WHERE scenario = 'reconfigured' ORDER BY week_start"
+        ).fetchall()
+    assert found == [(WEEKS[0], None), (WEEKS[1], NOTE)]
+
+
+def test_the_verdict_s_reasons_name_the_change_as_cost_attribution_does_with_the_note(rows, trends):
+    changed = trends[("reconfigured", WEEKS[1])]
+    assert changed.config_changed and changed.baseline_source == "previous_config"
+    [change] = json.loads(rows[("reconfigured", WEEKS[1])].runtime_changes)  # the same words, one definition
+    reasons = json.loads(changed.regression_reasons)
+    assert reasons[0] == (
+        f"configuration changed this week: {change}, note '{NOTE}'; compared with the previous configuration's baseline"
+    )
+    assert change == "disable_radix_cache: false -> true"
+    # A live row is not judged, but says what changed in its configuration all the same, and nothing else.
+    live = trends[("reconfigured-live", WEEKS[1])]
+    assert live.regression_verdict == "not_judged" and json.loads(live.regression_reasons) == reasons[:1]
+    assert trends[("cache-off", WEEKS[1])].config_changed is False

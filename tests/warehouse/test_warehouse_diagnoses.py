@@ -29,6 +29,8 @@ def _diagnose(**numbers) -> dict:
         gpu_type="H200",
         gpu_count=8,
         usd_per_gpu_hour=2.0,
+        hours_per_week=168.0,
+        week_spend_usd=8 * 2.0 * 168.0,
         completed_requests=100,
         failed_requests=0,
         cancelled_requests=0,

@@ -12,7 +12,7 @@ import pytest
 
 from warehouse.backends.store import Warehouse
 from warehouse.marts.run_rows import build_run_row
-from warehouse.parquet.lake import PART_FILE, partition_path
+from warehouse.parquet.lake import PART_FILE, SCHEMA_VERSION_KEY, partition_path
 from warehouse.schema_migrations import SCHEMA_VERSION, SchemaVersionError
 from warehouse_builders import endpoint, request, requests_table, run_info
 
@@ -34,6 +34,8 @@ V2_RUN_COLUMNS = (
     "prefix_reuse_share",
 )
 V2_REQUEST_COLUMNS = ("held_s", "held_by")
+# Columns that did not exist when schema version 4 was written.
+V5_RUN_COLUMNS = ("revision_note", "hours_per_week")
 
 
 def write_v1_partition(store: Warehouse, table: str, week: date, scenario: str, data: pa.Table) -> None:
@@ -77,7 +79,7 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
         with store.connect(read_only=True):
             pass
     notes = store.refresh().upgrade_notes
-    assert [n[:8] for n in notes] == ["v1 -> v2", "v2 -> v3", "v3 -> v4"]
+    assert [n[:8] for n in notes] == ["v1 -> v2", "v2 -> v3", "v3 -> v4", "v4 -> v5"]
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT version, applied_wall_s FROM schema_version").fetchall() == [
             (SCHEMA_VERSION, 1_800_000_000.0)
@@ -108,13 +110,41 @@ def test_a_version_2_warehouse_keeps_its_history_and_gains_a_row_for_the_upgrade
         con.execute("CREATE TABLE run_summary (run_id VARCHAR NOT NULL)")
         con.execute("INSERT INTO run_summary VALUES ('stale')")
     notes = store.refresh().upgrade_notes
-    assert [n[:8] for n in notes] == ["v2 -> v3", "v3 -> v4"]
+    assert [n[:8] for n in notes] == ["v2 -> v3", "v3 -> v4", "v4 -> v5"]
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT * FROM schema_version ORDER BY version").fetchall() == [
             (2, 1_700_000_000.0, "created"),
-            (4, 1_800_000_000.0, "; ".join(notes)),
+            (SCHEMA_VERSION, 1_800_000_000.0, "; ".join(notes)),
         ]
     assert [r.run_id for r in store.run_summary()] == ["r1"]
+
+
+def test_a_version_4_warehouse_upgrades_and_its_runs_get_the_week_s_spend(tmp_path):
+    store = Warehouse(tmp_path / "wh", clock_wall_s=lambda: 1_800_000_000.0)
+    # A runs file as costbench wrote it at v4: stamped 4, without the revision's note or the hours a week.
+    v4 = build_run_row(run_info("r4", 90.0), endpoint(), "chat", WEEK).drop_columns(list(V5_RUN_COLUMNS))
+    v4 = v4.replace_schema_metadata({**(v4.schema.metadata or {}), SCHEMA_VERSION_KEY: b"4"})
+    write_v1_partition(store, "runs", WEEK, "chat", v4)
+    write_v1_partition(store, "requests", WEEK, "chat", requests_table([request("r4", "q1", 100, 1000)]))
+    store.root.mkdir(parents=True, exist_ok=True)
+    with duckdb.connect(str(store.db_path)) as con:  # what costbench at v4 left: its history, a mart of its columns
+        con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_wall_s DOUBLE, note VARCHAR)")
+        con.execute("INSERT INTO schema_version VALUES (4, 1700000000.0, 'created')")
+        con.execute("CREATE TABLE weekly_trends (week_start DATE NOT NULL, cost_usd DOUBLE)")
+    with pytest.raises(SchemaVersionError, match="older than 5"):
+        with store.connect(read_only=True):
+            pass
+    notes = store.refresh().upgrade_notes
+    assert [n[:8] for n in notes] == ["v4 -> v5"] and "weekly_trends.cost_usd is renamed replay_cost_usd" in notes[0]
+    with store.connect(read_only=True) as con:
+        assert con.execute("SELECT version FROM schema_version ORDER BY version").fetchall() == [(4,), (5,)]
+        # The v4 file reads the new columns as null, or the documented default: the fleet held all week.
+        assert con.execute("SELECT revision_note, hours_per_week FROM runs").fetchall() == [(None, 168.0)]
+        assert con.execute("SELECT schema_version FROM lake_files WHERE table_name = 'runs'").fetchall() == [(4,)]
+    [run] = store.run_summary()
+    assert (run.hours_per_week, run.week_spend_usd) == (168.0, 8 * 2.0 * 168)  # 8 GPUs x $2 x 168 h
+    [week] = store.weekly_trends()
+    assert week.replay_cost_usd == pytest.approx(8 * 2.0 * 90 / 3600) and week.week_spend_usd == 2688.0
 
 
 def test_a_newer_warehouse_is_refused_with_what_to_do_and_left_untouched(tmp_path):

@@ -86,7 +86,7 @@ def test_report_files_and_verdicts(report):
     assert report.cost_png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report.regressions == 1
     page = report.html_path.read_text()
-    assert "verdict-regression" in page and "prefix_cache_hit_rate -60.0 points" in page
+    assert "verdict-regression" in page and "prefix-cache hit rate -60.0 points against its baseline" in page
     assert page.count("<figure class='plot") == report.plots == TREND_PLOTS + 1  # + this week's waterfall
 
 
@@ -342,7 +342,7 @@ def test_wide_expert_parallel_decode_shapes_are_priced_by_their_gpus_and_named_o
 
 
 def test_money_is_written_with_its_sign_before_the_dollar():
-    from warehouse.report.weekly_report import _usd
+    from warehouse.report.value_text import usd as _usd
 
     assert _usd(-0.001293, "+.6f") == "-$0.001293" and _usd(0.000412, "+.6f") == "+$0.000412"
     assert _usd(0.0000001, "+.6f") == "$0.000000" and _usd(-0.0000001, "+.6f") == "$0.000000"  # rounds to nothing
@@ -350,7 +350,7 @@ def test_money_is_written_with_its_sign_before_the_dollar():
 
 
 def test_every_verdict_says_why_not_only_a_regression():
-    from warehouse.report.weekly_report import _why
+    from warehouse.report.verdict_words import verdict_in_words as _why
 
     row = {"regression_verdict": "ok", "efficiency_cost_change_pct": 2.5, "cost_threshold_pct": 10.0}
     assert _why(row) == "efficiency cost +2.5% vs baseline (threshold +10%); latency and hit rate inside theirs too"
@@ -372,3 +372,24 @@ def test_a_configuration_is_named_by_the_week_it_first_ran_never_by_its_hash():
     )
     names = [name for name, _ in interactive_plots._configurations(runs)]
     assert names == ["chat (v3) from 2026-11-09", "chat (v3) from 2026-11-16", "r1 (r1-8x)"]
+
+
+def test_a_configuration_s_legend_carries_the_note_of_the_revision_that_brought_it_in():
+    import pandas as pd
+
+    runs = pd.DataFrame(
+        {
+            "week_start": [date(2026, 11, 9), date(2026, 11, 16), date(2026, 11, 23), date(2026, 11, 9)],
+            "scenario": ["chat", "chat", "chat", "r1"],
+            "endpoint": ["v3", "v3", "v3", "r1-8x"],
+            "config_fingerprint": ["f7f735d9053b", "8b7e70b96f97", "f7f735d9053b", "aaaaaaaaaaaa"],
+            # The last week went back to the first configuration: its note is not that configuration's first.
+            "revision_note": [None, "radix cache off while debugging a leak", "radix cache back on", None],
+        }
+    )
+    names = [name for name, _ in interactive_plots._configurations(runs)]
+    assert names == [
+        "chat (v3) from 2026-11-09",
+        "chat (v3) from 2026-11-16: radix cache off while debugging a leak",
+        "r1 (r1-8x)",
+    ]

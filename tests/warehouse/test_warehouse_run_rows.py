@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from endpoints.spec import EndpointMode
+from endpoints.spec import EndpointMode, EndpointRevision
 from warehouse.marts.run_rows import REDACTED, RUNS_SCHEMA, build_run_row
 from warehouse.parquet.lake import LakeError, write_partition
 from warehouse_builders import endpoint, run_info
@@ -28,6 +28,10 @@ def test_run_row_carries_the_run_endpoint_and_server_facts():
     assert row["api_key_env"] == "SGLANG_API_KEY"
     assert (row["window_s"], row["t0_wall_s"], row["schedule_lag_p99_ms"]) == (90.0, 1_741_000_000.0, 2.5)
     assert (row["requests_total"], row["requests_ok"], row["client_degraded"], row["partial"]) == (6, 5, False, False)
+    # No revision in force, and the fleet held around the clock unless the endpoint says otherwise.
+    assert (row["revision_note"], row["hours_per_week"]) == (None, 168.0)
+    office_hours = build_run_row(run_info("run-1", 90.0), endpoint(hours_per_week=40.0), "c", MONDAY)
+    assert office_hours.column("hours_per_week").to_pylist() == [40.0]
 
 
 def test_backend_is_sglang_for_a_real_server_and_sim_when_server_info_says_so():
@@ -53,6 +57,8 @@ def test_no_secret_reaches_the_lake(tmp_path, monkeypatch):
             "--max-prefill-tokens",
             "16384",
         ),
+        # Free text someone typed: a note may quote what it should not.
+        revision=EndpointRevision(MONDAY, ("--tp", "8"), "rotated the key: HF_TOKEN=hf-in-note while debugging a leak"),
     )
     info = run_info(
         "run-1",
@@ -76,6 +82,7 @@ def test_no_secret_reaches_the_lake(tmp_path, monkeypatch):
         "sk-in-query",
         "sk-server-info",
         "sk-nested",
+        "hf-in-note",
     ):
         assert secret.encode() not in stored, secret
     row = build_run_row(info, spec, "a", MONDAY).to_pylist()[0]
@@ -95,6 +102,7 @@ def test_no_secret_reaches_the_lake(tmp_path, monkeypatch):
     assert server_info["tokenizer_path"] == "deepseek-ai/DeepSeek-V3"
     assert server_info["api_key"] == REDACTED and server_info["nested"]["admin_api_key"] == REDACTED
     assert row["url"].startswith("http://10.0.0.5:30000/v1?")
+    assert row["revision_note"] == f"rotated the key: {REDACTED} while debugging a leak"  # the rest of it kept
 
 
 def test_run_row_matches_the_schema_and_refuses_bad_partition_keys():

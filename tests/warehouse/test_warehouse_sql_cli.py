@@ -1,8 +1,9 @@
 """The DuckDB CLI analysts are told to run comes with the install (duckdb-cli, the pinned DuckDB's own) and
 answers the documented example queries on a warehouse built by a real refresh: through `make sql` (which
 attaches whatever COSTBENCH_WAREHOUSE names, read-only: a local folder, or a DuckLake whose catalog is in a
-real PostgreSQL) and the way docs/warehouse.md opens a local warehouse, `cd warehouse && duckdb -readonly
-costbench.duckdb` (the views read the lake relative to it)."""
+real PostgreSQL) and the way docs/warehouse.md opens a local warehouse, `duckdb -readonly
+warehouse/costbench.duckdb` from the repository (the views read the lake under the folder it was refreshed in,
+from any working directory)."""
 
 from __future__ import annotations
 
@@ -80,11 +81,23 @@ def test_make_sql_answers_an_example_query_read_only(store, tmp_path):
     assert refused.returncode != 0 and "read-only" in (refused.stdout + refused.stderr)
 
 
-def test_the_documented_cli_line_reads_the_lake_views(store):
+def test_make_sql_reads_a_moved_warehouse_before_its_next_refresh(tmp_path):
+    original = Warehouse(tmp_path / "wh")
+    records = [request("moved", "q0", 100, 2000)]
+    write_run(original.lake_root, WEEKS[0], "chat-v3", run_info("moved", 90.0), endpoint(), records)
+    original.refresh()
+    moved = original.root.rename(tmp_path / "moved")  # the database still names the old folder
+    done = _make_sql(str(moved), ".mode json\nSELECT count(*) AS requests FROM requests;\n", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"requests": 1}]
+
+
+def test_the_documented_cli_line_reads_the_lake_views_from_the_folder_above(store):
     sql = "SELECT week_start, count(*) AS requests FROM requests GROUP BY ALL ORDER BY ALL;"
+    db = f"{store.root.name}/costbench.duckdb"  # as warehouse/costbench.duckdb from the repository
     opened = subprocess.run(
-        [str(DUCKDB), "-readonly", "costbench.duckdb", "-json", "-c", sql],
-        capture_output=True, text=True, timeout=60, cwd=store.root,
+        [str(DUCKDB), "-readonly", db, "-json", "-c", sql],
+        capture_output=True, text=True, timeout=60, cwd=store.root.parent,
     )  # fmt: skip
     assert opened.returncode == 0, opened.stderr
     assert json.loads(opened.stdout) == [{"week_start": w.isoformat(), "requests": 20} for w in WEEKS]

@@ -9,6 +9,7 @@ from datetime import date, timedelta
 import pandas as pd
 import pytest
 
+from endpoints.spec import EndpointRevision
 from warehouse.backends.store import Warehouse
 from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.quality import check_weekly_trends
@@ -21,6 +22,9 @@ WEEKS = [W1 + timedelta(days=7 * i) for i in range(6)]  # W1..W6
 SPEC = endpoint(usd_per_gpu_hour=200.0)
 N = 40
 SERVER_INFO = {"version": "0.5.4", "backend": "sim", "tp_size": 8}
+# The "config" scenario's endpoint halves its tensor parallelism from WEEKS[4] on, and says why.
+NOTE = "tp 4: two replicas per node while the other node is repaired"
+RECONFIGURED = endpoint(usd_per_gpu_hour=200.0, revisions=(EndpointRevision(WEEKS[4], ("--tp", "4"), NOTE),))
 
 
 def _run(week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bunched=False, server_info=SERVER_INFO, run=""):
@@ -43,11 +47,11 @@ def _run(week, scenario, cost_per_request, ttft_ms=100.0, cached=500, bunched=Fa
     return info, records
 
 
-def _week(store, week, scenario, cost_per_request, efficiency_cost=None, **kwargs):
+def _week(store, week, scenario, cost_per_request, efficiency_cost=None, spec=SPEC, **kwargs):
     """One run; its efficiency cost is `efficiency_cost` (default: the realised cost, the endpoint at capacity)."""
     info, records = _run(week, scenario, cost_per_request, **kwargs)
     context = capacity_context(efficiency_cost or cost_per_request)
-    write_run(store.lake_root, week, scenario, info, SPEC, records, context)
+    write_run(store.lake_root, week, scenario, info, spec, records, context)
 
 
 def _repeats(store, week, scenario, efficiency_costs, cost_per_request=0.10):
@@ -77,8 +81,10 @@ def trends(tmp_path_factory) -> list[WeeklyTrendRow]:
     _week(store, WEEKS[0], "overloaded", 0.10, efficiency_cost=0.125)
     _week(store, WEEKS[4], "ttft-up", 0.10, ttft_ms=150.0)
     _week(store, WEEKS[4], "hits-down", 0.10, cached=300)
-    _week(store, WEEKS[4], "config", 0.13, server_info={**SERVER_INFO, "tp_size": 4})  # another configuration
-    _week(store, WEEKS[5], "config", 0.13, server_info={**SERVER_INFO, "tp_size": 4})
+    for week in WEEKS[4:]:  # another configuration, from the endpoint's dated revision
+        _week(store, week, "config", 0.13, spec=RECONFIGURED.as_of(week), server_info={**SERVER_INFO, "tp_size": 4})
+    # Twice the GPUs at the same price: twice the week's spend.
+    _week(store, WEEKS[0], "big-fleet", 0.10, spec=endpoint("v3-16xh200", gpu_count=16, usd_per_gpu_hour=200.0))
     store.refresh()
     return store.weekly_trends()
 
@@ -158,14 +164,31 @@ def test_a_new_configuration_is_judged_against_the_previous_one_then_starts_its_
     assert changed.baseline_efficiency_cost_per_request_usd == pytest.approx(0.10)
     assert changed.regression_verdict == "regression"
     reasons = json.loads(changed.regression_reasons)
-    assert reasons[0].startswith("configuration changed this week")
+    # What changed, by the server fact that changed and the revision's note, not by two hashes.
+    assert reasons[0] == (
+        f"configuration changed this week: tp_size: 8 -> 4, note '{NOTE}'; compared with the previous configuration's "
+        "baseline"
+    )
     assert reasons[1].startswith("efficiency_cost_per_request_usd +30.0%")
-    assert changed.efficiency_cost_wow_change_pct is None  # last week ran another configuration
+    assert changed.revision_note == NOTE
+    # Week over week: against last week, which ran the other configuration (0.10), config_changed beside it.
+    assert changed.efficiency_cost_wow_change_pct == pytest.approx(30.0) and changed.prev_week_start == WEEKS[3]
     after = _row(trends, "config", WEEKS[5])
     assert after.config_changed is False
     assert after.baseline_source == "same_config"
     assert after.baseline_weeks == 1 and after.regression_verdict == "ok"
+    # The same revision is still in force (its note on the row), but nothing changed against last week: no reason.
+    assert after.revision_note == NOTE and after.regression_reasons is None
     assert after.config_fingerprint == changed.config_fingerprint != _row(trends, "config", WEEKS[3]).config_fingerprint
+
+
+def test_the_week_s_spend_is_the_fleet_for_the_whole_week_whatever_was_replayed(trends):
+    rows = [r for r in trends if r.scenario == "cost-up"]
+    # Windows of 9 to 11.7 s were replayed (the cost per request times its requests), one fleet every week.
+    assert [round(r.replay_cost_usd, 6) for r in rows] == [4.0, 4.4, 3.6, 4.0, 5.2, 5.2]
+    assert {r.week_spend_usd for r in rows} == {8 * 200.0 * 168}  # 8 GPUs x $200 x 168 h, every week
+    big = _row(trends, "big-fleet", WEEKS[0])
+    assert big.week_spend_usd == 2 * _row(trends, "cost-up", WEEKS[0]).week_spend_usd
 
 
 def test_steady_weeks_are_ok(trends):

@@ -12,9 +12,11 @@ removes what a killed one left. Before building, every lake file is frozen into 
 warehouse/parquet/lake_snapshot.py) and checked (warehouse/parquet/lake_audit.py), and the unfit ones are
 quarantined, so one bad file costs its own week, not the warehouse; a partition the lake's manifest says was written
 and is gone is named in lake_missing (warehouse/parquet/lake_manifest.py). The views read only the snapshot, so a
-session reads the lake its marts were built from, whatever is written meanwhile. They read it by paths relative
-to the warehouse folder (connect() sets DuckDB's file_search_path to it), so the database holds no absolute path
-and a copied warehouse reads its own lake.
+session reads the lake its marts were built from, whatever is written meanwhile. They read it under the folder the
+session names in the DuckDB variable costbench_root (connect() and `attach-sql` set it), else under the folder the
+refresh ran in, written absolute: so a plain `duckdb -readonly <folder>/costbench.duckdb` reads the lake from any
+working directory, a copied warehouse opened through connect() reads its own lake, and a moved one opened plainly
+reads its new folder from its next refresh.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ BUILD_PREFIX = f".{DB_FILE}.build-"  # + pid; DuckDB adds .wal and .tmp/ beside 
 REFRESH_LOCK = ".refresh.lock"
 _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
 _UNSAFE_ROOT_CHARS = _UNSAFE_PATH_CHARS | {","}  # file_search_path is a comma-separated list
+# The DuckDB variable naming the warehouse folder whose lake the views read (unset: the folder of the last refresh).
+ROOT_VARIABLE = "costbench_root"
 _LOCK_POLL_S = 0.2
 # How long a snapshot stays after a newer refresh superseded it: a session opened before reads it until then.
 DEFAULT_SNAPSHOT_KEEP_S = 24 * 3600.0
@@ -153,7 +157,8 @@ class Warehouse(MartReaders):
 
     @contextmanager
     def connect(self, read_only: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One DuckDB connection for one unit of work, with file_search_path set so the views find the lake.
+        """One DuckDB connection for one unit of work, pointed at this folder's lake (costbench_root) so the views
+        read it wherever the folder was refreshed.
 
         Read-only is what everything in costbench uses, and never waits for a refresh. `read_only=False`
         opens the live file for writing: it waits for every reader and blocks new ones, so it is only for
@@ -245,7 +250,7 @@ class Warehouse(MartReaders):
     ) -> None:
         history = previous.history
         sources = {
-            f"{table}_source": self._source_files(table, snapshot if audit.has_files(table) else None)
+            f"{table}_source": self._source_files(root, table, snapshot if audit.has_files(table) else None)
             for table in LAKE_TABLES
         }
         schema_sql = render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql")
@@ -363,17 +368,17 @@ class Warehouse(MartReaders):
         finally:
             con.close()
 
-    def _source_files(self, table: str, snapshot: Path | None) -> str:
-        """The read_parquet call the table's view reads, over paths relative to the warehouse folder: the zero-row
-        stand-in, plus the glob of the table's files in the snapshot if it has any (nothing is ever added to a
-        snapshot, so the glob is a fixed list). Globs even for the one stand-in: DuckDB resolves a relative glob
-        against file_search_path only, but a plain relative file against the working directory first, where
-        another warehouse's lake could sit."""
+    def _source_files(self, root: Path, table: str, snapshot: Path | None) -> str:
+        """The read_parquet call the table's view reads: the zero-row stand-in, plus the glob of the table's files in
+        the snapshot if it has any (nothing is ever added to a snapshot, so the glob is a fixed list). Each path is
+        the warehouse folder, costbench_root's when a session set it, else `root` (absolute, where this refresh
+        runs), followed by the path inside it. DuckDB folds getvariable when it binds the view, at each query."""
         self._write_stand_in(table, LAKE_TABLES[table])
-        lake = self.lake_root.relative_to(self.root)
-        files = [sql_path_literal(lake / SCHEMA_DIR / table, glob=f"/{VIEW_GLOB}")]
+        folder = f"coalesce(getvariable('{ROOT_VARIABLE}'), {sql_path_literal(root)})"
+        inside = [self.lake_root.relative_to(self.root) / SCHEMA_DIR / table]
         if snapshot is not None:
-            files.append(sql_path_literal(snapshot.relative_to(self.root) / table, glob=f"/{VIEW_GLOB}"))
+            inside.append(snapshot.relative_to(self.root) / table)
+        files = [f"{folder} || {sql_path_literal(f'/{path}', glob=f'/{VIEW_GLOB}')}" for path in inside]
         return "read_parquet([" + ", ".join(files) + "], " + _HIVE_OPTIONS + ")"
 
     def _write_stand_in(self, table: str, schema: pa.Schema) -> None:
@@ -388,7 +393,8 @@ class Warehouse(MartReaders):
     # --- files and locks -----------------------------------------------------------------------
 
     def _root_dir(self) -> Path:
-        """The warehouse folder, absolute: DuckDB's file_search_path, against which the views' paths resolve."""
+        """The warehouse folder, absolute: where the views read the lake (and DuckDB's file_search_path, against which
+        the relative paths of databases built before costbench_root resolve)."""
         root = self.root.absolute()
         bad = sorted(_UNSAFE_ROOT_CHARS & set(str(root)))
         if bad:
@@ -399,6 +405,7 @@ class Warehouse(MartReaders):
         return root
 
     def _configure(self, con: duckdb.DuckDBPyConnection, root: Path) -> None:
+        con.execute(f"SET VARIABLE {ROOT_VARIABLE} = ?", [str(root)])
         con.execute("SET file_search_path = ?", [str(root)])
         if self.memory_limit:
             con.execute("SET memory_limit = ?", [self.memory_limit])

@@ -31,12 +31,15 @@ class RunSummaryRow:
     backend: str
     model: str
     config_fingerprint: str | None
+    revision_note: str | None
     gpu_type: str
     gpu_count: int
     usd_per_gpu_hour: float
     list_usd_per_gpu_hour: float | None
     window_s: float | None
     run_cost_usd: float | None
+    hours_per_week: float
+    week_spend_usd: float
     completed_requests: int
     failed_requests: int
     cancelled_requests: int
@@ -153,6 +156,7 @@ class WeeklyTrendRow:
     config_fingerprint: str | None
     role: str | None
     config_changed: bool
+    revision_note: str | None
     runs: int
     completed_requests: int
     failed_requests: int
@@ -163,7 +167,8 @@ class WeeklyTrendRow:
     load_share_of_capacity: float | None
     capacity_rps_at_slo: float | None
     capacity_source: str | None
-    cost_usd: float | None
+    replay_cost_usd: float | None
+    week_spend_usd: float | None
     cost_per_mtok_output_usd: float | None
     api_cost_per_request_usd: float | None
     p50_ttft_ms: float | None
@@ -256,6 +261,7 @@ class CostAttributionRow:
     baseline_fleet: str | None
     routing_changed: bool | None
     runtime_changes: str | None
+    revision_note: str | None
 
 
 @dataclass(frozen=True, slots=True)

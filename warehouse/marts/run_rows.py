@@ -16,7 +16,7 @@ import pyarrow as pa
 from endpoints.fingerprint import config_fingerprint
 from endpoints.running_cap import max_running_requests
 from endpoints.spec import EndpointMode, EndpointSpec
-from redaction.secret_redaction import REDACTED, redact_args, redact_secrets, redact_url
+from redaction.secret_redaction import REDACTED, redact_args, redact_secrets, redact_text, redact_url
 from replay.recording.records import RunInfo
 from warehouse.marts.price_table import resolve_gpu_price
 from warehouse.parquet.lake import validate_scenario_name, validate_week_start
@@ -168,6 +168,9 @@ def build_run_row(
         "workers_json": context.workers_json,
         "degraded": context.degraded,
         "degraded_reason": context.degraded_reason,
+        # Free text someone typed in endpoints.yaml: scrubbed like every other text the lake keeps.
+        "revision_note": redact_text(endpoint.revision.note) if endpoint.revision and endpoint.revision.note else None,
+        "hours_per_week": endpoint.hours_per_week,
     }
     if list(row) != RUNS_COLUMNS.names:  # from_pylist would fill a forgotten column with null
         raise AssertionError(f"runs row columns {list(row)} != RUNS_COLUMNS {RUNS_COLUMNS.names}")

@@ -292,6 +292,23 @@ RUNS_COLUMNS = ColumnList(
             "and the requests it completed before",
             note="null unless degraded",
         ),
+        # Schema version 5: the revision the run ran, and the hours its GPUs are held a week (the week's spend).
+        Column(
+            "revision_note",
+            pa.string(),
+            "",
+            "the note of the endpoints.yaml revision whose server_args the run ran (why they were changed), "
+            "secret-shaped text redacted",
+            note="null: no revision in force, one without a note, or recorded before version 5",
+        ),
+        Column(
+            "hours_per_week",
+            pa.float64(),
+            "hours",
+            "hours a week the endpoint's GPUs are held, the basis of the week's spend (endpoints.yaml hours_per_week, "
+            "default 168: around the clock)",
+            note="168 in files before v5",
+        ),
     )
 )
 

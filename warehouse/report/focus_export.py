@@ -1,6 +1,7 @@
-"""The week's cost in the shape FinOps tools read: FOCUS 1.2 cost and usage rows (warehouse/sql/focus_export.sql), one
-CSV file per week beside the weekly report. Only columns FOCUS defines, plus costbench's own with FOCUS's `x_`
-prefix for custom columns; FOCUS_COLUMNS is the file's header, and the query must produce exactly it.
+"""The week's spend in the shape FinOps tools read: FOCUS 1.2 cost and usage rows (warehouse/sql/focus_export.sql), one
+CSV file per week beside the weekly report: a row per endpoint billing its GPUs for the whole week, what its replays
+measured beside it. Only columns FOCUS defines, plus costbench's own with FOCUS's `x_` prefix for custom columns;
+FOCUS_COLUMNS + CUSTOM_COLUMNS is the file's header, and the query must produce exactly it.
 
 The CSV is written here, not by Arrow's writer, for its numbers: a decimal is in plain notation with the shortest
 digits that read back as the same double (0.0000000000038, never 3.8e-12, which FinOps tools may read as text),
@@ -26,23 +27,24 @@ FOCUS_COLUMNS = (
     "BilledCost", "BillingAccountId", "BillingAccountName", "BillingAccountType", "BillingCurrency",
     "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency",
     "ChargePeriodEnd", "ChargePeriodStart", "ContractedCost", "ContractedUnitPrice", "ConsumedQuantity",
-    "ConsumedUnit", "EffectiveCost", "InvoiceIssuerName", "ListCost", "ListUnitPrice", "PricingCategory",
-    "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ResourceId", "ResourceName", "ResourceType",
-    "ServiceCategory", "ServiceName", "ServiceSubcategory", "SkuId", "SkuPriceId", "SkuMeter", "SubAccountId",
-    "SubAccountName",
+    "ConsumedUnit", "EffectiveCost", "InvoiceId", "InvoiceIssuerName", "ListCost", "ListUnitPrice",
+    "PricingCategory", "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ResourceId", "ResourceName",
+    "ResourceType", "ServiceCategory", "ServiceName", "ServiceSubcategory", "SkuId", "SkuPriceId", "SkuMeter",
 )  # fmt: skip
-# costbench's own, x_-prefixed as FOCUS asks of columns it does not define: the tokens by kind, the two costs per
-# request and the idle part of the billed cost, the API's price for the same tokens, and which run and configuration
-# the row is.
+# costbench's own, x_-prefixed as FOCUS asks of columns it does not define: the hours a week the GPUs are held, and
+# what the endpoint's replays of the week measured: their GPU-hours and cost, the tokens by kind, the two costs per
+# request and the idle part of the replay cost, the API's price for the same tokens, and which scenarios, runs and
+# configurations they were.
 CUSTOM_COLUMNS = (
-    "x_InputTokens", "x_CachedInputTokens", "x_OutputTokens", "x_ReasoningTokens", "x_CompletedRequests",
-    "x_RealisedCostPerRequest", "x_EfficiencyCostPerRequest", "x_IdleCost", "x_LoadState", "x_CapacitySource",
-    "x_ApiEquivalentCost", "x_ApiPriceName", "x_TrafficWeekStart", "x_RunId", "x_Backend", "x_ConfigFingerprint",
+    "x_HoursPerWeek", "x_ReplayGpuHours", "x_ReplayCost", "x_InputTokens", "x_CachedInputTokens", "x_OutputTokens",
+    "x_ReasoningTokens", "x_CompletedRequests", "x_RealisedCostPerRequest", "x_EfficiencyCostPerRequest",
+    "x_ReplayIdleCost", "x_LoadState", "x_CapacitySource", "x_ApiEquivalentCost", "x_ApiPriceName",
+    "x_TrafficWeekStart", "x_Scenarios", "x_RunIds", "x_Backend", "x_ConfigFingerprint",
 )  # fmt: skip
 
 
 def focus_rows(store: WarehouseBackend, week_start: date) -> pa.Table:
-    """The week's rows (none when the week has no runs)."""
+    """The week's rows, one per endpoint that ran in it (none when the week has no runs)."""
     with store.connect() as con:
         table = con.execute(read_sql("sql/focus_export.sql"), [week_start]).fetch_arrow_table()
     if tuple(table.column_names) != FOCUS_COLUMNS + CUSTOM_COLUMNS:

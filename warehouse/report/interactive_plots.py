@@ -14,6 +14,7 @@ from plotly.offline import get_plotlyjs
 
 from endpoints.capacity.deployment import shape_label
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
+from warehouse.report.value_text import usd
 
 _HEIGHT_PX = 380
 _MISSED_GREY = "#9e9e9e"  # a shape that misses the target: drawn, but not an option
@@ -51,13 +52,17 @@ def _series(frame: pd.DataFrame, keys: tuple[str, ...] = ("scenario", "endpoint"
 
 def _configurations(runs: pd.DataFrame):
     """One series per configuration of a scenario on its endpoint, named by the week it first ran ("chat (v3) from
-    2026-11-16") where the endpoint ran more than one, never by its fingerprint's hash (cost_attribution's
-    runtime_changes says what changed)."""
+    2026-11-16") where the endpoint ran more than one, with the note of the revision that brought it in, where that
+    week's runs have one ("... from 2026-11-16: radix cache disabled while debugging"), never by its fingerprint's hash
+    (cost_attribution's runtime_changes says what changed)."""
     for series, of_series in _series(runs):
         configurations = list(of_series.groupby("config_fingerprint", dropna=False, sort=False))
         for _, rows in configurations:
-            since = pd.to_datetime(rows["week_start"]).min().strftime("%Y-%m-%d")
-            yield (series if len(configurations) == 1 else f"{series} from {since}"), rows
+            weeks = pd.to_datetime(rows["week_start"])
+            first_week = rows[weeks == weeks.min()]
+            notes = first_week["revision_note"].dropna().tolist() if "revision_note" in first_week else []
+            note = f": {notes[0]}" if notes else ""
+            yield (series if len(configurations) == 1 else f"{series} from {weeks.min():%Y-%m-%d}{note}"), rows
 
 
 def _layout(fig: go.Figure, title: str, yaxis: str, xaxis: str = "week") -> go.Figure:
@@ -281,38 +286,54 @@ def twin_error(runs: pd.DataFrame) -> go.Figure:
 
 
 def attribution_waterfall(row: dict) -> go.Figure:
-    """One cost_attribution row as a waterfall: the baseline, each part, this week's realised cost per request."""
+    """One cost_attribution row as a waterfall: the baseline, each part, this week's realised cost per request. The
+    axis starts at $0, so a bar is as tall against the axis as its change is against the whole cost (a -0.1% part is
+    a sliver); each step that moves the cost at the table's precision carries its amount as text."""
     labels = ["baseline"] + [label for _, label in ATTRIBUTION_PARTS] + ["this week"]
     values = [row["baseline_realised_cost_per_request_usd"]]
     values += [0.0 if row.get(part) is None or pd.isna(row.get(part)) else row[part] for part, _ in ATTRIBUTION_PARTS]
     values.append(row["realised_cost_per_request_usd"])
+    steps = [usd(v, "+.6f") for v in values[1:-1]]
+    text = [usd(values[0], ".6f"), *(s if s != "$0.000000" else "" for s in steps), usd(values[-1], ".6f")]
     fig = go.Figure(
         go.Waterfall(
             x=labels,
             y=values,
             measure=["absolute"] + ["relative"] * len(ATTRIBUTION_PARTS) + ["total"],
             name=f"{row['scenario']} ({row['endpoint']})",
-            hovertemplate="%{x}: %{y:+$.6f} per request<extra></extra>",
+            text=text,
+            textposition="outside",
+            textfont={"size": 10},
+            cliponaxis=False,
+            customdata=[usd(values[0], ".6f"), *steps, usd(values[-1], ".6f")],
+            hovertemplate="%{x}: %{customdata} per request<extra></extra>",
             increasing={"marker": {"color": "#c0392b"}},
             decreasing={"marker": {"color": "#27ae60"}},
             totals={"marker": {"color": "#34495e"}},
         )
     )
-    fig = _layout(
-        fig,
-        f"Why the realised cost per request moved: {row['scenario']} ({row['endpoint']}), against the baseline of "
-        f"{' and '.join(str(row['baseline_median_weeks']).split(','))}",
-        "USD per request",
-        "",
-    )
-    # Zoomed on the steps (the axis does not start at 0), so a change of a few percent is visible.
+    # Untitled: the page captions it (waterfall_title), in HTML that wraps on a phone where a plot's title would not.
+    fig = _layout(fig, "", "USD per request (axis from $0)", "")
+    fig.update_layout(showlegend=False, yaxis_range=waterfall_range(values), margin_t=30)
+    return fig
+
+
+def waterfall_title(row: dict) -> str:
+    """What attribution_waterfall(row) shows, for its caption."""
+    weeks = " and ".join(str(row["baseline_median_weeks"]).split(","))
+    what = f"{row['scenario']} ({row['endpoint']})"
+    return f"Why the realised cost per request moved: {what}, against the baseline of {weeks}"
+
+
+def waterfall_range(values: list[float]) -> list[float]:
+    """The waterfall's y axis: from $0 (or the lowest level, where a step takes the cost below it) to the highest
+    level, with room above for the amounts' text."""
     levels = [values[0]]
     for step in values[1:-1]:
         levels.append(levels[-1] + step)
-    low, high = min(levels + [values[-1]]), max(levels + [values[-1]])
-    pad = max((high - low) * 0.15, abs(high) * 0.002, 1e-12)
-    fig.update_layout(showlegend=False, yaxis_range=[max(low - pad, 0.0) if low >= 0 else low - pad, high + pad])
-    return fig
+    low, high = min([0.0, *levels, values[-1]]), max([0.0, *levels, values[-1]])
+    room = (high - low) * 0.12 or 1e-12
+    return [low - room if low < 0 else 0.0, high + room]
 
 
 def fleet_frontier(plans: pd.DataFrame) -> go.Figure:

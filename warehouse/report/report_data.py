@@ -31,6 +31,14 @@ class ReportData:
     def this_week(self) -> pd.DataFrame:
         return self.trends[self.trends["week_start"] == self.week_start]
 
+    @property
+    def waterfalls(self) -> pd.DataFrame:
+        """This week's cost_attribution rows with a baseline: one waterfall each."""
+        week = self.attribution
+        if week.empty:
+            return week
+        return week[(week["week_start"] == self.week_start) & week["baseline_realised_cost_per_request_usd"].notna()]
+
 
 def load_report_data(store: WarehouseBackend, week_start: date) -> ReportData:
     def frame(rows: Sequence[MartRow]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""The weekly report: one HTML page per week (warehouse/reports/week=YYYY-MM-DD.html) with the verdicts, why
+"""The weekly report: one HTML page per week (warehouse/reports/week=YYYY-MM-DD.html) that opens on the week's
+answers (first_screen.py: what each endpoint spent, the verdicts, why and what to do), then the verdicts, why
 cost moved (the attribution waterfall), fleet sizing, the fleet plan (every shape tried), where the live scenarios'
 time to first token goes, and interactive plots
 (plotly: hover for values, click a legend entry to hide or show a series), plotly.js inline so the page opens
@@ -22,10 +23,16 @@ from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 from warehouse.marts.mart_rows import FleetPlanRow, TwinErrorBand
 from warehouse.report import interactive_plots as plots_js
 from warehouse.report import report_plots
+from warehouse.report.first_screen import STYLE as FIRST_SCREEN_STYLE
+from warehouse.report.first_screen import first_screen, verdict_anchor, waterfall_anchor
 from warehouse.report.fleet_plan_summary import plan_comparison
 from warehouse.report.report_data import ReportData, load_report_data
 from warehouse.report.structured_output import structured_output_section
 from warehouse.report.ttft_parts_section import ttft_parts_section
+from warehouse.report.value_text import fmt as _fmt
+from warehouse.report.value_text import pct as _pct
+from warehouse.report.value_text import usd as _usd
+from warehouse.report.verdict_words import why_in_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,16 +41,6 @@ class WeeklyReport:
     cost_png_path: Path
     plots: int  # plots embedded in the page
     regressions: int  # this week's rows whose verdict is regression or sustained
-
-
-def _pct(share: float | None) -> float | None:
-    return share * 100 if share is not None else None
-
-
-def _fmt(value, spec: str, unit: str = "") -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "—"
-    return f"{format(value, spec)}{unit}"
 
 
 def _reasons(raw) -> str:
@@ -66,31 +63,14 @@ def _caveats(row) -> str:
     return "".join(f"<br><b>caveat:</b> {html.escape(c)}" for c in orjson.loads(raw) if c not in said)
 
 
-def _why(row) -> str:
-    """The verdict in words where the rule left no reasons (those it left are the regressions' own)."""
-    verdict = row["regression_verdict"]
-    if verdict == "no_baseline":
-        return "the first week of this series (or configuration): nothing earlier to compare with yet"
-    if verdict == "not_judged":
-        return "live traffic: its cost moves with the week's traffic, so the canaries are judged instead"
-    change, threshold = row.get("efficiency_cost_change_pct"), row.get("cost_threshold_pct")
-    if change is None or pd.isna(change):
-        return "no efficiency cost to judge (no capacity at the SLO)" if verdict == "ok" else ""
-    limit = "" if threshold is None or pd.isna(threshold) else f" (threshold +{threshold:.0f}%)"
-    if verdict == "within_noise":
-        return f"efficiency cost {change:+.1f}% vs baseline{limit}, inside this week's run-to-run noise"
-    if verdict == "ok":
-        return f"efficiency cost {change:+.1f}% vs baseline{limit}; latency and hit rate inside theirs too"
-    return ""
-
-
 def _verdict_table(data: ReportData) -> str:
     rows = []
     for _, row in data.this_week.sort_values(["scenario", "endpoint"]).iterrows():
         verdict = row["regression_verdict"]
         rows.append(
-            f"<tr class='verdict-{html.escape(verdict)}'><td>{html.escape(row['scenario'])}</td>"
-            f"<td>{html.escape(row['endpoint'])}</td><td>{html.escape(row['backend'])}</td>"
+            f"<tr class='verdict-{html.escape(verdict)}' id='{verdict_anchor(row)}'>"
+            f"<td>{html.escape(row['scenario'])}</td><td>{html.escape(row['endpoint'])}</td>"
+            f"<td>{html.escape(row['backend'])}</td>"
             f"<td>{_usd(row['efficiency_cost_per_request_usd'], '.5f')}</td>"
             f"<td>{_fmt(row['efficiency_cost_change_pct'], '+.1f', '%')}</td>"
             f"<td>{_usd(row['realised_cost_per_request_usd'], '.5f')}</td>"
@@ -98,7 +78,7 @@ def _verdict_table(data: ReportData) -> str:
             f"<td>{_fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
             f"<td>{_fmt(_pct(row['prefix_cache_hit_rate']), '.1f', '%')}</td>"
             f"<td><b>{html.escape(verdict)}</b>{' (configuration changed)' if row['config_changed'] else ''}</td>"
-            f"<td>{_reasons(row['regression_reasons']) or html.escape(_why(row))}{_caveats(row)}</td></tr>"
+            f"<td>{html.escape(why_in_words(row))}{_caveats(row)}</td></tr>"
         )
     columns = (
         "scenario", "endpoint", "backend", "efficiency cost/request", "vs baseline", "realised cost/request",
@@ -280,28 +260,30 @@ def _capacity_table(data: ReportData) -> str:
 
 
 def _attribution_section(data: ReportData) -> tuple[str, int]:
-    """The week's waterfalls (one per scenario and configuration with a baseline) and their parts; and how many."""
-    week = data.attribution
-    if not week.empty:
-        week = week[(week["week_start"] == data.week_start) & week["baseline_realised_cost_per_request_usd"].notna()]
+    """The week's waterfalls (one per scenario and configuration with a baseline) and their parts, one column each, so
+    the table keeps to the page's width; and how many."""
+    week = data.waterfalls
     if week.empty:
         return "<p>No baseline yet for any scenario this week: nothing to attribute.</p>", 0
-    figures, rows = [], []
+    figures, columns = [], []
     for index, (_, r) in enumerate(week.sort_values(["scenario", "endpoint"]).iterrows()):
         row = r.to_dict()
         div = plots_js.figure_html(plots_js.attribution_waterfall(row), f"waterfall-{index}")
-        figures.append(f"<figure class='plot waterfall'>{div}</figure>")
-        parts = "".join(f"<td>{_usd(row.get(part), '+.6f')}</td>" for part, _ in plots_js.ATTRIBUTION_PARTS)
-        rows.append(
-            f"<tr><td>{html.escape(row['scenario'])}</td><td>{html.escape(row['endpoint'])}</td>"
-            f"<td>{_usd(row['baseline_realised_cost_per_request_usd'], '.6f')}</td>"
-            f"<td>{_usd(row['realised_cost_per_request_usd'], '.6f')}</td>"
-            f"<td>{_usd(row['change_usd'], '+.6f')}</td>{parts}</tr>"
-        )
-    head = (
-        "<tr><th>scenario</th><th>endpoint</th><th>baseline</th><th>this week</th><th>change</th>"
-        + "".join(f"<th>{html.escape(label)}</th>" for _, label in plots_js.ATTRIBUTION_PARTS)
-        + "</tr>"
+        caption = f"<figcaption>{html.escape(plots_js.waterfall_title(row))}</figcaption>"
+        figures.append(f"<figure class='plot waterfall' id='{waterfall_anchor(row)}'>{caption}{div}</figure>")
+        columns.append(row)
+    head = "<tr><th></th>" + "".join(
+        f"<th>{html.escape(c['scenario'])} <small>({html.escape(c['endpoint'])})</small></th>" for c in columns
+    )
+    lines = [
+        ("baseline", "baseline_realised_cost_per_request_usd", ".6f"),
+        *((label, part, "+.6f") for part, label in plots_js.ATTRIBUTION_PARTS),
+        ("this week", "realised_cost_per_request_usd", ".6f"),
+        ("change", "change_usd", "+.6f"),
+    ]
+    rows = "".join(
+        f"<tr><th>{html.escape(label)}</th>" + "".join(f"<td>{_usd(c.get(column), spec)}</td>" for c in columns)
+        for label, column, spec in lines
     )
     note = (
         "<p class='note'>The parts add up to the change exactly (docs/warehouse.md, \"Cost attribution\"): price is "
@@ -309,7 +291,7 @@ def _attribution_section(data: ReportData) -> tuple[str, int]:
         "share); runtime is what the serving made of them (cache hits against what the traffic offered, speed at the "
         "SLO capacity, idle capacity).</p>"
     )
-    table = f"<div class='wide'><table class='attribution'>{head}{''.join(rows)}</table></div>"
+    table = f"<table class='attribution'>{head}</tr>{rows}</table>"
     return f"{''.join(figures)}{table}{note}", len(figures)
 
 
@@ -317,25 +299,15 @@ def _text(value) -> str:
     return "—" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
-def _usd(value, spec: str) -> str:
-    """Money as people write it: the sign before the dollar ("-$0.001293", "+$0.000412"), and a change that rounds to
-    nothing at this precision without one ("$0.000000")."""
-    text = _fmt(value, spec)
-    if text == "—":
-        return text
-    if text[0] in "+-":
-        digits = text[1:]
-        return f"${digits}" if float(digits.replace(",", "")) == 0 else f"{text[0]}${digits}"
-    return f"${text}"
-
-
 _STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}
+body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222;overflow-wrap:break-word}
+h1{margin:.3em 0}
+table{border-collapse:collapse;margin:1em 0;font-size:13px;display:block;max-width:100%;overflow-x:auto}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 tr.verdict-regression,tr.verdict-sustained{background:#fde2e2}tr.verdict-drift{background:#fff4d6}tr.verdict-within_noise{background:#fffbea}tr.verdict-ok{background:#e8f6e8}
 tr.plan-chosen{background:#e8f6e8;font-weight:600}
-figure{margin:1.5em 0}.note{color:#666;font-size:12px}.wide{overflow-x:auto}
+figure{margin:1.5em 0}.note{color:#666;font-size:12px}
+@media (max-width:600px){body{margin:12px}h1{font-size:22px}}
 """
 
 # Marks the page once the browser has drawn every plot with a real size and real marks (checked by the tests).
@@ -394,9 +366,10 @@ def render_html(data: ReportData, plots: dict[str, str]) -> str:
     ttft_parts, ttft_figures = ttft_parts_section(data.ttft_parts, data.week_start)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>costbench week {data.week_start}</title>"
-        f"<style>{_STYLE}</style><script>{plots_js.plotly_js()}</script></head>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<style>{_STYLE}{FIRST_SCREEN_STYLE}</style><script>{plots_js.plotly_js()}</script></head>"
         f"<body data-plots='{len(plots) + waterfalls + ttft_figures}'>"
-        f"<h1>costbench: week of {data.week_start}</h1>{sim_note}"
+        f"<h1>costbench: week of {data.week_start}</h1>{sim_note}{first_screen(data)}"
         f"<h2>Verdicts</h2>{_verdict_table(data)}"
         f"<h2>Why the realised cost per request moved</h2>{attribution}"
         f"<h2>Diagnoses (the four numbers)</h2>{_diagnosis_table(data)}"

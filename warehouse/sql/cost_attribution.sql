@@ -31,7 +31,7 @@
 -- null and the amount in unattributed_usd.
 -- What changed in the runtime is named against the same median week(s): the fleet's routing (router policy and
 -- flags, replica count, from run_summary) and each server fact of a new configuration (runs.config_facts_json, what
--- the fingerprint hashes). The parts stay what they measure.
+-- the fingerprint hashes), with the revision's note (weekly_trends.revision_note). The parts stay what they measure.
 INSERT INTO cost_attribution BY NAME
 WITH trends AS (
     -- weekly_trends with the keys weekly_trends.sql defines: grain (the row) and series (its scenario, endpoint
@@ -215,16 +215,9 @@ pairs AS (
                 THEN format('replicas: {} -> {}', fb.replica_counts, fc.replica_counts) END
         ], lambda change: change IS NOT NULL)
         -- A new configuration in words: each server fact that changed (`disable_radix_cache: false -> true`), or the
-        -- fingerprints where the facts were not recorded.
-        || CASE WHEN m.grain.config_fingerprint <> m.baseline_grain.config_fingerprint THEN coalesce(
-            nullif([
-                format('{}: {} -> {}', k, coalesce(json_extract(b.config_facts, '$.' || k)::VARCHAR, 'null'),
-                       coalesce(json_extract(c.config_facts, '$.' || k)::VARCHAR, 'null'))
-                FOR k IN list_sort(list_distinct(json_keys(c.config_facts) || json_keys(b.config_facts)))
-                IF json_extract(c.config_facts, '$.' || k) IS DISTINCT FROM json_extract(b.config_facts, '$.' || k)
-            ], []),
-            [format('configuration: {} -> {}', m.baseline_grain.config_fingerprint, m.grain.config_fingerprint)]
-        ) ELSE [] END AS runtime_changes
+        -- fingerprints where the facts were not recorded (config_changes.sql, as the verdict's reasons name it).
+        || config_changes(m.baseline_grain.config_fingerprint, m.grain.config_fingerprint, b.config_facts,
+                          c.config_facts) AS runtime_changes
     FROM pair_weights AS m
     JOIN factors AS c ON c.grain = m.grain
     JOIN factors AS b ON b.grain = m.baseline_grain
@@ -313,7 +306,8 @@ SELECT
     fl.router_policy,
     a.baseline_fleet,
     a.routing_changed,
-    to_json(a.runtime_changes)::VARCHAR AS runtime_changes
+    to_json(a.runtime_changes)::VARCHAR AS runtime_changes,
+    w.revision_note
 FROM trends AS w
 LEFT JOIN factors AS f ON f.grain = w.grain
 LEFT JOIN summed AS a ON a.grain = w.grain

@@ -7,7 +7,9 @@
 -- the week it happens, not a month later. A fingerprint that was not recorded (null: runs written before
 -- schema version 2) is not a change: such a week and its neighbour are compared like a changed
 -- configuration, against the earlier weeks whatever they ran (baseline_source = 'unrecorded_config'),
--- without claiming config_changed.
+-- without claiming config_changed. Week over week (the *_wow_* columns) compares with the most recent earlier week
+-- whatever configuration it ran, config_changed saying whether it ran another: the baseline follows a configuration,
+-- the week-over-week change says what changed since last week, a change of configuration included.
 -- Two costs per request (docs/warehouse.md, "Two costs per request"): the efficiency cost (the price over the SLO
 -- capacity, pooled over the runs weighted by their requests) leads; the realised cost (GPU cost of the windows /
 -- their requests) moves with the traffic's volume too, and is not judged. The idle part lies between them.
@@ -21,6 +23,9 @@
 -- quarantined and not written again: lake_quarantine) is not judged, whatever its figures say (they are not the whole
 -- week's), and is no baseline for later weeks; caveats names what it lacks, and each run whose fleet lost a worker or
 -- its router mid-run (run_summary.degraded).
+-- replay_cost_usd is the replay windows' GPU cost (what the costs per request divide); week_spend_usd is the
+-- endpoint's GPUs for the whole week (run_summary.week_spend_usd), whatever was replayed. A week whose configuration
+-- changed names, in its reasons, each server fact that changed (config_changes.sql) and the revision's note.
 INSERT INTO weekly_trends BY NAME
 WITH thresholds AS (
     SELECT
@@ -72,7 +77,10 @@ run_groups AS (
         sum(completed_requests) AS completed_requests,
         sum(failed_requests) AS failed_requests,
         -- A run with an unknown window has an unknown cost: leave it out rather than count it free.
-        sum(run_cost_usd) AS cost_usd,
+        sum(run_cost_usd) AS replay_cost_usd,
+        -- The week's spend is the endpoint's, whatever was replayed: its runs of the week share the fleet and price.
+        max(week_spend_usd) AS week_spend_usd,
+        string_agg(DISTINCT revision_note, '; ' ORDER BY revision_note) AS revision_note,
         sum(completed_requests) FILTER (WHERE run_cost_usd IS NOT NULL) AS costed_requests,
         sum(output_tokens) FILTER (WHERE run_cost_usd IS NOT NULL) AS costed_output_tokens,
         -- The efficiency cost pools like the realised one, over the runs with a capacity: what their requests cost at
@@ -121,6 +129,13 @@ pooled_percentiles AS (
     WHERE q.is_completed AND g.runs > 1
     GROUP BY ALL
 ),
+config_facts AS (
+    -- What the fingerprint hashes (runs.config_facts_json), one per row: the same for every run of a configuration.
+    SELECT g.grain, any_value(r.config_facts_json)::JSON AS config_facts
+    FROM grained_runs AS g
+    JOIN runs AS r USING (week_start, scenario, run_id)
+    GROUP BY g.grain
+),
 weekly AS (
     SELECT
         g.grain,
@@ -134,13 +149,16 @@ weekly AS (
         g.runs,
         g.completed_requests,
         g.failed_requests,
-        g.cost_usd,
+        g.replay_cost_usd,
+        g.week_spend_usd,
+        g.revision_note,
+        f.config_facts,
         g.efficiency_cost_usd / nullif(g.efficiency_requests, 0) AS efficiency_cost_per_request_usd,
-        g.cost_usd / nullif(g.costed_requests, 0) AS realised_cost_per_request_usd,
+        g.replay_cost_usd / nullif(g.costed_requests, 0) AS realised_cost_per_request_usd,
         g.efficiency_requests / nullif(g.capacity_s, 0) AS capacity_rps_at_slo,
         g.capacity_source,
         g.capacity_s / nullif(g.capacity_window_s, 0) AS load_share_of_capacity,
-        g.cost_usd / nullif(g.costed_output_tokens / 1e6, 0) AS cost_per_mtok_output_usd,
+        g.replay_cost_usd / nullif(g.costed_output_tokens / 1e6, 0) AS cost_per_mtok_output_usd,
         g.api_cost_usd / nullif(g.api_costed_requests, 0) AS api_cost_per_request_usd,
         CASE WHEN g.runs = 1 THEN g.one_run_p50_ttft_ms ELSE p.ttft_q[1] END AS p50_ttft_ms,
         CASE WHEN g.runs = 1 THEN g.one_run_p95_ttft_ms ELSE p.ttft_q[2] END AS p95_ttft_ms,
@@ -153,7 +171,7 @@ weekly AS (
         g.constrained_requests,
         g.valid_answers,
         g.valid_answers / nullif(g.structured_requests, 0) AS valid_answer_rate,
-        g.cost_usd / nullif(g.costed_requests, 0) / nullif(g.valid_answers / nullif(g.structured_requests, 0), 0)
+        g.replay_cost_usd / nullif(g.costed_requests, 0) / nullif(g.valid_answers / nullif(g.structured_requests, 0), 0)
             AS usd_per_valid_request,
         g.structured_requests * (g.structured_requests / nullif(g.valid_answers, 0) - 1) AS retries,
         CASE WHEN g.runs = 1 THEN g.one_run_tpot_constrained_ms ELSE p.tpot_constrained_ms END AS tpot_constrained_ms,
@@ -164,22 +182,30 @@ weekly AS (
         lg.lake_gaps,
         lg.lake_gaps IS NOT NULL AS lake_incomplete
     FROM run_groups AS g
+    LEFT JOIN config_facts AS f ON f.grain = g.grain
     LEFT JOIN pooled_percentiles AS p ON p.grain = g.grain
     LEFT JOIN lake_gaps AS lg ON lg.week_start = g.week_start AND lg.scenario = g.scenario
 ),
 history AS (
     -- Every earlier week of the scenario and endpoint, whatever configuration it ran, with whether it
-    -- ran this one and its rank among the earlier weeks (all, and of the same configuration).
+    -- ran this one and its rank among the earlier weeks (all, and of the same configuration). rank_in_week orders
+    -- the rows of one earlier week (one per configuration it ran): this configuration's first, then the most requests.
     SELECT
         *,
         row_number() OVER (PARTITION BY grain ORDER BY earlier_week DESC) AS recency,
         row_number() OVER (PARTITION BY grain, same_config ORDER BY earlier_week DESC) AS recency_in_config,
-        max(earlier_week) OVER (PARTITION BY grain) AS latest_earlier_week
+        max(earlier_week) OVER (PARTITION BY grain) AS latest_earlier_week,
+        row_number() OVER (
+            PARTITION BY grain, earlier_week
+            ORDER BY same_config DESC, earlier_completed_requests DESC, earlier_config_fingerprint NULLS LAST
+        ) AS rank_in_week
     FROM (
         SELECT
             w.grain,
             w.week_start,
             b.week_start AS earlier_week,
+            b.config_fingerprint AS earlier_config_fingerprint,
+            b.completed_requests AS earlier_completed_requests,
             b.realised_cost_per_request_usd,
             b.efficiency_cost_per_request_usd,
             b.p95_ttft_ms,
@@ -198,16 +224,24 @@ baselines AS (
         median(realised_cost_per_request_usd) AS baseline_realised_cost_per_request_usd,
         median(efficiency_cost_per_request_usd) AS baseline_efficiency_cost_per_request_usd,
         median(p95_ttft_ms) AS baseline_p95_ttft_ms,
-        median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate,
-        any_value(realised_cost_per_request_usd) FILTER (WHERE earlier_week = week_start - 7) AS prev_cost_per_request_usd,
-        any_value(efficiency_cost_per_request_usd) FILTER (WHERE earlier_week = week_start - 7)
-            AS prev_efficiency_cost_per_request_usd,
-        any_value(p95_ttft_ms) FILTER (WHERE earlier_week = week_start - 7) AS prev_p95_ttft_ms,
-        any_value(prefix_cache_hit_rate) FILTER (WHERE earlier_week = week_start - 7) AS prev_prefix_cache_hit_rate,
-        max(earlier_week) FILTER (WHERE earlier_week = week_start - 7) AS prev_week_start
+        median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate
     FROM history
     WHERE same_config AND recency_in_config <= 4
     GROUP BY grain
+),
+previous_week AS (
+    -- What week over week compares with: the scenario and endpoint's most recent earlier week, whatever configuration
+    -- it ran (config_changed says when it ran another), so a change of configuration shows as a change, not a gap.
+    -- Its row of this configuration when it ran one, else its row with the most completed requests.
+    SELECT
+        grain,
+        earlier_week AS prev_week_start,
+        realised_cost_per_request_usd AS prev_cost_per_request_usd,
+        efficiency_cost_per_request_usd AS prev_efficiency_cost_per_request_usd,
+        p95_ttft_ms AS prev_p95_ttft_ms,
+        prefix_cache_hit_rate AS prev_prefix_cache_hit_rate
+    FROM history
+    WHERE earlier_week = latest_earlier_week AND rank_in_week = 1
 ),
 previous_config_baselines AS (
     -- For a week with a new configuration: the median of up to the 4 most recent earlier weeks of the
@@ -231,17 +265,28 @@ config_history AS (
     WHERE earlier_week = latest_earlier_week
     GROUP BY grain
 ),
+changed_facts AS (
+    -- A changed configuration in words (config_changes.sql, as cost_attribution.runtime_changes names it): each
+    -- server fact that differs from the scenario and endpoint's most recent earlier week's, of each configuration
+    -- that week ran other than this one.
+    SELECT w.grain, list_sort(list_distinct(flatten(list(
+        config_changes(b.config_fingerprint, w.config_fingerprint, b.config_facts, w.config_facts))))) AS config_changes
+    FROM weekly AS w
+    JOIN (SELECT DISTINCT grain, latest_earlier_week FROM history) AS l ON l.grain = w.grain
+    JOIN weekly AS b ON b.series = w.series AND b.week_start = l.latest_earlier_week AND NOT b.lake_incomplete
+    GROUP BY w.grain
+),
 compared AS (
     SELECT
         w.*,
         coalesce(NOT h.same_config AND h.both_recorded, false) AS config_changed,
         coalesce(NOT h.same_config AND NOT h.both_recorded, false) AS config_unrecorded,
-        b.prev_week_start,
-        100.0 * (w.efficiency_cost_per_request_usd - b.prev_efficiency_cost_per_request_usd)
-            / nullif(b.prev_efficiency_cost_per_request_usd, 0) AS efficiency_cost_wow_change_pct,
-        100.0 * (w.realised_cost_per_request_usd - b.prev_cost_per_request_usd) / nullif(b.prev_cost_per_request_usd, 0) AS realised_cost_wow_change_pct,
-        100.0 * (w.p95_ttft_ms - b.prev_p95_ttft_ms) / nullif(b.prev_p95_ttft_ms, 0) AS p95_ttft_wow_change_pct,
-        100.0 * (w.prefix_cache_hit_rate - b.prev_prefix_cache_hit_rate) AS hit_rate_wow_change_pts,
+        pw.prev_week_start,
+        100.0 * (w.efficiency_cost_per_request_usd - pw.prev_efficiency_cost_per_request_usd)
+            / nullif(pw.prev_efficiency_cost_per_request_usd, 0) AS efficiency_cost_wow_change_pct,
+        100.0 * (w.realised_cost_per_request_usd - pw.prev_cost_per_request_usd) / nullif(pw.prev_cost_per_request_usd, 0) AS realised_cost_wow_change_pct,
+        100.0 * (w.p95_ttft_ms - pw.prev_p95_ttft_ms) / nullif(pw.prev_p95_ttft_ms, 0) AS p95_ttft_wow_change_pct,
+        100.0 * (w.prefix_cache_hit_rate - pw.prev_prefix_cache_hit_rate) AS hit_rate_wow_change_pts,
         coalesce(b.baseline_weeks, 0) AS same_config_weeks,
         b.baseline_realised_cost_per_request_usd AS same_config_cost_per_request_usd,
         b.baseline_efficiency_cost_per_request_usd AS same_config_efficiency_cost_per_request_usd,
@@ -262,6 +307,7 @@ compared AS (
         i.p95_ttft_high_ms
     FROM weekly AS w
     LEFT JOIN baselines AS b ON b.grain = w.grain
+    LEFT JOIN previous_week AS pw ON pw.grain = w.grain
     LEFT JOIN config_history AS h ON h.grain = w.grain
     LEFT JOIN previous_config_baselines AS p ON p.grain = w.grain
     LEFT JOIN intervals AS i ON i.grain = w.grain
@@ -318,7 +364,8 @@ judged AS (
 ),
 reasoned AS (
     SELECT
-        *,
+        j.*,
+        cf.config_changes,
         list_filter(
             [
                 CASE WHEN cost_past THEN format(
@@ -339,16 +386,21 @@ reasoned AS (
             ],
             lambda reason: reason IS NOT NULL
         ) AS threshold_reasons,
-        CASE WHEN baseline_source = 'previous_config' THEN
-            'configuration changed this week; compared with the previous configuration''s baseline'
+        -- A changed configuration says what changed, and why when its revision has a note.
+        CASE WHEN config_changed THEN format(
+            'configuration changed this week: {}{}{}', array_to_string(coalesce(cf.config_changes, []), ', '),
+            CASE WHEN revision_note IS NOT NULL THEN format(', note ''{}''', revision_note) ELSE '' END,
+            CASE WHEN baseline_source = 'previous_config'
+                THEN '; compared with the previous configuration''s baseline' ELSE '' END)
              WHEN baseline_source = 'unrecorded_config' THEN
             'configuration not recorded this week or the week before (runs written before schema version 2); compared with the earlier weeks'' baseline, whatever they ran' END AS config_reason
-    FROM judged
+    FROM judged AS j
+    LEFT JOIN changed_facts AS cf ON cf.grain = j.grain
 ),
 explained AS (
     SELECT
         *,
-        CASE WHEN config_reason IS NOT NULL AND len(threshold_reasons) > 0
+        CASE WHEN config_reason IS NOT NULL AND (config_changed OR len(threshold_reasons) > 0)
              THEN list_prepend(config_reason, threshold_reasons) ELSE threshold_reasons END AS reasons,
         NOT lake_incomplete AND role IS DISTINCT FROM 'live' AND ((cost_past AND cost_outside)
             OR (ttft_past AND ttft_outside) OR (hit_past AND hit_outside)) AS regressed
@@ -367,7 +419,7 @@ SELECT
     * EXCLUDE (grain, series, cost_past, cost_outside, ttft_past, ttft_outside, hit_past, hit_outside, reasons,
                threshold_reasons, config_reason, config_unrecorded, regressed, regressed_before,
                max_cost_change_pct, max_p95_ttft_change_pct, min_hit_rate_change_pts, fleet_caveats, lake_gaps,
-               lake_incomplete),
+               lake_incomplete, config_facts, config_changes),
     max_cost_change_pct AS cost_threshold_pct,
     max_p95_ttft_change_pct AS p95_ttft_threshold_pct,
     min_hit_rate_change_pts AS hit_rate_threshold_pts,
@@ -386,7 +438,9 @@ SELECT
     CAST(NULL AS VARCHAR) AS drift_metrics,
     CASE WHEN lake_incomplete THEN to_json(list_prepend(
             'not judged: the lake lacks part of this week, so its figures are not the whole week''s', lake_gaps))::VARCHAR
-        WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR END AS regression_reasons,
+        WHEN len(reasons) > 0 AND role IS DISTINCT FROM 'live' THEN to_json(reasons)::VARCHAR
+        -- A live row is not judged: of its reasons, only what changed in its configuration.
+        WHEN config_changed THEN to_json([config_reason])::VARCHAR END AS regression_reasons,
     CASE WHEN lake_incomplete OR degraded_runs > 0
         THEN to_json(list_concat(coalesce(lake_gaps, []), coalesce(fleet_caveats, [])))::VARCHAR END AS caveats,
     CASE WHEN NOT lake_incomplete AND role IS DISTINCT FROM 'live'
