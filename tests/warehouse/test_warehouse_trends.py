@@ -22,6 +22,7 @@ WEEKS = [W1 + timedelta(days=7 * i) for i in range(6)]  # W1..W6
 SPEC = endpoint(usd_per_gpu_hour=200.0)
 N = 40
 SERVER_INFO = {"version": "0.5.4", "backend": "sim", "tp_size": 8}
+TP4 = {**SERVER_INFO, "tp_size": 4}
 # The "config" scenario's endpoint halves its tensor parallelism from WEEKS[4] on, and says why.
 NOTE = "tp 4: two replicas per node while the other node is repaired"
 RECONFIGURED = endpoint(usd_per_gpu_hour=200.0, revisions=(EndpointRevision(WEEKS[4], ("--tp", "4"), NOTE),))
@@ -83,6 +84,12 @@ def trends(tmp_path_factory) -> list[WeeklyTrendRow]:
     _week(store, WEEKS[4], "hits-down", 0.10, cached=300)
     for week in WEEKS[4:]:  # another configuration, from the endpoint's dated revision
         _week(store, week, "config", 0.13, spec=RECONFIGURED.as_of(week), server_info={**SERVER_INFO, "tp_size": 4})
+    # A week that ran two configurations (the server restarted with other flags between two runs), then a third:
+    # the third's baseline counts weeks, not rows.
+    _week(store, WEEKS[2], "two-configs", 0.10)
+    two = [_run(WEEKS[3], "two-configs", 0.10), _run(WEEKS[3], "two-configs", 0.10, server_info=TP4, run="-b")]
+    write_runs(store.lake_root, WEEKS[3], "two-configs", two, SPEC, [capacity_context(0.10)] * 2)
+    _week(store, WEEKS[4], "two-configs", 0.10, server_info={**SERVER_INFO, "tp_size": 2})
     # Twice the GPUs at the same price: twice the week's spend.
     _week(store, WEEKS[0], "big-fleet", 0.10, spec=endpoint("v3-16xh200", gpu_count=16, usd_per_gpu_hour=200.0))
     store.refresh()
@@ -180,6 +187,14 @@ def test_a_new_configuration_is_judged_against_the_previous_one_then_starts_its_
     # The same revision is still in force (its note on the row), but nothing changed against last week: no reason.
     assert after.revision_note == NOTE and after.regression_reasons is None
     assert after.config_fingerprint == changed.config_fingerprint != _row(trends, "config", WEEKS[3]).config_fingerprint
+
+
+def test_a_new_configuration_s_baseline_counts_earlier_weeks_not_their_configurations(trends):
+    third = _row(trends, "two-configs", WEEKS[4])
+    assert third.config_changed is True and third.baseline_source == "previous_config"
+    # Two earlier weeks, one of which ran two configurations: two weeks of baseline, one row each.
+    assert third.baseline_weeks == 2
+    assert third.baseline_efficiency_cost_per_request_usd == pytest.approx(0.10)
 
 
 def test_the_week_s_spend_is_the_fleet_for_the_whole_week_whatever_was_replayed(trends):

@@ -192,7 +192,7 @@ history AS (
     -- the rows of one earlier week (one per configuration it ran): this configuration's first, then the most requests.
     SELECT
         *,
-        row_number() OVER (PARTITION BY grain ORDER BY earlier_week DESC) AS recency,
+        dense_rank() OVER (PARTITION BY grain ORDER BY earlier_week DESC) AS recency,  -- in weeks: a week may hold several rows
         row_number() OVER (PARTITION BY grain, same_config ORDER BY earlier_week DESC) AS recency_in_config,
         max(earlier_week) OVER (PARTITION BY grain) AS latest_earlier_week,
         row_number() OVER (
@@ -245,7 +245,7 @@ previous_week AS (
 ),
 previous_config_baselines AS (
     -- For a week with a new configuration: the median of up to the 4 most recent earlier weeks of the
-    -- scenario and endpoint, whatever configuration they ran.
+    -- scenario and endpoint, whatever configuration they ran, one row a week (the one previous_week would take).
     SELECT
         grain,
         count(*) AS baseline_weeks,
@@ -254,7 +254,7 @@ previous_config_baselines AS (
         median(p95_ttft_ms) AS baseline_p95_ttft_ms,
         median(prefix_cache_hit_rate) AS baseline_prefix_cache_hit_rate
     FROM history
-    WHERE recency <= 4
+    WHERE recency <= 4 AND rank_in_week = 1
     GROUP BY grain
 ),
 config_history AS (
