@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 
 import orjson
 from rich.console import Console
@@ -18,6 +19,7 @@ from warehouse.report.structured_output import (
     retries_per_structured,
     structured_rows,
 )
+from warehouse.report.verdict_words import what_to_do, why_in_words
 
 
 def _console() -> Console:
@@ -160,13 +162,30 @@ def print_diagnoses(rows: list[DiagnosisRow], console: Console | None = None) ->
     table = Table(
         title="Diagnoses, last week (warehouse table diagnoses: tune the runtime, shrink the fleet, or the model)"
     )
-    for column in ("scenario", "verdict", "occupancy", "hit rate", "why"):
+    for column in ("scenario", "verdict", "occupancy", "hit rate", "why", "what to do"):
         table.add_column(column, justify="right" if column in ("occupancy", "hit rate") else "left")
     for row in rows:
         why = "; ".join(orjson.loads(row.reasons))
         numbers = (_fmt(row.batch_occupancy, ".2f"), _fmt(row.prefix_cache_hit_rate, ".3f"))
-        table.add_row(row.scenario, row.verdict, *numbers, why)
+        table.add_row(row.scenario, row.verdict, *numbers, why, "; ".join(what_to_do([asdict(row)])))
     console.print(table)
+
+
+def print_week_spend(rows: list[WeeklyTrendRow], console: Console | None = None) -> None:
+    """What the last week's endpoints cost for the whole week (weekly_trends.week_spend_usd, once per endpoint: it
+    repeats on each of the endpoint's scenarios), apart from what the replays held of them."""
+    if not rows:
+        return
+    console = console or _console()
+    week = max(r.week_start for r in rows)
+    spend: dict[str, float] = {}
+    for row in rows:
+        if row.week_start == week and row.week_spend_usd is not None:
+            spend[row.endpoint] = max(spend.get(row.endpoint, 0.0), row.week_spend_usd)
+    if spend:
+        each = ", ".join(f"{endpoint} ${usd:,.2f}" for endpoint, usd in sorted(spend.items()))
+        console.print(f"GPU spend, week of {week}: ${sum(spend.values()):,.2f} ({each}; each endpoint's GPUs for the "
+                      "hours a week it holds them, not the replays' minutes)")  # fmt: skip
 
 
 def print_check_verdicts(verdicts: list[tuple[str, str, str, bool, str]], console: Console | None = None) -> None:
@@ -200,9 +219,9 @@ def print_regression_verdicts(rows: list[WeeklyTrendRow], console: Console | Non
     for column in ("week", "scenario", "verdict", "why"):
         table.add_column(column)
     for row in flagged:
-        reasons = orjson.loads(row.regression_reasons) if row.regression_reasons else []
         colour = "red" if row.regression_verdict in REGRESSED_VERDICTS else "yellow"
-        table.add_row(str(row.week_start), row.scenario, f"[{colour}]{row.regression_verdict}[/]", "\n".join(reasons))
+        why = why_in_words(asdict(row))  # the words the report's first screen uses
+        table.add_row(str(row.week_start), row.scenario, f"[{colour}]{row.regression_verdict}[/]", why)
     console.print(table)
 
 

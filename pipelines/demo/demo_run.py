@@ -34,6 +34,7 @@ from pipelines.commands.trend_console import (
     print_fleet_plans,
     print_fleet_routing,
     print_regression_verdicts,
+    print_week_spend,
     print_weekly_trends,
 )
 from pipelines.definitions import WEEKLY_JOB
@@ -180,6 +181,7 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
     print_cost_attribution(attribution)
     print_check_verdicts(sorted(verdicts))
     print_regression_verdicts(rows)
+    print_week_spend(rows)
     reports = warehouse / "reports"
     print(f"DuckDB warehouse: {store.db_path}   (rows are backend='sim': modelled by the twin, not measured)")
     for week in weeks:

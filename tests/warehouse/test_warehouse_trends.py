@@ -228,3 +228,20 @@ def test_the_dagster_check_fails_exactly_where_the_verdict_says_a_metric_regress
         "hits-down",
         "ttft-up",
     ]
+
+
+def test_the_console_says_why_in_words_and_the_week_s_spend_once_per_endpoint(trends):
+    from rich.console import Console
+
+    from pipelines.commands.trend_console import print_regression_verdicts, print_week_spend
+
+    console = Console(record=True, width=400)
+    print_regression_verdicts(trends, console)
+    print_week_spend(trends, console)
+    text = console.export_text()
+    # The reasons as the report's first screen words them, the changed flag and the revision's note with them.
+    assert "efficiency cost per request +30.0% against its baseline of $0.100000" in text
+    assert f"configuration changed this week: tp_size: 8 -> 4, note '{NOTE}'" in text
+    assert "efficiency_cost_per_request_usd +" not in text  # no column names for reasons
+    # The last week's two scenarios run on one endpoint: its week (8 GPUs x $200 x 168 h) is counted once.
+    assert f"GPU spend, week of {WEEKS[5]}: $268,800.00 (v3-8xh200 $268,800.00;" in text
