@@ -40,8 +40,11 @@ from pipelines.failure_notice import NoticeChannels, default_notice_file, outbox
 from warehouse.marts.judged_metrics import judged_metric
 from warehouse.marts.mart_rows import WeeklyTrendRow
 from warehouse.marts.notice_rule import EPISODE_VERDICTS, NoticeKind, row_notice, series_of
+from warehouse.report.first_screen import verdict_anchor
 
 REPORT_ASSET = dg.AssetKey("weekly_report")
+# How weekly_trends.sql's reasons begin the line naming a week's change of configuration.
+CONFIGURATION_CHANGED = "configuration changed this week:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +65,11 @@ class RegressionNotice:
     interval_low: float | None  # this week's 95% block-bootstrap interval of the metric
     interval_high: float | None
     reason: str  # the rule's own sentence (weekly_trends.regression_reasons)
+    # The week's change of configuration, as the reasons say it (the flags that changed and the revision's note);
+    # None: the configuration did not change against the week before.
+    configuration_change: str | None
     report_path: str | None  # the week's HTML report
+    report_anchor: str  # the id of the row's line in the report's verdicts: open report_path#report_anchor
     run_id: str | None  # the Dagster run that built the report (for a regression: the confirmation run)
     confirms_run_id: str | None  # regression: the run whose first verdict the confirmation run agreed with
     drift_start_week: str | None  # drift: the Monday of the first week after the change point
@@ -97,7 +104,9 @@ def regression_notices(
                 change_unit=metric.change_unit,
                 **asdict(metric.reading(row)),  # value, baseline, change, threshold, interval_low, interval_high
                 reason=next((r for r in reasons if r.startswith(name + " ")), ""),
+                configuration_change=next((r for r in reasons if r.startswith(CONFIGURATION_CHANGED)), None),
                 report_path=report_path,
+                report_anchor=verdict_anchor(asdict(row)),
                 run_id=run_id,
                 confirms_run_id=confirms_run_id,
                 drift_start_week=row.drift_start_week.isoformat() if row.drift_start_week else None,

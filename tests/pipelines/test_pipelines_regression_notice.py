@@ -155,6 +155,9 @@ def test_a_regression_verdict_is_sent_to_the_notice_file_and_the_webhook_once(wa
     assert notice["interval_low"] <= notice["value"] <= notice["interval_high"]
     assert notice["interval_low"] > notice["baseline"]
     assert notice["report_path"] == report and notice["reason"].startswith("efficiency_cost_per_request_usd +30.0%")
+    assert notice["configuration_change"] is None  # the same configuration as the week before
+    # The row's line in the report's verdicts table, as the report names it.
+    assert notice["report_anchor"].startswith("verdict-chat-canary--")
     assert [orjson.loads(b) for b in webhook.delivered] == [notice]
 
 

@@ -245,3 +245,15 @@ def test_the_console_says_why_in_words_and_the_week_s_spend_once_per_endpoint(tr
     assert "efficiency_cost_per_request_usd +" not in text  # no column names for reasons
     # The last week's two scenarios run on one endpoint: its week (8 GPUs x $200 x 168 h) is counted once.
     assert f"GPU spend, week of {WEEKS[5]}: $268,800.00 (v3-8xh200 $268,800.00;" in text
+
+
+def test_a_notice_of_a_week_whose_configuration_changed_names_the_change(trends):
+    from pipelines.regression_notice import regression_notices
+    from warehouse.marts.notice_rule import NoticeKind
+
+    [notice] = regression_notices(_row(trends, "config", WEEKS[4]), NoticeKind.REGRESSION, "week.html")
+    assert notice.metric == "efficiency_cost_per_request_usd"
+    assert notice.configuration_change == (
+        f"configuration changed this week: tp_size: 8 -> 4, note '{NOTE}'; compared with the previous configuration's "
+        "baseline"
+    )
