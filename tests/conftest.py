@@ -56,6 +56,7 @@ SLOW_FILES = frozenset(
         "test_pipelines_lease_sensor",
         "test_pipelines_sensor_threads",
         "test_pipelines_daemon_watchdog",
+        "test_warehouse_notebook",
     }
 )
 
