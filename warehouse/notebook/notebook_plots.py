@@ -9,7 +9,8 @@ from collections.abc import Iterable
 import pandas as pd
 import plotly.graph_objects as go
 
-_HEIGHT_PX = 380
+from warehouse.report.interactive_plots import figure_layout, float_values
+
 COST_TREND_COLUMNS = ("week_start", "scenario", "endpoint", "efficiency_cost_per_request_usd")
 CACHE_VS_COST_COLUMNS = ("scenario", "endpoint", "mean_hit_rate", "mean_efficiency_cost_per_request_usd")
 
@@ -22,22 +23,6 @@ def missing_columns(frame: pd.DataFrame, needed: Iterable[str]) -> str | None:
     return f"No plot: the query above no longer returns {', '.join(f'`{c}`' for c in missing)}."
 
 
-def _floats(series: pd.Series) -> list[float | None]:
-    return [None if pd.isna(v) else float(v) for v in series]
-
-
-def _layout(fig: go.Figure, title: str, xaxis: str, yaxis: str) -> go.Figure:
-    fig.update_layout(
-        title={"text": title, "font": {"size": 14}},
-        height=_HEIGHT_PX,
-        margin={"l": 70, "r": 20, "t": 50, "b": 50},
-        xaxis_title=xaxis,
-        yaxis_title=yaxis,
-        template="plotly_white",
-    )
-    return fig
-
-
 def cost_trend_figure(frame: pd.DataFrame) -> go.Figure:
     """One line per scenario on its endpoint: the efficiency cost per request week by week (solid), and the realised
     cost (dotted) when the rows have it."""
@@ -48,7 +33,7 @@ def cost_trend_figure(frame: pd.DataFrame) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=weeks,
-                y=_floats(rows["efficiency_cost_per_request_usd"]),
+                y=float_values(rows["efficiency_cost_per_request_usd"]),
                 mode="lines+markers",
                 name=label,
                 legendgroup=label,
@@ -59,7 +44,7 @@ def cost_trend_figure(frame: pd.DataFrame) -> go.Figure:
             fig.add_trace(
                 go.Scatter(
                     x=weeks,
-                    y=_floats(rows["realised_cost_per_request_usd"]),
+                    y=float_values(rows["realised_cost_per_request_usd"]),
                     mode="lines",
                     line={"dash": "dot", "width": 1},
                     name=f"{label} realised",
@@ -67,7 +52,7 @@ def cost_trend_figure(frame: pd.DataFrame) -> go.Figure:
                     hovertemplate="%{x|%Y-%m-%d}: realised $%{y:.6f} per request<extra>%{fullData.name}</extra>",
                 )
             )
-    return _layout(fig, "Efficiency cost per request (solid) and realised cost (dotted)", "week", "USD per request")
+    return figure_layout(fig, "Efficiency cost per request (solid) and realised cost (dotted)", "USD per request")
 
 
 def cache_vs_cost_figure(frame: pd.DataFrame) -> go.Figure:
@@ -76,12 +61,13 @@ def cache_vs_cost_figure(frame: pd.DataFrame) -> go.Figure:
     for (scenario, endpoint), rows in frame.groupby(["scenario", "endpoint"]):
         fig.add_trace(
             go.Scatter(
-                x=[None if v is None else v * 100 for v in _floats(rows["mean_hit_rate"])],
-                y=_floats(rows["mean_efficiency_cost_per_request_usd"]),
+                x=[None if v is None else v * 100 for v in float_values(rows["mean_hit_rate"])],
+                y=float_values(rows["mean_efficiency_cost_per_request_usd"]),
                 mode="markers",
                 marker={"size": 12},
                 name=f"{scenario} ({endpoint})",
                 hovertemplate="hit rate %{x:.1f}%, $%{y:.6f} per request at capacity<extra>%{fullData.name}</extra>",
             )
         )
-    return _layout(fig, "Prefix-cache hit rate against the efficiency cost", "mean hit rate (%)", "USD per request")
+    title = "Prefix-cache hit rate against the efficiency cost"
+    return figure_layout(fig, title, "USD per request", xaxis="mean hit rate (%)")

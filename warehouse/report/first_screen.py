@@ -18,7 +18,7 @@ from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 from warehouse.report.interactive_plots import ATTRIBUTION_PARTS
 from warehouse.report.report_data import ReportData
 from warehouse.report.value_text import fmt, usd
-from warehouse.report.verdict_words import METRIC_WORDS, json_list, what_to_do, why_in_words
+from warehouse.report.verdict_words import JUDGED_BY_REASONS, METRIC_WORDS, json_list, what_to_do, why_in_words
 
 # The order the cards come in: what needs a reader first.
 _VERDICT_ORDER = ("regression", "sustained", "drift", "within_noise", "ok", "no_baseline", "not_judged")
@@ -106,7 +106,7 @@ def _verdict(data: ReportData, row) -> str:
             text += f": regressed since the week of {_link(week_page(since) + '#' + verdict_anchor(start), str(since))}"
     if verdict == "drift" and isinstance(row.get("drift_start_week"), date):
         text += f" since the week of {html.escape(str(row['drift_start_week']))}"
-    if verdict in REGRESSED_VERDICTS or verdict == "drift":
+    if verdict in JUDGED_BY_REASONS:
         text += f" ({_link('#' + verdict_anchor(row), 'its line in the verdicts')})"
     return text
 
@@ -135,7 +135,7 @@ def _largest_part(attribution: pd.DataFrame, row) -> str:
 def _card(data: ReportData, row) -> str:
     verdict = row["regression_verdict"]
     why = html.escape(why_in_words(row))
-    if verdict in REGRESSED_VERDICTS or verdict == "drift":
+    if verdict in JUDGED_BY_REASONS:
         why += _largest_part(data.waterfalls, row)
     runs = data.diagnoses
     if not runs.empty:

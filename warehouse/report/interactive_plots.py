@@ -65,7 +65,7 @@ def _configurations(runs: pd.DataFrame):
             yield (series if len(configurations) == 1 else f"{series} from {weeks.min():%Y-%m-%d}{note}"), rows
 
 
-def _layout(fig: go.Figure, title: str, yaxis: str, xaxis: str = "week") -> go.Figure:
+def figure_layout(fig: go.Figure, title: str, yaxis: str, xaxis: str = "week") -> go.Figure:
     fig.update_layout(
         title={"text": title, "font": {"size": 14}},
         height=_HEIGHT_PX,
@@ -79,7 +79,7 @@ def _layout(fig: go.Figure, title: str, yaxis: str, xaxis: str = "week") -> go.F
     return fig
 
 
-def _floats(series: pd.Series) -> list[float | None]:
+def float_values(series: pd.Series) -> list[float | None]:
     return [None if pd.isna(v) else float(v) for v in series]
 
 
@@ -90,9 +90,9 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for label, rows in _series(trends):
         weeks = pd.to_datetime(rows["week_start"])
-        cost = _floats(rows["efficiency_cost_per_request_usd"])
-        low = _floats(rows["efficiency_cost_low_usd"])
-        high = _floats(rows["efficiency_cost_high_usd"])
+        cost = float_values(rows["efficiency_cost_per_request_usd"])
+        low = float_values(rows["efficiency_cost_low_usd"])
+        high = float_values(rows["efficiency_cost_high_usd"])
         fig.add_trace(
             go.Scatter(
                 x=weeks,
@@ -107,7 +107,7 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
                     "arrayminus": [None if lo is None or c is None else c - lo for c, lo in zip(cost, low)],
                     "thickness": 1,
                 },
-                customdata=list(zip(rows["regression_verdict"], _floats(rows["efficiency_cost_change_pct"]))),
+                customdata=list(zip(rows["regression_verdict"], float_values(rows["efficiency_cost_change_pct"]))),
                 hovertemplate="%{x|%Y-%m-%d}: $%{y:.6f} per request at capacity<br>vs baseline %{customdata[1]:+.1f}%"
                 "<br>verdict %{customdata[0]}<extra>%{fullData.name}</extra>",
             )
@@ -115,7 +115,7 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=weeks,
-                y=_floats(rows["baseline_efficiency_cost_per_request_usd"]),
+                y=float_values(rows["baseline_efficiency_cost_per_request_usd"]),
                 mode="lines",
                 line={"dash": "dash", "width": 1},
                 name=f"{label} baseline",
@@ -126,7 +126,7 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=weeks,
-                y=_floats(rows["realised_cost_per_request_usd"]),
+                y=float_values(rows["realised_cost_per_request_usd"]),
                 mode="lines",
                 line={"dash": "dot", "width": 1},
                 name=f"{label} realised",
@@ -140,7 +140,7 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
             fig.add_trace(
                 go.Scatter(
                     x=pd.to_datetime(regressed["week_start"]),
-                    y=_floats(regressed["efficiency_cost_per_request_usd"]),
+                    y=float_values(regressed["efficiency_cost_per_request_usd"]),
                     mode="markers",
                     marker={"size": 16, "color": "rgba(0,0,0,0)", "line": {"color": "red", "width": 2}},
                     name=f"{label} regression",
@@ -148,7 +148,7 @@ def cost_trend(trends: pd.DataFrame) -> go.Figure:
                     hovertemplate="regression<extra>%{fullData.name}</extra>",
                 )
             )
-    return _layout(
+    return figure_layout(
         fig,
         "Efficiency cost per request, at the SLO capacity (bars: 95% interval; dashed: baseline; dotted: realised)",
         "USD per request",
@@ -163,7 +163,7 @@ def latency_percentiles(trends: pd.DataFrame) -> go.Figure:
             fig.add_trace(
                 go.Scatter(
                     x=weeks,
-                    y=_floats(rows[column]),
+                    y=float_values(rows[column]),
                     mode="lines+markers",
                     line={"dash": dash},
                     name=f"{label} {name} TTFT",
@@ -171,7 +171,7 @@ def latency_percentiles(trends: pd.DataFrame) -> go.Figure:
                     hovertemplate="%{x|%Y-%m-%d}: %{y:,.0f} ms<extra>%{fullData.name}</extra>",
                 )
             )
-    return _layout(fig, "Time to first token, p50 and p95", "ms")
+    return figure_layout(fig, "Time to first token, p50 and p95", "ms")
 
 
 def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
@@ -183,8 +183,8 @@ def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
         hover = list(zip(pd.to_datetime(rows["week_start"]).dt.strftime("%Y-%m-%d"), rows["run_id"]))
         fig.add_trace(
             go.Scatter(
-                x=_floats(rows["p95_ttft_ms"]),
-                y=_floats(rows["realised_cost_per_request_usd"]),
+                x=float_values(rows["p95_ttft_ms"]),
+                y=float_values(rows["realised_cost_per_request_usd"]),
                 mode="markers",
                 marker={"size": 10},
                 name=label,
@@ -197,8 +197,8 @@ def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
         if "efficiency_cost_per_request_usd" in rows and rows["efficiency_cost_per_request_usd"].notna().any():
             fig.add_trace(
                 go.Scatter(
-                    x=_floats(rows["p95_ttft_ms"]),
-                    y=_floats(rows["efficiency_cost_per_request_usd"]),
+                    x=float_values(rows["p95_ttft_ms"]),
+                    y=float_values(rows["efficiency_cost_per_request_usd"]),
                     mode="markers",
                     marker={"size": 10, "symbol": "circle-open"},
                     name=f"{label} at SLO capacity",
@@ -208,7 +208,7 @@ def cost_vs_ttft(runs: pd.DataFrame) -> go.Figure:
                     "$%{y:.6f} per request<extra>%{fullData.name}</extra>",
                 )
             )
-    fig = _layout(fig, "Cost per request against p95 TTFT, per configuration", "USD per request", "p95 TTFT (ms)")
+    fig = figure_layout(fig, "Cost per request against p95 TTFT, per configuration", "USD per request", "p95 TTFT (ms)")
     fig.update_yaxes(type="log")
     return fig
 
@@ -218,8 +218,8 @@ def hit_rate_vs_cost(runs: pd.DataFrame) -> go.Figure:
     for label, rows in _series(runs):
         fig.add_trace(
             go.Scatter(
-                x=[None if v is None else v * 100 for v in _floats(rows["prefix_cache_hit_rate"])],
-                y=_floats(rows["efficiency_cost_per_request_usd"]),
+                x=[None if v is None else v * 100 for v in float_values(rows["prefix_cache_hit_rate"])],
+                y=float_values(rows["efficiency_cost_per_request_usd"]),
                 mode="markers",
                 name=label,
                 customdata=pd.to_datetime(rows["week_start"]).dt.strftime("%Y-%m-%d"),
@@ -227,7 +227,7 @@ def hit_rate_vs_cost(runs: pd.DataFrame) -> go.Figure:
                 "<extra>%{fullData.name}</extra>",
             )
         )
-    return _layout(
+    return figure_layout(
         fig,
         "Prefix-cache hit rate against the efficiency cost (at the SLO capacity), one point per replay",
         "USD per request",
@@ -244,13 +244,13 @@ def weekly_share(runs: pd.DataFrame, column: str, title: str) -> go.Figure:
             fig.add_trace(
                 go.Scatter(
                     x=pd.to_datetime(rows["week_start"]),
-                    y=[None if v is None else v * 100 for v in _floats(rows[column])],
+                    y=[None if v is None else v * 100 for v in float_values(rows[column])],
                     mode="lines+markers",
                     name=label,
                     hovertemplate="%{x|%Y-%m-%d}: %{y:.1f}%<extra>%{fullData.name}</extra>",
                 )
             )
-    return _layout(fig, title, "%")
+    return figure_layout(fig, title, "%")
 
 
 # run_summary's shadow canary ratios (twin / real), with what the legend calls them.
@@ -274,7 +274,7 @@ def twin_error(runs: pd.DataFrame) -> go.Figure:
                 fig.add_trace(
                     go.Scatter(
                         x=pd.to_datetime(rows["week_start"]),
-                        y=_floats(rows[column]),
+                        y=float_values(rows[column]),
                         mode="lines+markers",
                         name=f"{label} {name}",
                         hovertemplate="%{x|%Y-%m-%d}: twin / real %{y:.3f}<extra>%{fullData.name}</extra>",
@@ -282,7 +282,7 @@ def twin_error(runs: pd.DataFrame) -> go.Figure:
                 )
         fig.add_hrect(y0=0.75, y1=1.33, fillcolor="#27ae60", opacity=0.08, line_width=0)
         fig.add_hline(y=1.0, line_dash="dash", line_color=_MISSED_GREY)
-    return _layout(fig, "The twin's measured error: twin / real on the shadow canaries", "twin / real")
+    return figure_layout(fig, "The twin's measured error: twin / real on the shadow canaries", "twin / real")
 
 
 def attribution_waterfall(row: dict) -> go.Figure:
@@ -313,7 +313,7 @@ def attribution_waterfall(row: dict) -> go.Figure:
         )
     )
     # Untitled: the page captions it (waterfall_title), in HTML that wraps on a phone where a plot's title would not.
-    fig = _layout(fig, "", "USD per request (axis from $0)", "")
+    fig = figure_layout(fig, "", "USD per request (axis from $0)", "")
     fig.update_layout(showlegend=False, yaxis_range=waterfall_range(values), margin_t=30)
     return fig
 
@@ -381,7 +381,7 @@ def fleet_frontier(plans: pd.DataFrame) -> go.Figure:
             annotation_position="top right",  # fewer replicas miss to the right, lower: the top right stays clear
             annotation_font_size=10,
         )
-    return _layout(
+    return figure_layout(
         fig,
         "One point per shape at the run's price (hollow grey: misses the target; star: chosen)",
         "USD per request at the target rate",
@@ -409,8 +409,8 @@ def _frontier_points(
     """One trace of fleet_frontier: the shapes as points labelled 'N x policy' or 'xPyD x policy', hover with the
     shape's columns."""
     return go.Scatter(
-        x=_floats(shapes["p95_ttft_ms"]),
-        y=_floats(shapes["usd_per_request_at_target"]),
+        x=float_values(shapes["p95_ttft_ms"]),
+        y=float_values(shapes["usd_per_request_at_target"]),
         mode="markers+text" if text_color else "markers",
         marker=marker,
         text=[
@@ -427,9 +427,9 @@ def _frontier_points(
             zip(
                 shapes["replicas"].astype(int),
                 shapes["gpus"].astype(int),
-                _floats(shapes["good_share"]),
-                _floats(shapes["hit_rate"]),
-                _floats(shapes["fleet_usd_per_hour"]),
+                float_values(shapes["good_share"]),
+                float_values(shapes["hit_rate"]),
+                float_values(shapes["fleet_usd_per_hour"]),
                 ["yes" if h else "no" for h in shapes["holds_target"]],
             )
         ),

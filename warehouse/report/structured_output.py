@@ -14,6 +14,8 @@ from datetime import date
 
 import pandas as pd
 
+from warehouse.report.value_text import fmt, usd
+
 PER_STRUCTURED = 1000  # retries are shown per this many structured requests, so variants of any size compare
 
 
@@ -167,7 +169,7 @@ def structured_output_section(trends: pd.DataFrame, week_start: date) -> str:
 
 
 def _row_html(row: StructuredRow) -> str:
-    rate = _fmt(row.valid_answer_rate, ".1%")
+    rate = fmt(row.valid_answer_rate, ".1%")
     if row.below_threshold:
         rate = f"<b>{rate} below threshold</b>"
     cells = (
@@ -176,12 +178,12 @@ def _row_html(row: StructuredRow) -> str:
         "server constraint" if row.constrained else "prompt only",
         f"{row.structured_requests:,}",
         rate,
-        _fmt(row.min_valid_rate, ".1%"),
-        _fmt(row.retries_per_1000, ",.1f"),
-        _usd(row.realised_cost_per_request_usd),
-        _usd(row.usd_per_valid_request),
-        _fmt(row.tpot_constrained_ms, ",.2f", " ms"),
-        _fmt(row.tpot_unconstrained_ms, ",.2f", " ms"),
+        fmt(row.min_valid_rate, ".1%"),
+        fmt(row.retries_per_1000, ",.1f"),
+        usd(row.realised_cost_per_request_usd, ".5f"),
+        usd(row.usd_per_valid_request, ".5f"),
+        fmt(row.tpot_constrained_ms, ",.2f", " ms"),
+        fmt(row.tpot_unconstrained_ms, ",.2f", " ms"),
     )
     css = " class='verdict-regression'" if row.below_threshold else ""
     return f"<tr{css}>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
@@ -191,10 +193,10 @@ def comparison_sentence(c: ConstraintComparison) -> str:
     """What the constraint costs and saves, in one plain-text sentence (the page and the console)."""
     return (
         f"The constraint ({c.constrained.scenario} on {c.constrained.endpoint} against the prompt-only "
-        f"{c.prompt_only.scenario} on {c.prompt_only.endpoint}) costs {_fmt(c.tpot_change_pct, '+.1f', '%')} TPOT and "
-        f"{_fmt(c.cost_per_request_change_pct, '+.1f', '%')} cost per request, and saves "
-        f"{_fmt(c.retries_avoided_per_1000, ',.1f')} retries per {PER_STRUCTURED:,} structured requests: "
-        f"cost per valid request {_fmt(c.usd_per_valid_request_change_pct, '+.1f', '%')}."
+        f"{c.prompt_only.scenario} on {c.prompt_only.endpoint}) costs {fmt(c.tpot_change_pct, '+.1f', '%')} TPOT and "
+        f"{fmt(c.cost_per_request_change_pct, '+.1f', '%')} cost per request, and saves "
+        f"{fmt(c.retries_avoided_per_1000, ',.1f')} retries per {PER_STRUCTURED:,} structured requests: "
+        f"cost per valid request {fmt(c.usd_per_valid_request_change_pct, '+.1f', '%')}."
     )
 
 
@@ -212,11 +214,3 @@ def _number(value) -> float | None:
     if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value):
         return None
     return float(value)
-
-
-def _fmt(value: float | None, spec: str, unit: str = "") -> str:
-    return "—" if value is None else f"{format(value, spec)}{unit}"
-
-
-def _usd(value: float | None) -> str:
-    return "—" if value is None else f"${value:.5f}"

@@ -13,7 +13,7 @@ from typing import Literal
 import orjson
 import pandas as pd
 
-from warehouse.marts.judged_metrics import judged_metric
+from warehouse.marts.judged_metrics import REGRESSED_VERDICTS, judged_metric
 from warehouse.report.value_text import fmt, pct, usd
 
 
@@ -31,7 +31,7 @@ METRIC_WORDS: dict[str, MetricWords] = {
 }
 
 # The verdicts whose regression_reasons say why in full (weekly_trends.sql); the others' only name a change.
-JUDGED_BY_REASONS = frozenset({"regression", "sustained", "drift"})
+JUDGED_BY_REASONS = REGRESSED_VERDICTS | {"drift"}
 
 DiagnosisVerdict = Literal["runtime_lever", "oversized", "model_candidate", "healthy", "inconclusive"]
 Lever = Literal["prefix_cache", "routing", "queueing"]

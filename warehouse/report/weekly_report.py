@@ -29,10 +29,8 @@ from warehouse.report.fleet_plan_summary import plan_comparison
 from warehouse.report.report_data import ReportData, load_report_data
 from warehouse.report.structured_output import structured_output_section
 from warehouse.report.ttft_parts_section import ttft_parts_section
-from warehouse.report.value_text import fmt as _fmt
-from warehouse.report.value_text import pct as _pct
-from warehouse.report.value_text import usd as _usd
-from warehouse.report.verdict_words import why_in_words
+from warehouse.report.value_text import fmt, pct, usd
+from warehouse.report.verdict_words import json_list, why_in_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +42,7 @@ class WeeklyReport:
 
 
 def _reasons(raw) -> str:
-    if raw is None or (isinstance(raw, float) and pd.isna(raw)):
-        return ""
-    try:
-        items = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return html.escape(str(raw))
+    items = json_list(raw)
     return "<br>".join(html.escape(item if isinstance(item, str) else orjson.dumps(item).decode()) for item in items)
 
 
@@ -71,12 +64,12 @@ def _verdict_table(data: ReportData) -> str:
             f"<tr class='verdict-{html.escape(verdict)}' id='{verdict_anchor(row)}'>"
             f"<td>{html.escape(row['scenario'])}</td><td>{html.escape(row['endpoint'])}</td>"
             f"<td>{html.escape(row['backend'])}</td>"
-            f"<td>{_usd(row['efficiency_cost_per_request_usd'], '.5f')}</td>"
-            f"<td>{_fmt(row['efficiency_cost_change_pct'], '+.1f', '%')}</td>"
-            f"<td>{_usd(row['realised_cost_per_request_usd'], '.5f')}</td>"
+            f"<td>{usd(row['efficiency_cost_per_request_usd'], '.5f')}</td>"
+            f"<td>{fmt(row['efficiency_cost_change_pct'], '+.1f', '%')}</td>"
+            f"<td>{usd(row['realised_cost_per_request_usd'], '.5f')}</td>"
             f"<td>{_idle(row)}</td>"
-            f"<td>{_fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
-            f"<td>{_fmt(_pct(row['prefix_cache_hit_rate']), '.1f', '%')}</td>"
+            f"<td>{fmt(row['p95_ttft_ms'], ',.0f', ' ms')}</td>"
+            f"<td>{fmt(pct(row['prefix_cache_hit_rate']), '.1f', '%')}</td>"
             f"<td><b>{html.escape(verdict)}</b>{' (configuration changed)' if row['config_changed'] else ''}</td>"
             f"<td>{html.escape(why_in_words(row))}{_caveats(row)}</td></tr>"
         )
@@ -91,8 +84,8 @@ def _verdict_table(data: ReportData) -> str:
 def _idle(row) -> str:
     """The idle part of a request's realised cost, or the overload in words (never a negative idle cost)."""
     if row.get("load_state") == "overloaded":
-        return f"overloaded ({_fmt(_pct(row.get('load_share_of_capacity')), '.0f', '%')} of capacity)"
-    return _usd(row.get("idle_cost_per_request_usd"), ".5f")
+        return f"overloaded ({fmt(pct(row.get('load_share_of_capacity')), '.0f', '%')} of capacity)"
+    return usd(row.get("idle_cost_per_request_usd"), ".5f")
 
 
 def _diagnosis_table(data: ReportData) -> str:
@@ -122,10 +115,10 @@ def _fleet_table(data: ReportData) -> str:
         )
     rows = [
         f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td><td>{html.escape(r['run_id'])}</td>"
-        f"<td>{_fmt(r['target_rps'], ',.4g', ' req/s')}</td><td>{_fmt(r['goodput_rps'], ',.4g', ' req/s')}</td>"
-        f"<td>{_replicas(r)}</td><td>{_usd(r['fleet_usd_per_hour'], ',.2f')}</td>"
-        f"<td>{_usd(r['realised_cost_per_request_usd'], '.5f')}</td>"
-        f"<td>{_usd(r['budget_usd_per_request'], '.5f')}</td></tr>"
+        f"<td>{fmt(r['target_rps'], ',.4g', ' req/s')}</td><td>{fmt(r['goodput_rps'], ',.4g', ' req/s')}</td>"
+        f"<td>{_replicas(r)}</td><td>{usd(r['fleet_usd_per_hour'], ',.2f')}</td>"
+        f"<td>{usd(r['realised_cost_per_request_usd'], '.5f')}</td>"
+        f"<td>{usd(r['budget_usd_per_request'], '.5f')}</td></tr>"
         for _, r in week.sort_values(["scenario", "run_id"]).iterrows()
     ]
     head = (
@@ -142,7 +135,7 @@ def _fleet_table(data: ReportData) -> str:
 
 def _replicas(row: pd.Series) -> str:
     """replicas_for_target with where it came from (run_summary.replicas_for_target_source)."""
-    count, source = _fmt(row["replicas_for_target"], ",.0f"), row.get("replicas_for_target_source")
+    count, source = fmt(row["replicas_for_target"], ",.0f"), row.get("replicas_for_target_source")
     return count if count == "—" or _text(source) == "—" else f"{count} ({html.escape(str(source))})"
 
 
@@ -158,12 +151,12 @@ def _fleet_plan_section(data: ReportData) -> str:
         first = shapes.iloc[0]
         order = shapes.assign(pd_shape=shapes.get("prefill_workers", 0) > 0)
         rows = "".join(_plan_row(r) for _, r in order.sort_values(["pd_shape", "router_policy", "replicas"]).iterrows())
-        ttft, tpot = _fmt(first["slo_ttft_ms"], ",.0f", " ms"), _fmt(first["slo_tpot_ms"], ",.0f", " ms")
+        ttft, tpot = fmt(first["slo_ttft_ms"], ",.0f", " ms"), fmt(first["slo_tpot_ms"], ",.0f", " ms")
         slo = f"SLO TTFT {ttft} and TPOT {tpot}"
         parts.append(
             f"<h3>{html.escape(scenario)}</h3><p>{html.escape(first['endpoint'])}, run {html.escape(run_id)}: "
-            f"target {_fmt(first['target_rps'], ',.4g', ' req/s')}, {slo}, priced with "
-            f"{html.escape(first['price_book'])} at {_usd(first['usd_per_gpu_hour'], '.2f')}/GPU-hour</p>"
+            f"target {fmt(first['target_rps'], ',.4g', ' req/s')}, {slo}, priced with "
+            f"{html.escape(first['price_book'])} at {usd(first['usd_per_gpu_hour'], '.2f')}/GPU-hour</p>"
             f"<table class='plan'>{head}{rows}</table>"
             f"<p class='plan-comparison'>{html.escape(_plan_comparison(shapes))}</p>"
         )
@@ -204,12 +197,12 @@ def _plan_row(r: pd.Series) -> str:
     return (
         f"<tr class='{'plan-chosen' if chosen else 'plan-shape'}'><td>{'<b>chosen</b>' if chosen else ''}</td>"
         f"<td>{html.escape(r['router_policy'])}</td><td>{_workers(r)}</td>"
-        f"<td>{_fmt(r['gpus'], ',.0f')}</td>"
-        f"<td>{'yes' if r['holds_target'] else 'no'}</td><td>{_fmt(_pct(r['good_share']), '.1f', '%')}</td>"
-        f"<td>{_fmt(r['p95_ttft_ms'], ',.0f', ' ms')}</td><td>{_fmt(_pct(r['hit_rate']), '.1f', '%')}</td>"
-        f"<td>{_usd(r['fleet_usd_per_hour'], ',.2f')}</td><td>{_usd(r['usd_per_request_at_target'], '.5f')}</td>"
-        f"<td>{_fmt(r['capacity_rps_at_slo'], ',.3g', ' req/s')}</td>"
-        f"<td>{_fmt(r['break_even_rps'], ',.3g', ' req/s')}</td></tr>"
+        f"<td>{fmt(r['gpus'], ',.0f')}</td>"
+        f"<td>{'yes' if r['holds_target'] else 'no'}</td><td>{fmt(pct(r['good_share']), '.1f', '%')}</td>"
+        f"<td>{fmt(r['p95_ttft_ms'], ',.0f', ' ms')}</td><td>{fmt(pct(r['hit_rate']), '.1f', '%')}</td>"
+        f"<td>{usd(r['fleet_usd_per_hour'], ',.2f')}</td><td>{usd(r['usd_per_request_at_target'], '.5f')}</td>"
+        f"<td>{fmt(r['capacity_rps_at_slo'], ',.3g', ' req/s')}</td>"
+        f"<td>{fmt(r['break_even_rps'], ',.3g', ' req/s')}</td></tr>"
     )
 
 
@@ -233,15 +226,15 @@ def _capacity_table(data: ReportData) -> str:
         return ""
     rows = [
         f"<tr><td>{html.escape(r['scenario'])}</td><td>{html.escape(r['endpoint'])}</td>"
-        f"<td>{html.escape(_text(r.get('price_book')))}</td><td>{_usd(r['usd_per_gpu_hour'], '.2f')}</td>"
-        f"<td>{_fmt(r.get('capacity_rps_at_slo'), ',.3g', ' req/s')}</td>"
+        f"<td>{html.escape(_text(r.get('price_book')))}</td><td>{usd(r['usd_per_gpu_hour'], '.2f')}</td>"
+        f"<td>{fmt(r.get('capacity_rps_at_slo'), ',.3g', ' req/s')}</td>"
         f"<td>{html.escape(_text(r.get('capacity_source')))}</td>"
-        f"<td>{_usd(r.get('efficiency_cost_per_request_usd'), '.5f')}</td>"
-        f"<td>{_usd(r['realised_cost_per_request_usd'], '.5f')}</td>"
+        f"<td>{usd(r.get('efficiency_cost_per_request_usd'), '.5f')}</td>"
+        f"<td>{usd(r['realised_cost_per_request_usd'], '.5f')}</td>"
         f"<td>{_idle(r)}</td>"
-        f"<td>{_fmt(r['replicas_for_target'], ',.0f')}</td>"
-        f"<td>{_usd(r.get('api_cost_per_request_usd'), '.5f')}</td>"
-        f"<td>{_fmt(r.get('break_even_rps'), ',.3g', ' req/s')}</td></tr>"
+        f"<td>{fmt(r['replicas_for_target'], ',.0f')}</td>"
+        f"<td>{usd(r.get('api_cost_per_request_usd'), '.5f')}</td>"
+        f"<td>{fmt(r.get('break_even_rps'), ',.3g', ' req/s')}</td></tr>"
         for _, r in week.sort_values(["scenario", "run_id"]).iterrows()
     ]
     head = (
@@ -282,7 +275,7 @@ def _attribution_section(data: ReportData) -> tuple[str, int]:
         ("change", "change_usd", "+.6f"),
     ]
     rows = "".join(
-        f"<tr><th>{html.escape(label)}</th>" + "".join(f"<td>{_usd(c.get(column), spec)}</td>" for c in columns)
+        f"<tr><th>{html.escape(label)}</th>" + "".join(f"<td>{usd(c.get(column), spec)}</td>" for c in columns)
         for label, column, spec in lines
     )
     note = (
