@@ -203,7 +203,7 @@ class Scheduler:
         held = len(self.running) + len(self.transferring) + len(self.prebuilt)
         if slots and held >= slots:
             return False
-        reserved = reserved_per_request * (len(self.running) + len(self.transferring) + len(self.prebuilt))
+        reserved = reserved_per_request * held
         if r.prompt_tokens + reserved_per_request > self.free_tokens() - reserved:
             return False
         if not self._take(r, r.prompt_tokens):
@@ -347,7 +347,7 @@ class Scheduler:
                 # The KV budget is spent: this request and those behind it wait.
                 self._stopped_at_running = len(self.running)
                 break
-            if not chunking and any(w.dp_rank == rank for w, _ in work) and extend > budget:
+            if not chunking and extend > budget and any(w.dp_rank == rank for w, _ in work):
                 if ranks == 1:
                     break  # without chunking only the first prompt of a rank's step may exceed its budget
                 continue
