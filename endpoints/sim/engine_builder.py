@@ -61,10 +61,13 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
     if draw is not None:
         constants = varied_constants(constants, draw)
     spec = args.speculative
-    capacity = kv_capacity_tokens(model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes)
+    draft_profile = None if spec is None else mtp_draft_profile(model)
+    capacity = kv_capacity_tokens(
+        model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes, draft=draft_profile
+    )
     cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, constants)
-    if spec is not None:
-        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, args.kv_dtype_bytes, constants)
+    if draft_profile is not None:
+        draft = RooflineCostModel(draft_profile, hardware, parallel, args.kv_dtype_bytes, constants)
         cost_model = SpeculativeCostModel(spec, cost_model, draft)
     if draw is not None and args.run_variation is not None:
         cost_model = JitteredCostModel(cost_model, args.run_variation.step_jitter_sd, draw.step_seed)

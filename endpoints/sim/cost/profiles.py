@@ -11,6 +11,8 @@ from enum import Enum
 
 from endpoints.sim.cost import fitted_constants, fitted_ep_constants
 
+BF16_BYTES = 2.0  # the embedding, the output head and the MoE router are kept in BF16
+
 
 @dataclass(frozen=True, slots=True)
 class ModelProfile:
@@ -95,13 +97,16 @@ class ModelProfile:
         router = self.num_moe_layers * self.hidden_size * self.num_routed_experts
         embedding_and_head = 2 * self.lm_head_params
         sharded = self.total_params - replicated - router - embedding_and_head
-        bf16 = 2.0
         return (
             sharded * self.weight_bytes_per_param / tp_size
             + replicated * self.weight_bytes_per_param
-            + router * bf16
-            + embedding_and_head * bf16 / tp_size
+            + router * BF16_BYTES
+            + self.embedding_and_head_bytes_per_gpu(tp_size)
         )
+
+    def embedding_and_head_bytes_per_gpu(self, tp_size: int) -> float:
+        """The input embedding and the output head on one GPU: BF16, split by vocabulary over the TP ranks."""
+        return 2 * self.lm_head_params * BF16_BYTES / tp_size
 
     def kv_bytes_per_token(self, kv_dtype_bytes: int) -> int:
         # MLA caches the compressed latent plus the rope key: (kv_lora_rank + rope) per layer.

@@ -6,9 +6,15 @@ and `available` what is free after loading them. So per GPU the pool gets `mem_f
 (HBM − RUNTIME_RESERVE_BYTES), less that GPU's share of the weights as SGLang lays them out
 (ModelProfile.weight_bytes_per_gpu). MLA's latent KV is not sharded by TP: under TP every GPU holds the
 KV of every request, so the pool holds (free bytes on one GPU) / (KV bytes per token) tokens. DP
-attention gives each DP rank its own requests, so the ranks' pools add up. Under speculative decoding
-the target's pool is sized the same way: the draft worker loads its weights and its one-layer pool
-afterwards, out of the (1 − mem_fraction_static) headroom (model_runner's draft_runner_cache_size).
+attention gives each DP rank its own requests, so the ranks' pools add up.
+
+Under MTP (EAGLE with the model's NextN layer) the draft is paid for out of the same budget, twice over
+(SGLang 0.5.19 and 0.5.23): the scheduler builds both workers, so both load their weights, before
+init_memory_pools sizes the target's pool (managers/scheduler.py `init_target_memory_pool`), and the
+pool's cell size counts the draft's KV layers beside the target's, since the two share one set of slot
+indices (model_executor/pool_configurator.py, DefaultPoolConfigurator: `draft_kv_size` added to
+`_cell_size`). The draft's embedding and output head are the target's (EAGLE worker `init_lm_head`), so
+only its own layer's weights count.
 
 Slots are either owned by the radix tree (cached, evictable when unlocked) or reserved by running
 requests for tokens not in the tree yet; the pool counts the reservations and asks the tree for
@@ -36,25 +42,36 @@ def kv_capacity_tokens(
     parallel: ParallelConfig,
     mem_fraction_static: float,
     kv_dtype_bytes: int,
+    draft: ModelProfile | None = None,
 ) -> int:
-    ep = parallel.ep
-    weight_bytes_per_gpu = (
-        model.weight_bytes_per_gpu(parallel.tp_size)
-        if ep is None
-        else model.expert_parallel_weight_bytes_per_gpu(
-            parallel.tp_size, parallel.attention_tp_size, ep.ep_size, ep.redundant_experts
+    """`draft`: the MTP layer as a model (speculative.mtp_draft_profile) when the server drafts with it."""
+    weight_bytes_per_gpu = _weight_bytes_per_gpu(model, parallel)
+    kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype_bytes)
+    if draft is not None:
+        weight_bytes_per_gpu += _weight_bytes_per_gpu(draft, parallel) - draft.embedding_and_head_bytes_per_gpu(
+            parallel.tp_size
         )
-    )
+        kv_bytes_per_token += draft.kv_bytes_per_token(kv_dtype_bytes)
     free_bytes = (hardware.hbm_bytes - RUNTIME_RESERVE_BYTES) * mem_fraction_static - weight_bytes_per_gpu
     if free_bytes <= 0:
+        ep = parallel.ep
         raise KvSizingError(
-            f"{model.name} weights need {weight_bytes_per_gpu / 1e9:.0f} GB per GPU at --tp-size {parallel.tp_size}"
+            f"{model.name} weights{'' if draft is None else ' and its MTP layer'} need {weight_bytes_per_gpu / 1e9:.0f} GB per GPU at --tp-size {parallel.tp_size}"
             f"{'' if ep is None else f' (--ep-size {ep.ep_size})'}, "
             f"more than --mem-fraction-static {mem_fraction_static} × {hardware.hbm_bytes / 1e9:.0f} GB "
             f"on {hardware.name}: raise --tp-size or pick bigger GPUs"
         )
-    per_rank = int(free_bytes // model.kv_bytes_per_token(kv_dtype_bytes))
+    per_rank = int(free_bytes // kv_bytes_per_token)
     return per_rank * parallel.attention_ranks
+
+
+def _weight_bytes_per_gpu(model: ModelProfile, parallel: ParallelConfig) -> float:
+    ep = parallel.ep
+    if ep is None:
+        return model.weight_bytes_per_gpu(parallel.tp_size)
+    return model.expert_parallel_weight_bytes_per_gpu(
+        parallel.tp_size, parallel.attention_tp_size, ep.ep_size, ep.redundant_experts
+    )
 
 
 def static_bytes_per_gpu(hardware: HardwareProfile, mem_fraction_static: float) -> float:
