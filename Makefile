@@ -24,7 +24,7 @@ LOCK := requirements.lock
 LOCK_VENV := build/lock-venv
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-fast lint lock conformance aiconfigurator-compare focus-check dagster sql notebook bench validate clean
+.PHONY: demo test test-fast lint lock conformance aiconfigurator-compare dynamo-venv focus-check dagster sql notebook bench validate clean
 
 # The package and what it runs with (all `make demo` needs).
 $(STAMP): pyproject.toml $(LOCK)
@@ -123,6 +123,22 @@ $(AIC_STAMP): $(AIC_REQS) | $(STAMP)
 
 aiconfigurator-compare: $(STAMP) $(AIC_STAMP)
 	$(BIN)/python bench/aiconfigurator_compare.py --aic-python $(AIC_VENV)/bin/python $(AIC_ARGS)
+
+# NVIDIA Dynamo's offline replay engine, timed beside the twin by bench/twin_engine_speed.py (its CPU seconds per 1,000
+# simulated requests): its own environment with every package pinned in bench/dynamo_requirements.txt, installed
+# --no-deps by .venv's uv (ai-dynamo's declared requirements include a stub that downloads from NVIDIA's index);
+# rebuilt only when that file changes. bench/dynamo_replay.py runs in it. Not part of `make test` or .ci/run.
+DYNAMO_VENV := build/dynamo-venv
+DYNAMO_STAMP := $(DYNAMO_VENV)/.installed-stamp
+DYNAMO_REQS := bench/dynamo_requirements.txt
+
+$(DYNAMO_STAMP): $(DYNAMO_REQS) | $(STAMP)
+	rm -rf $(DYNAMO_VENV)
+	$(PYTHON) -m venv --without-pip $(DYNAMO_VENV)
+	$(BIN)/uv pip install -q --compile-bytecode --python $(DYNAMO_VENV)/bin/python --no-deps -r $(DYNAMO_REQS)
+	@touch $(DYNAMO_STAMP)
+
+dynamo-venv: $(DYNAMO_STAMP)
 
 # The FOCUS export checked by the FinOps Foundation's own validator (docs/warehouse.md, "The FOCUS export"): its own
 # environment with focus-validator 2.2.1 (FOCUS 1.2), every package pinned in focus_check/requirements.txt and

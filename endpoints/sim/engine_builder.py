@@ -66,7 +66,7 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
         model, hardware, parallel, args.mem_fraction_static, args.kv_dtype_bytes, draft=draft_profile
     )
     cost_model: CostModel = RooflineCostModel(model, hardware, parallel, args.kv_dtype_bytes, constants)
-    if draft_profile is not None:
+    if spec is not None and draft_profile is not None:
         draft = RooflineCostModel(draft_profile, hardware, parallel, args.kv_dtype_bytes, constants)
         cost_model = SpeculativeCostModel(spec, cost_model, draft)
     if draw is not None and args.run_variation is not None:
