@@ -24,7 +24,14 @@ from endpoints.sim.engine.disaggregation import Bootstrap, BootstrapRooms, Local
 from endpoints.sim.engine.engine import SimEngine
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
-from endpoints.sim.virtual_bench import BenchRequest, BenchResult, ClosedLoop, RequestTiming, timed_request
+from endpoints.sim.virtual_bench import (
+    BenchRequest,
+    BenchResult,
+    ClosedLoop,
+    RequestTiming,
+    run_keeping_result,
+    timed_request,
+)
 
 ROOM_SEED = 0
 
@@ -89,8 +96,9 @@ def run_pd_fleet(
         raise ValueError("a disaggregated fleet needs at least one prefill and one decode worker")
     clock = VirtualClock()
     choice = choice or RoundRobin()
+    done: list[PdBenchResult] = []
 
-    async def main() -> PdBenchResult:
+    async def main() -> None:
         prefills = [build_engine(parse_server_args(list(fleet.prefill_flags)), clock, cost_constants)
                     for _ in range(fleet.prefill_workers)]  # fmt: skip
         decodes = [build_engine(parse_server_args(list(fleet.decode_flags)), clock, cost_constants)
@@ -131,7 +139,7 @@ def run_pd_fleet(
             for engine in (*prefills, *decodes):
                 await engine.stop()
         running_s = sum(e.running_request_s for e in decodes) - before_s
-        return PdBenchResult(BenchResult(clock.now_s() - start_s, timings, decodes[0]), tuple(workers),
-                             running_s)  # fmt: skip
+        done.append(PdBenchResult(BenchResult(clock.now_s() - start_s, timings, decodes[0]), tuple(workers),
+                                  running_s))  # fmt: skip
 
-    return clock.run(main())
+    return run_keeping_result(clock, main(), done)

@@ -15,10 +15,12 @@ ones behind HTTP.
 from __future__ import annotations
 
 import asyncio
+import operator
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from statistics import fmean, median, quantiles
+from typing import Any, TypeVar
 
 from endpoints.clock import VirtualClock
 from endpoints.sim.cost.profiles import CostConstants
@@ -28,6 +30,8 @@ from endpoints.sim.engine.sim_request import GenerateInput
 from endpoints.sim.engine.ttft_parts import PART_NAMES, TtftParts
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.server_args import parse_server_args
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +119,24 @@ class BenchResult:
         return self.engine.scheduler.retractions.requests
 
 
+_FIRST_ID, _END_ID = 3, 128_000  # ids drawn in [3, 128000): 0-2 are BOS/EOS/PAD
+_ID_WIDTH = _END_ID - _FIRST_ID
+_ID_BITS = _ID_WIDTH.bit_length()
+
+
 def random_ids(n: int, rng: random.Random) -> tuple[int, ...]:
-    return tuple(rng.randrange(3, 128_000) for _ in range(n))
+    """`n` draws of rng.randrange(3, 128000), draw for draw: randrange takes getrandbits(bits of the width) until one
+    falls below the width (CPython's _randbelow_with_getrandbits); done here inline, as prompts run to thousands of
+    ids and randrange's own checks cost more than the draw (tests/endpoints/sim/test_sim_random_ids.py)."""
+    draw = rng.getrandbits
+    ids: list[int] = []
+    append = ids.append
+    for _ in range(n):
+        r = draw(_ID_BITS)
+        while r >= _ID_WIDTH:
+            r = draw(_ID_BITS)
+        append(r + _FIRST_ID)
+    return tuple(ids)
 
 
 def random_requests(
@@ -142,10 +162,12 @@ async def timed_request(
     spec = GenerateInput(f"bench-{i}", request.input_ids, request.output_tokens, ignore_eos=True, stream=True,
                          bootstrap=room)  # fmt: skip
     prefilled = None if prefill is None else asyncio.ensure_future(_drained(prefill, spec))
-    times = []
-    async for update in engine.updates(engine.submit(spec)):
-        times.append(update.now_s)
+    # Only the final update comes through the channel; the engine times every chunk in request.chunk_times.
+    submitted = engine.submit(spec, record_chunk_times=True)
+    async for update in engine.updates(submitted):
         last = update
+    times = submitted.chunk_times
+    assert times is not None
     if prefilled is not None:
         await prefilled  # the router reads the prefill's answer to its end, and drops it
     return RequestTiming(
@@ -156,7 +178,7 @@ async def timed_request(
         sent_s=sent_s,
         ttft_s=times[0] - sent_s,
         e2e_s=times[-1] - sent_s,
-        chunk_gaps_s=tuple(b - a for a, b in zip(times, times[1:])),
+        chunk_gaps_s=tuple(map(operator.sub, times[1:], times)),  # each chunk's time less the one before
         ttft_parts=last.ttft_parts,
     )
 
@@ -171,7 +193,7 @@ def mean_ttft_parts_ms(requests: Sequence[RequestTiming]) -> dict[str, float]:
 
 
 async def _drained(engine: SimEngine, spec: GenerateInput) -> None:
-    async for _ in engine.updates(engine.submit(spec)):
+    async for _ in engine.updates(engine.submit(spec, record_chunk_times=True)):
         pass
 
 
@@ -186,8 +208,9 @@ def run_bench(
     constants injected, e.g. by the fit; default: the fitted ones), after `warmups` unmeasured copies of
     the first request. Arrival times count from the end of the warm-ups."""
     clock = VirtualClock()
+    done: list[BenchResult] = []
 
-    async def main() -> BenchResult:
+    async def main() -> None:
         engine = build_engine(parse_server_args(flags), clock, cost_constants)
         engine.start()
         loop = ClosedLoop(clock, lambda i, request: timed_request(engine, i, request), max_concurrency, requests)
@@ -196,9 +219,17 @@ def run_bench(
             start_s, timings = await loop.run()
         finally:
             await engine.stop()
-        return BenchResult(clock.now_s() - start_s, timings, engine)
+        done.append(BenchResult(clock.now_s() - start_s, timings, engine))
 
-    return clock.run(main())
+    return run_keeping_result(clock, main(), done)
+
+
+def run_keeping_result(clock: VirtualClock, main: Coroutine[Any, Any, None], done: list[T]) -> T:
+    """Run `main` on the clock and return what it put in `done`. It returns nothing itself because asyncio.Runner,
+    as it closes, formats its main task's repr (result included) when it checks its SIGINT handler: a bench's
+    result, every chunk gap of every request, would be turned into text for nothing."""
+    clock.run(main)
+    return done[0]
 
 
 class ClosedLoop:

@@ -25,12 +25,14 @@ set apart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Protocol
 
 from endpoints.sim.cost.expert_parallel import ExpertLoad, ExpertParallel, busiest_gpu_load, exchange
 from endpoints.sim.cost.profiles import CostConstants, HardwareProfile, ModelProfile, cost_constants_for
-from endpoints.sim.cost.step_batch import ForwardMode, StepBatch
+from endpoints.sim.cost.step_batch import ForwardMode, RankLoad, StepBatch
 
 # Past one node (TP over more than 8 GPUs) without --ep-size, every MoE layer exchanges tokens over InfiniBand:
 # DeepEP's published low-latency kernels at EP16 take ~118 µs to dispatch and ~195 µs to combine. Within a
@@ -40,6 +42,11 @@ GPUS_PER_NODE = 8
 INTER_NODE_MOE_EXCHANGE_S = 313e-6
 BF16_BYTES = 2
 DP_GATHER_ALL_REDUCES = 2  # a layer's gather before the MLP and the all-reduce of its TP output (dp_gather_s)
+
+
+_kv_tokens: Callable[[RankLoad], int] = attrgetter("kv_tokens")
+_attended_tokens: Callable[[RankLoad], int] = attrgetter("attended_tokens")
+_causal_pairs_x2: Callable[[RankLoad], int] = attrgetter("causal_pairs_x2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,21 +196,21 @@ class RooflineCostModel:
         link = self._hw.nic_bytes_per_s if gpus > self._hw.scale_up_domain_gpus else self._hw.scale_up_bytes_per_s
         return DP_GATHER_ALL_REDUCES * per_all_reduce * self._model.num_layers / (link * self.constants.link_efficiency)
 
-    def _busiest_rank(self, batch: StepBatch, work) -> float:
-        """Under DP attention the ranks step together, so the rank with the most `work(item)` sets the step: that
+    def _busiest_rank(self, batch: StepBatch, work: Callable[[RankLoad], int]) -> int:
+        """Under DP attention the ranks step together, so the rank with the most `work(load)` sets the step: that
         rank's total times the ranks (what the even split of a pooled total divides back to); the total without
         DP attention."""
         ranks = self._parallel.attention_ranks
         if ranks <= 1:
-            return sum(work(item) for item in batch.items)
-        per_rank = [0.0] * ranks
-        for item in batch.items:
-            per_rank[item.rank % ranks] += work(item)
+            return sum(work(load) for load in batch.loads)
+        per_rank = [0] * ranks
+        for rank, load in enumerate(batch.loads):
+            per_rank[rank % ranks] += work(load)
         return max(per_rank) * ranks
 
     def _kv_read_s(self, batch: StepBatch) -> float:
         """Every request's latent KV, read by each GPU of its attention rank (MLA's KV is not split by TP)."""
-        kv_tokens = self._busiest_rank(batch, lambda item: item.context_tokens + item.new_tokens)
+        kv_tokens = self._busiest_rank(batch, _kv_tokens)
         bandwidth = self._hw.hbm_bytes_per_s * self.constants.memory_efficiency
         return kv_tokens * self._kv_bytes_per_token / (self._parallel.attention_ranks * bandwidth)
 
@@ -212,13 +219,11 @@ class RooflineCostModel:
         if batch.mode is ForwardMode.DECODE:
             # Every new token attends to the whole context: one query per request in plain decode, all
             # the draft tokens of a speculative verify (endpoints/sim/engine/speculative.py).
-            attended = self._busiest_rank(batch, lambda item: item.new_tokens * (item.context_tokens + item.new_tokens))
+            attended = self._busiest_rank(batch, _attended_tokens)
             flops = model.decode_attention_flops_per_context_token * attended
         else:
             # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
-            pairs = self._busiest_rank(
-                batch, lambda item: item.new_tokens * (item.context_tokens + item.new_tokens / 2)
-            )
+            pairs = self._busiest_rank(batch, _causal_pairs_x2) / 2
             flops = model.prefill_attention_flops_per_context_token * pairs
         return flops / (self._parallel.tp_size * self._hw.bf16_flops_per_s * self.constants.attention_efficiency)
 

@@ -1,10 +1,13 @@
 """What one forward step runs: the record the scheduler hands the cost model.
 
-The cost model sees token counts only; it never sees requests, queues or the cache.
+The cost model sees token counts only; it never sees requests, queues or the cache. It reads them summed per
+attention rank (RankLoad): a batch built from per-request items sums them once, and the scheduler's decode steps
+hand over the sums alone, so a step costs the same Python time whatever its batch size.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -24,15 +27,60 @@ class BatchItem:
 
 
 @dataclass(frozen=True, slots=True)
+class RankLoad:
+    """One attention rank's requests in a step, summed: everything the roofline reads of them. Whole numbers, so
+    any order of summing gives the same figures."""
+
+    requests: int = 0
+    new_tokens: int = 0
+    kv_tokens: int = 0  # Σ (context + new): the KV its attention reads
+    attended_tokens: int = 0  # Σ new × (context + new): each new token attends to the whole context (decode)
+    causal_pairs_x2: int = 0  # Σ new × (2·context + new): twice the causal (query, key) pairs of a chunk (extend)
+    masked_tokens: int = 0  # new tokens sampled under a grammar mask
+
+    @staticmethod
+    def of_uniform(requests: int, new_each: int, context_tokens: int, masked_requests: int) -> RankLoad:
+        """`requests` requests computing `new_each` tokens each over `context_tokens` of context in all (a decode
+        or a verify step)."""
+        kv = context_tokens + requests * new_each
+        return RankLoad(requests, requests * new_each, kv, new_each * kv,
+                        new_each * (2 * context_tokens + requests * new_each), new_each * masked_requests)  # fmt: skip
+
+
+def rank_loads(items: Iterable[BatchItem]) -> tuple[RankLoad, ...]:
+    """The items summed per rank (index: the items' rank)."""
+    sums: list[list[int]] = []
+    for item in items:
+        while len(sums) <= item.rank:
+            sums.append([0, 0, 0, 0, 0, 0])
+        s, n, c = sums[item.rank], item.new_tokens, item.context_tokens
+        s[0] += 1
+        s[1] += n
+        s[2] += c + n
+        s[3] += n * (c + n)
+        s[4] += n * (2 * c + n)
+        if item.masked:
+            s[5] += n
+    return tuple(RankLoad(*s) for s in sums)
+
+
+@dataclass(frozen=True, slots=True)
 class StepBatch:
     mode: ForwardMode
+    # Per request. A batch given `loads` may have none (the scheduler's decode steps): what only items tell (prompt
+    # lengths) is then unknown, and the cost model needs it of extend steps only.
     items: tuple[BatchItem, ...]
+    loads: tuple[RankLoad, ...] = ()  # per rank (index: rank); empty: summed from the items
+
+    def __post_init__(self) -> None:
+        if not self.loads and self.items:
+            object.__setattr__(self, "loads", rank_loads(self.items))
 
     @property
     def new_tokens(self) -> int:
-        return sum(item.new_tokens for item in self.items)
+        return sum(load.new_tokens for load in self.loads)
 
     @property
     def masked_tokens(self) -> int:
         """Tokens this step samples under a grammar mask (a decode's new tokens of constrained requests)."""
-        return sum(item.new_tokens for item in self.items if item.masked) if self.mode is ForwardMode.DECODE else 0
+        return sum(load.masked_tokens for load in self.loads) if self.mode is ForwardMode.DECODE else 0

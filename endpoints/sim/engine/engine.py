@@ -113,7 +113,9 @@ class SimEngine:
 
     # -- requests ---------------------------------------------------------------------------------
 
-    def submit(self, spec: GenerateInput) -> SimRequest:
+    def submit(self, spec: GenerateInput, record_chunk_times: bool = False) -> SimRequest:
+        """Queue a request. `record_chunk_times`: its consumer reads only the final update and the time of every
+        update (request.chunk_times), so the updates before the last are not built or sent, just timed."""
         prompt = len(spec.input_ids)
         if prompt == 0:
             raise RequestRejected("the request has no input tokens")
@@ -149,6 +151,8 @@ class SimEngine:
             plan = replace(plan, output_ids=plan.output_ids[:1], finish_reason={"type": "length", "length": 1})
         now_s = self.clock.now_s()
         request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=now_s)
+        if record_chunk_times:
+            request.chunk_times = []
         wait_s = self.grammar.wait_s(spec.grammar_key, now_s) if spec.grammar_key is not None else 0.0
         if wait_s > 0:
             self._compiling.append((now_s + wait_s, request))  # scheduled once its grammar is compiled
@@ -277,6 +281,8 @@ class SimEngine:
         update = request.update(self.clock.now_s())
         if self.observer is not None:
             self.observer.observe(request, update, max(request.sent_tokens, 0), request.last_sent_s)
+        if request.chunk_times is not None:
+            request.chunk_times.append(update.now_s)
         request.updates.put_nowait(update)
 
     async def generate(self, spec: GenerateInput) -> TokenUpdate:
@@ -346,7 +352,7 @@ class SimEngine:
             self.steps += 1
             self.last_step_end_s = now_s
             if plan.batch.mode is ForwardMode.DECODE:
-                self._decode_window.append((plan.duration_s, sum(n for _, n in plan.work)))  # tokens gained
+                self._decode_window.append((plan.duration_s, plan.gained_tokens))
                 if not plan.retracted:
                     self._retract_window.append(0)
             self._deliver(progressed, now_s)
@@ -371,11 +377,22 @@ class SimEngine:
         observer = self.observer
         for r in progressed:
             if r.finished or (r.stream and (r.sent_tokens < 0 or r.output_tokens - r.sent_tokens >= interval)):
+                times = r.chunk_times
+                if times is not None and not r.finished:
+                    # A timed-only consumer: the chunk is timed, and only the observer (if any) sees an update.
+                    times.append(now_s)
+                    if observer is not None:
+                        observer.observe(r, r.update(now_s), max(r.sent_tokens, 0), r.last_sent_s)
+                    r.sent_tokens = r.output_tokens
+                    r.last_sent_s = now_s
+                    continue
                 update = r.update(now_s)
                 if observer is not None:
                     observer.observe(r, update, max(r.sent_tokens, 0), r.last_sent_s)
                 r.sent_tokens = r.output_tokens
                 r.last_sent_s = now_s
+                if times is not None:
+                    times.append(now_s)
                 r.updates.put_nowait(update)
                 if r.finished and r.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
                     self.scheduler.hold_for_transfer(r)

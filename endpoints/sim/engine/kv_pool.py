@@ -56,7 +56,8 @@ def kv_capacity_tokens(
     if free_bytes <= 0:
         ep = parallel.ep
         raise KvSizingError(
-            f"{model.name} weights{'' if draft is None else ' and its MTP layer'} need {weight_bytes_per_gpu / 1e9:.0f} GB per GPU at --tp-size {parallel.tp_size}"
+            f"{model.name} weights{'' if draft is None else ' and its MTP layer'} need "
+            f"{weight_bytes_per_gpu / 1e9:.0f} GB per GPU at --tp-size {parallel.tp_size}"
             f"{'' if ep is None else f' (--ep-size {ep.ep_size})'}, "
             f"more than --mem-fraction-static {mem_fraction_static} × {hardware.hbm_bytes / 1e9:.0f} GB "
             f"on {hardware.name}: raise --tp-size or pick bigger GPUs"

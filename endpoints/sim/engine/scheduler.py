@@ -38,9 +38,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from operator import attrgetter
 
 from endpoints.sim.cost.cost_model import CostModel
-from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, RankLoad, StepBatch
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.radix_cache import RadixCache
 from endpoints.sim.engine.schedule_policy import POLICIES, SchedulePolicy
@@ -58,6 +59,9 @@ IGNORE_EOS_RESERVE_TOKENS = 1  # slots per request add_one_req_ignore_eos keeps 
 # the twin's pages are single tokens, as flashinfer's and FlashMLA's MLA pools are). Budget only: no slot is taken.
 PAGE_OVERHEAD_TOKENS = 1
 KV_EXHAUSTED = {"type": "abort", "message": "The KV pool cannot hold even one request's next token."}
+_prompt_tokens = attrgetter("prompt_tokens")
+_output_tokens = attrgetter("output_tokens")
+_constrained = attrgetter("constrained")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ class StepPlan:
     work: tuple[tuple[SimRequest, int], ...]  # (request, tokens it computes this step; decode: tokens it gains)
     duration_s: float
     retracted: tuple[SimRequest, ...] = ()  # sent back to the queue before this step
+    gained_tokens: int = 0  # decode: the output tokens the requests gain (under speculation: accepted drafts + bonus)
 
 
 @dataclass(slots=True)
@@ -112,6 +117,7 @@ class Scheduler:
         self.pool = pool
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []  # admission order
+        self._prefilling = 0  # running requests whose prefill is not done (none: every running request decodes)
         self.init_new_token_ratio = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
         self.min_new_token_ratio = min(self.init_new_token_ratio * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
         self._ratio_decay = (self.init_new_token_ratio - self.min_new_token_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
@@ -252,29 +258,48 @@ class Scheduler:
 
     def plan_step(self, now_s: float = 0.0) -> StepPlan | None:
         mixing = self._mixes_decodes()
-        decoding = sum(1 for r in self.running if r.decoding) if mixing else 0
+        decoding = len(self.running) - self._prefilling if mixing else 0
         work = self._plan_extend(now_s, reserved_tokens=decoding)
         retracted: list[SimRequest] = []
+        gained = 0
         if work:
             mode = ForwardMode.EXTEND
             if decoding:  # mixed chunk: the running decodes take one token each in this extend step
-                decode_work, retracted = self._plan_decode()
+                decode_work, retracted, _ = self._plan_decode()
                 work += decode_work
         else:
             mode = ForwardMode.DECODE
-            work, retracted = self._plan_decode()
+            work, retracted, gained = self._plan_decode()
         if not work:
             if not retracted:
                 # Nothing to run: SGLang's event loop re-inits the ratio when it finds no batch.
                 self.new_token_ratio = self.init_new_token_ratio
                 return None
             return StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
-        spec = self.speculative
-        verify = spec.verify_tokens if spec is not None and mode is ForwardMode.DECODE else None
-        items = tuple(BatchItem(verify or n, self._context_tokens(r), r.masked, r.prompt_tokens, r.dp_rank)
-                      for r, n in work)  # fmt: skip
-        batch = StepBatch(mode, items)
-        return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted))
+        if mode is ForwardMode.DECODE:
+            verify = 1 if self.speculative is None else self.speculative.verify_tokens
+            batch = StepBatch(mode, (), self._decode_loads([r for r, _ in work], verify))
+        else:
+            items = tuple(BatchItem(n, self._context_tokens(r), r.masked, r.prompt_tokens, r.dp_rank) for r, n in work)
+            batch = StepBatch(mode, items)
+        return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted), gained)
+
+    def _decode_loads(self, requests: list[SimRequest], new_each: int) -> tuple[RankLoad, ...]:
+        """A decode (or verify) step's batch summed per rank, straight from the requests: each computes `new_each`
+        tokens over the KV of everything before its newest token."""
+        ranks = self._config.attention_ranks
+        if ranks == 1:
+            context = sum(map(_prompt_tokens, requests)) + sum(map(_output_tokens, requests)) - len(requests)
+            masked = sum(1 for r in requests if r.masked) if any(map(_constrained, requests)) else 0
+            return (RankLoad.of_uniform(len(requests), new_each, context, masked),)
+        counts, contexts, masked_counts = [0] * ranks, [0] * ranks, [0] * ranks
+        for r in requests:
+            rank = r.dp_rank
+            counts[rank] += 1
+            contexts[rank] += r.prompt_tokens + r.output_tokens - 1
+            if r.constrained and r.masked:
+                masked_counts[rank] += 1
+        return tuple(RankLoad.of_uniform(n, new_each, c, m) for n, c, m in zip(counts, contexts, masked_counts))
 
     @staticmethod
     def _context_tokens(r: SimRequest) -> int:
@@ -307,7 +332,8 @@ class Scheduler:
                 running[r.dp_rank] += 1
         chunking = self._config.chunked_prefill_size > 0
         work: list[tuple[SimRequest, int]] = []
-        for r in self.running:  # a request part-way through a chunked prefill continues first
+        # A request part-way through a chunked prefill continues first.
+        for r in self.running if self._prefilling else ():
             budget = budgets[r.dp_rank]
             if not r.decoding and r.prefill_remaining and budget > 0:
                 n = min(r.prefill_remaining, budget) if chunking else r.prefill_remaining
@@ -402,9 +428,12 @@ class Scheduler:
         r.prefilled_tokens = matched
         self.waiting.remove(r)
         self.running.append(r)
+        self._prefilling += 1
 
-    def _plan_decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest]]:
-        decoding = [r for r in self.running if r.decoding]
+    def _plan_decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+        """The decoding requests' slots for this step: (request, tokens it gains) each, the requests retracted to make
+        room, and the tokens gained in all."""
+        decoding = [r for r in self.running if r.decoding] if self._prefilling else list(self.running)
         retracted: list[SimRequest] = []
         spec = self.speculative
         per_request = 1 if spec is None else spec.verify_tokens  # the slots a step may need per request
@@ -418,19 +447,25 @@ class Scheduler:
         short = need - self.pool.available_tokens(self.cache.total_tokens)
         if short <= 0 or self.cache.evict(short) >= short:  # the usual case: the slots for all, in bulk
             self.pool.reserve(need)
-            for r, n in zip(decoding, gains):
-                r.held_tokens += n
+            if spec is None:
+                for r in decoding:
+                    r.held_tokens += 1
+            else:
+                for r, n in zip(decoding, gains):
+                    r.held_tokens += n
             work = list(zip(decoding, gains))
         else:
             work = []
+            need = 0
             for r, n in zip(decoding, gains):
                 if not self._take(r, n):  # only when one request alone outgrows the pool
                     self._drop(r, KV_EXHAUSTED)
                     continue
                 work.append((r, n))
+                need += n
         if work and not retracted:
             self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
-        return work, retracted
+        return work, retracted, need
 
     def _retract(self, decoding: list[SimRequest]) -> tuple[list[SimRequest], list[SimRequest]]:
         """SGLang's retract_decode: give up the requests that have done least, until the rest have
@@ -466,26 +501,39 @@ class Scheduler:
     def complete_step(self, plan: StepPlan, now_s: float) -> list[SimRequest]:
         """Apply a finished step; returns the requests that produced a token (or finished)."""
         progressed: list[SimRequest] = []
-        extend = plan.batch.mode is ForwardMode.EXTEND
-        if self.speculative is not None and not extend:
-            self.speculative.record_step([(r, n) for r, n in plan.work if not r.aborted])
-        for r, n in plan.work:
-            if r.aborted:
-                continue
-            if extend and not r.decoding:  # a prefill chunk (a mixed step's decodes take the other branch)
-                r.prefilled_tokens += n
-                if r.prefilled_tokens < r.prefill_target:
+        finished = False
+        if plan.batch.mode is ForwardMode.DECODE:
+            if self.speculative is not None:
+                self.speculative.record_step([(r, n) for r, n in plan.work if not r.aborted])
+            # Every request here is decoding, so it has its first token already.
+            for r, n in plan.work:
+                if r.aborted:
                     continue
-                self._cache_prefill(r)
-                r.decoding = True
-                n = 1  # the last prompt token's logits give the first output token
-            r.output_tokens += n
-            if r.first_token_s is None:
-                r.first_token_s = now_s
-            if r.output_tokens >= r.target_tokens:
-                self._finish(r)
-            progressed.append(r)
-        if any(r.finished for r, _ in plan.work):
+                r.output_tokens += n
+                if r.output_tokens >= len(r.output_ids):
+                    self._finish(r)
+                    finished = True
+                progressed.append(r)
+        else:
+            for r, n in plan.work:
+                if r.aborted:
+                    continue
+                if not r.decoding:  # a prefill chunk (a mixed step's decodes take the other branch)
+                    r.prefilled_tokens += n
+                    if r.prefilled_tokens < r.prefill_target:
+                        continue
+                    self._cache_prefill(r)
+                    r.decoding = True
+                    self._prefilling -= 1
+                    n = 1  # the last prompt token's logits give the first output token
+                r.output_tokens += n
+                if r.first_token_s is None:
+                    r.first_token_s = now_s
+                if r.output_tokens >= r.target_tokens:
+                    self._finish(r)
+                    finished = True
+                progressed.append(r)
+        if finished:
             self.running = [r for r in self.running if not r.finished]
         return progressed
 
@@ -507,7 +555,8 @@ class Scheduler:
     def _finish(self, r: SimRequest) -> None:
         r.finished = True
         # The newest token has no KV yet, so the tree gets prompt + all but the last output token.
-        self.cache.insert(r.input_ids + tuple(r.output_ids[: r.output_tokens - 1]))
+        if not self.cache.disabled:
+            self.cache.insert(r.input_ids + tuple(r.output_ids[: r.output_tokens - 1]))
         self._release(r)
 
     def _release(self, r: SimRequest) -> None:
@@ -539,6 +588,8 @@ class Scheduler:
             self._release(r)
         elif r in self.running:
             self.running.remove(r)
+            if not r.decoding:
+                self._prefilling -= 1
             self._release(r)
         # else: still in the engine's inbox; the engine skips aborted arrivals
 

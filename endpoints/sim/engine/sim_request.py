@@ -148,12 +148,14 @@ class SimRequest:
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
         "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
         "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from", "grammar_key",
-        "ignore_eos", "bootstrap", "queued_s", "preallocated_s", "kv_arrived_s", "kv_done", "dp_rank",
+        "ignore_eos", "bootstrap", "queued_s", "preallocated_s", "kv_arrived_s", "kv_done", "dp_rank", "chunk_times",
+        "prompt_tokens", "constrained",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
         self.rid = spec.rid
         self.input_ids = spec.input_ids
+        self.prompt_tokens = len(spec.input_ids)  # kept, not derived: the scheduler sums it over the batch every step
         self.max_new_tokens = spec.max_new_tokens
         self.ignore_eos = spec.ignore_eos  # runs to max_new_tokens: admission can count its KV exactly
         self.stream = spec.stream
@@ -162,6 +164,7 @@ class SimRequest:
         self.reasoning_target = plan.reasoning_tokens
         self.answer_pieces = plan.answer_pieces  # the text of the answer tokens under a response format
         self.mask_from = plan.mask_from  # a grammar masks output tokens from this index on (None: none)
+        self.constrained = plan.mask_from is not None
         self.grammar_key = spec.grammar_key
         self.bootstrap = spec.bootstrap
         self.arrival_s = arrival_s
@@ -182,6 +185,9 @@ class SimRequest:
         self.aborted = False
         self.abort_reason: dict | None = None
         self.updates = UpdateChannel()
+        # When its consumer needs only when each chunk went out (the in-process bench), the engine appends each
+        # update's time here and sends only the final update through `updates` (SimEngine.submit); None: every update.
+        self.chunk_times: list[float] | None = None
         self.spec: SpecCounters | None = None  # verify steps so far, under speculative decoding
         # PD stage times for its TTFT's parts (ttft_parts.py), on this server's clock. Prefill: when its bootstrap
         # queue ended (it joined the waiting queue). Decode: when its pool took the prompt's slots, when the KV
@@ -191,10 +197,6 @@ class SimRequest:
         self.kv_arrived_s: float | None = None
         self.kv_done: RoomDone | None = None
         self.dp_rank = 0  # the DP-attention rank that runs it (the scheduler's dispatch; 0 without DP attention)
-
-    @property
-    def prompt_tokens(self) -> int:
-        return len(self.input_ids)
 
     @property
     def target_tokens(self) -> int:

@@ -34,7 +34,7 @@ from typing import Protocol
 
 from endpoints.sim.cost.cost_model import CostModel, StepWork
 from endpoints.sim.cost.profiles import ModelProfile
-from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
+from endpoints.sim.cost.step_batch import ForwardMode, RankLoad, StepBatch
 
 # SGLang's _auto_choose_speculative_params for DeepseekV3ForCausalLM: (num_steps, eagle_topk, num_draft_tokens).
 DEEPSEEK_AUTO_PARAMS = (3, 1, 4)
@@ -249,9 +249,9 @@ class SpeculativeCostModel:
         if batch.mode is not ForwardMode.DECODE or self._config.num_steps <= 1:
             return None
         topk = self._config.eagle_topk
-        return StepBatch(
-            batch.mode, tuple(BatchItem(topk, i.context_tokens + i.new_tokens, rank=i.rank) for i in batch.items)
-        )
+        # Each request's top-k candidates over its context and the verified tokens (per rank, from the sums).
+        return StepBatch(batch.mode, (), tuple(RankLoad.of_uniform(load.requests, topk, load.kv_tokens, 0)
+                                               for load in batch.loads))  # fmt: skip
 
 
 # -- acceptance, per request and server-wide ----------------------------------------------------------
