@@ -18,6 +18,7 @@ real time per timer.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import selectors
 import time
 from collections.abc import Callable, Coroutine
@@ -26,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 HELD_WAIT_S = 0.5  # real seconds a held loop waits for I/O or a thread's end before time may move on
+MAXIMUM_SELECT_TIMEOUT_S = 24 * 3600  # asyncio's longest select: a longer sleep takes more than one jump
 
 
 class Clock(Protocol):
@@ -47,6 +49,10 @@ class MonotonicClock:
     async def sleep_until(self, t_s: float) -> None:
         delay_s = t_s - self._time_s()
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
+
+
+def _no_callback() -> None:
+    pass
 
 
 class VirtualDeadlockError(RuntimeError):
@@ -86,6 +92,36 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self._virtual_clock.now_s()
 
+    def skip_sleep(self, delay_s: float) -> bool:
+        """Sleep `delay_s` (> 0) without a round trip through the loop, when the round trip could do nothing but
+        wake the sleeper: no callback is ready, no real I/O is, no thread holds time, and no other timer is due
+        by the sleep's end. The clock then moves exactly as asyncio.sleep would move it (call_later's deadline,
+        reached by _run_once's timeout), and the sleep's timer still goes on and off the heap, so timers due at
+        one instant keep the order they would have had. False: nothing was done; sleep the ordinary way."""
+        # asyncio.BaseEventLoop's own state, read as _run_once reads it (CPython 3.11-3.13; not in typeshed). On a
+        # Python whose loop lacks it, every sleep goes the ordinary way, which this only shortcuts.
+        loop: Any = self
+        try:
+            if loop._ready or loop._stopping or self._virtual_clock._held or loop._timer_cancelled_count:
+                return False
+            scheduled, resolution_s = loop._scheduled, loop._clock_resolution
+        except AttributeError:
+            return False
+        now_s = self.time()
+        when_s = now_s + delay_s  # call_later's deadline
+        ends_s = now_s + (when_s - now_s)  # where _run_once's select timeout takes the clock
+        due_by_s = ends_s + resolution_s  # _run_once runs the timers due before this
+        if when_s - now_s > MAXIMUM_SELECT_TIMEOUT_S or not when_s < due_by_s:
+            return False  # not due after one jump: a sleep of over a day, or far-off times (where ulps pass 1 ns)
+        if scheduled and scheduled[0].when() < due_by_s:
+            return False  # another timer is due first or together with it
+        if loop._selector.select(0):
+            return False  # I/O is ready: the loop handles it before time moves
+        heapq.heappush(scheduled, asyncio.TimerHandle(when_s, _no_callback, (), self))
+        heapq.heappop(scheduled)
+        self._virtual_clock._advance(ends_s - now_s)
+        return True
+
     def run_in_executor(self, executor: Executor | None, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:  # type: ignore[override]
         future = super().run_in_executor(executor, func, *args)
         self._virtual_clock._held += 1
@@ -107,6 +143,10 @@ class VirtualClock:
 
     async def sleep_until(self, t_s: float) -> None:
         delay_s = t_s - self._now_s
+        if delay_s > 0:
+            loop = asyncio.get_running_loop()
+            if isinstance(loop, _VirtualLoop) and loop.skip_sleep(delay_s):
+                return  # nothing else could run before t_s: the time moved, no loop iteration needed
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
 
     def _release(self, _future: object) -> None:

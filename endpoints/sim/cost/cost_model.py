@@ -143,12 +143,23 @@ class RooflineCostModel:
         self._model = model
         self._hw = hardware
         self._parallel = parallel
-        self.constants = constants or cost_constants_for(hardware.vendor)
+        self._constants = c = constants or cost_constants_for(hardware.vendor)
         self._kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype_bytes)
         self._expert_bytes = model.expert_params * model.weight_bytes_per_param
         self._non_expert_bytes = model.non_expert_params_read * model.weight_bytes_per_param
         # The engine reads a step's work right after its time, for the same batch: one entry spares a second roofline.
         self._last: tuple[StepBatch, StepCost] | None = None
+        # The roofline's fixed divisors, computed once as _step_cost's expressions compute them (the same floats).
+        bandwidth = hardware.hbm_bytes_per_s * c.memory_efficiency
+        self._kv_read_divisor = parallel.attention_ranks * bandwidth
+        self._attention_divisor = parallel.tp_size * hardware.bf16_flops_per_s * c.attention_efficiency
+        # What a step's time owes to its token count alone (the weights it reads, its GEMMs): (memory s, compute s)
+        # by tokens. A server sees few distinct counts (batch sizes, prefill chunks): each is worked out once.
+        self._by_tokens: dict[int, tuple[float, float]] = {}
+
+    @property
+    def constants(self) -> CostConstants:
+        return self._constants
 
     def distinct_experts_per_layer(self, tokens: int) -> float:
         """Expected distinct routed experts B tokens touch in one MoE layer, with uniform routing."""
@@ -169,17 +180,27 @@ class RooflineCostModel:
             return StepCost(0.0, 0.0, 0.0)
         if self._parallel.ep is not None:
             return self._expert_parallel_cost(batch, self._parallel.ep)
+        by_tokens = self._by_tokens.get(tokens)
+        if by_tokens is None:
+            by_tokens = self._by_tokens[tokens] = self._token_costs_s(tokens)
+        weights_s, gemm_s = by_tokens
+        memory_s = weights_s + self._kv_read_s(batch)
+        overhead_s = self._overhead_s(batch)
+        if self._parallel.tp_size > GPUS_PER_NODE:
+            overhead_s += INTER_NODE_MOE_EXCHANGE_S * self._model.num_moe_layers
+        compute_s = gemm_s + self._attention_s(batch)
+        return StepCost(compute_s, memory_s, overhead_s, self.dp_gather_s(batch))
+
+    def _token_costs_s(self, tokens: int) -> tuple[float, float]:
+        """(memory s, compute s) of `tokens` new tokens before attention: the weights they read (the non-expert
+        ones and the distinct routed experts they touch) and their GEMMs, over the TP GPUs."""
         model, hw, par, c = self._model, self._hw, self._parallel, self.constants
         expert_bytes = self.distinct_experts_per_layer(tokens) * model.num_moe_layers * self._expert_bytes
         weight_bytes = self._non_expert_bytes + expert_bytes
         bandwidth = hw.hbm_bytes_per_s * c.memory_efficiency
-        memory_s = weight_bytes / (par.tp_size * bandwidth) + self._kv_read_s(batch)
-        overhead_s = self._overhead_s(batch)
-        if par.tp_size > GPUS_PER_NODE:
-            overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
         gemm_flops = 2.0 * model.active_params * tokens
-        compute_s = gemm_flops / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency) + self._attention_s(batch)
-        return StepCost(compute_s, memory_s, overhead_s, self.dp_gather_s(batch))
+        return (weight_bytes / (par.tp_size * bandwidth),
+                gemm_flops / (par.tp_size * hw.fp8_flops_per_s * c.gemm_efficiency))  # fmt: skip
 
     def dp_gather_s(self, batch: StepBatch) -> float:
         """DP attention's extend step: every rank's tokens meet for the MLP, in SGLang's SUM_LEN mode (0.5.23
@@ -202,7 +223,7 @@ class RooflineCostModel:
         DP attention."""
         ranks = self._parallel.attention_ranks
         if ranks <= 1:
-            return sum(work(load) for load in batch.loads)
+            return sum(map(work, batch.loads))
         per_rank = [0] * ranks
         for rank, load in enumerate(batch.loads):
             per_rank[rank % ranks] += work(load)
@@ -211,8 +232,7 @@ class RooflineCostModel:
     def _kv_read_s(self, batch: StepBatch) -> float:
         """Every request's latent KV, read by each GPU of its attention rank (MLA's KV is not split by TP)."""
         kv_tokens = self._busiest_rank(batch, _kv_tokens)
-        bandwidth = self._hw.hbm_bytes_per_s * self.constants.memory_efficiency
-        return kv_tokens * self._kv_bytes_per_token / (self._parallel.attention_ranks * bandwidth)
+        return kv_tokens * self._kv_bytes_per_token / self._kv_read_divisor
 
     def _attention_s(self, batch: StepBatch) -> float:
         model = self._model
@@ -225,7 +245,7 @@ class RooflineCostModel:
             # Causal: a chunk's i-th token attends to the context plus the i tokens before it.
             pairs = self._busiest_rank(batch, _causal_pairs_x2) / 2
             flops = model.prefill_attention_flops_per_context_token * pairs
-        return flops / (self._parallel.tp_size * self._hw.bf16_flops_per_s * self.constants.attention_efficiency)
+        return flops / self._attention_divisor
 
     def _overhead_s(self, batch: StepBatch) -> float:
         per_layer = self.constants.decode_layer_s if batch.mode is ForwardMode.DECODE else self.constants.extend_layer_s

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from operator import attrgetter
 
 
 class ForwardMode(str, Enum):
@@ -64,6 +65,9 @@ def rank_loads(items: Iterable[BatchItem]) -> tuple[RankLoad, ...]:
     return tuple(RankLoad(*s) for s in sums)
 
 
+_new_tokens = attrgetter("new_tokens")
+
+
 @dataclass(frozen=True, slots=True)
 class StepBatch:
     mode: ForwardMode
@@ -78,7 +82,7 @@ class StepBatch:
 
     @property
     def new_tokens(self) -> int:
-        return sum(load.new_tokens for load in self.loads)
+        return sum(map(_new_tokens, self.loads))
 
     @property
     def masked_tokens(self) -> int:

@@ -115,7 +115,8 @@ class SimEngine:
 
     def submit(self, spec: GenerateInput, record_chunk_times: bool = False) -> SimRequest:
         """Queue a request. `record_chunk_times`: its consumer reads only the final update and the time of every
-        update (request.chunk_times), so the updates before the last are not built or sent, just timed."""
+        update (request.chunk_times), so the updates before the last are not built or sent, just timed (with no
+        observer, the scheduler's decode cohort fills in a decoding request's times: set `observer` before submits)."""
         prompt = len(spec.input_ids)
         if prompt == 0:
             raise RequestRejected("the request has no input tokens")
@@ -153,6 +154,8 @@ class SimEngine:
         request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=now_s)
         if record_chunk_times:
             request.chunk_times = []
+            if self.observer is None and spec.stream:
+                request.chunk_stride = self._stream_interval  # nobody sees its updates: its chunks may be timed later
         wait_s = self.grammar.wait_s(spec.grammar_key, now_s) if spec.grammar_key is not None else 0.0
         if wait_s > 0:
             self._compiling.append((now_s + wait_s, request))  # scheduled once its grammar is compiled
@@ -305,7 +308,9 @@ class SimEngine:
                 for r in self._staged:
                     if not r.aborted:
                         scheduler.add(r)
-            self._staged, self._inbox = [r for r in self._inbox if not r.aborted], []
+                self._staged = []
+            if self._inbox:
+                self._staged, self._inbox = [r for r in self._inbox if not r.aborted], []
             if self._compiling:
                 self._admit_compiled(clock.now_s())
             if self.mode is DisaggregationMode.DECODE:

@@ -67,26 +67,26 @@ class GpuCounters:
     def __init__(self, hbm_bytes_per_s: float, started_s: float) -> None:
         self._hbm_bytes_per_s = hbm_bytes_per_s
         self.started_s = started_s
-        self._done = GpuReading(started_s, 0.0, 0.0, 0.0)  # the steps before the current one
+        self._done_s = (0.0, 0.0, 0.0)  # busy, SM-active, DRAM-active seconds of the steps before the current one
         self._step: tuple[float, float, float, float] | None = None  # start, end, SM-active, DRAM-active seconds
 
     def add_step(self, start_s: float, end_s: float, work: StepWork) -> None:
         if end_s <= start_s:
             return
-        self._done = self.reading(start_s)
+        self._done_s = self._counted_s(start_s)
         length_s = end_s - start_s
         dram_s = work.hbm_bytes / self._hbm_bytes_per_s
         self._step = (start_s, end_s, min(work.compute_s, length_s), min(dram_s, length_s))
 
     def reading(self, now_s: float) -> GpuReading:
-        done, step = self._done, self._step
+        return GpuReading(now_s, *self._counted_s(now_s))
+
+    def _counted_s(self, now_s: float) -> tuple[float, float, float]:
+        """Busy, SM-active and DRAM-active seconds up to `now_s`."""
+        step = self._step
         if step is None:
-            return GpuReading(now_s, done.busy_s, done.sm_active_s, done.dram_active_s)
+            return self._done_s
+        busy_s, sm_active_s, dram_active_s = self._done_s
         start_s, end_s, sm_s, dram_s = step
         ran = min(1.0, max(0.0, (now_s - start_s) / (end_s - start_s)))
-        return GpuReading(
-            now_s,
-            done.busy_s + ran * (end_s - start_s),
-            done.sm_active_s + ran * sm_s,
-            done.dram_active_s + ran * dram_s,
-        )
+        return busy_s + ran * (end_s - start_s), sm_active_s + ran * sm_s, dram_active_s + ran * dram_s

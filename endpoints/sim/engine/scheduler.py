@@ -38,10 +38,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from endpoints.sim.cost.cost_model import CostModel
 from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, RankLoad, StepBatch
+from endpoints.sim.engine.decode_cohort import DecodeCohort
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.radix_cache import RadixCache
 from endpoints.sim.engine.schedule_policy import POLICIES, SchedulePolicy
@@ -62,6 +63,7 @@ KV_EXHAUSTED = {"type": "abort", "message": "The KV pool cannot hold even one re
 _prompt_tokens = attrgetter("prompt_tokens")
 _output_tokens = attrgetter("output_tokens")
 _constrained = attrgetter("constrained")
+_first = itemgetter(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +87,13 @@ class SchedulerConfig:
 @dataclass(frozen=True, slots=True)
 class StepPlan:
     batch: StepBatch
-    work: tuple[tuple[SimRequest, int], ...]  # (request, tokens it computes this step; decode: tokens it gains)
+    # (request, tokens it computes this step; a speculative verify: tokens it gains). A plain server's decoding
+    # requests are not listed: they are the cohort, one token each.
+    work: tuple[tuple[SimRequest, int], ...]
     duration_s: float
     retracted: tuple[SimRequest, ...] = ()  # sent back to the queue before this step
     gained_tokens: int = 0  # decode: the output tokens the requests gain (under speculation: accepted drafts + bonus)
+    cohort: int = 0  # decoding requests of the cohort (DecodeCohort) in this step, each gaining one token
 
 
 @dataclass(slots=True)
@@ -117,6 +122,9 @@ class Scheduler:
         self.pool = pool
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []  # admission order
+        self._running_seq = 0  # numbers the requests as they join the running batch (SimRequest.running_seq)
+        # Without speculative decoding every decoding request gains one token a step: they are counted together.
+        self.cohort = DecodeCohort(config.attention_ranks)
         self._prefilling = 0  # running requests whose prefill is not done (none: every running request decodes)
         self.init_new_token_ratio = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
         self.min_new_token_ratio = min(self.init_new_token_ratio * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
@@ -184,19 +192,35 @@ class Scheduler:
         return self.pool.available_tokens(self.cache.total_tokens) + self.cache.evictable_tokens()
 
     def _take(self, r: SimRequest, tokens: int) -> bool:
+        if not self._reserve(tokens):
+            return False
+        r.held_tokens += tokens
+        return True
+
+    def _reserve(self, tokens: int) -> bool:
+        """Reserve slots, evicting unlocked cache if the free ones are too few; False if even that falls short."""
         short = tokens - self.pool.available_tokens(self.cache.total_tokens)
         if short > 0 and self.cache.evict(short) < short:
             return False
         self.pool.reserve(tokens)
-        r.held_tokens += tokens
         return True
 
-    def _estimate(self, r: SimRequest) -> float:
-        """Slots the admission rule sets aside for a running request: the rest of its prefill, and the
-        new-token ratio's share of the output it may still produce; all of it under ignore_eos (SGLang
-        0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early)."""
-        rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
-        return r.prefill_remaining + rest * (1.0 if r.ignore_eos else self.new_token_ratio)
+    def _start_running(self, r: SimRequest) -> None:
+        self._running_seq += 1
+        r.running_seq = self._running_seq
+        self.running.append(r)
+
+    def _running_estimate(self) -> float:
+        """Slots the admission rule sets aside for the running requests: for each, the rest of its prefill, and
+        the new-token ratio's share of the output it may still produce; all of it under ignore_eos (SGLang
+        0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early). Summed in
+        running order (floats)."""
+        ratio = self.new_token_ratio
+        return sum(
+            (0 if r.decoding else r.prefill_target - r.prefilled_tokens)
+            + min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS) * (1.0 if r.ignore_eos else ratio)
+            for r in self.running
+        )
 
     # -- PD decode: requests whose KV is computed elsewhere ----------------------------------------
 
@@ -245,7 +269,9 @@ class Scheduler:
             if r.output_tokens >= r.target_tokens:
                 self._finish(r)
                 continue
-            self.running.append(r)
+            self._start_running(r)
+            if self.speculative is None:
+                self.cohort.join(r)
         return joined
 
     def drop_transfer(self, r: SimRequest) -> None:
@@ -261,28 +287,39 @@ class Scheduler:
         decoding = len(self.running) - self._prefilling if mixing else 0
         work = self._plan_extend(now_s, reserved_tokens=decoding)
         retracted: list[SimRequest] = []
-        gained = 0
+        gained = cohort = 0
         if work:
             mode = ForwardMode.EXTEND
             if decoding:  # mixed chunk: the running decodes take one token each in this extend step
-                decode_work, retracted, _ = self._plan_decode()
-                work += decode_work
+                retracted, cohort = self._plan_cohort_step()
         else:
             mode = ForwardMode.DECODE
-            work, retracted, gained = self._plan_decode()
-        if not work:
+            if self.speculative is None:
+                retracted, cohort = self._plan_cohort_step()
+                gained = cohort
+            else:
+                work, retracted, gained = self._plan_verify()
+        if not work and not cohort:
             if not retracted:
                 # Nothing to run: SGLang's event loop re-inits the ratio when it finds no batch.
                 self.new_token_ratio = self.init_new_token_ratio
                 return None
             return StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
         if mode is ForwardMode.DECODE:
-            verify = 1 if self.speculative is None else self.speculative.verify_tokens
-            batch = StepBatch(mode, (), self._decode_loads([r for r, _ in work], verify))
+            if cohort:
+                loads = self.cohort.loads()
+            else:
+                assert self.speculative is not None
+                loads = self._decode_loads([r for r, _ in work], self.speculative.verify_tokens)
+            batch = StepBatch(mode, (), loads)
         else:
-            items = tuple(BatchItem(n, self._context_tokens(r), r.masked, r.prompt_tokens, r.dp_rank) for r, n in work)
-            batch = StepBatch(mode, items)
-        return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted), gained)
+            items = [BatchItem(n, self._context_tokens(r), r.masked, r.prompt_tokens, r.dp_rank) for r, n in work]
+            if cohort:  # after the prefills, in running order, as SGLang's mixed batch lists them
+                items += [
+                    BatchItem(1, r.seq_tokens - 1, r.masked, r.prompt_tokens, r.dp_rank) for r in self._decoding()
+                ]
+            batch = StepBatch(mode, tuple(items))
+        return StepPlan(batch, tuple(work), self._cost_model.step_time_s(batch), tuple(retracted), gained, cohort)
 
     def _decode_loads(self, requests: list[SimRequest], new_each: int) -> tuple[RankLoad, ...]:
         """A decode (or verify) step's batch summed per rank, straight from the requests: each computes `new_each`
@@ -321,6 +358,8 @@ class Scheduler:
         """`reserved_tokens`: the budget a mixed step's decodes take (SGLang's mixed_with_decode_tokens). Under DP
         attention each rank fills its own budget with its own requests, up to its own running cap; the KV rules
         are applied to the ranks' pools together."""
+        if not self._prefilling and (not self.waiting or self._admission_stopped()):
+            return []  # no prefill to continue and none to start (the usual decode step)
         ranks = self._config.attention_ranks
         # Each rank's prefill budget for this step (tokens) and running requests (count).
         budgets = [self._rank_prefill_budget() - reserved_tokens // ranks] * ranks
@@ -348,7 +387,7 @@ class Scheduler:
         if slots >= self._config.max_running_requests:
             self._stopped_at_running = len(self.running) if self.running else None
             return work
-        room = self.free_tokens() - sum(self._estimate(r) for r in self.running)
+        room = self.free_tokens() - self._running_estimate()
         pages = 0  # the page overhead of the requests admitted in this step (PrefillAdder's current offset)
         for r in self._order(self.waiting, self.cache):
             if len(self.running) + len(self.inflight) >= self._config.max_running_requests:
@@ -404,12 +443,13 @@ class Scheduler:
         free slots are short of beyond this step's prefills already taken (the candidate's paged prompt,
         the step's page overhead)."""
         states = []
+        new_token_ratio = self.new_token_ratio
         for r in (*self.running, candidate):
-            ratio = 1.0 if r.ignore_eos else self.new_token_ratio
-            left = r.max_new_tokens * ratio - r.output_tokens
+            output = r.output_tokens
+            left = r.max_new_tokens * (1.0 if r.ignore_eos else new_token_ratio) - output
             if left > 0:
-                states.append((left, r.prompt_tokens + r.output_tokens))
-        states.sort(key=lambda state: state[0])
+                states.append((left, r.prompt_tokens + output))
+        states.sort(key=_first)
         free = self.free_tokens() - charged
         freed = 0
         for i, (left, occupied) in enumerate(states):
@@ -427,32 +467,45 @@ class Scheduler:
         r.prefill_target = r.seq_tokens
         r.prefilled_tokens = matched
         self.waiting.remove(r)
-        self.running.append(r)
+        self._start_running(r)
         self._prefilling += 1
 
-    def _plan_decode(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
-        """The decoding requests' slots for this step: (request, tokens it gains) each, the requests retracted to make
-        room, and the tokens gained in all."""
-        decoding = [r for r in self.running if r.decoding] if self._prefilling else list(self.running)
+    def _decoding(self) -> list[SimRequest]:
+        """The running requests whose prefill is done, in running order."""
+        return [r for r in self.running if r.decoding] if self._prefilling else list(self.running)
+
+    def _plan_cohort_step(self) -> tuple[list[SimRequest], int]:
+        """A plain server's decoding requests take a slot each for this step (after retracting some if the pool
+        cannot give every one a slot): returns the requests retracted and how many decode."""
+        cohort = self.cohort
         retracted: list[SimRequest] = []
+        if cohort.size and self.free_tokens() < cohort.size:
+            _, retracted = self._retract(self._decoding())
+        if not cohort.size:
+            return retracted, 0
+        if not self._reserve(cohort.size):  # only when one request alone outgrows the pool
+            for r in self._decoding():
+                if not self._reserve(1):
+                    self._drop(r, KV_EXHAUSTED)
+        cohort.planned += 1
+        if cohort.size and not retracted:
+            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
+        return retracted, cohort.size
+
+    def _plan_verify(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
+        """Speculative decoding: each decoding request's slots for this verify: (request, tokens it gains) each,
+        the requests retracted to make room, and the tokens gained in all."""
         spec = self.speculative
-        per_request = 1 if spec is None else spec.verify_tokens  # the slots a step may need per request
-        if decoding and self.free_tokens() < len(decoding) * per_request:
+        assert spec is not None
+        decoding = self._decoding()
+        retracted: list[SimRequest] = []
+        if decoding and self.free_tokens() < len(decoding) * spec.verify_tokens:
             decoding, retracted = self._retract(decoding)
-        if spec is None:
-            gains = [1] * len(decoding)
-        else:
-            gains = [spec.tokens_gained(r.target_tokens - r.output_tokens) for r in decoding]
+        gains = [spec.tokens_gained(r.target_tokens - r.output_tokens) for r in decoding]
         need = sum(gains)
-        short = need - self.pool.available_tokens(self.cache.total_tokens)
-        if short <= 0 or self.cache.evict(short) >= short:  # the usual case: the slots for all, in bulk
-            self.pool.reserve(need)
-            if spec is None:
-                for r in decoding:
-                    r.held_tokens += 1
-            else:
-                for r, n in zip(decoding, gains):
-                    r.held_tokens += n
+        if self._reserve(need):  # the usual case: the slots for all, in bulk
+            for r, n in zip(decoding, gains):
+                r.held_tokens += n
             work = list(zip(decoding, gains))
         else:
             work = []
@@ -486,6 +539,8 @@ class Scheduler:
         return [r for r in decoding if id(r) in kept], retracted
 
     def _send_back(self, r: SimRequest) -> None:
+        if r.cohort is not None:
+            self.cohort.leave(r)
         self.retractions.requests += 1
         self.retractions.input_tokens += r.prompt_tokens
         self.retractions.output_tokens += r.output_tokens
@@ -499,40 +554,59 @@ class Scheduler:
     # -- completing -----------------------------------------------------------------------------
 
     def complete_step(self, plan: StepPlan, now_s: float) -> list[SimRequest]:
-        """Apply a finished step; returns the requests that produced a token (or finished)."""
+        """Apply a finished step; returns the requests that produced a token (or finished) and that the engine
+        must look at: every one that was listed in the step, and of the cohort those that finished or stream
+        each chunk (decode_cohort.py times the rest's chunks itself)."""
+        if plan.batch.mode is ForwardMode.DECODE and self.speculative is not None:
+            return self._complete_verify(plan)
         progressed: list[SimRequest] = []
         finished = False
-        if plan.batch.mode is ForwardMode.DECODE:
-            if self.speculative is not None:
-                self.speculative.record_step([(r, n) for r, n in plan.work if not r.aborted])
-            # Every request here is decoding, so it has its first token already.
-            for r, n in plan.work:
-                if r.aborted:
-                    continue
-                r.output_tokens += n
-                if r.output_tokens >= len(r.output_ids):
-                    self._finish(r)
-                    finished = True
-                progressed.append(r)
-        else:
-            for r, n in plan.work:
-                if r.aborted:
-                    continue
-                if not r.decoding:  # a prefill chunk (a mixed step's decodes take the other branch)
-                    r.prefilled_tokens += n
-                    if r.prefilled_tokens < r.prefill_target:
-                        continue
-                    self._cache_prefill(r)
-                    r.decoding = True
-                    self._prefilling -= 1
-                    n = 1  # the last prompt token's logits give the first output token
-                r.output_tokens += n
-                if r.first_token_s is None:
-                    r.first_token_s = now_s
-                if r.output_tokens >= r.target_tokens:
-                    self._finish(r)
-                    finished = True
-                progressed.append(r)
+        joining: list[SimRequest] = []
+        for r, n in plan.work:  # prefill chunks
+            if r.aborted:
+                continue
+            r.prefilled_tokens += n
+            if r.prefilled_tokens < r.prefill_target:
+                continue
+            self._cache_prefill(r)
+            r.decoding = True
+            self._prefilling -= 1
+            r.output_tokens += 1  # the last prompt token's logits give the first output token
+            if r.first_token_s is None:
+                r.first_token_s = now_s
+            if r.output_tokens >= r.target_tokens:
+                self._finish(r)
+                finished = True
+            elif self.speculative is None:
+                joining.append(r)
+            progressed.append(r)
+        if plan.cohort:
+            ended, seen = self.cohort.advance(now_s)
+            for r in ended:
+                self._finish(r)
+            finished = finished or bool(ended)
+            progressed += seen
+        for r in joining:  # they decode from the next step on
+            self.cohort.join(r)
+        if finished:
+            self.running = [r for r in self.running if not r.finished]
+        return progressed
+
+    def _complete_verify(self, plan: StepPlan) -> list[SimRequest]:
+        """A speculative verify step: each request gains what its drafts earned."""
+        assert self.speculative is not None
+        self.speculative.record_step([(r, n) for r, n in plan.work if not r.aborted])
+        progressed: list[SimRequest] = []
+        finished = False
+        # Every request here is decoding, so it has its first token already.
+        for r, n in plan.work:
+            if r.aborted:
+                continue
+            r.output_tokens += n
+            if r.output_tokens >= len(r.output_ids):
+                self._finish(r)
+                finished = True
+            progressed.append(r)
         if finished:
             self.running = [r for r in self.running if not r.finished]
         return progressed
@@ -553,6 +627,8 @@ class Scheduler:
         r.prefix_tokens = len(sequence)
 
     def _finish(self, r: SimRequest) -> None:
+        if r.cohort is not None:
+            self.cohort.leave(r, finishing=True)
         r.finished = True
         # The newest token has no KV yet, so the tree gets prompt + all but the last output token.
         if not self.cache.disabled:
@@ -560,6 +636,8 @@ class Scheduler:
         self._release(r)
 
     def _release(self, r: SimRequest) -> None:
+        if r.cohort is not None:
+            self.cohort.leave(r)
         if r.lock_node is not None:
             self.cache.unlock(r.lock_node)
             r.lock_node = None

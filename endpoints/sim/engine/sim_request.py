@@ -11,6 +11,7 @@ from __future__ import annotations
 import zlib
 from array import array
 from dataclasses import dataclass
+from typing import Protocol
 
 from endpoints.sim.engine.disaggregation import Bootstrap, RoomDone
 from endpoints.sim.engine.radix_cache import RadixNode
@@ -23,6 +24,13 @@ from endpoints.sim.structured.structured_answer import AnswerAsk, answer, answer
 HEALTH_CHECK_PREFIX = "HEALTH_CHECK_"
 _FIRST_ORDINARY_ID = 3  # 0-2 are BOS/EOS/PAD in DeepSeek's vocabulary
 _ID_STRIDE = 2_654_435_761  # Knuth's multiplicative hash constant: spreads consecutive steps over the vocabulary
+
+
+class StepCounts(Protocol):
+    """A decode cohort's step counts (decode_cohort.py), as its members' counts read them."""
+
+    planned: int  # steps whose KV slots are taken
+    completed: int  # steps whose token is out
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +116,8 @@ def planned_output(
     if ask is not None and thinking < length:
         length, eos, pieces = _answer_length(ask, thinking, length, max_new_tokens, eos)
     span = vocab_size - _FIRST_ORDINARY_ID
-    ids = [(seed + i * _ID_STRIDE) % span + _FIRST_ORDINARY_ID for i in range(length)]
+    # The i-th id is (seed + i·stride) mod span, offset: the range steps through seed + i·stride without a multiply.
+    ids = [x % span + _FIRST_ORDINARY_ID for x in range(seed, seed + length * _ID_STRIDE, _ID_STRIDE)]
     if 0 < thinking < length and think_end_id is not None:
         ids[thinking - 1] = think_end_id  # the answer starts after `</think>`
     mask_from: int | None = None
@@ -146,10 +155,10 @@ class SimRequest:
     __slots__ = (
         "rid", "input_ids", "max_new_tokens", "stream", "output_ids", "final_reason", "reasoning_target",
         "arrival_s", "admitted_s", "cached_tokens", "prefix_tokens", "prefill_target", "prefilled_tokens", "decoding",
-        "output_tokens", "held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s", "num_retractions",
-        "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from", "grammar_key",
-        "ignore_eos", "bootstrap", "queued_s", "preallocated_s", "kv_arrived_s", "kv_done", "dp_rank", "chunk_times",
-        "prompt_tokens", "constrained",
+        "_output_tokens", "_held_tokens", "lock_node", "first_token_s", "sent_tokens", "last_sent_s",
+        "num_retractions", "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from",
+        "grammar_key", "ignore_eos", "bootstrap", "queued_s", "preallocated_s", "kv_arrived_s", "kv_done", "dp_rank",
+        "chunk_times", "chunk_stride", "prompt_tokens", "constrained", "cohort", "cohort_joined", "running_seq",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
@@ -174,8 +183,13 @@ class SimRequest:
         self.prefill_target = 0  # sequence length this (re-)prefill covers, set at admission
         self.prefilled_tokens = 0  # tokens of it with KV so far (matched prefix included)
         self.decoding = False  # prefill done: one token per decode step from here on
-        self.output_tokens = 0
-        self.held_tokens = 0  # KV slots this request holds outside the radix tree
+        # While it decodes in a DecodeCohort these are offsets from the cohort's step counts (output_tokens and
+        # held_tokens read them); otherwise the counts themselves.
+        self.cohort: StepCounts | None = None
+        self.cohort_joined = 0  # the cohort's completed steps when it joined
+        self._output_tokens = 0
+        self._held_tokens = 0
+        self.running_seq = 0  # its place in the running batch: the scheduler numbers requests as they join it
         self.lock_node: RadixNode | None = None
         self.first_token_s: float | None = None
         self.sent_tokens = -1  # output count at the last update sent; -1: none sent yet
@@ -188,6 +202,9 @@ class SimRequest:
         # When its consumer needs only when each chunk went out (the in-process bench), the engine appends each
         # update's time here and sends only the final update through `updates` (SimEngine.submit); None: every update.
         self.chunk_times: list[float] | None = None
+        # Tokens between its chunks when only their times are wanted and nobody watches its updates (the engine's
+        # stream interval): while it decodes in a cohort the cohort times them (decode_cohort.py). 0: delivered.
+        self.chunk_stride = 0
         self.spec: SpecCounters | None = None  # verify steps so far, under speculative decoding
         # PD stage times for its TTFT's parts (ttft_parts.py), on this server's clock. Prefill: when its bootstrap
         # queue ended (it joined the waiting queue). Decode: when its pool took the prompt's slots, when the KV
@@ -197,6 +214,27 @@ class SimRequest:
         self.kv_arrived_s: float | None = None
         self.kv_done: RoomDone | None = None
         self.dp_rank = 0  # the DP-attention rank that runs it (the scheduler's dispatch; 0 without DP attention)
+
+    @property
+    def output_tokens(self) -> int:
+        cohort = self.cohort
+        return self._output_tokens if cohort is None else self._output_tokens + cohort.completed
+
+    @output_tokens.setter
+    def output_tokens(self, tokens: int) -> None:
+        cohort = self.cohort
+        self._output_tokens = tokens if cohort is None else tokens - cohort.completed
+
+    @property
+    def held_tokens(self) -> int:
+        """KV slots this request holds outside the radix tree."""
+        cohort = self.cohort
+        return self._held_tokens if cohort is None else self._held_tokens + cohort.planned
+
+    @held_tokens.setter
+    def held_tokens(self, tokens: int) -> None:
+        cohort = self.cohort
+        self._held_tokens = tokens if cohort is None else tokens - cohort.planned
 
     @property
     def target_tokens(self) -> int:
