@@ -87,10 +87,14 @@ def parse_event(data: bytes) -> dict:
     """
     at = data.rfind(_META_KEY)
     if at >= 0:
-        tail = data[at + len(_META_KEY) :].rstrip()
-        if tail.endswith(b"}"):
+        if data.endswith(b"}"):  # as SGLang and the twin write it: no whitespace to strip, one slice
+            meta_json: bytes | None = data[at + len(_META_KEY) : -1]
+        else:
+            tail = data[at + len(_META_KEY) :].rstrip()
+            meta_json = tail[:-1] if tail.endswith(b"}") else None
+        if meta_json is not None:
             try:
-                meta = orjson.loads(tail[:-1])
+                meta = orjson.loads(meta_json)
             except orjson.JSONDecodeError:
                 meta = None
             if isinstance(meta, dict) and "completion_tokens" in meta:
@@ -177,10 +181,13 @@ class _StreamState:
         if not isinstance(meta, dict):
             raise ValueError("event has no meta_info object")
         self.meta = meta
-        completion = int_or_none(meta.get("completion_tokens"))
+        completion = meta.get("completion_tokens")
+        if type(completion) is not int:  # the usual int passes without a call (int_or_none's test, inline)
+            completion = int_or_none(completion)
         if completion is not None:
             grew = completion > self.completion_seen
-            self.completion_seen = max(completion, self.completion_seen)
+            if grew:
+                self.completion_seen = completion
         else:
             # No count reported: fall back to the (cumulative) output itself.
             output = event.get("output_ids") or event.get("text") or ""
@@ -190,9 +197,9 @@ class _StreamState:
             self.chunk_s.append(at_s)
             if self.first_token_s is None:
                 self.first_token_s = at_s
-            reasoning = int_or_none(meta.get("reasoning_tokens"))
-            if self.first_answer_s is None and completion is not None and reasoning is not None:
-                if completion - reasoning > 0:
+            if self.first_answer_s is None and completion is not None:
+                reasoning = int_or_none(meta.get("reasoning_tokens"))
+                if reasoning is not None and completion - reasoning > 0:
                     self.first_answer_s = at_s
         return None
 

@@ -23,6 +23,9 @@ from endpoints.sim.engine.sim_request import SimRequest, TokenUpdate
 from endpoints.sim.toy_tokenizer import OutputText
 
 _DATA, _END = b"data: ", b"\n\n"
+# A cumulative chunk around its three values, as orjson.dumps writes {"text", "output_ids", "meta_info"}.
+_CUMULATIVE_TEXT, _CUMULATIVE_IDS = b'data: {"text":"', b'","output_ids":['
+_CUMULATIVE_META, _CUMULATIVE_END = b'],"meta_info":', b"}\n\n"
 WEIGHT_VERSION = "default"  # SGLang's --weight-version default, in meta_info and the OpenAI answers' metadata
 
 
@@ -36,7 +39,10 @@ def status_error_body(message: str, status: int) -> dict:
 
 
 class NativeView:
-    __slots__ = ("_request", "_text", "_incremental", "_report_reasoning", "_epoch_offset_s", "_sent")
+    __slots__ = (
+        "_request", "_text", "_incremental", "_report_reasoning", "_epoch_offset_s", "_sent", "_encoded_tokens",
+        "_text_json", "_ids_json",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -54,6 +60,11 @@ class NativeView:
         # clock's now, to stamp them in epoch seconds as SGLang does (None: metrics off, no timings).
         self._epoch_offset_s = timing_epoch_offset_s
         self._sent = 0
+        # Cumulative chunks: the JSON of the text and of the ids of the first _encoded_tokens tokens, without
+        # quotes or brackets, grown by each chunk's new tokens instead of re-encoding all of them every chunk.
+        self._encoded_tokens = 0
+        self._text_json = bytearray()
+        self._ids_json = bytearray()
 
     def meta_info(self, update: TokenUpdate) -> dict:
         meta: dict[str, object] = {
@@ -97,7 +108,27 @@ class NativeView:
         }
 
     def chunk(self, update: TokenUpdate) -> bytes:
-        return _DATA + orjson.dumps(self.body(update)) + _END
+        if self._incremental:
+            return _DATA + orjson.dumps(self.body(update)) + _END
+        # The bytes of _DATA + orjson.dumps(self.body(update)) + _END: orjson escapes a string character by
+        # character and writes a list's items comma-separated, so the JSON of a prefix and of the rest, joined, is
+        # the JSON of the whole.
+        n = update.output_tokens
+        start = self._encoded_tokens
+        if n < start:  # fewer tokens than the last chunk (not seen from the engine today): encode afresh
+            start = 0
+            self._text_json, self._ids_json = bytearray(), bytearray()
+        if n > start:
+            ids = orjson.dumps(self._request.output_ids[start:n])
+            self._ids_json += memoryview(ids)[1:-1] if not self._ids_json else b"," + ids[1:-1]
+            self._text_json += memoryview(orjson.dumps(self._text.span(start, n)))[1:-1]
+        self._encoded_tokens = n
+        return b"".join(
+            (
+                _CUMULATIVE_TEXT, self._text_json, _CUMULATIVE_IDS, self._ids_json, _CUMULATIVE_META,
+                orjson.dumps(self.meta_info(update)), _CUMULATIVE_END,
+            )
+        )  # fmt: skip
 
     def full_body(self, update: TokenUpdate) -> dict:
         """The non-streaming answer: always the whole output."""

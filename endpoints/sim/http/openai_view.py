@@ -52,7 +52,7 @@ def _finish(update: TokenUpdate) -> tuple[str | None, object]:
 class OpenAIView:
     __slots__ = (
         "_route", "_request", "_ask", "_text", "_reasoning_end", "_content_start", "_split", "_cache_report",
-        "_created", "_sent", "_first",
+        "_created", "_sent", "_first", "_chunk_head",
     )  # fmt: skip
 
     def __init__(
@@ -77,6 +77,7 @@ class OpenAIView:
         self._created = int(time.time())
         self._sent = 0
         self._first = True
+        self._chunk_head: bytes | None = None  # a stream chunk's bytes up to its choices, the same in every chunk
 
     # -- pieces -----------------------------------------------------------------------------------
 
@@ -105,16 +106,20 @@ class OpenAIView:
     def _chunk(self, choices: list, usage: dict | None) -> bytes:
         """A completion chunk as CompletionStreamResponse dumps it (usage null when absent); a chat chunk as
         build_sse_content writes it (usage only when present)."""
-        body = {
-            "id": self._request.rid,
-            "object": self._route.value + ("" if self._route is Route.COMPLETION else ".chunk"),
-            "created": self._created,
-            "model": self._ask.model,
-            "choices": choices,
-        }
+        head = self._chunk_head
+        if head is None:
+            # orjson writes an object's members in order, each `"key":` + its value's JSON: so the dump of the
+            # members before `choices`, without its closing brace, starts every chunk of this request.
+            fields = {
+                "id": self._request.rid,
+                "object": self._route.value + ("" if self._route is Route.COMPLETION else ".chunk"),
+                "created": self._created,
+                "model": self._ask.model,
+            }
+            head = self._chunk_head = _DATA + orjson.dumps(fields)[:-1] + b',"choices":'
         if usage is not None or self._route is Route.COMPLETION:
-            body["usage"] = usage
-        return _DATA + orjson.dumps(body) + _END
+            return b"".join((head, orjson.dumps(choices), b',"usage":', orjson.dumps(usage), b"}", _END))
+        return b"".join((head, orjson.dumps(choices), b"}", _END))
 
     def _usage_chunk(self, update: TokenUpdate) -> bytes:
         """The last chunk under include_usage: ChatCompletionStreamResponse's dump for chat (usage with its

@@ -62,15 +62,27 @@ async def answer(
     updates = engine.updates(request)
     fired = not faults.any
     final: TokenUpdate | None = None
+    chunk = view.chunk
     try:
         while final is None:
-            pending = [await anext(updates), *request.updates.drain()]
-            if pending[-1].finished or any(u.finished for u in pending):
-                final = next(u for u in pending if u.finished)
-                pending = pending[: pending.index(final) + 1]
+            update = await anext(updates)
+            more = request.updates.drain()
+            pending = None
+            if more:  # a slow reader's backlog: every pending update, up to the final one, in one write
+                pending = [update, *more]
+                if any(u.finished for u in pending):
+                    final = next(u for u in pending if u.finished)
+                    pending = pending[: pending.index(final) + 1]
+                update = pending[-1]
+            elif update.finished:
+                final = update
             if response is not None:
-                await response.write(b"".join(map(view.chunk, pending)))
-            if not fired and pending[-1].output_tokens > 0 and final is None:
+                data = chunk(update) if pending is None else b"".join(map(chunk, pending))
+                if final is None:
+                    await response.write(data)
+                else:  # the last chunk, [DONE] and the end of the chunked body leave in one write
+                    await response.write_eof(data + DONE)
+            if not fired and update.output_tokens > 0 and final is None:
                 fired = True
                 if faults.error:
                     engine.abort(request, {"type": "abort", "message": FAULT_ERROR_MESSAGE, "status_code": 500})
@@ -85,8 +97,6 @@ async def answer(
                     await asyncio.sleep(faults.stall_s)
         if response is None:
             return json_response(view.full_body(final))
-        await response.write(DONE)
-        await response.write_eof()
         return response
     except Disconnect:
         engine.abort(request)
