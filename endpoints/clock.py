@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import math
 import selectors
 import time
 from collections.abc import Callable, Coroutine
@@ -53,6 +54,20 @@ class MonotonicClock:
 
 def _no_callback() -> None:
     pass
+
+
+class _EarliestTimer:
+    """Stands in for a sleep's timer handle on asyncio's timer heap where that timer is known to be due before every
+    other: it orders first as the handle would (heapq only ever asks whether it is less than another), so pushing
+    and popping it leaves the heap as the handle would leave it."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        return True
+
+
+_EARLIEST_TIMER = _EarliestTimer()
 
 
 class VirtualDeadlockError(RuntimeError):
@@ -122,6 +137,42 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
         self._virtual_clock._advance(ends_s - now_s)
         return True
 
+    def sleep_skipper(self) -> Callable[[float], bool] | None:
+        """skip_sleep for a run of sleeps by one caller that neither yields nor schedules anything between them (the
+        engine's run of quiet decode steps): what no sleep of the run can change (ready callbacks, a held clock,
+        cancelled timers, the earliest other timer) is read once, and real I/O is polled once, at the start (I/O
+        that turns ready during the run, in real time, is seen after it, as it would be had it come a moment
+        later). The returned skip(t_s) does per sleep what skip_sleep does; None: every sleep the ordinary way."""
+        loop: Any = self
+        try:
+            if loop._ready or loop._stopping or self._virtual_clock._held or loop._timer_cancelled_count:
+                return None
+            scheduled, resolution_s = loop._scheduled, loop._clock_resolution
+        except AttributeError:
+            return None
+        if loop._selector.select(0):
+            return None
+        clock = self._virtual_clock
+        first_other_s = scheduled[0].when() if scheduled else math.inf
+
+        def skip(t_s: float) -> bool:
+            now_s = clock._now_s
+            delay_s = t_s - now_s  # sleep_until's delay, then skip_sleep's operations on it
+            if delay_s <= 0:
+                return False
+            when_s = now_s + delay_s
+            ends_s = now_s + (when_s - now_s)
+            due_by_s = ends_s + resolution_s
+            if when_s - now_s > MAXIMUM_SELECT_TIMEOUT_S or not when_s < due_by_s or first_other_s < due_by_s:
+                return False
+            if scheduled:
+                heapq.heappush(scheduled, _EARLIEST_TIMER)
+                heapq.heappop(scheduled)
+            clock._advance(ends_s - now_s)
+            return True
+
+        return skip
+
     def run_in_executor(self, executor: Executor | None, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:  # type: ignore[override]
         future = super().run_in_executor(executor, func, *args)
         self._virtual_clock._held += 1
@@ -142,12 +193,25 @@ class VirtualClock:
         return self._now_s
 
     async def sleep_until(self, t_s: float) -> None:
+        if self.skip_to(t_s):
+            return  # nothing else could run before t_s: the time moved, no loop iteration needed
         delay_s = t_s - self._now_s
-        if delay_s > 0:
-            loop = asyncio.get_running_loop()
-            if isinstance(loop, _VirtualLoop) and loop.skip_sleep(delay_s):
-                return  # nothing else could run before t_s: the time moved, no loop iteration needed
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
+
+    def skip_to(self, t_s: float) -> bool:
+        """sleep_until's shortcut alone, for code running on this clock's loop: when nothing else could run before
+        `t_s` (_VirtualLoop.skip_sleep), time moves there exactly as the sleep would move it and this returns True;
+        False: nothing was done (a sleep must go the ordinary way)."""
+        delay_s = t_s - self._now_s
+        if delay_s <= 0:
+            return False
+        loop = asyncio.get_running_loop()
+        return isinstance(loop, _VirtualLoop) and loop.skip_sleep(delay_s)
+
+    def sleep_skipper(self) -> Callable[[float], bool] | None:
+        """skip_to for a run of sleeps that nothing can come between (_VirtualLoop.sleep_skipper); None: none skips."""
+        loop = asyncio.get_running_loop()
+        return loop.sleep_skipper() if isinstance(loop, _VirtualLoop) else None
 
     def _release(self, _future: object) -> None:
         self._held -= 1

@@ -22,7 +22,7 @@ published point with it.
 
 from __future__ import annotations
 
-from endpoints.sim.cost.cost_model import CostModel, StepWork
+from endpoints.sim.cost.cost_model import CostModel, StepWork, UniformDecodeCost, uniform_decode_of
 from endpoints.sim.cost.step_batch import ForwardMode, StepBatch
 
 
@@ -45,3 +45,6 @@ class ColdStartCostModel:
 
     def step_work(self, batch: StepBatch) -> StepWork:
         return self._inner.step_work(batch)  # the stall adds time, not work
+
+    def uniform_decode(self) -> UniformDecodeCost | None:
+        return uniform_decode_of(self._inner)  # a decode step is never stalled

@@ -60,6 +60,19 @@ class StepWork:
         return StepWork(self.compute_s + other.compute_s, self.hbm_bytes + other.hbm_bytes)
 
 
+# A plain decode step on one attention rank, from (requests, their context tokens in all) to (step s, compute-bound s,
+# HBM bytes): the same floats step_time_s and step_work give for that batch, without building it. A cost model
+# that has one offers it as `uniform_decode()` (the engine's runs of quiet decode steps use it); wrappers that
+# change a decode step's time or draw per step (run jitter, speculative decoding) offer none.
+UniformDecodeCost = Callable[[int, int], tuple[float, float, float]]
+
+
+def uniform_decode_of(model: object) -> UniformDecodeCost | None:
+    """`model`'s closed form of a plain decode step, or None where it has none."""
+    offer: Callable[[], UniformDecodeCost | None] | None = getattr(model, "uniform_decode", None)
+    return None if offer is None else offer()
+
+
 class CostModel(Protocol):
     def step_time_s(self, batch: StepBatch) -> float: ...
 
@@ -99,6 +112,9 @@ class GrammarCostModel:
 
     def step_work(self, batch: StepBatch) -> StepWork:
         return self._inner.step_work(batch)  # the masks are CPU work
+
+    def uniform_decode(self) -> UniformDecodeCost | None:
+        return uniform_decode_of(self._inner)  # no request masked: step_time_s adds 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,3 +321,24 @@ class RooflineCostModel:
         cost = self.step_cost(batch)
         # Every byte the roofline reads is timed at the same achieved bandwidth, so its memory time gives them back.
         return StepWork(cost.compute_s, cost.memory_s * self._hw.hbm_bytes_per_s * self.constants.memory_efficiency)
+
+    def uniform_decode(self) -> UniformDecodeCost | None:
+        par = self._parallel
+        return self._uniform_decode if par.ep is None and par.attention_ranks == 1 else None
+
+    def _uniform_decode(self, requests: int, context_tokens: int) -> tuple[float, float, float]:
+        """_step_cost, step_time_s and step_work of a decode batch of RankLoad.of_uniform(requests, 1, context_tokens,
+        0), one rank, no expert parallelism: the same operations on the same floats, in the same order."""
+        by_tokens = self._by_tokens.get(requests)
+        if by_tokens is None:
+            by_tokens = self._by_tokens[requests] = self._token_costs_s(requests)
+        weights_s, gemm_s = by_tokens
+        kv_tokens = context_tokens + requests  # the load's kv_tokens, and (one new token each) its attended_tokens
+        memory_s = weights_s + kv_tokens * self._kv_bytes_per_token / self._kv_read_divisor
+        model = self._model
+        overhead_s = self.constants.decode_layer_s * model.num_layers
+        if self._parallel.tp_size > GPUS_PER_NODE:
+            overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
+        compute_s = gemm_s + model.decode_attention_flops_per_context_token * kv_tokens / self._attention_divisor
+        step_s = max(compute_s, memory_s) + 0.0 + overhead_s  # StepCost.total_s: no exchange in a one-rank decode
+        return step_s, compute_s, memory_s * self._hw.hbm_bytes_per_s * self.constants.memory_efficiency

@@ -137,6 +137,25 @@ class DecodeCohort:
             return done, list(done)
         return done, sorted({*self.watched, *done}, key=_running_seq)
 
+    def quiet_steps(self) -> tuple[int, int, int] | None:
+        """A run of steps in which nothing about a member needs telling: (members, their context tokens in the next
+        step, how many steps can end before a heap entry surfaces or the step times are trimmed). One attention
+        rank only, no member under a grammar (its mask may turn on) or streaming each chunk; else None."""
+        if len(self._counts) != 1 or self._constrained or self.watched or not self.size:
+            return None
+        completed, n = self.completed, self.size
+        steps = self._trim_at - len(self._step_end_s) - 1
+        if self._ends:
+            steps = min(steps, self._ends[0][0] - completed - 1)
+        return n, self._context_base[0] + n * completed, steps
+
+    def advance_quietly(self, end_times: list[float]) -> None:
+        """Steps of a quiet_steps run were planned and ended at `end_times`: as `advance` counts them, one by one."""
+        steps = len(end_times)
+        self.planned += steps
+        self.completed += steps
+        self._step_end_s += end_times
+
     def _trim(self) -> None:
         """Drop the step times no timed member can still need (those up to the earliest one's joining)."""
         keep_from = min((r.cohort_joined for r in self._timed), default=self.completed) + 1

@@ -14,7 +14,8 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import Protocol
 
-from endpoints.clock import Clock
+from endpoints.clock import Clock, VirtualClock
+from endpoints.sim.cost.cost_model import uniform_decode_of
 from endpoints.sim.cost.profiles import ModelProfile
 from endpoints.sim.cost.step_batch import ForwardMode
 from endpoints.sim.engine.disaggregation import (
@@ -93,6 +94,9 @@ class SimEngine:
         self._arrived: list[tuple[SimRequest, RoomDone | None]] = []  # decode: KV landed (None: the transfer failed)
         self._pd_tasks: set[asyncio.Task] = set()
         self.transfer_observer: Callable[[RoomDone], None] | None = None  # told of each KV transfer a prefill sends
+        # Runs of quiet decode steps (_decode_quietly) go without the loop's round trips: on a virtual clock, with a
+        # cost model that has a closed form of a plain decode step.
+        self._uniform_decode = uniform_decode_of(scheduler.cost_model) if isinstance(clock, VirtualClock) else None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -315,6 +319,13 @@ class SimEngine:
                 self._admit_compiled(clock.now_s())
             if self.mode is DisaggregationMode.DECODE:
                 self._pd_decode_boundary(clock.now_s())
+            elif busy_until_s is not None and self._uniform_decode and not (self._compiling or self.observer):
+                # Staged arrivals join the queue at the next boundary: one step can go before they do.
+                staged = bool(self._staged)
+                busy_until_s, ran = self._decode_quietly(busy_until_s, 1 if staged else None)
+                if staged and ran:
+                    self.loop_cpu_s += time.perf_counter() - cpu_start
+                    continue
             plan = scheduler.plan_step(clock.now_s())
             if scheduler.dropped:
                 for r in scheduler.dropped:
@@ -362,6 +373,49 @@ class SimEngine:
                     self._retract_window.append(0)
             self._deliver(progressed, now_s)
             self.loop_cpu_s += time.perf_counter() - cpu_start
+
+    def _decode_quietly(self, busy_until_s: float, most_steps: int | None) -> tuple[float, int]:
+        """Runs, back to back, the decode steps that would go through this loop with nothing to decide and nobody to
+        tell (Scheduler.quiet_decode), while each step's sleep would skip the event loop (VirtualClock.sleep_skipper):
+        nothing else runs meanwhile, so each step's time, clock, GPU counters and gauges come out of the same
+        operations on the same floats as the loop's, in the same order. Stops before the first step that needs the
+        loop, or after `most_steps`. Returns when the last step run ends on the step timeline, and the steps run."""
+        assert self.mode is not DisaggregationMode.DECODE and self._uniform_decode is not None
+        scheduler, clock, gpu, uniform_decode = self.scheduler, self.clock, self.gpu, self._uniform_decode
+        assert isinstance(clock, VirtualClock)
+        quiet = scheduler.quiet_decode()
+        if quiet is None:
+            return busy_until_s, 0
+        skip = clock.sleep_skipper()
+        if skip is None:
+            return busy_until_s, 0
+        requests, context_tokens, steps = quiet
+        if most_steps is not None:
+            steps = min(steps, most_steps)
+        running = len(scheduler.running)
+        decode_window, retract_window = self._decode_window, self._retract_window
+        end_times: list[float] = []
+        for _ in range(steps):
+            duration_s, compute_s, hbm_bytes = uniform_decode(requests, context_tokens)
+            start_s = clock.now_s()
+            if start_s - busy_until_s < duration_s:
+                start_s = busy_until_s
+            end_s = start_s + duration_s
+            if not skip(end_s):
+                break  # something else runs first, or the sleep is not a plain one: the loop plans this step
+            self.running_request_s += running * duration_s
+            if gpu is not None:
+                gpu.add_step_s(start_s, end_s, compute_s, hbm_bytes)
+            end_times.append(clock.now_s())
+            decode_window.append((duration_s, requests))
+            retract_window.append(0)
+            busy_until_s = end_s
+            context_tokens += requests
+        if end_times:
+            scheduler.quiet_decode_done(end_times)
+            self.steps += len(end_times)
+            self.last_step_end_s = end_times[-1]
+        return busy_until_s, len(end_times)
 
     def _admit_compiled(self, now_s: float) -> None:
         """Requests whose grammar is ready join the scheduler's queue (aborted ones are dropped)."""

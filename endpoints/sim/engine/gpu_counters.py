@@ -71,12 +71,16 @@ class GpuCounters:
         self._step: tuple[float, float, float, float] | None = None  # start, end, SM-active, DRAM-active seconds
 
     def add_step(self, start_s: float, end_s: float, work: StepWork) -> None:
+        self.add_step_s(start_s, end_s, work.compute_s, work.hbm_bytes)
+
+    def add_step_s(self, start_s: float, end_s: float, compute_s: float, hbm_bytes: float) -> None:
+        """add_step with the step's work as its two figures (the engine's run of quiet decode steps has no StepWork)."""
         if end_s <= start_s:
             return
         self._done_s = self._counted_s(start_s)
         length_s = end_s - start_s
-        dram_s = work.hbm_bytes / self._hbm_bytes_per_s
-        self._step = (start_s, end_s, min(work.compute_s, length_s), min(dram_s, length_s))
+        dram_s = hbm_bytes / self._hbm_bytes_per_s
+        self._step = (start_s, end_s, min(compute_s, length_s), min(dram_s, length_s))
 
     def reading(self, now_s: float) -> GpuReading:
         return GpuReading(now_s, *self._counted_s(now_s))

@@ -492,6 +492,35 @@ class Scheduler:
             self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
         return retracted, cohort.size
 
+    def quiet_decode(self) -> tuple[int, int, int] | None:
+        """The plain decode steps that can run from here with nothing for the scheduler to decide: no prefill to
+        continue or start (an empty queue, or admission stopped until someone leaves), one rank, a slot free for
+        every request in each step without evicting, and no request reaching its length. (requests, their context
+        tokens in the first step, steps); None: plan step by step. Run them with quiet_decode_done."""
+        if (
+            self.speculative is not None
+            or self._prefilling
+            or self.dropped
+            or (self.waiting and not self._admission_stopped())
+        ):
+            return None
+        quiet = self.cohort.quiet_steps()
+        if quiet is None:
+            return None
+        n, context, steps = quiet
+        steps = min(steps, self.pool.available_tokens(self.cache.total_tokens) // n)
+        return (n, context, steps) if steps > 0 else None
+
+    def quiet_decode_done(self, end_times: list[float]) -> None:
+        """Steps of a quiet_decode run ended at `end_times`: their slots, their tokens and the ratio's decay, as
+        plan_step and complete_step count them step by step."""
+        self.pool.reserve(self.cohort.size * len(end_times))
+        ratio, decay, floor = self.new_token_ratio, self._ratio_decay, self.min_new_token_ratio
+        for _ in end_times:
+            ratio = max(ratio - decay, floor)
+        self.new_token_ratio = ratio
+        self.cohort.advance_quietly(end_times)
+
     def _plan_verify(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
         """Speculative decoding: each decoding request's slots for this verify: (request, tokens it gains) each,
         the requests retracted to make room, and the tokens gained in all."""
