@@ -52,10 +52,6 @@ class MonotonicClock:
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
 
 
-def _no_callback() -> None:
-    pass
-
-
 class _EarliestTimer:
     """Stands in for a sleep's timer handle on asyncio's timer heap where that timer is known to be due before every
     other: it orders first as the handle would (heapq only ever asks whether it is less than another), so pushing
@@ -107,42 +103,18 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
     def time(self) -> float:
         return self._virtual_clock.now_s()
 
-    def skip_sleep(self, delay_s: float) -> bool:
-        """Sleep `delay_s` (> 0) without a round trip through the loop, when the round trip could do nothing but
-        wake the sleeper: no callback is ready, no real I/O is, no thread holds time, and no other timer is due
-        by the sleep's end. The clock then moves exactly as asyncio.sleep would move it (call_later's deadline,
-        reached by _run_once's timeout), and the sleep's timer still goes on and off the heap, so timers due at
-        one instant keep the order they would have had. False: nothing was done; sleep the ordinary way."""
+    def sleep_skipper(self) -> Callable[[float], bool] | None:
+        """Sleeps without a round trip through the loop, for a caller that neither yields nor schedules anything
+        between them (one sleep_until, or the engine's run of quiet decode steps): skip(t_s) moves the clock to t_s
+        exactly as asyncio.sleep would move it (call_later's deadline, reached by _run_once's timeout) and returns
+        True when the round trip could do nothing but wake the sleeper: no callback is ready, no real I/O is, no
+        thread holds time, and no other timer is due by then. The sleep's timer still goes on and off the heap (as
+        a stand-in that orders first, as the handle would), so timers due at one instant keep their order. False:
+        nothing was done; sleep the ordinary way. What no sleep of a run can change is read once, and real I/O is
+        polled once, at the start (I/O that turns ready during a run, in real time, is seen after it, as it would
+        be had it come a moment later). None: every sleep the ordinary way."""
         # asyncio.BaseEventLoop's own state, read as _run_once reads it (CPython 3.11-3.13; not in typeshed). On a
         # Python whose loop lacks it, every sleep goes the ordinary way, which this only shortcuts.
-        loop: Any = self
-        try:
-            if loop._ready or loop._stopping or self._virtual_clock._held or loop._timer_cancelled_count:
-                return False
-            scheduled, resolution_s = loop._scheduled, loop._clock_resolution
-        except AttributeError:
-            return False
-        now_s = self.time()
-        when_s = now_s + delay_s  # call_later's deadline
-        ends_s = now_s + (when_s - now_s)  # where _run_once's select timeout takes the clock
-        due_by_s = ends_s + resolution_s  # _run_once runs the timers due before this
-        if when_s - now_s > MAXIMUM_SELECT_TIMEOUT_S or not when_s < due_by_s:
-            return False  # not due after one jump: a sleep of over a day, or far-off times (where ulps pass 1 ns)
-        if scheduled and scheduled[0].when() < due_by_s:
-            return False  # another timer is due first or together with it
-        if loop._selector.select(0):
-            return False  # I/O is ready: the loop handles it before time moves
-        heapq.heappush(scheduled, asyncio.TimerHandle(when_s, _no_callback, (), self))
-        heapq.heappop(scheduled)
-        self._virtual_clock._advance(ends_s - now_s)
-        return True
-
-    def sleep_skipper(self) -> Callable[[float], bool] | None:
-        """skip_sleep for a run of sleeps by one caller that neither yields nor schedules anything between them (the
-        engine's run of quiet decode steps): what no sleep of the run can change (ready callbacks, a held clock,
-        cancelled timers, the earliest other timer) is read once, and real I/O is polled once, at the start (I/O
-        that turns ready during the run, in real time, is seen after it, as it would be had it come a moment
-        later). The returned skip(t_s) does per sleep what skip_sleep does; None: every sleep the ordinary way."""
         loop: Any = self
         try:
             if loop._ready or loop._stopping or self._virtual_clock._held or loop._timer_cancelled_count:
@@ -157,7 +129,7 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
 
         def skip(t_s: float) -> bool:
             now_s = clock._now_s
-            delay_s = t_s - now_s  # sleep_until's delay, then skip_sleep's operations on it
+            delay_s = t_s - now_s  # sleep_until's delay
             if delay_s <= 0:
                 return False
             when_s = now_s + delay_s
@@ -200,13 +172,12 @@ class VirtualClock:
 
     def skip_to(self, t_s: float) -> bool:
         """sleep_until's shortcut alone, for code running on this clock's loop: when nothing else could run before
-        `t_s` (_VirtualLoop.skip_sleep), time moves there exactly as the sleep would move it and this returns True;
+        `t_s` (_VirtualLoop.sleep_skipper), time moves there exactly as the sleep would move it and this returns True;
         False: nothing was done (a sleep must go the ordinary way)."""
-        delay_s = t_s - self._now_s
-        if delay_s <= 0:
+        if t_s - self._now_s <= 0:
             return False
-        loop = asyncio.get_running_loop()
-        return isinstance(loop, _VirtualLoop) and loop.skip_sleep(delay_s)
+        skip = self.sleep_skipper()
+        return skip is not None and skip(t_s)
 
     def sleep_skipper(self) -> Callable[[float], bool] | None:
         """skip_to for a run of sleeps that nothing can come between (_VirtualLoop.sleep_skipper); None: none skips."""
