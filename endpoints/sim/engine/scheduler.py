@@ -489,7 +489,7 @@ class Scheduler:
                     self._drop(r, KV_EXHAUSTED)
         cohort.planned += 1
         if cohort.size and not retracted:
-            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
+            self._decay_new_token_ratio(1)
         return retracted, cohort.size
 
     def quiet_decode(self) -> tuple[int, int, int] | None:
@@ -515,10 +515,7 @@ class Scheduler:
         """Steps of a quiet_decode run ended at `end_times`: their slots, their tokens and the ratio's decay, as
         plan_step and complete_step count them step by step."""
         self.pool.reserve(self.cohort.size * len(end_times))
-        ratio, decay, floor = self.new_token_ratio, self._ratio_decay, self.min_new_token_ratio
-        for _ in end_times:
-            ratio = max(ratio - decay, floor)
-        self.new_token_ratio = ratio
+        self._decay_new_token_ratio(len(end_times))
         self.cohort.advance_quietly(end_times)
 
     def _plan_verify(self) -> tuple[list[tuple[SimRequest, int]], list[SimRequest], int]:
@@ -546,8 +543,16 @@ class Scheduler:
                 work.append((r, n))
                 need += n
         if work and not retracted:
-            self.new_token_ratio = max(self.new_token_ratio - self._ratio_decay, self.min_new_token_ratio)
+            self._decay_new_token_ratio(1)
         return work, retracted, need
+
+    def _decay_new_token_ratio(self, steps: int) -> None:
+        """SGLang's per-decode-step decay of the admission estimate's ratio, down to its floor, `steps` times (one
+        subtraction a step, so a run of steps lands on the same float as the steps one by one)."""
+        ratio, decay, floor = self.new_token_ratio, self._ratio_decay, self.min_new_token_ratio
+        for _ in range(steps):
+            ratio = max(ratio - decay, floor)
+        self.new_token_ratio = ratio
 
     def _retract(self, decoding: list[SimRequest]) -> tuple[list[SimRequest], list[SimRequest]]:
         """SGLang's retract_decode: give up the requests that have done least, until the rest have
