@@ -269,7 +269,7 @@ def _replay_one(
 
         def replay(endpoint: RunningEndpoint, clock: VirtualTime):
             config = replace(config_at(endpoint.url), flush_interval_s=VIRTUAL_FLUSH_INTERVAL_S)
-            return run_replay_async(workload, config, shard_dir, clock)
+            return run_replay_async(workload, config, shard_dir, clock, exchange=endpoint.exchange)
 
         first = run is task.runs[0]
         if task.shard_index == 0 and first:  # the capacity measurements overlap the replay: neither keeps a schedule

@@ -91,7 +91,7 @@ def write_shadow_canary(
     def replay(endpoint: RunningEndpoint, clock: VirtualTime):
         config = replay_config_for(scenario, traffic, url=endpoint.url, api_key_env=None, run_id=shadow_run_id)
         config = replace(config, flush_interval_s=FLUSH_INTERVAL_S)
-        return run_replay_async(workload, config, shadow_dir / SHARD_DIR.format(0), clock)
+        return run_replay_async(workload, config, shadow_dir / SHARD_DIR.format(0), clock, exchange=endpoint.exchange)
 
     started_cpu_s = time.process_time()
     info = replay_on_virtual_twin(twin, shadow_dir, shadow_run_id, scenario.cold_start, replay)

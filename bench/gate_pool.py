@@ -104,9 +104,8 @@ def _replay_one(job: tuple[str, int, Path, Path, Path, Path]) -> Path:
 
         def replay(endpoint, clock):
             config = replay_config_for(scenario, traffic, url=endpoint.url, api_key_env=spec.api_key_env, run_id=run_id)
-            return run_replay_async(
-                workload, replace(config, flush_interval_s=VIRTUAL_FLUSH_INTERVAL_S), shard_dir, clock
-            )
+            config = replace(config, flush_interval_s=VIRTUAL_FLUSH_INTERVAL_S)
+            return run_replay_async(workload, config, shard_dir, clock, exchange=endpoint.exchange)
 
         replay_on_virtual_twin(spec, run_dir, run_id, scenario.cold_start, replay)
         facts = orjson.loads((run_dir / SERVER_FACTS_FILE).read_bytes())

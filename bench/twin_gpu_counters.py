@@ -44,7 +44,7 @@ def measure(name: str, week: date, work_dir: Path) -> None:
 
     def replay(endpoint, clock):
         config = replay_config_for(scenario, traffic, url=endpoint.url, api_key_env=None, run_id=name)
-        return run_replay_async(workload, config, run_dir / "shard-0", clock)
+        return run_replay_async(workload, config, run_dir / "shard-0", clock, exchange=endpoint.exchange)
 
     started = time.monotonic()
     info = replay_on_virtual_twin(spec, run_dir, name, scenario.cold_start, replay)

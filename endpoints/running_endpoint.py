@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.exchange import Exchange
 from endpoints.fingerprint import ConfigFingerprint
 from endpoints.spec import EndpointSpec
 
@@ -26,6 +27,8 @@ class RunningEndpoint:
     # A fleet: its workers' base URLs (in the order of worker_server_infos) and the router's own /metrics.
     worker_urls: tuple[str, ...] = ()
     router_metrics_url: str | None = None
+    # Served in this process on a virtual clock: its generation routes answered without a socket (virtual_twin.py).
+    exchange: Exchange | None = None
 
     @property
     def version(self) -> str | None:

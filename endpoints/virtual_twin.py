@@ -1,8 +1,12 @@
 """A twin endpoint on a virtual clock (`clock: virtual` in endpoints.yaml): served inside the replay's own
 process and event loop, so a window of traffic costs the CPU time its events take, not its length.
 
-The twin and the replay client share one VirtualClock loop and talk real HTTP over a loopback socket (the
-loop polls sockets; when every task waits on a timer, time jumps to it). Nothing else changes: the
+The twin and the replay client share one VirtualClock loop (the loop polls sockets; when every task waits on a
+timer, time jumps to it). The replay's generation requests reach the twin in-process (`RunningEndpoint.exchange`,
+common/exchange.py): the twin's own code writes each answer's bytes at the virtual instant it would write them,
+and the client's own code reads them; only the socket and the two aiohttp stacks are skipped, which on a virtual
+clock move no timing. Everything else is real HTTP over loopback, and so is every request to a twin whose
+faults act on the connection (endpoints/sim/http/in_process.py). Nothing else changes: the
 server's facts, the cache preparation and the /metrics probes are the same code a launched server gets,
 run in a thread (asyncio.to_thread) while time holds, and the probes tick at the same intervals of
 virtual time. Timings are virtual: what the modelled GPUs took, without the twin's or the client's own
@@ -18,7 +22,7 @@ fleet is its prefill twins (each with a bootstrap port on loopback), its decode 
 (endpoints/router/pd_fleet_router.py).
 
     info = replay_on_virtual_twin(spec, run_dir, run_id, cold_start, replay)
-    # replay(endpoint, clock) -> awaitable RunInfo: run_replay_async(..., clock=clock) at endpoint.url
+    # replay(endpoint, clock) -> awaitable RunInfo: run_replay_async(..., clock, exchange=endpoint.exchange)
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,10 +42,11 @@ from endpoints.fleet_commands import fleet_workers, worker_extra_args
 from endpoints.probes.cache_prep import prepare_cache
 from endpoints.probes.probe_session import probe_session
 from endpoints.provision import LOOPBACK, describe_served, free_port, server_flags
-from endpoints.router.fleet_router import FleetRouter
+from endpoints.router.fleet_router import FleetRouter, RouterExchange
 from endpoints.router.pd_fleet_router import PdFleetRouter
 from endpoints.router.policy_params import parse_router_spec
 from endpoints.running_endpoint import RunningEndpoint
+from endpoints.sim.http.in_process import TwinExchange, twin_exchange
 from endpoints.sim.http.server import create_app
 from endpoints.sim.server_args import parse_server_args
 from endpoints.spec import EndpointClock, EndpointMode, EndpointSpec, FleetSpec, WorkerRole
@@ -99,8 +105,9 @@ async def _serve_and_replay(
         if spec.fleet is None:
             log_path = run_dir / SERVER_LOG_FILE.format(spec.name)
             log_path.write_text(f"# costbench: the twin in-process on a virtual clock: {' '.join(flags)}\n")
-            url = await _serve_twin(flags, clock, runners)
+            url, exchange = await _serve_twin(flags, clock, runners)
             endpoint = await asyncio.to_thread(describe_served, spec, url, run_dir, log_path, flags)
+            endpoint = replace(endpoint, exchange=exchange)
             logs: tuple[tuple[Path, str], ...] = ((log_path, url),)
         else:
             endpoint, logs = await _serve_fleet(spec, spec.fleet, flags, run_dir, clock, runners)
@@ -130,17 +137,20 @@ async def _listen(app: web.Application, runners: list[web.AppRunner]) -> str:
     return f"http://{LOOPBACK}:{runner.addresses[0][1]}"
 
 
-async def _serve_twin(flags: list[str], clock: VirtualClock, runners: list[web.AppRunner]) -> str:
-    """One twin app on a free loopback port; its base URL."""
+async def _serve_twin(
+    flags: list[str], clock: VirtualClock, runners: list[web.AppRunner]
+) -> tuple[str, TwinExchange | None]:
+    """One twin app on a free loopback port: its base URL, and its generation routes in-process (None: HTTP only)."""
     box: list[web.AppRunner] = []
 
     def crash() -> None:  # --fault-crash-after: the server goes away, the replay's process does not
         if box:
             asyncio.get_running_loop().create_task(box[0].cleanup())
 
-    url = await _listen(create_app(parse_server_args(flags), clock, on_crash=crash), runners)
+    app = create_app(parse_server_args(flags), clock, on_crash=crash)
+    url = await _listen(app, runners)
     box.append(runners[-1])
-    return url
+    return url, twin_exchange(app, url)
 
 
 async def _serve_fleet(
@@ -155,6 +165,7 @@ async def _serve_fleet(
     params = parse_router_spec(fleet.router)  # refused by name if the policy or a flag is not modelled
     logs: list[tuple[Path, str]] = []
     worker_urls: list[str] = []
+    exchanges: list[TwinExchange | None] = []
     bootstrap_ports: list[int] = []
     for worker in fleet_workers(fleet):
         index = worker.index
@@ -164,8 +175,10 @@ async def _serve_fleet(
         worker_flags = [*flags, *worker_extra_args(spec, worker, bootstrap)]
         log_path = run_dir / WORKER_LOG_FILE.format(spec.name, index)
         log_path.write_text(f"# costbench: twin {index} in-process on a virtual clock: {' '.join(worker_flags)}\n")
-        worker_urls.append(await _serve_twin(worker_flags, clock, runners))
-        logs.append((log_path, worker_urls[-1]))
+        url, exchange = await _serve_twin(worker_flags, clock, runners)
+        worker_urls.append(url)
+        exchanges.append(exchange)
+        logs.append((log_path, url))
     router: FleetRouter | PdFleetRouter
     if fleet.disaggregated:
         prefills = len(bootstrap_ports)  # fleet_workers puts the prefill workers first
@@ -193,4 +206,9 @@ async def _serve_fleet(
     endpoint = await asyncio.to_thread(
         describe_served, spec, router_url, run_dir, router_log, flags, tuple(worker_urls), router_facts
     )
+    # In-process through the router's pick to each worker's exchange; a PD fleet's hand-off between its prefill and
+    # decode twins (bootstrap rooms, the decode's fetch) is HTTP through and through, and so are its requests.
+    if isinstance(router, FleetRouter) and all(e is not None for e in exchanges):
+        workers = tuple(e for e in exchanges if e is not None)
+        endpoint = replace(endpoint, exchange=RouterExchange(router, router_url, workers))
     return endpoint, ((router_log, router_url), *logs)

@@ -98,7 +98,8 @@ def replayed_run(scenario: Scenario, spec: EndpointSpec, week: date, workloads_d
 
     def replay(endpoint: RunningEndpoint, clock: VirtualTime) -> Awaitable[RunInfo]:
         config = replay_config_for(scenario, traffic, url=endpoint.url, api_key_env=None, run_id=run_dir.name)
-        return run_replay_async(workload, replace(config, max_requests=MAX_REQUESTS), run_dir / "replay", clock)
+        config = replace(config, max_requests=MAX_REQUESTS)
+        return run_replay_async(workload, config, run_dir / "replay", clock, exchange=endpoint.exchange)
 
     info = replay_on_virtual_twin(spec, run_dir, run_dir.name, scenario.cold_start, replay)
     facts = orjson.loads((run_dir / SERVER_FACTS_FILE).read_bytes())

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import aiohttp
 
+from common.exchange import Exchange
 from replay.clients.client_protocol import SendOptions
 from replay.clients.client_registry import Backend, client_for
 from replay.clients.server_info_fetch import fetch_model_id, fetch_server_info
@@ -63,7 +64,10 @@ async def run_replay_async(
     out_dir: Path,
     clock: Clock | None = None,
     progress: ReplayProgress | None = None,
+    exchange: Exchange | None = None,
 ) -> RunInfo:
+    """Replays `workload` per `config` into `out_dir`. `exchange`: where the endpoint answers in-process (a twin on
+    `clock`, endpoints/virtual_twin.py); its generation requests skip HTTP, everything else goes over it."""
     clock = clock or MonotonicClock()
     out_dir = Path(out_dir)
     created = not out_dir.exists()
@@ -72,7 +76,7 @@ async def run_replay_async(
     except OSError as exc:
         raise ReplayInputError(f"{out_dir}: cannot create the output directory ({exc})") from None
     try:
-        return await _replay_into(workload, config, out_dir, clock, progress)
+        return await _replay_into(workload, config, out_dir, clock, progress, exchange)
     except BaseException:
         # A replay that could not start (bad window, unreachable endpoint) leaves no empty folder behind.
         if created and out_dir.is_dir() and not any(out_dir.iterdir()):
@@ -81,7 +85,12 @@ async def run_replay_async(
 
 
 async def _replay_into(
-    workload: Workload, config: ReplayConfig, out_dir: Path, clock: Clock, progress: ReplayProgress | None
+    workload: Workload,
+    config: ReplayConfig,
+    out_dir: Path,
+    clock: Clock,
+    progress: ReplayProgress | None,
+    exchange: Exchange | None,
 ) -> RunInfo:
     selected, requests = select_requests(workload, config)
     headers = _auth_headers(config.api_key_env)
@@ -98,7 +107,7 @@ async def _replay_into(
             raise ReplayInputError(str(exc)) from None
         if problem:
             log.warning("server facts unavailable, replaying anyway: %s", problem)
-        options = await _send_options(session, config, headers, server_info)
+        options = await _send_options(session, config, headers, server_info, exchange)
         send = client_for(config.backend)
 
         sink = PartFileSink(out_dir, clock.now_s, config.flush_every_records, config.flush_interval_s)
@@ -176,7 +185,11 @@ async def _t0(config: ReplayConfig, clock: Clock) -> tuple[float, float]:
 
 
 async def _send_options(
-    session: aiohttp.ClientSession, config: ReplayConfig, headers: dict[str, str], server_info: dict
+    session: aiohttp.ClientSession,
+    config: ReplayConfig,
+    headers: dict[str, str],
+    server_info: dict,
+    exchange: Exchange | None,
 ) -> SendOptions:
     model = config.model
     if model is None and config.backend is not Backend.SGLANG:
@@ -190,6 +203,7 @@ async def _send_options(
         require_reasoning=config.require_reasoning,
         cache_report=server_info.get("enable_cache_report") is True,
         sim_reasoning_field=SIM_REASONING_FIELD if SIM_MARKER_KEY in server_info else None,
+        exchange=exchange,
     )
 
 

@@ -1,7 +1,7 @@
 """The layers point one way, read statically from the source (ast; nothing is imported).
 
 common (kernels every layer shares) imports nothing else of the project and stays small; redaction (secrets kept
-out of what is stored, by name and by shape) beside it imports nothing else either; workloads sits on them; replay and endpoints are siblings on workloads (replay talks to endpoints only over HTTP); warehouse
+out of what is stored, by name and by shape) beside it imports nothing else either; workloads sits on them; replay and endpoints are siblings on workloads (replay talks to endpoints over HTTP, or through common/exchange.py to a twin on its own virtual clock); warehouse
 stores what both produce; together they are the Dagster-free library. assets wires them into Dagster;
 pipelines is the top (Definitions, schedule, sensors, CLI). Inside every package the rooms (sub-packages and
 modules side by side) point one way too: no two siblings import each other. No module of the project imports

@@ -12,6 +12,9 @@ its last load), and counts a request in flight from dispatch until its answer's 
 
     router = FleetRouter(worker_urls, parse_router_spec(spec), clock)
     runner = web.AppRunner(router.app()); ...
+
+On a virtual clock its routed POSTs can also be answered in-process (RouterExchange, common/exchange.py): the
+same pick and in-flight count, the worker's own in-process answer passed through with the same header.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Mapping
 
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
 
 from common.bounded_body import read_at_most
+from common.exchange import Exchange, ExchangeAnswer
 from endpoints.clock import Clock
 from endpoints.router.policy_params import RouterModelParams
 from endpoints.router.routing_policy import RoutingPolicy, build_policy
@@ -201,3 +206,35 @@ class FleetRouter:
                 await out.write(chunk)
             await out.write_eof()
             return out
+
+
+class RouterExchange:
+    """The router's routed POSTs at `base_url`, in-process: `router` picks the worker and counts it in flight until
+    the answer's body ends (its last byte written, or the reader gone), and that worker's exchange answers."""
+
+    def __init__(self, router: FleetRouter, base_url: str, workers: tuple[Exchange, ...]) -> None:
+        if len(workers) != len(router.worker_urls):
+            raise ValueError("a router exchange needs one worker exchange per worker URL")
+        self._router = router
+        self._base_url = base_url.rstrip("/")
+        self._workers = workers
+
+    async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> ExchangeAnswer | None:
+        path = url[len(self._base_url) :] if url.startswith(self._base_url) else None
+        if path not in ROUTED_PATHS:
+            return None
+        router = self._router
+        worker = router.pick(path, parsed_body(body))
+        worker_url = router.worker_urls[worker]
+        try:
+            upstream = await self._workers[worker].post(worker_url + path, body, headers)
+        except BaseException:
+            router.done(worker)
+            raise
+        if upstream is None:
+            router.done(worker)
+            raise RuntimeError(f"worker {worker_url} does not answer {path} in-process")
+        upstream.body.on_end(lambda: router.done(worker))
+        out = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
+        out[ROUTED_WORKER_HEADER] = worker_url
+        return ExchangeAnswer(upstream.status, out, upstream.body)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import aiohttp
 
+from common.exchange import Exchange
 from replay.clock import Clock
 from replay.prepared_request import PreparedRequest
 from replay.recording.records import RequestRecord
@@ -30,6 +31,8 @@ class SendOptions:
     # The twin's body field for how many reasoning tokens to emit; set only when the endpoint is the
     # twin and the field is known, so a real server never receives it.
     sim_reasoning_field: str | None = None
+    # A twin served on the replay's own virtual clock answers its generation routes in-process (common/exchange.py).
+    exchange: Exchange | None = field(default=None, repr=False)
 
 
 class SendFunction(Protocol):

@@ -157,7 +157,7 @@ async def send_openai(
     state = OpenAiStreamState(chat, keep_answer=request.answer_check is not None)
     outcome = await stream_request(
         session, options.base_url + path, body, {"Content-Type": "application/json", **options.headers},
-        clock, t0_s, options.request_timeout_s, state,
+        clock, t0_s, options.request_timeout_s, state, options.exchange,
     )  # fmt: skip
     times = StreamedTimes(state.first_token_s, state.first_answer_s, tuple(state.chunk_s))
     usage = ReportedUsage(*state.usage_counts(options.cache_report))

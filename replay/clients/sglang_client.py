@@ -235,6 +235,7 @@ async def send(
     outcome = await stream_request(
         session, options.base_url + GENERATE_PATH, build_body(request, options),
         {"Content-Type": "application/json", **options.headers}, clock, t0_s, options.request_timeout_s, state,
+        options.exchange,
     )  # fmt: skip
     meta = state.meta
     usage = ReportedUsage(

@@ -1,4 +1,5 @@
-"""The one HTTP streaming loop every client shares: POST a body, read SSE, fold events, classify failure.
+"""The one streaming loop every client shares: POST a body (over HTTP, or in-process to a twin on the replay's own
+virtual clock), read SSE, fold events, classify failure.
 
 A client supplies the body and a `StreamFold` that understands its API's events; this module owns
 what is common: the per-request deadline, the send time, non-2xx answers, the SSE reader, dropped
@@ -13,13 +14,15 @@ of which the rest is never read (leaving the response then closes its connection
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 import aiohttp
 
 from common.bounded_body import read_at_most
+from common.exchange import Exchange, ExchangeAnswer
 from replay.clients.sse_reader import SseParser, byte_size
 from replay.clock import Clock
 from replay.recording.error_kinds import ErrorKind
@@ -60,7 +63,10 @@ async def stream_request(
     t0_s: float,
     timeout_s: float,
     fold: StreamFold,
+    exchange: Exchange | None = None,
 ) -> StreamOutcome:
+    """POST `body` to `url` and fold its answer; over `session`, or in-process through `exchange` when it serves
+    `url` (a twin on the replay's own virtual clock, common/exchange.py)."""
     sent_s: float | None = None
     finish_s: float | None = None
     http_status: int | None = None
@@ -70,15 +76,15 @@ async def stream_request(
     try:
         async with asyncio.timeout(timeout_s):
             sent_s = clock.now_s() - t0_s
-            async with session.post(url, data=body, headers=headers) as response:
+            async with _answered(session, exchange, url, body, headers) as response:
                 http_status = response.status
                 worker = response.headers.get(ROUTED_WORKER_HEADER)
                 if response.status != 200:
-                    text = await read_error_body(response)
+                    text = await response.error_text()
                     finish_s = clock.now_s() - t0_s
                     error = (RequestStatus.ERROR, ErrorKind.HTTP_STATUS, f"HTTP {response.status}{text}")
                 else:
-                    stream, error, end_s = await _read_events(response.content, clock.now_s, t0_s, fold)
+                    stream, error, end_s = await _read_events(response.read, clock.now_s, t0_s, fold)
                     finish_s = (end_s if end_s is not None else clock.now_s()) - t0_s
                     if error is None and stream.cut is not None:
                         error = (RequestStatus.ERROR, ErrorKind.RESPONSE_TOO_LARGE, stream.cut)
@@ -99,8 +105,74 @@ async def stream_request(
     return StreamOutcome(sent_s, finish_s, http_status, error, worker)
 
 
+class _Answer(Protocol):
+    """An answer as the loop above reads it, whichever way it came."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    async def read(self) -> bytes:
+        """What arrived since the last read, waiting for some; b"" at the end of the body."""
+        ...
+
+    def at_eof(self) -> bool: ...
+
+    async def error_text(self) -> str:
+        """read_error_body's text of a non-200 answer's body."""
+        ...
+
+
+class _HttpAnswer:
+    __slots__ = ("_response", "status", "headers", "read", "at_eof")
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.status = response.status
+        self.headers = response.headers
+        self.read = response.content.readany
+        self.at_eof = response.content.at_eof
+
+    async def error_text(self) -> str:
+        return await read_error_body(self._response)
+
+
+class _InProcessAnswer:
+    __slots__ = ("_body", "status", "headers", "read", "at_eof")
+
+    def __init__(self, answer: ExchangeAnswer) -> None:
+        self._body = answer.body
+        self.status = answer.status
+        self.headers = answer.headers
+        self.read = answer.body.read
+        self.at_eof = answer.body.at_eof
+
+    async def error_text(self) -> str:
+        data = bytearray()
+        while len(data) <= ERROR_BODY_MAX_BYTES and (piece := await self._body.read()):
+            data += piece
+        return _error_text(bytes(data[:ERROR_BODY_MAX_BYTES]), len(data) > ERROR_BODY_MAX_BYTES, "utf-8")
+
+
+@contextlib.asynccontextmanager
+async def _answered(
+    session: aiohttp.ClientSession, exchange: Exchange | None, url: str, body: bytes, headers: Mapping[str, str]
+) -> AsyncIterator[_Answer]:
+    answer = await exchange.post(url, body, headers) if exchange is not None else None
+    if answer is None:
+        async with session.post(url, data=body, headers=headers) as response:
+            yield _HttpAnswer(response)
+        return
+    try:
+        yield _InProcessAnswer(answer)
+    finally:
+        answer.body.close()  # read to the end or not: the twin's next write finds the reader gone
+
+
 async def _read_events(
-    content: aiohttp.StreamReader, now_s: Callable[[], float], t0_s: float, fold: StreamFold
+    read: Callable[[], Awaitable[bytes]], now_s: Callable[[], float], t0_s: float, fold: StreamFold
 ) -> tuple[SseParser, Failure | None, float | None]:
     """Feed every read of the body to the SSE reader and each event it completes to `fold`, until [DONE], a bound,
     the end of the body or an event that fails: (the reader, that failure, when the stream ended: None when an
@@ -111,7 +183,7 @@ async def _read_events(
     """
     parser = SseParser()
     arrival_s = 0.0
-    while chunk := await content.readany():
+    while chunk := await read():
         arrival_s = now_s()
         at_s = arrival_s - t0_s
         for data in parser.feed(chunk, arrival_s):
@@ -141,8 +213,12 @@ def _fold_event(fold: StreamFold, data: bytes, at_s: float) -> Failure | None:
 async def read_error_body(response: aiohttp.ClientResponse, max_bytes: int = ERROR_BODY_MAX_BYTES) -> str:
     """`: <body>` of a non-200 answer, at most `max_bytes` of it, said when cut: ` (body cut at 64 KiB): <body>`."""
     body, more = await read_at_most(response, max_bytes)
+    return _error_text(body, more, response.charset or "utf-8", max_bytes)
+
+
+def _error_text(body: bytes, more: bool, charset: str, max_bytes: int = ERROR_BODY_MAX_BYTES) -> str:
     try:
-        text = body.decode(response.charset or "utf-8", errors="replace")
+        text = body.decode(charset, errors="replace")
     except LookupError:  # a charset Python does not know
         text = body.decode("utf-8", errors="replace")
     return f" (body cut at {byte_size(max_bytes)}): {text}" if more else f": {text}"
@@ -151,12 +227,12 @@ async def read_error_body(response: aiohttp.ClientResponse, max_bytes: int = ERR
 DRAIN_LIMIT_S = 1.0  # a server that keeps a finished response open this long loses the connection instead
 
 
-async def _drain(response: aiohttp.ClientResponse) -> None:
-    if response.content.at_eof():
+async def _drain(response: _Answer) -> None:
+    if response.at_eof():
         return
     try:
         async with asyncio.timeout(DRAIN_LIMIT_S):
-            while await response.content.readany():
+            while await response.read():
                 pass
     except TimeoutError:
         pass  # leaving the `async with` closes the connection; the request itself is complete

@@ -1,4 +1,4 @@
-"""The one loop that turns a submitted request into an HTTP answer, for every route.
+"""The one loop that turns a submitted request into its answer, for every route, over HTTP or in-process.
 
 A view (native or OpenAI) decides what the bytes look like; this loop decides when they go out:
 streamed chunk by chunk (several pending updates leave in one write, so a slow reader catches up
@@ -9,7 +9,7 @@ last chunk. The request's faults (see faults.py) fire here, after its first toke
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from aiohttp import web
@@ -46,19 +46,52 @@ def engine_spec(spec, faults: RequestFaults, bootstrap: Bootstrap | None = None)
     return replace(spec, stream=spec.stream or faults.any, bootstrap=bootstrap)
 
 
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A generation request the engine took, and how its answer is shaped (SimTwin.accept_generate)."""
+
+    request: SimRequest
+    view: View
+    stream: bool
+    faults: RequestFaults
+
+
+@dataclass(frozen=True, slots=True)
+class StreamAbort:
+    """A streamed request SGLang's scheduler aborted before its first token: 200, this event, [DONE]."""
+
+    event: bytes
+
+
+class AnswerSink(Protocol):
+    """Where a streamed answer's bytes go: an HTTP response (server.py) or an in-process body (in_process.py)."""
+
+    async def open(self) -> None:
+        """Status and headers out (200, SSE_HEADERS)."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Raises ConnectionResetError when the client has gone."""
+        ...
+
+    async def end(self, data: bytes) -> None:
+        """The last bytes and the clean end of the body."""
+        ...
+
+
 async def answer(
-    http: web.Request,
+    sink: AnswerSink | None,
     engine: SimEngine,
     request: SimRequest,
     view: View,
-    stream: bool,
     faults: RequestFaults,
     json_response,
-) -> web.StreamResponse:
-    response: web.StreamResponse | None = None
-    if stream:
-        response = web.StreamResponse(headers=SSE_HEADERS)
-        await response.prepare(http)
+) -> web.Response | None:
+    """Runs `request` to its end, streamed into `sink` (None: not streamed); returns the whole answer when it was
+    not streamed (or a fault's error answer), None when it went into the sink. Raises Disconnect (the request
+    aborted) when the injected fault drops the connection, which the caller then drops."""
+    if sink is not None:
+        await sink.open()
     updates = engine.updates(request)
     fired = not faults.any
     final: TokenUpdate | None = None
@@ -76,35 +109,32 @@ async def answer(
                 update = pending[-1]
             elif update.finished:
                 final = update
-            if response is not None:
+            if sink is not None:
                 data = chunk(update) if pending is None else b"".join(map(chunk, pending))
                 if final is None:
-                    await response.write(data)
+                    await sink.write(data)
                 else:  # the last chunk, [DONE] and the end of the chunked body leave in one write
-                    await response.write_eof(data + DONE)
+                    await sink.end(data + DONE)
             if not fired and update.output_tokens > 0 and final is None:
                 fired = True
                 if faults.error:
                     engine.abort(request, {"type": "abort", "message": FAULT_ERROR_MESSAGE, "status_code": 500})
-                    if response is None:
+                    if sink is None:
                         return view.error_response(FAULT_ERROR_MESSAGE, 500)
-                    await response.write(view.error_event(FAULT_ERROR_MESSAGE, 500) + DONE)
-                    await response.write_eof()
-                    return response
+                    await sink.end(view.error_event(FAULT_ERROR_MESSAGE, 500) + DONE)
+                    return None
                 if faults.disconnect:
                     raise Disconnect
                 if faults.stall_s > 0:
                     await asyncio.sleep(faults.stall_s)
-        if response is None:
+        if sink is None:
             return json_response(view.full_body(final))
-        return response
+        return None
     except Disconnect:
         engine.abort(request)
-        if http.transport is not None:
-            http.transport.abort()  # no final chunk, no [DONE], no clean end of the chunked body
-        raise asyncio.CancelledError from None  # aiohttp drops a cancelled handler quietly
+        raise  # the caller drops the connection: no final chunk, no [DONE], no clean end of the body
     except ConnectionResetError:
-        assert response is not None  # only a streamed write finds the client gone
-        return response  # the client went away; closing `updates` aborts the request and frees its KV
+        assert sink is not None  # only a streamed write finds the client gone
+        return None  # the client went away; closing `updates` aborts the request and frees its KV
     finally:
         await updates.aclose()

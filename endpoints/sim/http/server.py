@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import NoReturn
 
 import aiohttp
@@ -36,7 +36,7 @@ from endpoints.sim.http.generate_request import parse_generate
 from endpoints.sim.http.native_view import NativeView, json_response
 from endpoints.sim.http.openai_request import parse_chat, parse_completion
 from endpoints.sim.http.openai_view import OpenAIView, Route, error_body
-from endpoints.sim.http.response_stream import DONE, SSE_HEADERS, answer, engine_spec
+from endpoints.sim.http.response_stream import DONE, SSE_HEADERS, Accepted, Disconnect, StreamAbort, answer, engine_spec
 from endpoints.sim.http.structured_request import native_abort_chunk, prompt_text, with_answer
 from endpoints.sim.server_args import SimServerArgs
 from endpoints.sim.structured.grammar_backend import GrammarError
@@ -128,6 +128,74 @@ class SimTwin:
             request.reasoning_target,
         )  # fmt: skip
 
+    def gate(self, path: str, headers: Mapping[str, str]) -> web.Response | None:
+        """The answer a request gets before any route sees it (a missing API key, the warm-up's or an outage's
+        503), or None: let it through."""
+        key = self.args.api_key
+        if key and path not in _UNAUTHENTICATED_PATHS:
+            if headers.get("Authorization") != f"Bearer {key}":
+                return json_response({"error": "Unauthorized"}, 401)
+        if path in _GENERATION_PATHS and self.unavailable(path.startswith("/health")):
+            if path.startswith("/health"):
+                return web.Response(status=503)
+            message = "The server is not ready (warming up or unavailable)."
+            if path.startswith("/v1/"):
+                return json_response(error_body(message, 503), 503)
+            return json_response({"error": {"message": message}}, 503)
+        return None
+
+    # -- generation: what the engine takes (the answer is response_stream.answer's) ----------------
+
+    def accept_generate(self, raw: bytes) -> Accepted | StreamAbort | web.Response:
+        """Native /generate: the submitted request, a stream SGLang aborts at once, or a whole answer (400)."""
+        engine = self.engine
+        try:
+            body = _body(raw)
+            ask = parse_generate(body, engine.model.vocab_size)
+            constraint = from_sampling_params(body.get("sampling_params") or {})
+            after_reasoning = self.reasoning and ask.require_reasoning  # SGLang defers the grammar only then
+            text = prompt_text(body, chat=False)
+            spec = self.structured(ask.spec, constraint, text, after_reasoning, body.get("rid"))
+            faults = self.faults.draw()
+            sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
+        except (BadRequest, RequestRejected) as exc:
+            return NativeView.error_response(str(exc), 400)
+        except GrammarError as exc:
+            if not ask.spec.stream:
+                return NativeView.error_response(str(exc), 400)
+            return StreamAbort(native_abort_chunk(ask.spec.rid, len(ask.spec.input_ids), str(exc)))
+        report_reasoning = ask.require_reasoning and self.reasoning
+        epoch_offset_s = time.time() - self.clock.now_s() if self.args.enable_metrics else None
+        incremental = self.args.incremental_streaming_output
+        view = NativeView(sim_request, self.text(sim_request), incremental, report_reasoning, epoch_offset_s)
+        return Accepted(sim_request, view, ask.spec.stream, faults)
+
+    def accept_openai(self, raw: bytes, route: Route) -> Accepted | StreamAbort | web.Response:
+        """/v1/chat/completions and /v1/completions, as accept_generate."""
+        engine, args = self.engine, self.args
+        vocab = engine.model.vocab_size
+        try:
+            body = _body(raw)
+            if route is Route.CHAT:
+                unlimited = engine.context_length_tokens  # engine.submit clips it to what the context leaves
+                ask = parse_chat(body, vocab, unlimited, self.reasoning, args.stream_response_default_include_usage)
+            else:
+                ask = parse_completion(body, vocab, args.stream_response_default_include_usage)
+            chat = route is Route.CHAT
+            constraint = from_openai_body(body, completions=not chat)
+            after_reasoning = chat and self.reasoning  # chat's thinking mode: the grammar starts after `</think>`
+            spec = self.structured(ask.spec, constraint, prompt_text(body, chat), after_reasoning, body.get("rid"))
+            faults = self.faults.draw()
+            sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
+        except (BadRequest, RequestRejected) as exc:
+            return OpenAIView.error_response(str(exc), 400)
+        except GrammarError as exc:
+            if not ask.spec.stream:
+                return OpenAIView.error_response(str(exc), 400)
+            return StreamAbort(OpenAIView.error_event(str(exc), 400))
+        view = OpenAIView(route, sim_request, ask, self.text(sim_request), self.reasoning, args.enable_cache_report)
+        return Accepted(sim_request, view, ask.spec.stream, faults)
+
     # -- facts ------------------------------------------------------------------------------------
 
     def server_info(self) -> dict:
@@ -183,19 +251,8 @@ TWIN_KEY = web.AppKey("twin", SimTwin)
 
 @web.middleware
 async def _gate_middleware(request: web.Request, handler):
-    twin = request.app[TWIN_KEY]
-    key = twin.args.api_key
-    if key and request.path not in _UNAUTHENTICATED_PATHS:
-        if request.headers.get("Authorization") != f"Bearer {key}":
-            return json_response({"error": "Unauthorized"}, 401)
-    if request.path in _GENERATION_PATHS and twin.unavailable(request.path.startswith("/health")):
-        if request.path.startswith("/health"):
-            return web.Response(status=503)
-        message = "The server is not ready (warming up or unavailable)."
-        if request.path.startswith("/v1/"):
-            return json_response(error_body(message, 503), 503)
-        return json_response({"error": {"message": message}}, 503)
-    return await handler(request)
+    refused = request.app[TWIN_KEY].gate(request.path, request.headers)
+    return refused if refused is not None else await handler(request)
 
 
 async def _health(request: web.Request) -> web.Response:
@@ -249,80 +306,63 @@ async def _flush_cache(request: web.Request) -> web.Response:
     return web.Response(status=400, text="Cache not flushed: requests are running or waiting.\n")
 
 
-async def _body(request: web.Request):
+def _body(raw: bytes):
     try:
-        return orjson.loads(await request.read())
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"the request body is not valid JSON: {exc}") from None
 
 
-async def _stream_abort(http: web.Request, event: bytes) -> web.StreamResponse:
-    """A stream whose request SGLang's scheduler aborted before its first token: 200, the event, [DONE]."""
-    response = web.StreamResponse(headers=SSE_HEADERS)
-    await response.prepare(http)
-    await response.write(event + DONE)
-    await response.write_eof()
-    return response
+class _HttpSink:
+    """A streamed answer into an aiohttp response (response_stream.AnswerSink)."""
+
+    def __init__(self, http: web.Request) -> None:
+        self._http = http
+        self.response = web.StreamResponse(headers=SSE_HEADERS)
+
+    async def open(self) -> None:
+        await self.response.prepare(self._http)
+
+    async def write(self, data: bytes) -> None:
+        await self.response.write(data)
+
+    async def end(self, data: bytes) -> None:
+        await self.response.write_eof(data)
+
+
+async def _deliver(http: web.Request, twin: SimTwin, accepted: Accepted | StreamAbort | web.Response):
+    if isinstance(accepted, web.Response):
+        return accepted
+    sink = _HttpSink(http)
+    if isinstance(accepted, StreamAbort):  # SGLang's scheduler aborted it before its first token: 200, the event
+        await sink.open()
+        await sink.end(accepted.event + DONE)
+        return sink.response
+    try:
+        whole = await answer(
+            sink if accepted.stream else None, twin.engine, accepted.request, accepted.view, accepted.faults,
+            json_response,
+        )  # fmt: skip
+    except Disconnect:
+        if http.transport is not None:
+            http.transport.abort()  # no final chunk, no [DONE], no clean end of the chunked body
+        raise asyncio.CancelledError from None  # aiohttp drops a cancelled handler quietly
+    return whole if whole is not None else sink.response
 
 
 async def _generate(request: web.Request) -> web.StreamResponse:
     twin: SimTwin = request.app[TWIN_KEY]
-    engine = twin.engine
-    try:
-        body = await _body(request)
-        ask = parse_generate(body, engine.model.vocab_size)
-        constraint = from_sampling_params(body.get("sampling_params") or {})
-        after_reasoning = twin.reasoning and ask.require_reasoning  # SGLang defers the grammar only then
-        spec = twin.structured(ask.spec, constraint, prompt_text(body, chat=False), after_reasoning, body.get("rid"))
-        faults = twin.faults.draw()
-        sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
-    except (BadRequest, RequestRejected) as exc:
-        return NativeView.error_response(str(exc), 400)
-    except GrammarError as exc:
-        if not ask.spec.stream:
-            return NativeView.error_response(str(exc), 400)
-        return await _stream_abort(request, native_abort_chunk(ask.spec.rid, len(ask.spec.input_ids), str(exc)))
-    report_reasoning = ask.require_reasoning and twin.reasoning
-    epoch_offset_s = time.time() - twin.clock.now_s() if twin.args.enable_metrics else None
-    view = NativeView(
-        sim_request, twin.text(sim_request), twin.args.incremental_streaming_output, report_reasoning, epoch_offset_s
-    )
-    return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
-
-
-async def _openai(request: web.Request, route: Route) -> web.StreamResponse:
-    twin: SimTwin = request.app[TWIN_KEY]
-    engine, args = twin.engine, twin.args
-    vocab = engine.model.vocab_size
-    try:
-        body = await _body(request)
-        if route is Route.CHAT:
-            unlimited = engine.context_length_tokens  # engine.submit clips it to what the context leaves
-            ask = parse_chat(body, vocab, unlimited, twin.reasoning, args.stream_response_default_include_usage)
-        else:
-            ask = parse_completion(body, vocab, args.stream_response_default_include_usage)
-        chat = route is Route.CHAT
-        constraint = from_openai_body(body, completions=not chat)
-        after_reasoning = chat and twin.reasoning  # chat's thinking mode: the grammar starts after `</think>`
-        spec = twin.structured(ask.spec, constraint, prompt_text(body, chat), after_reasoning, body.get("rid"))
-        faults = twin.faults.draw()
-        sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
-    except (BadRequest, RequestRejected) as exc:
-        return OpenAIView.error_response(str(exc), 400)
-    except GrammarError as exc:
-        if not ask.spec.stream:
-            return OpenAIView.error_response(str(exc), 400)
-        return await _stream_abort(request, OpenAIView.error_event(str(exc), 400))
-    view = OpenAIView(route, sim_request, ask, twin.text(sim_request), twin.reasoning, args.enable_cache_report)
-    return await answer(request, engine, sim_request, view, ask.spec.stream, faults, json_response)
+    return await _deliver(request, twin, twin.accept_generate(await request.read()))
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
-    return await _openai(request, Route.CHAT)
+    twin: SimTwin = request.app[TWIN_KEY]
+    return await _deliver(request, twin, twin.accept_openai(await request.read(), Route.CHAT))
 
 
 async def _completions(request: web.Request) -> web.StreamResponse:
-    return await _openai(request, Route.COMPLETION)
+    twin: SimTwin = request.app[TWIN_KEY]
+    return await _deliver(request, twin, twin.accept_openai(await request.read(), Route.COMPLETION))
 
 
 async def _sent_in_full(http: web.Request, response: web.StreamResponse) -> None:
