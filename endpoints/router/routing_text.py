@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 _TEXT_ROLES = ("system", "user", "tool", "developer")
 
 
@@ -36,8 +38,21 @@ def _generate_text(body: Mapping[str, Any]) -> str:
     ids = body.get("input_ids")
     if isinstance(ids, list):
         flat = [i for batch in ids for i in batch] if ids and isinstance(ids[0], list) else ids
-        return " ".join(map(str, flat))
+        return _decimal_words(flat)
     return ""
+
+
+def _decimal_words(values: list) -> str:
+    """`" ".join(map(str, values))`, for a list of ints (a prompt's thousands of token ids) written by orjson: its
+    integers are str's decimal digits, and anything else in the list (a float, a bool, a string, null) writes some
+    other character, which sends it the slow way."""
+    try:
+        written = orjson.dumps(values)[1:-1]
+    except orjson.JSONEncodeError:  # an int beyond 64 bits, an object orjson does not write
+        return " ".join(map(str, values))
+    if written.translate(None, b"0123456789,-"):
+        return " ".join(map(str, values))
+    return written.replace(b",", b" ").decode()
 
 
 def _content_text(content: Any) -> str:

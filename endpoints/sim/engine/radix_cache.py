@@ -41,6 +41,9 @@ def _common_prefix_len(edge: tuple[int, ...], ids: tuple[int, ...], start: int) 
     return lo
 
 
+LEAF_HEAP_MIN_REBUILD = 4096  # entries; past max(this, 4x the last rebuild's) the leaf heap is rebuilt
+
+
 class RadixCache:
     def __init__(self, disabled: bool = False) -> None:
         self.disabled = disabled
@@ -49,6 +52,12 @@ class RadixCache:
         self._tokens = 0
         self._evictable = 0  # tokens in unlocked nodes, kept current so admission checks are O(1)
         self._tick = itertools.count(1)  # access order for LRU; a counter, not a clock, so runs repeat exactly
+        # Every leaf, keyed (last_access, id) as evict orders them, kept across evictions so one does not walk the
+        # tree: an entry is pushed when a node becomes a leaf or a leaf is touched, and skipped when popped if it is
+        # stale (the node has children now, was touched since, or left the tree). Rebuilt from the tree when stale
+        # entries pile up.
+        self._leaves: list[tuple[int, int, RadixNode]] = []
+        self._rebuild_at = LEAF_HEAP_MIN_REBUILD
 
     @property
     def total_tokens(self) -> int:
@@ -68,6 +77,8 @@ class RadixCache:
                 break
             shared = _common_prefix_len(child.key, key, pos)
             child.last_access = tick
+            if not child.children:
+                self._push_leaf(child)
             if shared < len(child.key):
                 child = self._split(child, shared)
             node, pos = child, pos + shared
@@ -86,12 +97,15 @@ class RadixCache:
                 leaf = RadixNode(key[pos:], node)
                 leaf.last_access = tick
                 node.children[key[pos]] = leaf
+                self._push_leaf(leaf)
                 added = len(key) - pos
                 self._tokens += added
                 self._evictable += added
                 return added
             shared = _common_prefix_len(child.key, key, pos)
             child.last_access = tick
+            if not child.children:
+                self._push_leaf(child)
             if shared < len(child.key):
                 child = self._split(child, shared)
             node, pos = child, pos + shared
@@ -132,28 +146,54 @@ class RadixCache:
         returns the number freed, less than asked when everything left is locked."""
         if tokens <= 0:
             return 0
-        # Every unlocked leaf, walked inline: this runs on every admission that finds the pool full.
+        # Unlocked leaves in (last_access, id) order, as a heap of every leaf built afresh would give them: this runs
+        # on every admission that finds the pool full.
+        heap, root = self._leaves, self.root
+        locked: list[tuple[int, int, RadixNode]] = []  # leaves that stay (and stay on the heap)
+        freed = 0
+        while heap and freed < tokens:
+            entry = heapq.heappop(heap)
+            leaf = entry[2]
+            parent = leaf.parent
+            if (
+                leaf.children
+                or leaf.last_access != entry[0]
+                or parent is None
+                or parent.children.get(leaf.key[0]) is not leaf
+            ):
+                continue  # stale: an inner node now, touched since, or gone from the tree
+            if leaf.lock_ref:
+                locked.append(entry)
+                continue
+            del parent.children[leaf.key[0]]
+            freed += len(leaf.key)
+            if parent is not root and not parent.children:
+                heapq.heappush(heap, (parent.last_access, id(parent), parent))
+        for entry in locked:
+            heapq.heappush(heap, entry)
+        self._tokens -= freed
+        self._evictable -= freed
+        return freed
+
+    def _push_leaf(self, node: RadixNode) -> None:
+        heap = self._leaves
+        heapq.heappush(heap, (node.last_access, id(node), node))
+        if len(heap) > self._rebuild_at:
+            self._rebuild_leaves()
+
+    def _rebuild_leaves(self) -> None:
+        """The heap of every leaf in the tree now, one entry each."""
         leaves: list[tuple[int, int, RadixNode]] = []
         stack = list(self.root.children.values())
         while stack:
             node = stack.pop()
             if node.children:
                 stack.extend(node.children.values())
-            elif node.lock_ref == 0:
+            else:
                 leaves.append((node.last_access, id(node), node))
         heapq.heapify(leaves)
-        freed = 0
-        while leaves and freed < tokens:
-            _, _, leaf = heapq.heappop(leaves)
-            parent = leaf.parent
-            assert parent is not None  # a leaf in the tree always has one
-            del parent.children[leaf.key[0]]
-            freed += len(leaf.key)
-            if parent is not self.root and not parent.children and parent.lock_ref == 0:
-                heapq.heappush(leaves, (parent.last_access, id(parent), parent))
-        self._tokens -= freed
-        self._evictable -= freed
-        return freed
+        self._leaves = leaves
+        self._rebuild_at = max(LEAF_HEAP_MIN_REBUILD, 4 * len(leaves))
 
     def evictable_tokens(self) -> int:
         return self._evictable
@@ -164,3 +204,5 @@ class RadixCache:
         self.root.lock_ref = 1
         self._tokens = 0
         self._evictable = 0
+        self._leaves = []
+        self._rebuild_at = LEAF_HEAP_MIN_REBUILD

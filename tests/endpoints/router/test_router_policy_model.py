@@ -18,6 +18,11 @@ def test_routing_text_is_the_raw_text_smg_reads() -> None:
     assert routing_text("/v1/chat/completions", chat) == "be brief hi there"
     assert routing_text("/generate", {"input_ids": [1, 22, 333]}) == "1 22 333"
     assert routing_text("/v1/completions", {"prompt": ["a", "b"]}) == "a b"
+    # input_ids as smg writes them, whatever a client put in the list (token ids are written the fast way)
+    for ids in ([0, -7, 2**63 - 1], [True, 1], [None, 2], [1.5, 2.0, 1e20], [2**70], ["1", 2], [[1, 2], [3]], []):
+        assert routing_text("/generate", {"input_ids": ids}) == " ".join(
+            map(str, [i for b in ids for i in b] if ids and isinstance(ids[0], list) else ids)
+        )
 
 
 def test_the_tree_finds_the_holders_of_the_deepest_prefix_and_evicts_the_stalest() -> None:

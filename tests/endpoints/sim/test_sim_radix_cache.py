@@ -1,7 +1,11 @@
 """The twin's radix prefix cache: matching, insertion, locking, LRU eviction, disabled mode."""
 
+import heapq
 import random
 
+import pytest
+
+from endpoints.sim.engine import radix_cache
 from endpoints.sim.engine.radix_cache import RadixCache
 
 
@@ -92,3 +96,70 @@ def test_long_prompts_are_fast():
         cache.match_prefix(p)
         cache.insert(p)
     assert cache.match_prefix(prompts[-1])[0] == 30_000
+
+
+def _victims_of_a_fresh_walk(cache: RadixCache, tokens: int) -> list[int]:
+    """What eviction removes, by the rule written the plain way: every unlocked leaf of the tree now, least recently
+    used first, a parent joining when its last child goes (ids of the nodes, in order)."""
+    nodes, stack = [], list(cache.root.children.values())
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(node.children.values())
+    children = {id(n): len(n.children) for n in [cache.root, *nodes]}
+    heap = [(n.last_access, id(n), n) for n in nodes if not n.children and n.lock_ref == 0]
+    heapq.heapify(heap)
+    victims, freed = [], 0
+    while heap and freed < tokens:
+        _, _, leaf = heapq.heappop(heap)
+        victims.append(id(leaf))
+        freed += len(leaf.key)
+        children[id(leaf.parent)] -= 1
+        parent = leaf.parent
+        if parent is not cache.root and children[id(parent)] == 0 and parent.lock_ref == 0:
+            heapq.heappush(heap, (parent.last_access, id(parent), parent))
+    return victims
+
+
+@pytest.mark.parametrize("rebuild_at", [8, radix_cache.LEAF_HEAP_MIN_REBUILD])
+def test_eviction_kept_across_calls_removes_what_a_fresh_walk_would(monkeypatch, rebuild_at):
+    """The cache keeps its leaves on a heap between evictions (and rebuilds it when stale entries pile up): under
+    random inserts, matches that split edges, locks and unlocks, each eviction frees exactly the nodes, in the order,
+    that collecting every unlocked leaf afresh gives."""
+    monkeypatch.setattr(radix_cache, "LEAF_HEAP_MIN_REBUILD", rebuild_at)  # 8: rebuilt every few dozen operations
+    rng = random.Random(11)
+    cache = RadixCache()
+    locked: list = []
+    evictions = 0
+    for _ in range(4000):
+        seq = [rng.randint(0, 4) for _ in range(rng.randint(1, 10))]
+        op = rng.random()
+        if op < 0.45:
+            cache.insert(seq)
+        elif op < 0.75:
+            _, node = cache.match_prefix(seq)
+            if rng.random() < 0.3:
+                cache.lock(node)
+                locked.append(node)
+        elif op < 0.85 and locked:
+            cache.unlock(locked.pop(rng.randrange(len(locked))))
+        else:
+            tokens = rng.randint(1, 12)
+            expected = _victims_of_a_fresh_walk(cache, tokens)
+            before = {id(n): n for n in _all_nodes(cache)}
+            freed = cache.evict(tokens)
+            after = {id(n) for n in _all_nodes(cache)}
+            gone = [i for i in before if i not in after]
+            assert sorted(gone) == sorted(expected)
+            assert freed == sum(len(before[i].key) for i in expected)
+            evictions += 1
+    assert evictions > 400
+
+
+def _all_nodes(cache: RadixCache) -> list:
+    nodes, stack = [], list(cache.root.children.values())
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack.extend(node.children.values())
+    return nodes
