@@ -32,8 +32,9 @@ _ROUTES: dict[str, _Accept] = {
 def whole_answer(response: web.Response) -> ExchangeAnswer:
     """An aiohttp answer built in full (JSON, an error, a 503) as the exchange hands it over."""
     body = response.body
-    assert isinstance(body, bytes)  # the twin builds its whole answers from bytes or text
-    return ExchangeAnswer(response.status, response.headers, full_body(body))
+    if body is not None and not isinstance(body, bytes):
+        raise TypeError(f"an in-process answer must be bytes, not {type(body).__name__}")
+    return ExchangeAnswer(response.status, response.headers, full_body(body or b""))
 
 
 class _BodySink:
@@ -62,11 +63,12 @@ class TwinExchange:
         self._streams: set[asyncio.Task[None]] = set()  # answers being written (a task is held only weakly)
 
     async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> ExchangeAnswer | None:
-        accept = _ROUTES.get(url[len(self._base_url) :]) if url.startswith(self._base_url) else None
+        path = url[len(self._base_url) :] if url.startswith(self._base_url) else ""
+        accept = _ROUTES.get(path)
         if accept is None:
             return None
         twin = self._twin
-        refused = twin.gate(url[len(self._base_url) :], headers)
+        refused = twin.gate(path, headers)
         if refused is not None:
             return whole_answer(refused)
         accepted = accept(twin, body)
