@@ -45,7 +45,9 @@ class StreamBody:
             raise RuntimeError("write after the end of the answer")
         if data:
             self._pieces.append(data)
-            self._wake()
+            waiter = self._waiter  # _wake, inline: once per streamed chunk
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
 
     def end(self, data: bytes = b"") -> None:
         """The last bytes and the end of the body."""

@@ -24,6 +24,7 @@ import selectors
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Executor
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -113,6 +114,25 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
         nothing was done; sleep the ordinary way. What no sleep of a run can change is read once, and real I/O is
         polled once, at the start (I/O that turns ready during a run, in real time, is seen after it, as it would
         be had it come a moment later). None: every sleep the ordinary way."""
+        quiet = self._quiet()
+        if quiet is None:
+            return None
+        scheduled, resolution_s = quiet
+        first_other_s = scheduled[0].when() if scheduled else math.inf
+        return partial(_skip, self._virtual_clock, scheduled, resolution_s, first_other_s)
+
+    def skip_once(self, t_s: float) -> bool:
+        """One sleep_skipper skip without building the skipper (the engine's step sleep: one per step)."""
+        quiet = self._quiet()
+        if quiet is None:
+            return False
+        scheduled, resolution_s = quiet
+        first_other_s = scheduled[0].when() if scheduled else math.inf
+        return _skip(self._virtual_clock, scheduled, resolution_s, first_other_s, t_s)
+
+    def _quiet(self) -> tuple[list, float] | None:
+        """(the timer heap, the clock resolution) when the loop has nothing else to do now; None: a sleep must go
+        the ordinary way."""
         # asyncio.BaseEventLoop's own state, read as _run_once reads it (CPython 3.11-3.13; not in typeshed). On a
         # Python whose loop lacks it, every sleep goes the ordinary way, which this only shortcuts.
         loop: Any = self
@@ -124,32 +144,31 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
             return None
         if loop._selector.select(0):
             return None
-        clock = self._virtual_clock
-        first_other_s = scheduled[0].when() if scheduled else math.inf
-
-        def skip(t_s: float) -> bool:
-            now_s = clock._now_s
-            delay_s = t_s - now_s  # sleep_until's delay
-            if delay_s <= 0:
-                return False
-            when_s = now_s + delay_s
-            ends_s = now_s + (when_s - now_s)
-            due_by_s = ends_s + resolution_s
-            if when_s - now_s > MAXIMUM_SELECT_TIMEOUT_S or not when_s < due_by_s or first_other_s < due_by_s:
-                return False
-            if scheduled:
-                heapq.heappush(scheduled, _EARLIEST_TIMER)
-                heapq.heappop(scheduled)
-            clock._advance(ends_s - now_s)
-            return True
-
-        return skip
+        return scheduled, resolution_s
 
     def run_in_executor(self, executor: Executor | None, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:  # type: ignore[override]
         future = super().run_in_executor(executor, func, *args)
         self._virtual_clock._held += 1
         future.add_done_callback(self._virtual_clock._release)
         return future
+
+
+def _skip(clock: VirtualClock, scheduled: list, resolution_s: float, first_other_s: float, t_s: float) -> bool:
+    """A sleep_skipper skip: moves the clock to t_s as asyncio.sleep would, or returns False having done nothing."""
+    now_s = clock._now_s
+    delay_s = t_s - now_s  # sleep_until's delay
+    if delay_s <= 0:
+        return False
+    when_s = now_s + delay_s
+    ends_s = now_s + (when_s - now_s)
+    due_by_s = ends_s + resolution_s
+    if when_s - now_s > MAXIMUM_SELECT_TIMEOUT_S or not when_s < due_by_s or first_other_s < due_by_s:
+        return False
+    if scheduled:
+        heapq.heappush(scheduled, _EARLIEST_TIMER)
+        heapq.heappop(scheduled)
+    clock._advance(ends_s - now_s)
+    return True
 
 
 class VirtualClock:
@@ -165,8 +184,10 @@ class VirtualClock:
         return self._now_s
 
     async def sleep_until(self, t_s: float) -> None:
-        if self.skip_to(t_s):
-            return  # nothing else could run before t_s: the time moved, no loop iteration needed
+        if t_s - self._now_s > 0:  # skip_to, inline (one call less per engine step)
+            loop = asyncio.get_running_loop()
+            if isinstance(loop, _VirtualLoop) and loop.skip_once(t_s):
+                return  # nothing else could run before t_s: the time moved, no loop iteration needed
         delay_s = t_s - self._now_s
         await asyncio.sleep(delay_s if delay_s > 0 else 0)
 
@@ -176,8 +197,8 @@ class VirtualClock:
         False: nothing was done (a sleep must go the ordinary way)."""
         if t_s - self._now_s <= 0:
             return False
-        skip = self.sleep_skipper()
-        return skip is not None and skip(t_s)
+        loop = asyncio.get_running_loop()
+        return isinstance(loop, _VirtualLoop) and loop.skip_once(t_s)
 
     def sleep_skipper(self) -> Callable[[float], bool] | None:
         """skip_to for a run of sleeps that nothing can come between (_VirtualLoop.sleep_skipper); None: none skips."""

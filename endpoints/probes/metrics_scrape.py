@@ -97,6 +97,15 @@ def stored_label(text: str) -> str:
     return REDACTED if len(text) > LABEL_MAX_CHARS else redact_text(text)
 
 
+@lru_cache(maxsize=8192)  # a scrape repeats the same label sets every interval
+def _stored_labels(items: tuple[tuple[str, str], ...]) -> tuple[str, str | None]:
+    """A series' labels as stored (sorted JSON, dp_rank removed), and its `worker` label."""
+    # Labels are stored: redacted by their name and their values' shape (no SGLang build sends a secret).
+    labels = {stored_label(k): REDACTED if is_secret_name(k) else stored_label(v)
+              for k, v in items if k != SUMMED_LABEL}  # fmt: skip
+    return orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode(), labels.get(WORKER_LABEL)
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesValue:
     metric: str  # full sample name, e.g. sglang:prompt_tokens_total
@@ -132,12 +141,10 @@ def _parse(
         for sample in family.samples:
             if sample.name.endswith(_SKIPPED_SUFFIXES):
                 continue
-            # Labels are stored: redacted by their name and their values' shape (no SGLang build sends a secret).
-            labels = {stored_label(k): REDACTED if is_secret_name(k) else stored_label(v)
-                      for k, v in sample.labels.items() if k != SUMMED_LABEL}  # fmt: skip
-            key = (sample.name, kind, orjson.dumps(labels, option=orjson.OPT_SORT_KEYS).decode())
+            labels_json, worker = _stored_labels(tuple(sample.labels.items()))
+            key = (sample.name, kind, labels_json)
             sums.setdefault(key, []).append(float(sample.value))
-            workers[key] = labels.get(WORKER_LABEL)
+            workers[key] = worker
     if len(sums) > bounds.max_series:
         raise ExpositionTooLargeError(f"more than {bounds.max_series} series")
     out = []

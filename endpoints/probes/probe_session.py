@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -85,6 +85,9 @@ class SystemProbeClock:
         return time.time()
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a record type's fields, in order
+
+
 class _ParquetRows:
     """Rows buffered into row groups; the file is complete (has its footer) once closed."""
 
@@ -96,7 +99,12 @@ class _ParquetRows:
         self._writer = pq.ParquetWriter(path, schema)
 
     def add(self, rows: list) -> None:
-        self._buffer.extend(asdict(row) for row in rows)
+        # The records are flat (scalars only): asdict's deep copy of each field would copy nothing.
+        for row in rows:
+            names = _FIELD_NAMES.get(type(row))
+            if names is None:
+                names = _FIELD_NAMES[type(row)] = tuple(f.name for f in fields(row))
+            self._buffer.append({name: getattr(row, name) for name in names})
         if len(self._buffer) >= self.rows_per_group:
             self._flush()
 

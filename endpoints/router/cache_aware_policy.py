@@ -62,8 +62,10 @@ class CacheAwarePolicy:
         self._scorer.update_loads(loads)
 
     def _least_loaded(self, workers: list[int], fleet: FleetView) -> int:
-        low = min(fleet.in_flight[w] for w in workers)
-        tied = [w for w in workers if fleet.in_flight[w] == low]
+        in_flight = fleet.in_flight
+        loads = [in_flight[w] for w in workers]
+        low = min(loads)
+        tied = [w for w, n in zip(workers, loads) if n == low]
         return tied[0] if len(tied) == 1 else tied[self._rng.randrange(len(tied))]
 
     def _over_spill_margins(self, worker: int, candidates: list[int], fleet: FleetView) -> bool:

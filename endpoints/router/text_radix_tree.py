@@ -31,12 +31,12 @@ class PrefixMatch:
     tenants: tuple[int, ...]  # workers holding the deepest matched node; empty when nothing matched
 
 
-def _shared_prefix(a: str, b: str) -> int:
-    """Length of the common prefix of a and b (binary search on C-speed slice comparisons)."""
-    lo, hi = 0, min(len(a), len(b))
+def _shared_prefix(text: str, at: int, edge: str) -> int:
+    """Length of the common prefix of text[at:] and edge (binary search on C-speed prefix comparisons)."""
+    lo, hi = 0, min(len(text) - at, len(edge))
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if text.startswith(edge[:mid], at):
             lo = mid
         else:
             hi = mid - 1
@@ -61,17 +61,18 @@ class TextRadixTree:
         return self._chars_by_tenant.get(tenant, 0)
 
     def match(self, text: str) -> PrefixMatch:
-        node, matched, rest = self._root, 0, text
-        while rest:
-            child = node.children.get(rest[0])
+        # `matched` indexes the text: no copy of the rest of a long prompt at each level.
+        node, matched, end = self._root, 0, len(text)
+        while matched < end:
+            child = node.children.get(text[matched])
             if child is None:
                 break
-            shared = len(child.text) if rest.startswith(child.text) else _shared_prefix(rest, child.text)
+            edge = child.text
+            shared = len(edge) if text.startswith(edge, matched) else _shared_prefix(text, matched, edge)
             matched += shared
             node = child
-            if shared < len(child.text):
+            if shared < len(edge):
                 break
-            rest = rest[shared:]
         tenants = tuple(list(node.tenants)[:MATCHED_TENANTS_CAP]) if matched else ()
         return PrefixMatch(matched, len(text), tenants)
 
@@ -79,19 +80,20 @@ class TextRadixTree:
         self._tick += 1
         node = self._root
         self._touch(node, tenant)
-        rest = text
-        while rest:
-            child = node.children.get(rest[0])
+        at, end = 0, len(text)
+        while at < end:
+            child = node.children.get(text[at])
             if child is None:
-                leaf = _Node(rest, node)
-                node.children[rest[0]] = leaf
+                leaf = _Node(text[at:], node)
+                node.children[text[at]] = leaf
                 self._touch(leaf, tenant)
                 return
-            shared = len(child.text) if rest.startswith(child.text) else _shared_prefix(rest, child.text)
-            if shared < len(child.text):
+            edge = child.text
+            shared = len(edge) if text.startswith(edge, at) else _shared_prefix(text, at, edge)
+            if shared < len(edge):
                 child = self._split(child, shared)
             self._touch(child, tenant)
-            node, rest = child, rest[shared:]
+            node, at = child, at + shared
 
     def _split(self, node: _Node, at: int) -> _Node:
         """Cuts node's edge at `at`: a new parent holds the head and every tenant of node (same chars in all)."""

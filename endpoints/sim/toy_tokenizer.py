@@ -61,7 +61,7 @@ class OutputText:
         if answer_pieces:
             words[answer_start : answer_start + len(answer_pieces)] = answer_pieces
         self._text = "".join(words)
-        self._ends = [0, *accumulate(len(w) for w in words)]
+        self._ends = list(accumulate(map(len, words), initial=0))
 
     def upto(self, tokens: int) -> str:
         return self._text[: self._ends[tokens]]

@@ -172,6 +172,7 @@ class RooflineCostModel:
         # What a step's time owes to its token count alone (the weights it reads, its GEMMs): (memory s, compute s)
         # by tokens. A server sees few distinct counts (batch sizes, prefill chunks): each is worked out once.
         self._by_tokens: dict[int, tuple[float, float]] = {}
+        self._one_rank = parallel.ep is None and parallel.attention_ranks == 1  # _step_cost's shortcut applies
 
     @property
     def constants(self) -> CostConstants:
@@ -191,6 +192,9 @@ class RooflineCostModel:
         return cost
 
     def _step_cost(self, batch: StepBatch) -> StepCost:
+        loads = batch.loads
+        if self._one_rank and len(loads) == 1:
+            return self._one_rank_cost(batch.mode, loads[0])
         tokens = batch.new_tokens
         if tokens <= 0:
             return StepCost(0.0, 0.0, 0.0)
@@ -206,6 +210,29 @@ class RooflineCostModel:
             overhead_s += INTER_NODE_MOE_EXCHANGE_S * self._model.num_moe_layers
         compute_s = gemm_s + self._attention_s(batch)
         return StepCost(compute_s, memory_s, overhead_s, self.dp_gather_s(batch))
+
+    def _one_rank_cost(self, mode: ForwardMode, load: RankLoad) -> StepCost:
+        """_step_cost of a one-rank batch without expert parallelism, straight from its one load (every step of most
+        servers): the same operations on the same floats, in the same order."""
+        tokens = load.new_tokens
+        if tokens <= 0:
+            return StepCost(0.0, 0.0, 0.0)
+        by_tokens = self._by_tokens.get(tokens)
+        if by_tokens is None:
+            by_tokens = self._by_tokens[tokens] = self._token_costs_s(tokens)
+        weights_s, gemm_s = by_tokens
+        memory_s = weights_s + load.kv_tokens * self._kv_bytes_per_token / self._kv_read_divisor
+        model, c = self._model, self._constants
+        if mode is ForwardMode.DECODE:
+            overhead_s = c.decode_layer_s * model.num_layers
+            flops = model.decode_attention_flops_per_context_token * load.attended_tokens
+        else:
+            overhead_s = c.extend_layer_s * model.num_layers
+            flops = model.prefill_attention_flops_per_context_token * (load.causal_pairs_x2 / 2)
+        if self._parallel.tp_size > GPUS_PER_NODE:
+            overhead_s += INTER_NODE_MOE_EXCHANGE_S * model.num_moe_layers
+        compute_s = gemm_s + flops / self._attention_divisor
+        return StepCost(compute_s, memory_s, overhead_s, 0.0)  # dp_gather_s: 0.0 on one rank
 
     def _token_costs_s(self, tokens: int) -> tuple[float, float]:
         """(memory s, compute s) of `tokens` new tokens before attention: the weights they read (the non-expert

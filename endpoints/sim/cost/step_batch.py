@@ -66,6 +66,7 @@ def rank_loads(items: Iterable[BatchItem]) -> tuple[RankLoad, ...]:
 
 
 _new_tokens = attrgetter("new_tokens")
+_masked_tokens = attrgetter("masked_tokens")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,4 +88,4 @@ class StepBatch:
     @property
     def masked_tokens(self) -> int:
         """Tokens this step samples under a grammar mask (a decode's new tokens of constrained requests)."""
-        return sum(load.masked_tokens for load in self.loads) if self.mode is ForwardMode.DECODE else 0
+        return sum(map(_masked_tokens, self.loads)) if self.mode is ForwardMode.DECODE else 0

@@ -435,27 +435,35 @@ class SimEngine:
         interval = self._stream_interval
         observer = self.observer
         for r in progressed:
-            if r.finished or (r.stream and (r.sent_tokens < 0 or r.output_tokens - r.sent_tokens >= interval)):
-                times = r.chunk_times
-                if times is not None and not r.finished:
-                    # A timed-only consumer: the chunk is timed, and only the observer (if any) sees an update.
-                    times.append(now_s)
-                    if observer is not None:
-                        observer.observe(r, r.update(now_s), max(r.sent_tokens, 0), r.last_sent_s)
-                    r.sent_tokens = r.output_tokens
-                    r.last_sent_s = now_s
-                    continue
-                update = r.update(now_s)
+            finished = r.finished
+            if finished:
+                output = r.output_tokens
+            elif not r.stream:
+                continue
+            else:
+                output, sent = r.output_tokens, r.sent_tokens
+                if sent >= 0 and output - sent < interval:
+                    continue  # within the stream interval: no chunk this step
+            times = r.chunk_times
+            if times is not None and not finished:
+                # A timed-only consumer: the chunk is timed, and only the observer (if any) sees an update.
+                times.append(now_s)
                 if observer is not None:
-                    observer.observe(r, update, max(r.sent_tokens, 0), r.last_sent_s)
-                r.sent_tokens = r.output_tokens
+                    observer.observe(r, r.update(now_s), max(r.sent_tokens, 0), r.last_sent_s)
+                r.sent_tokens = output
                 r.last_sent_s = now_s
-                if times is not None:
-                    times.append(now_s)
-                r.updates.put_nowait(update)
-                if r.finished and r.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
-                    self.scheduler.hold_for_transfer(r)
-                    self._spawn(self._send_kv(r))
+                continue
+            update = r.update(now_s)
+            if observer is not None:
+                observer.observe(r, update, max(r.sent_tokens, 0), r.last_sent_s)
+            r.sent_tokens = output
+            r.last_sent_s = now_s
+            if times is not None:
+                times.append(now_s)
+            r.updates.put_nowait(update)
+            if finished and r.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
+                self.scheduler.hold_for_transfer(r)
+                self._spawn(self._send_kv(r))
 
     def has_work(self) -> bool:
         pd = self.bootstrapping or self.inflight or self.prealloc or self._arrived

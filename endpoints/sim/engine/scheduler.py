@@ -380,7 +380,7 @@ class Scheduler:
                     return work
                 work.append((r, n))
                 budgets[r.dp_rank] -= n
-        if all(b <= 0 for b in budgets) or not self.waiting or self._admission_stopped():
+        if max(budgets) <= 0 or not self.waiting or self._admission_stopped():  # every rank's budget spent
             return work
         self._stopped_at_running = None
         slots = len(self.running) + len(self.inflight)
@@ -393,7 +393,11 @@ class Scheduler:
             if len(self.running) + len(self.inflight) >= self._config.max_running_requests:
                 self._stopped_at_running = len(self.running) if self.running else None
                 break
-            if all(budgets[k] <= 0 or running[k] >= rank_cap for k in range(ranks)):
+            if (
+                (budgets[0] <= 0 or running[0] >= rank_cap)
+                if ranks == 1
+                else all(budgets[k] <= 0 or running[k] >= rank_cap for k in range(ranks))
+            ):
                 break  # every rank's step is full: the rest of the queue waits
             rank = r.dp_rank
             budget = budgets[rank]
@@ -527,7 +531,7 @@ class Scheduler:
         retracted: list[SimRequest] = []
         if decoding and self.free_tokens() < len(decoding) * spec.verify_tokens:
             decoding, retracted = self._retract(decoding)
-        gains = [spec.tokens_gained(r.target_tokens - r.output_tokens) for r in decoding]
+        gains = spec.tokens_gained_each([len(r.output_ids) - r.output_tokens for r in decoding])  # target - output
         need = sum(gains)
         if self._reserve(need):  # the usual case: the slots for all, in bulk
             for r, n in zip(decoding, gains):
@@ -636,8 +640,9 @@ class Scheduler:
         for r, n in plan.work:
             if r.aborted:
                 continue
-            r.output_tokens += n
-            if r.output_tokens >= len(r.output_ids):
+            output = r.output_tokens + n
+            r.output_tokens = output
+            if output >= len(r.output_ids):
                 self._finish(r)
                 finished = True
             progressed.append(r)

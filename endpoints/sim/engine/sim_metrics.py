@@ -12,16 +12,22 @@ delivered chunk (for a non-streaming request that is its only one), inter-token 
 (the gap divided by the chunk's new tokens, recorded once per token), end-to-end latency and the
 token counters when it finishes. Gauges read the engine when scraped. Histograms are counted here
 with a bisect per chunk, because prometheus_client's per-observation locking is too slow to run
-for every streamed token.
+for every streamed token. The exposition is generate_latest's: the library writes each layout (which series
+exist) once, and a render of a layout seen before puts its values into that text (the probes and the router
+scrape every server every few virtual seconds).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from endpoints.sim.engine.disaggregation import DisaggregationMode, RoomDone
 from endpoints.sim.engine.engine import SimEngine
@@ -51,10 +57,11 @@ KV_TRANSFER_SIZE_BUCKETS_MB = (1, 5, 10, 50, 100, 500, 1000, 5000, 10000)
 
 
 class _Histogram:
-    __slots__ = ("bounds", "counts", "total")
+    __slots__ = ("bounds", "counts", "les", "total")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = bounds
+        self.les = (*map(str, bounds), "+Inf")  # the le label's values
         self.counts = [0] * (len(bounds) + 1)  # the last slot is +Inf
         self.total = 0.0
 
@@ -62,12 +69,96 @@ class _Histogram:
         self.counts[bisect_left(self.bounds, value)] += times
         self.total += value * times
 
-    def add_to(self, family: HistogramMetricFamily, values: list[str]) -> None:
-        cumulative, buckets = 0, []
-        for bound, n in zip((*map(str, self.bounds), "+Inf"), self.counts):
+    def cumulative(self) -> list[int]:
+        cumulative, out = 0, []
+        for n in self.counts:
             cumulative += n
-            buckets.append((bound, cumulative))
-        family.add_metric(values, buckets, self.total)
+            out.append(cumulative)
+        return out
+
+    def add_to(self, family: HistogramMetricFamily, values: Sequence[str]) -> None:
+        family.add_metric(values, list(zip(self.les, self.cumulative())), self.total)
+
+    def sample_values(self) -> list[float]:
+        """In HistogramMetricFamily's sample order: the buckets, _count (the +Inf bucket), _sum."""
+        buckets = self.cumulative()
+        return [*buckets, buckets[-1], self.total]
+
+
+@dataclass(frozen=True, slots=True)
+class _Family:
+    """One metric family as collected, before prometheus_client's objects are built from it."""
+
+    kind: str  # counter | gauge | histogram
+    name: str
+    doc: str
+    labels: Sequence[str]
+    series: Sequence[tuple[Sequence[str], float | _Histogram]]  # label values, and the level or the histogram
+
+    def library(self) -> Metric:
+        if self.kind == "histogram":
+            histograms = HistogramMetricFamily(self.name, self.doc, labels=self.labels)
+            for values, histogram in self.series:
+                assert isinstance(histogram, _Histogram)
+                histogram.add_to(histograms, values)
+            return histograms
+        family_type = CounterMetricFamily if self.kind == "counter" else GaugeMetricFamily
+        family = family_type(self.name, self.doc, labels=self.labels)
+        for values, level in self.series:
+            assert not isinstance(level, _Histogram)
+            family.add_metric(values, level)
+        return family
+
+    def layout(self) -> tuple:
+        """What fixes the family's text but for its values: label values (name, doc and labels go with the name)."""
+        return (self.name, *(tuple(values) for values, _ in self.series))
+
+    def add_values(self, out: list[float]) -> None:
+        """Its samples' values, in the order prometheus_client renders them."""
+        for _, level in self.series:
+            if isinstance(level, _Histogram):
+                out.extend(level.sample_values())
+            else:
+                out.append(level)
+
+
+class _Collected(Collector):
+    """Families already built, for one render."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+
+def exposition_chunks(text: str, values: list[float]) -> list[str] | None:
+    """prometheus_client's exposition `text` cut around each sample's value: the text between them, which stays the
+    same while the families' names, label values and sample count do. None unless `values` are the samples' values in
+    order, as the library wrote them."""
+    chunks, current, i = [], [], 0
+    for line in text.split("\n")[:-1]:  # escaped by the library: no line break inside a line
+        if line.startswith("#"):
+            current.append(line + "\n")
+            continue
+        head, _, token = line.rpartition(" ")
+        if i >= len(values) or token != floatToGoString(values[i]):
+            return None
+        current.append(head + " ")
+        chunks.append("".join(current))
+        current, i = ["\n"], i + 1
+    if i != len(values):
+        return None
+    chunks.append("".join(current))
+    return chunks
+
+
+def fill_chunks(chunks: list[str], values: list[float]) -> bytes:
+    """The exposition the chunks were cut from, with these values, formatted as prometheus_client does."""
+    parts = [chunks[0]] * (2 * len(values) + 1)
+    parts[1::2] = map(floatToGoString, values)
+    parts[2::2] = chunks[1:]
+    return "".join(parts).encode("utf-8")
 
 
 class SimMetrics:
@@ -93,6 +184,8 @@ class SimMetrics:
         self._transfer_gb_s = _Histogram(KV_TRANSFER_SPEED_BUCKETS_GB_S)
         self._transfer_mb = _Histogram(KV_TRANSFER_SIZE_BUCKETS_MB)
         engine.transfer_observer = self.observe_transfer
+        # render's texts by layout: a few per server (which is_streaming and optional series have appeared).
+        self._layouts: dict[tuple, list[str]] = {}
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -132,22 +225,23 @@ class SimMetrics:
 
     # -- exposition -------------------------------------------------------------------------------
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
+        for family in self._families():
+            yield family.library()
+
+    def _families(self) -> list[_Family]:
         tok, sched = self._tokenizer_values, self._scheduler_values
         engine, scheduler = self._engine, self._engine.scheduler
+        out = []
         for name in ("prompt_tokens", "generation_tokens", "num_requests"):
-            family = CounterMetricFamily(
-                f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=[*TOKENIZER_LABELS, "is_streaming"]
-            )
-            for mode, counts in self.per_mode.items():
-                family.add_metric([*tok, mode], counts[name])
-            yield family
-        cached = CounterMetricFamily(
-            "sglang:cached_tokens", "Number of cached prompt tokens.", labels=[*TOKENIZER_LABELS, "cache_source"]
-        )
+            doc = f"Total {name.replace('_', ' ')}."
+            series = [([*tok, mode], counts[name]) for mode, counts in self.per_mode.items()]
+            out.append(_Family("counter", f"sglang:{name}", doc, [*TOKENIZER_LABELS, "is_streaming"], series))
+        cached: list[tuple[list[str], float | _Histogram]] = []
         if self.cached_tokens > 0:
-            cached.add_metric([*tok, CACHE_SOURCE], self.cached_tokens)
-        yield cached
+            cached.append(([*tok, CACHE_SOURCE], self.cached_tokens))
+        cached_labels = [*TOKENIZER_LABELS, "cache_source"]
+        out.append(_Family("counter", "sglang:cached_tokens", "Number of cached prompt tokens.", cached_labels, cached))
         tokenizer_counters = {"num_aborted_requests": self.aborted_requests}
         if self.structured_requests:  # a child appears once the first one finished, as in SGLang
             tokenizer_counters["num_so_requests"] = self.structured_requests
@@ -165,9 +259,8 @@ class SimMetrics:
             (scheduler_counters, SCHEDULER_LABELS, sched),
         ):
             for name, value in counters.items():
-                family = CounterMetricFamily(f"sglang:{name}", f"Total {name.replace('_', ' ')}.", labels=labels)
-                family.add_metric(values, value)
-                yield family
+                doc = f"Total {name.replace('_', ' ')}."
+                out.append(_Family("counter", f"sglang:{name}", doc, labels, [(values, value)]))
         used = scheduler.pool.capacity_tokens - scheduler.pool.available_tokens(scheduler.cache.total_tokens)
         gauges = {
             "num_running_reqs": ("The number of running requests.", len(scheduler.running)),
@@ -202,9 +295,7 @@ class SimMetrics:
                 len(scheduler.transferring),
             )
         for name, (doc, level) in gauges.items():
-            gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
-            gauge.add_metric(sched, level)
-            yield gauge
+            out.append(_Family("gauge", f"sglang:{name}", doc, SCHEDULER_LABELS, [(sched, level)]))
         # Over the last decode log interval, as SGLang's scheduler sets them; without speculative decoding SGLang
         # still exports both, at its stats' default 0.
         for name, doc, level in (
@@ -219,38 +310,48 @@ class SimMetrics:
                 0.0 if spec is None else spec.window_accept_rate(),
             ),
         ):
-            gauge = GaugeMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
-            gauge.add_metric(sched, level)
-            yield gauge
+            out.append(_Family("gauge", f"sglang:{name}", doc, SCHEDULER_LABELS, [(sched, level)]))
         for name, doc, by_mode in (
             ("time_to_first_token_seconds", "Histogram of time to first token in seconds.", self._ttft),
             ("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", self._e2e),
         ):
-            histograms = HistogramMetricFamily(f"sglang:{name}", doc, labels=[*TOKENIZER_LABELS, "is_streaming"])
-            for mode, histogram in by_mode.items():
-                histogram.add_to(histograms, [*tok, mode])
-            yield histograms
-        itl = HistogramMetricFamily(
-            "sglang:inter_token_latency_seconds",
-            "Histogram of inter-token latency in seconds.",
-            labels=TOKENIZER_LABELS,
+            by_stream = [([*tok, mode], histogram) for mode, histogram in by_mode.items()]
+            out.append(_Family("histogram", f"sglang:{name}", doc, [*TOKENIZER_LABELS, "is_streaming"], by_stream))
+        out.append(
+            _Family(
+                "histogram",
+                "sglang:inter_token_latency_seconds",
+                "Histogram of inter-token latency in seconds.",
+                TOKENIZER_LABELS,
+                [(tok, self._itl)],
+            )
         )
-        self._itl.add_to(itl, tok)
-        yield itl
-        queue = HistogramMetricFamily(
-            "sglang:queue_time_seconds", "Histogram of queueing time in seconds.", labels=SCHEDULER_LABELS
+        queue_doc = "Histogram of queueing time in seconds."
+        out.append(
+            _Family("histogram", "sglang:queue_time_seconds", queue_doc, SCHEDULER_LABELS, [(sched, self._queue)])
         )
-        self._queue.add_to(queue, sched)
-        yield queue
         if engine.mode is DisaggregationMode.PREFILL:
             for name, doc, histogram in (
                 ("kv_transfer_latency_ms", "Histogram of KV cache transfer latency in ms.", self._transfer_ms),
                 ("kv_transfer_speed_gb_s", "Histogram of KV cache transfer speed in GB/s.", self._transfer_gb_s),
                 ("kv_transfer_total_mb", "Histogram of KV cache transfer size in MB.", self._transfer_mb),
             ):
-                transfers = HistogramMetricFamily(f"sglang:{name}", doc, labels=SCHEDULER_LABELS)
-                histogram.add_to(transfers, sched)
-                yield transfers
+                out.append(_Family("histogram", f"sglang:{name}", doc, SCHEDULER_LABELS, [(sched, histogram)]))
+        return out
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """generate_latest(self.registry)'s bytes. The library writes a layout's text once (its HELP and TYPE lines,
+        escaped label strings); later renders of the same layout put only the values in."""
+        families = self._families()
+        key = tuple(family.layout() for family in families)
+        values: list[float] = []
+        for family in families:
+            family.add_values(values)
+        chunks = self._layouts.get(key)
+        if chunks is not None:
+            return fill_chunks(chunks, values)
+        text = generate_latest(_Collected([family.library() for family in families]))
+        chunks = exposition_chunks(text.decode("utf-8"), values)
+        if chunks is not None:  # else the library's text every time: nothing of it is reused unchecked
+            self._layouts[key] = chunks
+        return text

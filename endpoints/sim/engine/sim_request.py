@@ -8,8 +8,8 @@ A reasoning model (R1) spends the first part of its output thinking and closes i
 
 from __future__ import annotations
 
+import struct
 import zlib
-from array import array
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -81,7 +81,8 @@ class TokenUpdate:
 
 
 def prompt_seed(input_ids: tuple[int, ...]) -> int:
-    return zlib.crc32(array("q", input_ids).tobytes())
+    # The bytes of array("q", input_ids), packed by struct: the same native int64s at half the cost.
+    return zlib.crc32(struct.pack(f"{len(input_ids)}q", *input_ids))
 
 
 def planned_output(
@@ -278,21 +279,22 @@ class SimRequest:
         return TtftParts.unified(self.arrival_s, self.admitted_s, self.first_token_s)
 
     def update(self, now_s: float) -> TokenUpdate:
-        done = self.finished or self.aborted
+        # Per chunk: the output count read once, positional fields (TokenUpdate's order), the final-only parts only
+        # when done.
+        cohort = self.cohort
+        output = self._output_tokens if cohort is None else self._output_tokens + cohort.completed
+        target = self.reasoning_target
+        kv_arrived_s = self.kv_arrived_s
+        wait_s = kv_arrived_s if kv_arrived_s is not None else self.queued_s
+        if not (self.finished or self.aborted):
+            return TokenUpdate(
+                self.rid, output, self.prompt_tokens, self.cached_tokens, output if output < target else target,
+                self.num_retractions, False, None, self.arrival_s, self.admitted_s, self.first_token_s, now_s,
+                None, None, wait_s,
+            )  # fmt: skip
+        spec = self.spec
         return TokenUpdate(
-            rid=self.rid,
-            output_tokens=self.output_tokens,
-            prompt_tokens=len(self.input_ids),
-            cached_tokens=self.cached_tokens,
-            reasoning_tokens=min(self.output_tokens, self.reasoning_target),
-            num_retractions=self.num_retractions,
-            finished=done,
-            finish_reason=(self.abort_reason or self.final_reason) if done else None,
-            arrival_s=self.arrival_s,
-            admitted_s=self.admitted_s,
-            first_token_s=self.first_token_s,
-            now_s=now_s,
-            spec_meta_info=self.spec.meta_info(self.output_tokens) if done and self.spec is not None else None,
-            ttft_parts=self.ttft_parts() if done else None,
-            wait_queue_entry_s=self.kv_arrived_s if self.kv_arrived_s is not None else self.queued_s,
-        )
+            self.rid, output, self.prompt_tokens, self.cached_tokens, output if output < target else target,
+            self.num_retractions, True, self.abort_reason or self.final_reason, self.arrival_s, self.admitted_s,
+            self.first_token_s, now_s, spec.meta_info(output) if spec is not None else None, self.ttft_parts(), wait_s,
+        )  # fmt: skip

@@ -80,6 +80,12 @@ class AcceptanceSampler:
     def draw(self) -> int:
         return bisect.bisect_right(self._cumulative, self._rng.random())
 
+    def gains(self, remaining: list[int]) -> list[int]:
+        """A verify step's new tokens for requests with `remaining` tokens left each: one draw per request, in
+        order (the draws `draw` makes), plus the bonus token, clipped."""
+        cumulative, random_ = self._cumulative, self._rng.random
+        return [min(1 + bisect.bisect_right(cumulative, random_()), n) for n in remaining]
+
 
 def _distribution(max_drafts: int, mean: float, shape: AcceptShape) -> tuple[float, ...]:
     if shape is AcceptShape.POINT:
@@ -318,6 +324,10 @@ class SpeculativeDecoding:
     def tokens_gained(self, remaining: int) -> int:
         """A verify step's new tokens for a request with `remaining` tokens left: drawn, then clipped."""
         return min(1 + self._sampler.draw(), remaining)
+
+    def tokens_gained_each(self, remaining: list[int]) -> list[int]:
+        """tokens_gained for each request of a verify step, in order."""
+        return self._sampler.gains(remaining)
 
     def record_step(self, gains: list[tuple[HasSpecCounters, int]]) -> None:
         """A finished verify step: (request, tokens it gained) for each request in it."""

@@ -18,11 +18,13 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from endpoints.sim.engine.gpu_counters import GpuActivity, GpuCounters
+from endpoints.sim.engine.sim_metrics import exposition_chunks, fill_chunks
 
 DCGM_PATH = "/sim/dcgm/metrics"  # twin-only, beside SGLang's routes (the probes name it too)
 MIB = 2**20
 _LABELS = ["gpu", "device", "modelName", "Hostname"]
 _IDLE = GpuActivity(0.0, 0.0, 0.0, 0.0)
+_HOSTNAMES_KEPT = 8  # a page's text is kept for the first few addresses dialed (a scraper dials one)
 
 
 class DcgmView:
@@ -38,6 +40,7 @@ class DcgmView:
         self._free_mib = (total_bytes - used_bytes) / MIB
         self._previous = counters.reading(counters.started_s)
         self._last = _IDLE  # what a second scrape at the same instant repeats
+        self._chunks: dict[str, list[str]] = {}  # the page's text but its values, by Hostname: the library's, once
 
     def activity(self, now_s: float) -> GpuActivity:
         """The shares since the previous call (the previous ones again when no time has passed)."""
@@ -56,6 +59,10 @@ class DcgmView:
             ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", self._used_mib),
             ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", self._free_mib),
         )
+        values = [value for _, _, value in families for _ in range(self._gpus)]
+        chunks = self._chunks.get(hostname)
+        if chunks is not None:
+            return fill_chunks(chunks, values)
         out = []
         for name, help_text, value in families:
             family = GaugeMetricFamily(name, f"{help_text} Modelled by the costbench twin.", labels=_LABELS)
@@ -64,7 +71,11 @@ class DcgmView:
             out.append(family)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Families(out))
-        return generate_latest(registry)
+        text = generate_latest(registry)
+        chunks = exposition_chunks(text.decode("utf-8"), values)
+        if chunks is not None and len(self._chunks) < _HOSTNAMES_KEPT:  # else the library's text every time
+            self._chunks[hostname] = chunks
+        return text
 
 
 class _Families(Collector):

@@ -11,6 +11,8 @@ import uuid
 from dataclasses import dataclass
 from typing import overload
 
+import orjson
+
 from endpoints.sim import toy_tokenizer
 from endpoints.sim.bad_request import BadRequest
 from endpoints.sim.engine.sim_request import GenerateInput
@@ -33,8 +35,14 @@ def token_ids(value: object, vocab_size: int, field: str) -> tuple[int, ...]:
     if isinstance(value[0], list):
         raise BadRequest(f"batch input (a list of {field} lists) is not supported by the twin; send one request each")
     ids = tuple(value)
-    # Whole-list checks run in C; only a bad list pays for finding the culprit.
-    if set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= vocab_size:
+    # Whole-list checks run in C; only a bad list pays for finding the culprit. orjson writes a list of plain
+    # non-negative ints as digits and commas alone: a negative, float, bool, null, string or nested value writes
+    # another byte, and an int subclass or one past 64 bits does not write. (The value is parsed JSON: no enums.)
+    try:
+        written = orjson.dumps(value, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except orjson.JSONEncodeError:
+        written = b""
+    if written.translate(None, b"0123456789,") != b"[]" or max(ids) >= vocab_size:
         i, t = next((i, t) for i, t in enumerate(ids) if type(t) is not int or not 0 <= t < vocab_size)
         raise BadRequest(f"{field}[{i}] = {t!r} is not a token id in [0, {vocab_size})")
     return ids
