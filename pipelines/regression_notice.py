@@ -46,6 +46,10 @@ REPORT_ASSET = dg.AssetKey("weekly_report")
 # How weekly_trends.sql's reasons begin the line naming a week's change of configuration.
 CONFIGURATION_CHANGED = "configuration changed this week:"
 
+# The queued run coordinator starts higher priorities first (Dagster's run-queue tag; the default is 0).
+PRIORITY_TAG = "dagster/priority"
+CONFIRMATION_PRIORITY = "1"
+
 
 @dataclass(frozen=True, slots=True)
 class RegressionNotice:
@@ -222,7 +226,8 @@ def _confirmation(partition_key: str, run_id: str | None, storage_id: int, tags_
     return dg.RunRequest(
         run_key=f"confirm|{partition_key}|{storage_id}",
         partition_key=partition_key,
-        tags={**tags_for(partition_key), CONFIRMS_TAG: checks},
+        # Ahead of the routine runs already queued (a backfill's later weeks): the notice waits on this run.
+        tags={**tags_for(partition_key), CONFIRMS_TAG: checks, PRIORITY_TAG: CONFIRMATION_PRIORITY},
     )
 
 

@@ -106,6 +106,7 @@ def test_a_first_regression_asks_for_a_confirmation_run_and_tells_nobody(warehou
     # Through the same queue as the schedule's runs: the partition's tags, and the run it checks.
     assert request.tags["costbench/endpoint"] == "v3-8xh200" and request.tags["for"] == key
     assert CONFIRMS_TAG in request.tags
+    assert request.tags["dagster/priority"] == "1"  # ahead of the routine runs still queued: the notice waits on it
     assert not notice_file.exists()  # nobody is told before the confirmation agrees
     assert again.run_requests == []  # asked for once
 
