@@ -158,3 +158,19 @@ def test_weights_per_gpu_follow_sglangs_tp_layout_and_mtp_pays_for_its_draft_out
     with_draft = int((budget - V3.weight_bytes_per_gpu(8) - draft_bytes) // (70_272 + 1_152))
     assert mtp.scheduler.pool.capacity_tokens == with_draft
     assert 0.94 < with_draft / expected < 0.96
+
+
+@pytest.mark.parametrize("parallel", [TP8, ParallelConfig(tp_size=16)], ids=["tp8", "tp16 (two nodes)"])
+def test_the_one_rank_shortcut_costs_a_step_as_the_general_path_does(parallel):
+    """RooflineCostModel._step_cost's one-rank path (every step of a server without DP attention or EP) must give
+    the general path's costs to the last bit: decodes, prefills and mixed batches of every size seen."""
+    fast, general = model_on("h200", parallel), model_on("h200", parallel)
+    assert fast._one_rank
+    general._one_rank = False  # the general path, for the same batches
+    batches = [decode(n, context) for n in (1, 7, 64, 300) for context in (0, 900, 30_000)]
+    batches += [
+        StepBatch(ForwardMode.EXTEND, (BatchItem(chunk, done), *(BatchItem(1, 2_000) for _ in range(decodes))))
+        for chunk in (1, 512, 8_192) for done in (0, 4_000) for decodes in (0, 5)
+    ]  # fmt: skip
+    for batch in batches:
+        assert fast._step_cost(batch) == general._step_cost(batch), batch
