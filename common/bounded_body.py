@@ -4,14 +4,21 @@ sends")."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import aiohttp
 
 
 async def read_at_most(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
     """Up to `max_bytes` of the body, and whether there was more (left unread: never held in memory)."""
+    return await gather_at_most(response.content.read, max_bytes)
+
+
+async def gather_at_most(read: Callable[[int], Awaitable[bytes]], max_bytes: int) -> tuple[bytes, bool]:
+    """read_at_most over any body: `read(n)` returns some bytes (n at most, where the body can say), b"" at its end."""
     body = bytearray()
     while len(body) <= max_bytes:
-        chunk = await response.content.read(max_bytes + 1 - len(body))
+        chunk = await read(max_bytes + 1 - len(body))
         if not chunk:
             return bytes(body), False
         body += chunk

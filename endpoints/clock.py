@@ -115,24 +115,16 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
         polled once, at the start (I/O that turns ready during a run, in real time, is seen after it, as it would
         be had it come a moment later). None: every sleep the ordinary way."""
         quiet = self._quiet()
-        if quiet is None:
-            return None
-        scheduled, resolution_s = quiet
-        first_other_s = scheduled[0].when() if scheduled else math.inf
-        return partial(_skip, self._virtual_clock, scheduled, resolution_s, first_other_s)
+        return None if quiet is None else partial(_skip, self._virtual_clock, *quiet)
 
     def skip_once(self, t_s: float) -> bool:
         """One sleep_skipper skip without building the skipper (the engine's step sleep: one per step)."""
         quiet = self._quiet()
-        if quiet is None:
-            return False
-        scheduled, resolution_s = quiet
-        first_other_s = scheduled[0].when() if scheduled else math.inf
-        return _skip(self._virtual_clock, scheduled, resolution_s, first_other_s, t_s)
+        return quiet is not None and _skip(self._virtual_clock, *quiet, t_s)
 
-    def _quiet(self) -> tuple[list, float] | None:
-        """(the timer heap, the clock resolution) when the loop has nothing else to do now; None: a sleep must go
-        the ordinary way."""
+    def _quiet(self) -> tuple[list, float, float] | None:
+        """(the timer heap, the clock resolution, when its first timer is due) when the loop has nothing else to do
+        now; None: a sleep must go the ordinary way."""
         # asyncio.BaseEventLoop's own state, read as _run_once reads it (CPython 3.11-3.13; not in typeshed). On a
         # Python whose loop lacks it, every sleep goes the ordinary way, which this only shortcuts.
         loop: Any = self
@@ -144,7 +136,7 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
             return None
         if loop._selector.select(0):
             return None
-        return scheduled, resolution_s
+        return scheduled, resolution_s, scheduled[0].when() if scheduled else math.inf
 
     def run_in_executor(self, executor: Executor | None, func: Callable[..., T], *args: Any) -> asyncio.Future[T]:  # type: ignore[override]
         future = super().run_in_executor(executor, func, *args)

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import aiohttp
 
-from common.bounded_body import read_at_most
+from common.bounded_body import gather_at_most, read_at_most
 from common.exchange import Exchange, ExchangeAnswer
 from replay.clients.sse_reader import SseParser, byte_size
 from replay.clock import Clock
@@ -150,10 +150,9 @@ class _InProcessAnswer:
         self.at_eof = answer.body.at_eof
 
     async def error_text(self) -> str:
-        data = bytearray()
-        while len(data) <= ERROR_BODY_MAX_BYTES and (piece := await self._body.read()):
-            data += piece
-        return _error_text(bytes(data[:ERROR_BODY_MAX_BYTES]), len(data) > ERROR_BODY_MAX_BYTES, "utf-8")
+        body = self._body
+        data, more = await gather_at_most(lambda _most: body.read(), ERROR_BODY_MAX_BYTES)
+        return _error_text(data, more, "utf-8")
 
 
 @contextlib.asynccontextmanager

@@ -25,10 +25,10 @@ from endpoints.sim.bad_request import BadRequest
 from endpoints.sim.cost.profiles import cost_constants_for, hardware_profile_for
 from endpoints.sim.engine.disaggregation import DisaggregationMode
 from endpoints.sim.engine.engine import RequestRejected, SimEngine
-from endpoints.sim.engine.faults import CRASH_EXIT_STATUS, FaultInjector
+from endpoints.sim.engine.faults import CRASH_EXIT_STATUS, FaultInjector, RequestFaults
 from endpoints.sim.engine.kv_pool import static_bytes_per_gpu
 from endpoints.sim.engine.sim_metrics import CONTENT_TYPE, SimMetrics
-from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput
+from endpoints.sim.engine.sim_request import HEALTH_CHECK_PREFIX, GenerateInput, SimRequest
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.http.bootstrap_server import HttpPrefillPeer, bootstrap_app, parse_bootstrap
 from endpoints.sim.http.dcgm_view import DCGM_PATH, DcgmView
@@ -155,9 +155,7 @@ class SimTwin:
             constraint = from_sampling_params(body.get("sampling_params") or {})
             after_reasoning = self.reasoning and ask.require_reasoning  # SGLang defers the grammar only then
             text = prompt_text(body, chat=False)
-            spec = self.structured(ask.spec, constraint, text, after_reasoning, body.get("rid"))
-            faults = self.faults.draw()
-            sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
+            sim_request, faults = self._submitted(body, ask.spec, constraint, text, after_reasoning)
         except (BadRequest, RequestRejected) as exc:
             return NativeView.error_response(str(exc), 400)
         except GrammarError as exc:
@@ -184,9 +182,7 @@ class SimTwin:
             chat = route is Route.CHAT
             constraint = from_openai_body(body, completions=not chat)
             after_reasoning = chat and self.reasoning  # chat's thinking mode: the grammar starts after `</think>`
-            spec = self.structured(ask.spec, constraint, prompt_text(body, chat), after_reasoning, body.get("rid"))
-            faults = self.faults.draw()
-            sim_request = engine.submit(engine_spec(spec, faults, parse_bootstrap(body)))
+            sim_request, faults = self._submitted(body, ask.spec, constraint, prompt_text(body, chat), after_reasoning)
         except (BadRequest, RequestRejected) as exc:
             return OpenAIView.error_response(str(exc), 400)
         except GrammarError as exc:
@@ -195,6 +191,14 @@ class SimTwin:
             return StreamAbort(OpenAIView.error_event(str(exc), 400))
         view = OpenAIView(route, sim_request, ask, self.text(sim_request), self.reasoning, args.enable_cache_report)
         return Accepted(sim_request, view, ask.spec.stream, faults)
+
+    def _submitted(
+        self, body: dict, spec: GenerateInput, constraint, text: str | None, after_reasoning: bool
+    ) -> tuple[SimRequest, RequestFaults]:
+        """The request with its response format, its faults drawn, handed to the engine (both routes)."""
+        spec = self.structured(spec, constraint, text, after_reasoning, body.get("rid"))
+        faults = self.faults.draw()
+        return self.engine.submit(engine_spec(spec, faults, parse_bootstrap(body))), faults
 
     # -- facts ------------------------------------------------------------------------------------
 
