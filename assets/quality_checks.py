@@ -5,6 +5,8 @@ Data-quality failures on requests are ERROR and block the marts; a quarantined o
 warns, as a cost regression does; a constrained scenario's answers parsing below its threshold fails the week
 (ERROR) without blocking the report."""
 
+from collections.abc import Callable
+
 import dagster as dg
 
 from assets.partitions import WeekScenario
@@ -25,6 +27,7 @@ from warehouse.quality import (
     check_structured_output,
     check_weekly_trends,
 )
+from workloads.scenarios import DEFAULT_MAX_SCHEDULE_LAG_P99_MS
 
 
 def _result(result: QualityResult, severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:
@@ -39,7 +42,11 @@ def _result(result: QualityResult, severity: dg.AssetCheckSeverity) -> dg.AssetC
     )
 
 
-def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetChecksDefinition]:
+def build_quality_checks(
+    partitions: dg.PartitionsDefinition, lag_bound_of: Callable[[str], float] | None = None
+) -> list[dg.AssetChecksDefinition]:
+    """`lag_bound_of(scenario name)`: the schedule lag p99 its runs may have (ms; default: the scenarios' default)."""
+
     @dg.asset_check(
         asset="requests_lake",
         partitions_def=partitions,
@@ -55,11 +62,14 @@ def build_quality_checks(partitions: dg.PartitionsDefinition) -> list[dg.AssetCh
         asset="weekly_trends",
         partitions_def=partitions,
         blocking=True,
-        description="GE suite: the runs are trustworthy (completion rate, schedule lag, server samples present).",
+        description="GE suite: the runs are trustworthy (completion rate, schedule lag p99 within the scenario's "
+        "max_schedule_lag_p99_ms, server samples present).",
     )
     def runs_quality(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
-        rows = partition_run_rows(warehouse.warehouse(), WeekScenario.of(context))
-        return _result(check_runs(as_frame(rows)), dg.AssetCheckSeverity.ERROR)
+        part = WeekScenario.of(context)
+        rows = partition_run_rows(warehouse.warehouse(), part)
+        bound_ms = DEFAULT_MAX_SCHEDULE_LAG_P99_MS if lag_bound_of is None else lag_bound_of(part.scenario)
+        return _result(check_runs(as_frame(rows), max_schedule_lag_p99_ms=bound_ms), dg.AssetCheckSeverity.ERROR)
 
     @dg.asset_check(
         asset="weekly_trends",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -22,7 +23,13 @@ from pipelines.regression_notice import build_regression_notice_sensor
 from pipelines.scenarios_sensor import build_scenarios_sensor
 from pipelines.schedules import build_calibration_schedule, build_weekly_schedule, partition_run_tags
 from pipelines.weekly_executor import MULTIPROCESS_CONFIG, weekly_executor
-from workloads.scenarios import ScenarioError, ScenarioFile, load_scenario_file
+from workloads.scenarios import (
+    DEFAULT_MAX_SCHEDULE_LAG_P99_MS,
+    Scenario,
+    ScenarioError,
+    ScenarioFile,
+    load_scenario_file,
+)
 
 WEEKLY_JOB = "weekly_benchmark"
 CALIBRATION_JOB = "twin_calibration_weekly"  # the twin's error, partitioned by week alone
@@ -88,7 +95,10 @@ def build_definitions(
     )
     return dg.Definitions(
         assets=[*assets, calibration],
-        asset_checks=[*build_quality_checks(partitions), calibration_check],
+        asset_checks=[
+            *build_quality_checks(partitions, lambda name: _lag_bound_ms(scenarios, name)),
+            calibration_check,
+        ],
         jobs=[job, calibration_job],
         executor=WEEKLY_EXECUTOR,  # the asset graph's own Materialize runs too
         schedules=[schedule, build_calibration_schedule(calibration_job)],
@@ -103,6 +113,10 @@ def build_definitions(
             "warehouse": WarehouseResource(root=str(warehouse_root) if warehouse_root else None),
         },
     )
+
+
+def _lag_bound_ms(scenarios: Mapping[str, Scenario], name: str) -> float:
+    return scenarios[name].max_schedule_lag_p99_ms if name in scenarios else DEFAULT_MAX_SCHEDULE_LAG_P99_MS
 
 
 def _scenario_file(path: Path) -> ScenarioFile:

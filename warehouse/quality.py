@@ -22,6 +22,7 @@ import pandas as pd
 
 from replay.recording.records import RequestStatus
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
+from workloads.scenarios import DEFAULT_MAX_SCHEDULE_LAG_P99_MS
 
 EXAMPLES_KEPT = 5
 TOKEN_COLUMNS = (
@@ -42,7 +43,6 @@ RUN_COLUMNS = (
     "partial",
 )
 DEFAULT_MIN_COMPLETION_RATE = 0.99  # completed / (completed + failed)
-DEFAULT_MAX_SCHEDULE_LAG_P99_MS = 100.0  # beyond this the open-loop schedule was not kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ SCENARIOS = {"pg-a-one": "pg-a", "pg-a-two": "pg-a", "pg-b-one": "pg-b"}
 VIRTUAL_ENDPOINTS = {"pg-b"}  # a twin on a virtual clock, served in its runs (pg-a: a twin process in real time)
 TICK = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # a Monday 06:00: replays the week of 11-16
 BACKFILL_WEEK = "2026-11-09"
+LAG_BOUND_MS = 1000.0  # the runs' schedule lag p99 runs_quality allows (below the 1 s of each window)
 DEFS_MODULE = """from pathlib import Path
 from pipelines.definitions import build_definitions
 defs = build_definitions(scenarios_path=Path(__file__).parent / "scenarios.yaml")
@@ -72,6 +73,10 @@ def _scenarios_yaml() -> str:
             "speedup": 1.0,
             "endpoint": endpoint,
             "slo": {"ttft_ms": 1000, "tpot_ms": 100},
+            # pg-a's replays keep a real-time schedule on two cores they share, by design, with pg-b's runs (a
+            # virtual replay and its capacity child), the daemon, the code server and the other pytest worker:
+            # their lag there is this machine's load (152 ms at p99 in one CI run), not what this file tests.
+            "max_schedule_lag_p99_ms": LAG_BOUND_MS,
         }
         for name, endpoint in SCENARIOS.items()
     ]

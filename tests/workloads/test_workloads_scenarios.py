@@ -122,6 +122,7 @@ def without(key: str) -> dict:
         ([{**GOOD, "target_rps": "12"}], "scenarios[0].target_rps: must be a number, got '12'"),
         ([{**GOOD, "target_rps": 0}], "scenarios[0].target_rps: must be > 0, got 0"),
         ([{**GOOD, "budget_usd_per_request": -0.01}], "scenarios[0].budget_usd_per_request: must be > 0, got -0.01"),
+        ([{**GOOD, "max_schedule_lag_p99_ms": 0}], "scenarios[0].max_schedule_lag_p99_ms: must be > 0, got 0"),
         ([{**GOOD, "backend": "grpc"}], "backend: must be one of 'sglang', 'openai-chat' or 'openai-completions', got 'grpc'"),
         ([{**GOOD, "repeats": 0}], "scenarios[0].repeats: must be >= 1, got 0"),
         ([{**GOOD, "plan_ep_widths": [16, 1]}], "scenarios[0].plan_ep_widths[1]: must be >= 2, got 1"),
@@ -170,6 +171,9 @@ def test_fleet_target_and_budget_are_read(tmp_path: Path) -> None:
     assert isinstance(scenario.target_rps, float)
     unset = load_scenarios(write_scenarios(tmp_path, [GOOD]), tmp_path)["chat-v3"]
     assert (unset.target_rps, unset.budget_usd_per_request) == (None, None)
+    assert unset.max_schedule_lag_p99_ms == 100.0  # the runs_quality check's default bound
+    shared = write_scenarios(tmp_path, [{**GOOD, "max_schedule_lag_p99_ms": 250}])
+    assert load_scenarios(shared, tmp_path)["chat-v3"].max_schedule_lag_p99_ms == 250.0
     wide = write_scenarios(tmp_path, [{**GOOD, "target_rps": 40, "plan_ep_widths": [32, 16, 32]}])
     assert load_scenarios(wide, tmp_path)["chat-v3"].plan_ep_widths == (16, 32)  # sorted, once each
 
