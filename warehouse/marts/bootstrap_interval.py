@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-from scipy import stats
+
+from warehouse.marts.student_t import t_quantile
 
 # Blocks of about 5 s of replay: long enough to keep a burst together, short enough that a window's slow
 # drift of rate (the traffic being measured, not noise about it) is not resampled as noise; docs/pipeline.md,
@@ -134,7 +135,7 @@ def efficiency_interval(
     point = sum(usd * n for usd, n in runs.values()) / requests
     if spread.efficiency_df == 0:
         return point, point
-    half = float(stats.t.ppf(0.975, spread.efficiency_df)) * math.sqrt(spread.log_efficiency_cost_var / max(k, 1))
+    half = t_quantile(0.975, spread.efficiency_df) * math.sqrt(spread.log_efficiency_cost_var / max(k, 1))
     return point * math.exp(-half), point * math.exp(half)
 
 
@@ -209,7 +210,7 @@ def widened(row: tuple, point: tuple, spread: RunSpread, runs: int) -> tuple:
     blocks, cost_low, cost_high, hit_low, hit_high, ttft_low, ttft_high = row
     if spread.df == 0:
         return row
-    t = float(stats.t.ppf(0.975, spread.df))
+    t = t_quantile(0.975, spread.df)
     cost_low, cost_high = _widen_log(point[0], cost_low, cost_high, t * math.sqrt(spread.log_cost_var / runs))
     ttft_low, ttft_high = _widen_log(point[2], ttft_low, ttft_high, t * math.sqrt(spread.log_p95_ttft_var / runs))
     extra = t * math.sqrt(spread.hit_rate_var / runs)

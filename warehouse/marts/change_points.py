@@ -28,7 +28,8 @@ from datetime import date
 
 import duckdb
 import orjson
-from scipy import stats
+
+from warehouse.marts.student_t import t_quantile
 
 RECENT_WEEKS = 2  # a step shows in its second week: caught within two weeks of happening
 PRIOR_WEEKS = 8
@@ -115,7 +116,7 @@ def _drifts(weeks: list[tuple], index: int) -> list[Drift]:
         prior, recent = known[:-RECENT_WEEKS], known[-RECENT_WEEKS:]
         move = metric.sign * (_mean(recent) - _mean(prior))
         size = SIZE_SHARE_OF_THRESHOLD * abs(threshold) / 100.0
-        critical = float(stats.t.ppf(1.0 - ALPHA, len(known) - 2))
+        critical = t_quantile(1.0 - ALPHA, len(known) - 2)
         t = _t(prior, recent, metric.sign)
         if (math.expm1(move) if metric.log_scale else move) >= size and t >= critical:
             start = max(range(2, len(known) - 1), key=lambda split: _t(known[:split], known[split:], metric.sign))

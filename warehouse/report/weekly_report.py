@@ -22,7 +22,6 @@ from warehouse.backends.backend import WarehouseBackend
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 from warehouse.marts.mart_rows import FleetPlanRow, TwinErrorBand
 from warehouse.report import interactive_plots as plots_js
-from warehouse.report import report_plots
 from warehouse.report.first_screen import STYLE as FIRST_SCREEN_STYLE
 from warehouse.report.first_screen import first_screen, verdict_anchor, waterfall_anchor
 from warehouse.report.fleet_plan_summary import plan_comparison
@@ -391,6 +390,10 @@ def write_weekly_report(store: WarehouseBackend, week_start: date, reports_dir: 
     tmp_html, tmp_png = html_path.with_suffix(f".html.{unique}.tmp"), png_path.with_suffix(f".png.{unique}.tmp")
     page = render_html(data, plots)
     tmp_html.write_text(page)
+    # matplotlib (through report_plots) is imported here, not with this module: the pipeline's definitions import
+    # this module in every process that loads them, and only the report step draws.
+    from warehouse.report import report_plots
+
     with open(tmp_png, "wb") as out:
         report_plots.to_png(report_plots.cost_trend(data.trends), out)
     os.replace(tmp_html, html_path)
