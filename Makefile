@@ -51,7 +51,8 @@ demo: $(STAMP)
 # Two pytest workers, each taking whole test files (groups: tests/conftest.py; module fixtures stay one per file):
 # many tests wait on real-time replays, so the suite's wall time is about that of its slowest files, not their sum.
 # Not three: on 2 cores a third worker starved the real-time replays (a run's schedule lag p99 past 100 ms failed
-# its runs_quality check in one CI run of 2026-12-04), though the suite took 546 s against 665 s with two.
+# its runs_quality check in one CI run of 2026-12-04), though the suite took 546 s against 665 s with two. Measured
+# again on 2026-12-07 after the suite grew: 918 s with three here against 933 s with two in CI, no gain.
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
