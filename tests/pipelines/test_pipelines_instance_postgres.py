@@ -54,7 +54,7 @@ SCENARIOS = {"pg-a-one": "pg-a", "pg-a-two": "pg-a", "pg-b-one": "pg-b"}
 VIRTUAL_ENDPOINTS = {"pg-b"}  # a twin on a virtual clock, served in its runs (pg-a: a twin process in real time)
 TICK = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # a Monday 06:00: replays the week of 11-16
 BACKFILL_WEEK = "2026-11-09"
-LAG_BOUND_MS = 1000.0  # the runs' schedule lag p99 runs_quality allows (below the 1 s of each window)
+LAG_BOUND_MS = 1000.0  # the schedule lag p99 runs_quality allows these runs: as long as each window (1 s)
 DEFS_MODULE = """from pathlib import Path
 from pipelines.definitions import build_definitions
 defs = build_definitions(scenarios_path=Path(__file__).parent / "scenarios.yaml")
