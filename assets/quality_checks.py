@@ -43,7 +43,8 @@ def _result(result: QualityResult, severity: dg.AssetCheckSeverity) -> dg.AssetC
 
 
 def build_quality_checks(
-    partitions: dg.PartitionsDefinition, lag_bound_of: Callable[[str], float] | None = None
+    partitions: dg.PartitionsDefinition,
+    lag_bound_of: Callable[[str], float] = lambda _scenario: DEFAULT_MAX_SCHEDULE_LAG_P99_MS,
 ) -> list[dg.AssetChecksDefinition]:
     """`lag_bound_of(scenario name)`: the schedule lag p99 its runs may have (ms; default: the scenarios' default)."""
 
@@ -68,7 +69,7 @@ def build_quality_checks(
     def runs_quality(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> dg.AssetCheckResult:
         part = WeekScenario.of(context)
         rows = partition_run_rows(warehouse.warehouse(), part)
-        bound_ms = DEFAULT_MAX_SCHEDULE_LAG_P99_MS if lag_bound_of is None else lag_bound_of(part.scenario)
+        bound_ms = lag_bound_of(part.scenario)
         return _result(check_runs(as_frame(rows), max_schedule_lag_p99_ms=bound_ms), dg.AssetCheckSeverity.ERROR)
 
     @dg.asset_check(

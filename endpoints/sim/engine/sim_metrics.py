@@ -23,7 +23,7 @@ from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
@@ -162,7 +162,7 @@ def fill_chunks(chunks: list[str], values: list[float]) -> bytes:
 
 
 class SimMetrics:
-    """Collector and update observer in one; `SimEngine.observer` points here."""
+    """The engine's update observer and its /metrics render in one; `SimEngine.observer` points here."""
 
     def __init__(self, engine: SimEngine, model_name: str) -> None:
         self._engine = engine
@@ -186,8 +186,6 @@ class SimMetrics:
         engine.transfer_observer = self.observe_transfer
         # render's texts by layout: a few per server (which is_streaming and optional series have appeared).
         self._layouts: dict[tuple, list[str]] = {}
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self)
 
     # -- observing --------------------------------------------------------------------------------
 
@@ -224,10 +222,6 @@ class SimMetrics:
         self._transfer_mb.observe(done.kv_bytes / 1e6)
 
     # -- exposition -------------------------------------------------------------------------------
-
-    def collect(self) -> Iterator[Metric]:
-        for family in self._families():
-            yield family.library()
 
     def _families(self) -> list[_Family]:
         tok, sched = self._tokenizer_values, self._scheduler_values
@@ -340,7 +334,7 @@ class SimMetrics:
         return out
 
     def render(self) -> bytes:
-        """generate_latest(self.registry)'s bytes. The library writes a layout's text once (its HELP and TYPE lines,
+        """generate_latest's bytes for the families. The library writes a layout's text once (its HELP and TYPE lines,
         escaped label strings); later renders of the same layout put only the values in."""
         families = self._families()
         key = tuple(family.layout() for family in families)
