@@ -321,12 +321,8 @@ class SpeculativeDecoding:
             config, AcceptanceSampler(config.max_accepted_drafts, config.accept_length, config.accept_shape, rng)
         )
 
-    def tokens_gained(self, remaining: int) -> int:
-        """A verify step's new tokens for a request with `remaining` tokens left: drawn, then clipped."""
-        return min(1 + self._sampler.draw(), remaining)
-
     def tokens_gained_each(self, remaining: list[int]) -> list[int]:
-        """tokens_gained for each request of a verify step, in order."""
+        """A verify step's new tokens for requests with `remaining` tokens left each, in order: drawn, then clipped."""
         return self._sampler.gains(remaining)
 
     def record_step(self, gains: list[tuple[HasSpecCounters, int]]) -> None:
