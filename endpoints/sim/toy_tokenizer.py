@@ -8,6 +8,7 @@ ids render as short words, one per token; only their count matters to the benchm
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from itertools import accumulate
 
 BYTES_PER_TOKEN = 4
@@ -49,7 +50,7 @@ class OutputText:
 
     def __init__(
         self,
-        output_ids: list[int],
+        output_ids: Sequence[int],
         eos_id: int,
         think_end_id: int | None = None,
         answer_pieces: tuple[str, ...] | None = None,

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, overload
 
 from endpoints.sim.engine.disaggregation import Bootstrap, RoomDone
 from endpoints.sim.engine.radix_cache import RadixNode
@@ -50,7 +51,7 @@ class GenerateInput:
 class OutputPlan:
     """What a request will produce: its ids, how it ends, and how many leading ids are reasoning."""
 
-    output_ids: list[int]
+    output_ids: Sequence[int]  # PlannedIds as planned; a list when cut (a PD prefill keeps the first)
     finish_reason: dict  # SGLang's shape: {"type": "length", "length": N} or {"type": "stop", "matched": id}
     reasoning_tokens: int  # leading output tokens up to and including `</think>` (0: no reasoning)
     answer_pieces: tuple[str, ...] | None = None  # text of each answer token (from reasoning_tokens on)
@@ -116,18 +117,70 @@ def planned_output(
     eos = length < max_new_tokens
     if ask is not None and thinking < length:
         length, eos, pieces = _answer_length(ask, thinking, length, max_new_tokens, eos)
-    span = vocab_size - _FIRST_ORDINARY_ID
-    # The i-th id is (seed + i·stride) mod span, offset: the range steps through seed + i·stride without a multiply.
-    ids = [x % span + _FIRST_ORDINARY_ID for x in range(seed, seed + length * _ID_STRIDE, _ID_STRIDE)]
+    overrides: list[tuple[int, int]] = []
     if 0 < thinking < length and think_end_id is not None:
-        ids[thinking - 1] = think_end_id  # the answer starts after `</think>`
+        overrides.append((thinking - 1, think_end_id))  # the answer starts after `</think>`
+    if eos:
+        overrides.append((length - 1, eos_id))
+    ids = PlannedIds(seed, vocab_size - _FIRST_ORDINARY_ID, length, tuple(overrides))
     mask_from: int | None = None
     if ask is not None and ask.enforced:
         mask_from = thinking if ask.after_reasoning else 0
     if eos:
-        ids[-1] = eos_id
         return OutputPlan(ids, {"type": "stop", "matched": eos_id}, thinking, pieces, mask_from)
     return OutputPlan(ids, {"type": "length", "length": length}, thinking, pieces, mask_from)
+
+
+class PlannedIds(Sequence[int]):
+    """A request's planned output ids, computed when read: the i-th is (seed + i·stride) mod span, offset, except at
+    the `overrides`' positions (`</think>`, the EOS; a later one wins). Nothing is built until ids are read: the
+    in-process bench reads only their count, the HTTP twin and the radix cache a slice (a list) at a time."""
+
+    __slots__ = ("_seed", "_span", "_length", "_overrides")
+
+    def __init__(self, seed: int, span: int, length: int, overrides: tuple[tuple[int, int], ...] = ()) -> None:
+        self._seed, self._span, self._length, self._overrides = seed, span, length, overrides
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            return self._ids(start, stop) if step == 1 else self._ids(0, self._length)[index]
+        i = index + self._length if index < 0 else index
+        if not 0 <= i < self._length:
+            raise IndexError("planned output index out of range")
+        return self._ids(i, i + 1)[0]
+
+    def _ids(self, start: int, stop: int) -> list[int]:
+        span, stride = self._span, _ID_STRIDE
+        # The range steps through seed + i·stride without a multiply per id.
+        begin = self._seed + start * stride
+        ids = [x % span + _FIRST_ORDINARY_ID for x in range(begin, self._seed + stop * stride, stride)]
+        for position, token in self._overrides:
+            if start <= position < stop:
+                ids[position - start] = token
+        return ids
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids(0, self._length))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PlannedIds | list | tuple):
+            return len(other) == self._length and list(other) == self._ids(0, self._length)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compares equal to lists, which do not hash
+
+    def __repr__(self) -> str:
+        return f"PlannedIds({self._ids(0, self._length)!r})"
 
 
 def _answer_length(
