@@ -531,7 +531,7 @@ class Scheduler:
         retracted: list[SimRequest] = []
         if decoding and self.free_tokens() < len(decoding) * spec.verify_tokens:
             decoding, retracted = self._retract(decoding)
-        gains = spec.tokens_gained_each([len(r.output_ids) - r.output_tokens for r in decoding])  # target - output
+        gains = spec.tokens_gained_each([r.target_tokens - r.output_tokens for r in decoding])
         need = sum(gains)
         if self._reserve(need):  # the usual case: the slots for all, in bulk
             for r, n in zip(decoding, gains):
@@ -642,7 +642,7 @@ class Scheduler:
                 continue
             output = r.output_tokens + n
             r.output_tokens = output
-            if output >= len(r.output_ids):
+            if output >= r.target_tokens:
                 self._finish(r)
                 finished = True
             progressed.append(r)

@@ -132,14 +132,15 @@ def planned_output(
 
 
 class PlannedIds(Sequence[int]):
-    """A request's planned output ids, computed when read: the i-th is (seed + i·stride) mod span, offset, except at
-    the `overrides`' positions (`</think>`, the EOS; a later one wins). Nothing is built until ids are read: the
-    in-process bench reads only their count, the HTTP twin and the radix cache a slice (a list) at a time."""
+    """A request's planned output ids, built when first read: the i-th is (seed + i·stride) mod span, offset, except at
+    the `overrides`' positions (`</think>`, the EOS). The in-process bench reads only their count, so they are never
+    built there; the HTTP twin's chunks and the radix cache's insert read slices, which build the whole list once."""
 
-    __slots__ = ("_seed", "_span", "_length", "_overrides")
+    __slots__ = ("_seed", "_span", "_length", "_overrides", "_built")
 
     def __init__(self, seed: int, span: int, length: int, overrides: tuple[tuple[int, int], ...] = ()) -> None:
         self._seed, self._span, self._length, self._overrides = seed, span, length, overrides
+        self._built: list[int] | None = None
 
     def __len__(self) -> int:
         return self._length
@@ -151,36 +152,31 @@ class PlannedIds(Sequence[int]):
     def __getitem__(self, index: slice) -> list[int]: ...
 
     def __getitem__(self, index: int | slice) -> int | list[int]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._length)
-            return self._ids(start, stop) if step == 1 else self._ids(0, self._length)[index]
-        i = index + self._length if index < 0 else index
-        if not 0 <= i < self._length:
-            raise IndexError("planned output index out of range")
-        return self._ids(i, i + 1)[0]
+        return self._list()[index]
 
-    def _ids(self, start: int, stop: int) -> list[int]:
-        span, stride = self._span, _ID_STRIDE
-        # The range steps through seed + i·stride without a multiply per id.
-        begin = self._seed + start * stride
-        ids = [x % span + _FIRST_ORDINARY_ID for x in range(begin, self._seed + stop * stride, stride)]
-        for position, token in self._overrides:
-            if start <= position < stop:
-                ids[position - start] = token
-        return ids
+    def _list(self) -> list[int]:
+        built = self._built
+        if built is None:
+            span, stride, seed = self._span, _ID_STRIDE, self._seed
+            # The range steps through seed + i·stride without a multiply per id.
+            built = [x % span + _FIRST_ORDINARY_ID for x in range(seed, seed + self._length * stride, stride)]
+            for position, token in self._overrides:
+                built[position] = token
+            self._built = built
+        return built
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._ids(0, self._length))
+        return iter(self._list())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PlannedIds | list | tuple):
-            return len(other) == self._length and list(other) == self._ids(0, self._length)
+            return len(other) == self._length and list(other) == self._list()
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]  # compares equal to lists, which do not hash
 
     def __repr__(self) -> str:
-        return f"PlannedIds({self._ids(0, self._length)!r})"
+        return f"PlannedIds({self._list()!r})"
 
 
 def _answer_length(
@@ -213,6 +209,7 @@ class SimRequest:
         "num_retractions", "finished", "aborted", "abort_reason", "updates", "spec", "answer_pieces", "mask_from",
         "grammar_key", "ignore_eos", "bootstrap", "queued_s", "preallocated_s", "kv_arrived_s", "kv_done", "dp_rank",
         "chunk_times", "chunk_stride", "prompt_tokens", "constrained", "cohort", "cohort_joined", "running_seq",
+        "target_tokens",
     )  # fmt: skip
 
     def __init__(self, spec: GenerateInput, plan: OutputPlan, arrival_s: float) -> None:
@@ -223,6 +220,7 @@ class SimRequest:
         self.ignore_eos = spec.ignore_eos  # runs to max_new_tokens: admission can count its KV exactly
         self.stream = spec.stream
         self.output_ids = plan.output_ids
+        self.target_tokens = len(plan.output_ids)  # kept, not derived: read for every running request every step
         self.final_reason = plan.finish_reason
         self.reasoning_target = plan.reasoning_tokens
         self.answer_pieces = plan.answer_pieces  # the text of the answer tokens under a response format
@@ -289,10 +287,6 @@ class SimRequest:
     def held_tokens(self, tokens: int) -> None:
         cohort = self.cohort
         self._held_tokens = tokens if cohort is None else tokens - cohort.planned
-
-    @property
-    def target_tokens(self) -> int:
-        return len(self.output_ids)
 
     @property
     def seq_tokens(self) -> int:
