@@ -37,6 +37,7 @@ import duckdb
 import numpy as np
 
 from warehouse.marts.student_t import t_quantile
+from warehouse.sql_files import read_sql
 
 # Blocks of about 5 s of replay: long enough to keep a burst together, short enough that a window's slow
 # drift of rate (the traffic being measured, not noise about it) is not resampled as noise; docs/pipeline.md,
@@ -57,33 +58,54 @@ _EFFICIENCY_SQL = """
 """
 
 
+@dataclass(frozen=True, slots=True)
+class BinRows:
+    """The TTFT bins of one week's blocks: parallel arrays, one entry per (block, bin) with requests."""
+
+    block: np.ndarray  # the block's place in the week's block rows
+    bin: np.ndarray  # TTFT bin k: [1.01^k, 1.01^(k+1)) ms
+    requests: np.ndarray  # completed requests there (float)
+
+
+NO_BINS = BinRows(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+
+
 def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
     """Fill cost_intervals from run_summary and requests (sql/interval_blocks.sql); returns the rows written."""
     sql = blocks_sql.replace("$min_blocks", str(MIN_BLOCKS)).replace("$block_s", repr(BLOCK_S))
-    rows = con.execute(sql).fetchall()
+    # The (run, block, TTFT bin) rows are read twice, as each block's totals and as arrays of bins: most rows are
+    # bins (hundreds of thousands on a big lake), which as Python tuples cost more than the SQL.
+    con.execute(f"CREATE OR REPLACE TEMP TABLE interval_block_rows AS {sql.strip().rstrip(';')}")
+    try:
+        # (group key) -> [(run_id, block, cost, requests, prompt, cached)], ordered by run and block
+        blocks: dict[tuple, list[tuple]] = defaultdict(list)
+        for *key_columns, run_id, block, cost_usd, requests, prompt, cached in con.execute(
+            read_sql("sql/interval_block_totals.sql")
+        ).fetchall():
+            blocks[tuple(key_columns)].append((run_id, block, cost_usd, requests, prompt, cached))
+        columns = con.execute(read_sql("sql/interval_block_bins.sql")).fetchnumpy()
+    finally:
+        con.execute("DROP TABLE IF EXISTS interval_block_rows")
+    # The bins come sorted by key_index, which numbers the keys in the totals' order.
+    starts = np.searchsorted(np.asarray(columns["key_index"], dtype=np.int64), np.arange(len(blocks) + 1))
+    bins = {
+        key: BinRows(
+            np.asarray(columns["block_index"][a:b], dtype=np.int64),
+            np.asarray(columns["bin"][a:b], dtype=np.int64),
+            np.asarray(columns["requests"][a:b], dtype=float),
+        )
+        for key, a, b in zip(blocks, starts[:-1], starts[1:], strict=True)
+    }
     # (group key) -> run_id -> (efficiency cost per request, completed requests)
     efficiency: dict[tuple, dict[str, tuple[float, int]]] = defaultdict(dict)
     for *key_columns, run_id, usd, requests in con.execute(_EFFICIENCY_SQL).fetchall():
         efficiency[tuple(key_columns)][run_id] = (usd, requests)
-    # (group key) -> (run_id, block) -> [cost, requests, prompt, cached]; and the TTFT bins per block.
-    blocks: dict[tuple, dict[tuple, list]] = defaultdict(dict)
-    bins: dict[tuple, list[tuple]] = defaultdict(list)
-    for *key_columns, run_id, block, cost_usd, bin_, requests, prompt, cached in rows:
-        key = tuple(key_columns)
-        totals = blocks[key].setdefault((run_id, block), [cost_usd, 0, 0, 0])
-        totals[1] += requests
-        totals[2] += prompt
-        totals[3] += cached
-        if bin_ is not None:
-            bins[key].append((run_id, block, bin_, requests))
-    values = {key: run_values(by_block, bins.get(key, []), efficiency[key]) for key, by_block in blocks.items()}
+    values = {key: run_values(block_rows, bins[key], efficiency[key]) for key, block_rows in blocks.items()}
     out = []
-    for key, by_block in blocks.items():
-        ordered = sorted(by_block.items())
-        block_rows = [(run_id, block, *totals) for (run_id, block), totals in ordered]
+    for key, block_rows in blocks.items():
         spread = run_spread(key, values)
-        row = widened(interval_row(key, block_rows, bins.get(key, [])), week_point(block_rows, bins.get(key, [])),
-                      spread, len(values[key]))  # fmt: skip
+        row = widened(interval_row(key, block_rows, bins[key]), week_point(block_rows, bins[key]), spread,
+                      len(values[key]))  # fmt: skip
         low, high = efficiency_interval(efficiency[key], spread, len(values[key]))
         out.append((*key, *row, low, high, len(values[key]), spread.df, *spread.sds()))
     con.execute("DELETE FROM cost_intervals")
@@ -140,21 +162,22 @@ def efficiency_interval(
 
 
 def run_values(
-    by_block: dict[tuple, list], bin_rows: list[tuple], efficiency: dict[str, tuple[float, int]] | None = None
+    block_rows: list[tuple], bin_rows: BinRows, efficiency: dict[str, tuple[float, int]] | None = None
 ) -> dict[str, RunValues]:
+    """Each run's own figures from the week's block rows (run_id, block, cost, requests, prompt, cached) and bins."""
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
-    for (run_id, _block), (cost, requests, prompt, cached) in by_block.items():
+    for run_id, _block, cost, requests, prompt, cached in block_rows:
         run = totals[run_id]
         run[0] += cost
         run[1] += requests
         run[2] += prompt
         run[3] += cached
-    histograms: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-    for run_id, _block, bin_, count in bin_rows:
-        histograms[run_id][bin_] += count
+    number = {run_id: i for i, run_id in enumerate(totals)}
+    run_of_bin = np.array([number[r[0]] for r in block_rows], dtype=np.int64)[bin_rows.block]
     out = {}
     for run_id, (cost, requests, prompt, cached) in totals.items():
-        p95 = _histogram_p95(histograms.get(run_id, {}))
+        mine = run_of_bin == number[run_id]
+        p95 = _histogram_p95(bin_rows.bin[mine], bin_rows.requests[mine])
         usd = (efficiency or {}).get(run_id)
         out[run_id] = RunValues(
             math.log(cost / requests) if cost > 0 and requests > 0 else None,
@@ -165,11 +188,14 @@ def run_values(
     return out
 
 
-def _histogram_p95(histogram: dict[int, float]) -> float | None:
-    bins = sorted(histogram)
-    if not bins:
+def _histogram_p95(bins: np.ndarray, requests: np.ndarray) -> float | None:
+    """The binned p95 of requests at these TTFT bins (a bin may repeat: its counts add)."""
+    if bins.size == 0:
         return None
-    p95 = float(_binned_p95(np.array(bins), np.array([[histogram[b] for b in bins]], dtype=float))[0])
+    present, where = np.unique(bins, return_inverse=True)
+    counts = np.zeros(present.size)
+    np.add.at(counts, where, requests)
+    p95 = float(_binned_p95(present, counts[None, :])[0])
     return None if math.isnan(p95) else p95
 
 
@@ -193,16 +219,14 @@ def run_spread(key: tuple, values: dict[tuple, dict[str, RunValues]]) -> RunSpre
     return RunSpread(dfs[0], cost, ttft, hit, efficiency, efficiency_df=dfs[3])
 
 
-def week_point(block_rows: list[tuple], bin_rows: list[tuple]) -> tuple[float | None, float | None, float | None]:
+def week_point(block_rows: list[tuple], bin_rows: BinRows) -> tuple[float | None, float | None, float | None]:
     """The week's pooled cost per request, hit rate and (binned) p95 TTFT, the centre the spread widens about."""
     cost = sum(r[2] for r in block_rows)
     requests = sum(r[3] for r in block_rows)
     prompt = sum(r[4] for r in block_rows)
     cached = sum(r[5] for r in block_rows)
-    histogram: dict[int, float] = defaultdict(float)
-    for _run, _block, bin_, count in bin_rows:
-        histogram[bin_] += count
-    return (cost / requests if requests else None, cached / prompt if prompt else None, _histogram_p95(histogram))
+    return (cost / requests if requests else None, cached / prompt if prompt else None,
+            _histogram_p95(bin_rows.bin, bin_rows.requests))  # fmt: skip
 
 
 def widened(row: tuple, point: tuple, spread: RunSpread, runs: int) -> tuple:
@@ -228,13 +252,11 @@ def _widen_log(point: float | None, low: float | None, high: float | None, extra
     return point * math.exp(-below), point * math.exp(above)
 
 
-def interval_row(key: tuple, block_rows: list[tuple], bin_rows: list[tuple]) -> tuple:
+def interval_row(key: tuple, block_rows: list[tuple], bin_rows: BinRows = NO_BINS) -> tuple:
     """(blocks, cost low, cost high, hit low, hit high, p95 ttft low, p95 ttft high) for one weekly_trends row.
 
-    block_rows: (run_id, block, cost_usd, requests, prompt_tokens, cached_tokens);
-    bin_rows: (run_id, block, bin, requests).
+    block_rows: (run_id, block, cost_usd, requests, prompt_tokens, cached_tokens); bin_rows: by place in them.
     """
-    index = {(r[0], r[1]): i for i, r in enumerate(block_rows)}
     cost = np.array([r[2] for r in block_rows], dtype=float)
     requests = np.array([r[3] for r in block_rows], dtype=float)
     prompt = np.array([r[4] for r in block_rows], dtype=float)
@@ -242,7 +264,7 @@ def interval_row(key: tuple, block_rows: list[tuple], bin_rows: list[tuple]) -> 
     weights = _resample_weights(key, len(block_rows))
     cost_low, cost_high = _interval(_ratio(weights @ cost, weights @ requests))
     hit_low, hit_high = _interval(_ratio(weights @ cached, weights @ prompt))
-    ttft_low, ttft_high = _ttft_interval(weights, index, bin_rows, len(block_rows))
+    ttft_low, ttft_high = _ttft_interval(weights, bin_rows, len(block_rows))
     return (len(block_rows), cost_low, cost_high, hit_low, hit_high, ttft_low, ttft_high)
 
 
@@ -266,17 +288,13 @@ def _interval(values: np.ndarray) -> tuple[float | None, float | None]:
     return float(low), float(high)
 
 
-def _ttft_interval(
-    weights: np.ndarray, index: dict, bin_rows: list[tuple], n_blocks: int
-) -> tuple[float | None, float | None]:
-    if not bin_rows:
+def _ttft_interval(weights: np.ndarray, bin_rows: BinRows, n_blocks: int) -> tuple[float | None, float | None]:
+    if bin_rows.bin.size == 0:
         return None, None
-    bins = sorted({r[2] for r in bin_rows})
-    column = {b: j for j, b in enumerate(bins)}
-    histogram = np.zeros((n_blocks, len(bins)))
-    for run_id, block, bin_, count in bin_rows:
-        histogram[index[(run_id, block)], column[bin_]] += count
-    return _interval(_binned_p95(np.array(bins), weights @ histogram))
+    bins, column = np.unique(bin_rows.bin, return_inverse=True)
+    histogram = np.zeros((n_blocks, bins.size))
+    np.add.at(histogram, (bin_rows.block, column), bin_rows.requests)
+    return _interval(_binned_p95(bins, weights @ histogram))
 
 
 def _binned_p95(bins: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -300,6 +318,6 @@ def cost_interval_width(arrivals_s: list[float], span_s: float, key: tuple = ("w
     if counts.sum() == 0:
         return None
     rows = [("run", b, 1.0 / blocks, counts[b], 0, 0) for b in range(blocks)]
-    _, low, high, *_ = interval_row(key, rows, [])
+    _, low, high, *_ = interval_row(key, rows)
     point = 1.0 / counts.sum()
     return None if low is None or high is None else (high - low) / point
