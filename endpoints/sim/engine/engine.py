@@ -153,7 +153,7 @@ class SimEngine:
         )  # fmt: skip
         if self.mode is DisaggregationMode.PREFILL and spec.bootstrap is not None:
             # The prefill server samples the first token only; its decode server produces the rest.
-            plan = replace(plan, output_ids=plan.output_ids[:1], finish_reason={"type": "length", "length": 1})
+            plan = replace(plan, output_ids=plan.output_ids.head(1), finish_reason={"type": "length", "length": 1})
         now_s = self.clock.now_s()
         request = SimRequest(replace(spec, max_new_tokens=max_new), plan, arrival_s=now_s)
         if record_chunk_times:

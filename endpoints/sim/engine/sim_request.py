@@ -51,7 +51,7 @@ class GenerateInput:
 class OutputPlan:
     """What a request will produce: its ids, how it ends, and how many leading ids are reasoning."""
 
-    output_ids: Sequence[int]  # PlannedIds as planned; a list when cut (a PD prefill keeps the first)
+    output_ids: PlannedIds
     finish_reason: dict  # SGLang's shape: {"type": "length", "length": N} or {"type": "stop", "matched": id}
     reasoning_tokens: int  # leading output tokens up to and including `</think>` (0: no reasoning)
     answer_pieces: tuple[str, ...] | None = None  # text of each answer token (from reasoning_tokens on)
@@ -164,6 +164,11 @@ class PlannedIds(Sequence[int]):
                 built[position] = token
             self._built = built
         return built
+
+    def head(self, n: int) -> PlannedIds:
+        """The first `n` ids, planned the same way (a PD prefill server samples only the first)."""
+        n = max(0, min(n, self._length))
+        return PlannedIds(self._seed, self._span, n, tuple((p, t) for p, t in self._overrides if p < n))
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._list())

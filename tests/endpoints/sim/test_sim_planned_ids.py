@@ -33,6 +33,9 @@ def test_a_reasoning_answer_that_stops_early_reads_as_defined_whole_by_index_and
         a, b = rng.randrange(-n - 5, n + 5), rng.randrange(-n - 5, n + 5)
         step = rng.choice((None, 1, 2, 3, -1, -2))
         assert ids[a:b:step] == expected[a:b:step], (a, b, step)
+    # A PD prefill server keeps the first id only; a head keeps what falls in it (here `</think>` too)
+    for k in (0, 1, plan.reasoning_tokens - 1, plan.reasoning_tokens, n, n + 5):
+        assert ids.head(k) == expected[:k] and len(ids.head(k)) == len(expected[:k])
     with pytest.raises(IndexError):
         ids[n]
     with pytest.raises(IndexError):
