@@ -57,15 +57,16 @@ SELECT
     week_start,
     scenario,
     run_id,
-    quantile_cont(gap_ms, [0.50, 0.90, 0.95, 0.99]) AS itl_q
+    quantile_cont((chunk_s - previous_chunk_s) * 1000 / tokens_per_chunk_gap, [0.50, 0.90, 0.95, 0.99]) AS itl_q
 FROM (
     SELECT
         week_start,
         scenario,
         run_id,
-        -- Pairs (next chunk, this chunk): every gap between consecutive chunks, per token.
-        unnest(list_transform(list_zip(chunk_mono_s[2:], chunk_mono_s[:-1]),
-                              lambda pair: (pair[1] - pair[2]) * 1000 / tokens_per_chunk_gap)) AS gap_ms
+        tokens_per_chunk_gap,
+        -- Every gap between consecutive chunks, per token: the two unnests run in step (next chunk, this chunk).
+        unnest(chunk_mono_s[2:]) AS chunk_s,
+        unnest(chunk_mono_s[:-1]) AS previous_chunk_s
     FROM requests
     WHERE is_completed AND len(chunk_mono_s) > 1
 )
