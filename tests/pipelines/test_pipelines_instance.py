@@ -28,6 +28,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from test_pipelines_run_command import VIRTUAL_WINDOW_S
 
 from assets.resources import ENDPOINTS_ENV, SCENARIOS_ENV, WAREHOUSE_ENV
 from endpoints.lease_file import read_leases
@@ -56,7 +57,6 @@ ATTACHED = "v3-8xh200-chat"  # the endpoint of chat-v3-h200 (and its canary), at
 TWIN_SCENARIO = "reasoning-r1-h200-canary"  # on the twin: r1-8xh200, behind a 2,048-token system prompt
 TWIN_ENDPOINT = "r1-8xh200"  # here a twin in real time, its own process (the lease tests stop it)
 VIRTUAL_SCENARIO = "reasoning-r1-h200-prompt-json"  # on r1-8xh200-b, a twin on a virtual clock as bundled
-VIRTUAL_WINDOW_S = 120
 # Only in this instance's files (not a bundled partition): the chat canary's seconds through the real smg router in
 # front of two twin processes, in real time.
 FLEET_SCENARIO = "chat-v3-h200-real-router"
@@ -83,9 +83,7 @@ def _short_scenarios(path: Path) -> Path:
     for entry in raw["scenarios"]:
         entry.update(duration_s=6, speedup=1.0)
         if entry["name"] == VIRTUAL_SCENARIO:
-            # Two minutes of trace, which on the virtual clock are CPU seconds: fewer, and the capacity sweep would
-            # repeat the window until its running batch turns over (slo_capacity.MIN_TURNOVERS), which costs more.
-            entry["duration_s"] = VIRTUAL_WINDOW_S
+            entry["duration_s"] = VIRTUAL_WINDOW_S  # not fewer seconds: see test_pipelines_run_command
         if entry["name"] == TWIN_SCENARIO:
             # Once a week: the backfill and lease tests queue and stop its twin; a canary's repeats are the
             # attached chat canary's (in real time) and the virtual canary's here.

@@ -26,9 +26,9 @@ from warehouse.backends.store import Warehouse
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = "reasoning-r1-h200-prompt-json"  # on r1-8xh200-b, a twin on a virtual clock as bundled
 WEEK = "2026-11-16"
-# Two minutes of trace, which on the virtual clock are CPU seconds. Not fewer: a window of a few requests makes the
-# capacity sweep repeat it until its running batch turns over (slo_capacity.MIN_TURNOVERS), which costs more (a 6 s
-# window's run took 21 s here, this one's 15 s).
+# Two minutes of trace of a virtual-clock scenario, which are CPU seconds (here and in test_pipelines_instance). Not
+# fewer: a window of a few requests makes the capacity sweep repeat it until its running batch turns over
+# (slo_capacity.MIN_TURNOVERS), which costs more (a 6 s window's run took 21 s here, this one's 15 s).
 VIRTUAL_WINDOW_S = 120
 
 

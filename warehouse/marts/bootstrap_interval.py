@@ -192,11 +192,17 @@ def _histogram_p95(bins: np.ndarray, requests: np.ndarray) -> float | None:
     """The binned p95 of requests at these TTFT bins (a bin may repeat: its counts add)."""
     if bins.size == 0:
         return None
-    present, where = np.unique(bins, return_inverse=True)
-    counts = np.zeros(present.size)
-    np.add.at(counts, where, requests)
-    p95 = float(_binned_p95(present, counts[None, :])[0])
+    present, counts = _histograms(bins, np.zeros(bins.size, dtype=np.int64), requests, 1)
+    p95 = float(_binned_p95(present, counts)[0])
     return None if math.isnan(p95) else p95
+
+
+def _histograms(bins: np.ndarray, rows: np.ndarray, requests: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bins present, ascending, and the requests of each row (0..n_rows-1) in each of them."""
+    present, column = np.unique(bins, return_inverse=True)
+    counts = np.zeros((n_rows, present.size))
+    np.add.at(counts, (rows, column), requests)
+    return present, counts
 
 
 def run_spread(key: tuple, values: dict[tuple, dict[str, RunValues]]) -> RunSpread:
@@ -291,9 +297,7 @@ def _interval(values: np.ndarray) -> tuple[float | None, float | None]:
 def _ttft_interval(weights: np.ndarray, bin_rows: BinRows, n_blocks: int) -> tuple[float | None, float | None]:
     if bin_rows.bin.size == 0:
         return None, None
-    bins, column = np.unique(bin_rows.bin, return_inverse=True)
-    histogram = np.zeros((n_blocks, bins.size))
-    np.add.at(histogram, (bin_rows.block, column), bin_rows.requests)
+    bins, histogram = _histograms(bin_rows.bin, bin_rows.block, bin_rows.requests, n_blocks)
     return _interval(_binned_p95(bins, weights @ histogram))
 
 
