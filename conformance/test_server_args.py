@@ -10,11 +10,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import tempfile
+from pathlib import Path
+from unittest import mock
 
 import requests
-from sglang.srt.server_args import ServerArgs
+from sglang.srt import runtime_context
+from sglang.srt.arg_groups import memory_hook
+from sglang.srt.server_args import ServerArgs, prepare_server_args
+from sglang_metrics import DEEPSEEK_V3_CONFIG
 
 from endpoints.sim import server_args as twin_args
+from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName
 
 TWIN_ONLY_PREFIXES = ("--sim-", "--fault-")
 # Deliberate differences, each with its reason (printed in the summary).
@@ -161,3 +169,42 @@ def test_the_twins_server_info_fields_are_server_args_fields(twin_r1, record_pro
     not_sglang = sorted(d for d in twin_fields if d not in fields)
     record_property("checked", f"{len(twin_fields)} fields in /server_info under ServerArgs' names")
     assert not missing and not not_sglang, f"absent from /server_info: {missing}; not ServerArgs fields: {not_sglang}"
+
+
+# Shapes whose decode CUDA-graph cap SGLang resolves from the GPU's memory, the TP size and --max-running-requests.
+GRAPH_CAP_CASES = (
+    ("h100", ["--tp", "8"]),
+    ("h100", ["--tp", "2"]),
+    ("h200", ["--tp", "8"]),
+    ("h200", ["--tp", "2"]),
+    ("b200", ["--tp", "8"]),
+    ("b200", ["--tp", "2"]),
+    ("mi355x", ["--tp", "8"]),
+    ("h200", ["--tp", "8", "--max-running-requests", "256"]),
+    ("h200", ["--tp", "8", "--max-running-requests", "256", "--cuda-graph-max-bs-decode", "320"]),
+    ("b200", ["--tp", "8", "--dp", "8", "--enable-dp-attention", "--max-running-requests", "1024"]),
+)
+
+
+def _sglang_decode_graph_max_bs(hardware: str, flags: list[str]) -> int:
+    """SGLang's own resolution (handle_gpu_memory_settings) with the GPU's memory it would read from the device
+    (get_device_memory_capacity, in MiB) set to the twin's profile of that GPU: no GPU here."""
+    memory_mib = HARDWARE_PROFILES[HardwareName(hardware)].hbm_bytes / 2**20
+    with tempfile.TemporaryDirectory() as model_dir:
+        Path(model_dir, "config.json").write_text(json.dumps(DEEPSEEK_V3_CONFIG))
+        with mock.patch.object(memory_hook, "get_device_memory_capacity", return_value=memory_mib):
+            args = prepare_server_args(["--model-path", model_dir, "--skip-tokenizer-init", "--device", "cuda", *flags])
+            # The context resolves the arguments, reading the memory: inside the patch.
+            resolved = runtime_context.create_context(args, role="scheduler").resolved_server_args_dict()
+    return resolved["cuda_graph_config"]["decode"]["max_bs"]
+
+
+def test_the_decode_graph_cap_is_the_one_sglang_resolves(record_property):
+    problems = []
+    for hardware, flags in GRAPH_CAP_CASES:
+        ours = twin_args.parse_server_args(["--sim-hardware", hardware, *flags]).decode_graph_max_bs
+        theirs = _sglang_decode_graph_max_bs(hardware, flags)
+        if ours != theirs:
+            problems.append(f"{hardware} {' '.join(flags)}: twin {ours}, SGLang {theirs}")
+    record_property("checked", f"{len(GRAPH_CAP_CASES)} shapes' decode CUDA-graph cap (GPU memory, TP, running cap)")
+    assert not problems, "\n".join(problems)

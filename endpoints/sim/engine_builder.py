@@ -47,6 +47,7 @@ def _scheduler_config(args: SimServerArgs) -> SchedulerConfig:
         enable_mixed_chunk=args.enable_mixed_chunk,
         attention_ranks=ranks,
         decode_request_slots=slots,
+        decode_graph_max_bs=args.decode_graph_max_bs,
     )
 
 

@@ -24,6 +24,7 @@ from endpoints.sim.cost.cost_model import ParallelConfig
 from endpoints.sim.cost.expert_parallel import ExpertParallel, expert_parallel_server_info
 from endpoints.sim.cost.profiles import HARDWARE_PROFILES, HardwareName, model_profile_for
 from endpoints.sim.cost.run_variation import RunVariation
+from endpoints.sim.engine.cuda_graphs import default_decode_graph_max_bs
 from endpoints.sim.engine.disaggregation import (
     DEFAULT_BOOTSTRAP_PORT,
     DEFAULT_RESERVED_DECODE_TOKENS,
@@ -63,9 +64,7 @@ IGNORED_VALUE_FLAGS: tuple[tuple[tuple[str, ...], Callable[[str], object], objec
     (("--disaggregation-ib-device",), str, None),  # which NICs: the link's speed is --sim-kv-link-gb-s
     (("--download-dir",), str, None),
     (("--num-continuous-decode-steps",), int, 1),  # declared, but read nowhere since the overlap scheduler (#2095)
-    # The published runs cap their graphs at or above every batch they run, which is what the twin models.
-    (("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs"), int, None),
-    (("--cuda-graph-max-bs-prefill",), int, None),
+    (("--cuda-graph-max-bs-prefill",), int, None),  # the twin's extend steps are not graphs
 )
 IGNORED_BOOL_FLAGS = ("--trust-remote-code", "--log-requests", "--enable-metrics-for-all-schedulers")
 # Aliases SGLang dropped after the release named, kept for command lines published for it.
@@ -93,6 +92,10 @@ UNMODELLED_FLAG_PREFIXES = ("--speculative-", "--disaggregation-", "--enable-hie
 
 
 DP_ATTENTION_CONSERVATIVENESS = 0.3  # SGLang's factor on --schedule-conservativeness under DP attention
+
+
+# Slots as_server_info leaves out: records that add their own SGLang fields, and the twin's own resolutions.
+_NOT_SERVER_INFO = ("ignored", "faults", "speculative", "run_variation", "expert_parallel", "decode_graph_max_bs")
 
 
 class ServerArgsError(ValueError):
@@ -133,6 +136,8 @@ class SimServerArgs:
     enable_dp_attention: bool
     schedule_policy: SchedulePolicy
     max_running_requests: int
+    cuda_graph_max_bs_decode: int | None  # as given; None: SGLang's default (decode_graph_max_bs)
+    decode_graph_max_bs: int  # resolved: a decode step with more requests on a rank runs eagerly (cuda_graphs.py)
     chunked_prefill_size: int
     max_prefill_tokens: int
     disable_radix_cache: bool
@@ -200,7 +205,8 @@ class SimServerArgs:
         info = {
             name: getattr(self, name)
             for name in self.__slots__
-            if name not in ("ignored", "faults", "speculative", "run_variation", "expert_parallel")
+            if name
+            not in ("ignored", "faults", "speculative", "run_variation", "expert_parallel", "decode_graph_max_bs")
         }
         info.update(expert_parallel_server_info(self.expert_parallel))
         info.update(self.faults.as_server_info())
@@ -234,6 +240,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nnodes", type=int, default=1)
     p.add_argument("--schedule-policy", choices=[s.value for s in SchedulePolicy], default=SchedulePolicy.FCFS.value)
     p.add_argument("--max-running-requests", type=int, default=None)
+    p.add_argument("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs", dest="cuda_graph_max_bs_decode", type=int)
     p.add_argument("--chunked-prefill-size", type=int, default=None)
     p.add_argument("--max-prefill-tokens", type=human_readable_int, default=16384)
     p.add_argument("--disable-radix-cache", action="store_true")
@@ -353,6 +360,8 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         _positive(f"--{name.replace('_', '-')}", getattr(ns, name))
     if ns.max_running_requests is not None:
         _positive("--max-running-requests", ns.max_running_requests)
+    if ns.cuda_graph_max_bs_decode is not None:
+        _positive("--cuda-graph-max-bs", ns.cuda_graph_max_bs_decode)
     if ns.context_length is not None:
         _positive("--context-length", ns.context_length)
     mem = DEFAULT_MEM_FRACTION_STATIC if ns.mem_fraction_static is None else ns.mem_fraction_static
@@ -408,6 +417,12 @@ def parse_server_args(argv: list[str]) -> SimServerArgs:
         enable_dp_attention=ns.enable_dp_attention,
         schedule_policy=SchedulePolicy(ns.schedule_policy),
         max_running_requests=ns.max_running_requests or default_running,
+        cuda_graph_max_bs_decode=ns.cuda_graph_max_bs_decode,
+        decode_graph_max_bs=(
+            default_decode_graph_max_bs(HARDWARE_PROFILES[hardware].hbm_bytes, ns.tp_size, ns.max_running_requests)
+            if ns.cuda_graph_max_bs_decode is None
+            else ns.cuda_graph_max_bs_decode
+        ),
         chunked_prefill_size=chunk,
         max_prefill_tokens=ns.max_prefill_tokens,
         disable_radix_cache=ns.disable_radix_cache,

@@ -42,6 +42,7 @@ from operator import attrgetter, itemgetter
 
 from endpoints.sim.cost.cost_model import CostModel
 from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, RankLoad, StepBatch
+from endpoints.sim.engine.cuda_graphs import DecodeGraphPasses
 from endpoints.sim.engine.decode_cohort import DecodeCohort
 from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.radix_cache import RadixCache
@@ -82,6 +83,7 @@ class SchedulerConfig:
     # (engine_builder: SGLang's req_to_token_pool, --max-running-requests plus --disaggregation-decode-extra-slots);
     # 0: no cap beyond the KV pool.
     decode_request_slots: int = 0
+    decode_graph_max_bs: int = 512  # a rank's largest decode batch its CUDA graphs hold (cuda_graphs.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,7 @@ class Scheduler:
         self._ratio_decay = (self.init_new_token_ratio - self.min_new_token_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
         self.new_token_ratio = self.init_new_token_ratio
         self.retractions = RetractionCounters()
+        self.graph_passes = DecodeGraphPasses(config.decode_graph_max_bs)
         # SGLang's batch_is_full, derived: how many were running when admission last stopped for want of KV
         # or at the cap; no admission is tried until fewer run (a request finished, aborted or was retracted).
         self._stopped_at_running: int | None = None
@@ -311,6 +314,7 @@ class Scheduler:
             else:
                 assert self.speculative is not None
                 loads = self._decode_loads([r for r, _ in work], self.speculative.verify_tokens)
+            self.graph_passes.count(max(load.requests for load in loads))
             batch = StepBatch(mode, (), loads)
         else:
             items = [BatchItem(n, self._context_tokens(r), r.masked, r.prompt_tokens, r.dp_rank) for r, n in work]
@@ -519,6 +523,7 @@ class Scheduler:
         """Steps of a quiet_decode run ended at `end_times`: their slots, their tokens and the ratio's decay, as
         plan_step and complete_step count them step by step."""
         self.pool.reserve(self.cohort.size * len(end_times))
+        self.graph_passes.count(self.cohort.size, len(end_times))
         self._decay_new_token_ratio(len(end_times))
         self.cohort.advance_quietly(end_times)
 

@@ -255,6 +255,14 @@ class SimMetrics:
             for name, value in counters.items():
                 doc = f"Total {name.replace('_', ' ')}."
                 out.append(_Family("counter", f"sglang:{name}", doc, labels, [(values, value)]))
+        passes = scheduler.graph_passes  # a mode's series appears once a step of it ran, as SGLang's child does
+        pass_series: list[tuple[list[str], float | _Histogram]] = [
+            ([*sched, mode], count)
+            for mode, count in (("decode_cuda_graph", passes.graph), ("decode_none", passes.eager))
+            if count
+        ]
+        pass_doc = "Total number of forward passes categorized by CUDA graph."
+        out.append(_Family("counter", "sglang:cuda_graph_passes", pass_doc, [*SCHEDULER_LABELS, "mode"], pass_series))
         used = scheduler.pool.capacity_tokens - scheduler.pool.available_tokens(scheduler.cache.total_tokens)
         gauges = {
             "num_running_reqs": ("The number of running requests.", len(scheduler.running)),
