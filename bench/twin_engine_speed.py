@@ -131,7 +131,7 @@ def dynamo_launch(flags: tuple[str, ...]) -> dict[str, Any]:
     args = parse_server_args(list(flags))
     ranks = args.parallel.attention_ranks
     # The pool as the twin sizes it (weights, activations and --mem-fraction-static on the GPU's memory).
-    kv_tokens = build_engine(args, VirtualClock()).scheduler.pool.capacity_tokens
+    kv_tokens = build_engine(args, VirtualClock()).scheduler.capacity_tokens
     role = DYNAMO_ROLE.get(args.disaggregation_mode, "aggregated")
     engine: dict[str, Any] = {
         "backend": "sglang",

@@ -77,13 +77,15 @@ def build_engine(args: SimServerArgs, clock: Clock, cost_constants: CostConstant
     grammar = GrammarBackend(args.grammar_backend)
     if grammar.costs is not None:
         cost_model = GrammarCostModel(cost_model, grammar.costs)
+    # A decode server has no radix cache (SGLang's --disaggregation-decode-enable-radix-cache is off by default): its
+    # prompts arrive as KV from the prefill, whose cache is the one that hits.
+    no_cache = args.disable_radix_cache or args.disaggregation_mode is DisaggregationMode.DECODE
+    ranks = parallel.attention_ranks  # each with its own pool (the capacity is theirs together) and tree
     scheduler = Scheduler(
         _scheduler_config(args),
         cost_model,
-        # A decode server has no radix cache (SGLang's --disaggregation-decode-enable-radix-cache is off by default):
-        # its prompts arrive as KV from the prefill, whose cache is the one that hits.
-        RadixCache(disabled=args.disable_radix_cache or args.disaggregation_mode is DisaggregationMode.DECODE),
-        KvPool(capacity),
+        [RadixCache(disabled=no_cache) for _ in range(ranks)],
+        [KvPool(capacity // ranks) for _ in range(ranks)],
         None if spec is None else SpeculativeDecoding.from_config(spec),
     )
     disaggregation = None

@@ -78,7 +78,7 @@ MODELLED_VALUE_FLAGS: tuple[tuple[tuple[str, ...], Callable[[str], object], obje
     (("--quantization",), str, None, (None, "fp8"), "only the checkpoint's own block-FP8 weights are modelled"),
     (("--device",), str, None, (None, "cuda"), "only GPUs are modelled"),
     (("--load-balance-method",), str, "auto", ("auto",),
-     "DP request routing is not modelled (the DP ranks are one balanced pool)"),
+     "only SGLang's default DP routing is modelled (round robin; a PD prefill follows the bootstrap room)"),
 )  # fmt: skip
 # Real SGLang flags that change cost in ways the twin does not model: refused by name, saying why.
 UNMODELLED_FLAGS = {

@@ -52,7 +52,8 @@ def run_phase(flags: list[str], phase: Phase, context_tokens: int, batch_per_gpu
         items = tuple(BatchItem(new_tokens=context_tokens, context_tokens=0, rank=i % ranks) for i in range(prompts))
         step = StepBatch(ForwardMode.EXTEND, items)
     else:
-        fits = engine.scheduler.pool.capacity_tokens // (context_tokens + 1)
+        # The ranks' pools together (a rank's own holds up to ranks - 1 fewer: the fitted rows were counted so).
+        fits = engine.scheduler.capacity_tokens // (context_tokens + 1)
         prompts = fits if batch_per_gpu is None else min(batch_per_gpu * gpus, fits)
         items = tuple(BatchItem(new_tokens=1, context_tokens=context_tokens, rank=i % ranks) for i in range(prompts))
         step = StepBatch(ForwardMode.DECODE, items)

@@ -98,6 +98,10 @@ class DecodeCohort:
         r.sent_tokens = offset + last
         r.last_sent_s = self._step_end_s[last - base]
 
+    def rank_sizes(self) -> list[int]:
+        """Members per attention rank."""
+        return list(self._counts)
+
     # -- steps ------------------------------------------------------------------------------------
 
     def loads(self) -> tuple[RankLoad, ...]:

@@ -140,7 +140,7 @@ class SimEngine:
             )
         # SGLang clips the output budget to what the context leaves.
         max_new = min(spec.max_new_tokens, self.context_length_tokens - prompt - 1)
-        capacity = self.scheduler.pool.capacity_tokens
+        capacity = self.scheduler.rank_capacity_tokens  # a request's KV lives in its own rank's pool
         if prompt + max_new > capacity:
             raise RequestRejected(
                 f"the request needs {prompt + max_new} KV tokens (prompt {prompt} + max_new_tokens {max_new}) "
@@ -170,6 +170,7 @@ class SimEngine:
 
     def _enqueue(self, request: SimRequest) -> None:
         if request.bootstrap is not None and self.mode is DisaggregationMode.DECODE:
+            self.scheduler.dispatch_transfer(request)
             self.prealloc.append(request)  # its KV comes from the prefill, once slots for it are taken (_run)
         elif request.bootstrap is not None and self.mode is DisaggregationMode.PREFILL:
             self._spawn(self._bootstrap(request))
@@ -252,16 +253,19 @@ class SimEngine:
                 continue
             scheduler.add_transferred(request, outcome.cached_tokens)
         self._deliver(scheduler.admit_prebuilt(now_s), now_s)
-        while self.prealloc:
-            request = self.prealloc[0]
+        # Each DP-attention rank has its own prealloc queue: one whose head cannot take slots holds only its own.
+        ranks, full, behind = len(scheduler.pools), set[int](), deque[SimRequest]()
+        while self.prealloc and len(full) < ranks:
+            request = self.prealloc.popleft()
             if request.aborted:
-                self.prealloc.popleft()
                 continue
-            if not scheduler.preallocate(request, reserved):
-                break
-            self.prealloc.popleft()
+            if request.dp_rank in full or not scheduler.preallocate(request, reserved):
+                full.add(request.dp_rank)
+                behind.append(request)
+                continue
             request.preallocated_s = now_s  # its prealloc queue ends: the transfer queue's starts
             self._spawn(self._receive_kv(request))
+        self.prealloc.extendleft(reversed(behind))
 
     async def updates(self, request: SimRequest) -> AsyncGenerator[TokenUpdate, None]:
         """The request's updates until it finishes; aborts it if the consumer stops early."""

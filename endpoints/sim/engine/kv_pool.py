@@ -5,8 +5,9 @@ SGLang's ModelRunner.profile_max_num_token: `rest = available − total × (1 �
 and `available` what is free after loading them. So per GPU the pool gets `mem_fraction_static` of
 (HBM − RUNTIME_RESERVE_BYTES), less that GPU's share of the weights as SGLang lays them out
 (ModelProfile.weight_bytes_per_gpu). MLA's latent KV is not sharded by TP: under TP every GPU holds the
-KV of every request, so the pool holds (free bytes on one GPU) / (KV bytes per token) tokens. DP
-attention gives each DP rank its own requests, so the ranks' pools add up.
+KV of every request, so the pool holds (free bytes on one GPU) / (KV bytes per token) tokens. Under DP
+attention each rank has a pool of that size for its own requests; kv_capacity_tokens gives the ranks' pools
+together (the engine builder gives each rank its share).
 
 Under MTP (EAGLE with the model's NextN layer) the draft is paid for out of the same budget, twice over
 (SGLang 0.5.19 and 0.5.23): the scheduler builds both workers, so both load their weights, before

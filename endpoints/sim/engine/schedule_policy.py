@@ -17,19 +17,20 @@ class SchedulePolicy(str, Enum):
     LPM = "lpm"
 
 
-def _fcfs(waiting: Sequence[SimRequest], cache: RadixCache) -> list[SimRequest]:
+def _fcfs(waiting: Sequence[SimRequest], caches: Sequence[RadixCache]) -> list[SimRequest]:
     return list(waiting)
 
 
-def _lpm(waiting: Sequence[SimRequest], cache: RadixCache) -> list[SimRequest]:
-    """Longest cached prefix first; arrival order among equals (sorted() is stable)."""
-    if len(waiting) > LPM_MAX_QUEUE or cache.disabled:
+def _lpm(waiting: Sequence[SimRequest], caches: Sequence[RadixCache]) -> list[SimRequest]:
+    """Longest cached prefix first, each matched in its own rank's tree (`caches`: one per attention rank); arrival
+    order among equals (sorted() is stable)."""
+    if len(waiting) > LPM_MAX_QUEUE or caches[0].disabled:
         return list(waiting)
-    matched = {id(r): cache.match_prefix(r.input_ids[:-1])[0] for r in waiting}
+    matched = {id(r): caches[r.dp_rank].match_prefix(r.input_ids[:-1])[0] for r in waiting}
     return sorted(waiting, key=lambda r: -matched[id(r)])
 
 
-POLICIES: dict[SchedulePolicy, Callable[[Sequence[SimRequest], RadixCache], list[SimRequest]]] = {
+POLICIES: dict[SchedulePolicy, Callable[[Sequence[SimRequest], Sequence[RadixCache]], list[SimRequest]]] = {
     SchedulePolicy.FCFS: _fcfs,
     SchedulePolicy.LPM: _lpm,
 }

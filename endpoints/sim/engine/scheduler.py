@@ -37,8 +37,10 @@ The scheduler asks the injected cost model how long a step takes; it knows no ha
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
+from typing import TypeVar
 
 from endpoints.sim.cost.cost_model import CostModel
 from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, RankLoad, StepBatch
@@ -65,6 +67,7 @@ _prompt_tokens = attrgetter("prompt_tokens")
 _output_tokens = attrgetter("output_tokens")
 _constrained = attrgetter("constrained")
 _first = itemgetter(0)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +113,23 @@ class Scheduler:
         self,
         config: SchedulerConfig,
         cost_model: CostModel,
-        cache: RadixCache,
-        pool: KvPool,
+        caches: Sequence[RadixCache],
+        pools: Sequence[KvPool],
         speculative: SpeculativeDecoding | None = None,
     ) -> None:
+        """`caches`, `pools`: one per attention rank (one without DP attention)."""
+        if not len(caches) == len(pools) == config.attention_ranks:
+            raise ValueError(f"one radix cache and one KV pool per attention rank ({config.attention_ranks})")
         self._config = config
         self._cost_model = cost_model
         # Speculative decoding: a decode step is a verify of `verify_tokens` per request, which gains
         # 1 + the drafts accepted (speculative.py); None: one token per request per decode step.
         self.speculative = speculative
         self._order = POLICIES[config.policy]
-        self.cache = cache
-        self.pool = pool
+        # Each DP-attention rank is its own SGLang scheduler with its own KV pool and radix tree (a request's
+        # prefix hits only on its own rank); a rank's requests take slots from its pool alone.
+        self.caches = list(caches)
+        self.pools = list(pools)
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []  # admission order
         self._running_seq = 0  # numbers the requests as they join the running batch (SimRequest.running_seq)
@@ -134,9 +142,10 @@ class Scheduler:
         self.new_token_ratio = self.init_new_token_ratio
         self.retractions = RetractionCounters()
         self.graph_passes = DecodeGraphPasses(config.decode_graph_max_bs)
-        # SGLang's batch_is_full, derived: how many were running when admission last stopped for want of KV
-        # or at the cap; no admission is tried until fewer run (a request finished, aborted or was retracted).
-        self._stopped_at_running: int | None = None
+        # SGLang's batch_is_full, derived, per rank: how many ran on the rank when its admission last stopped for
+        # want of KV or at the cap; it tries no admission until fewer run there (one finished, aborted or was
+        # retracted).
+        self._stopped_at_running: list[int | None] = [None] * config.attention_ranks
         self.dropped: list[SimRequest] = []  # aborted by the scheduler itself; the engine tells their clients
         self.transferring: list[SimRequest] = []  # PD decode: KV pre-allocated, waiting for it to arrive
         # PD decode: KV landed, waiting for a place in the running batch (SGLang's decode waiting queue, which
@@ -151,6 +160,40 @@ class Scheduler:
     @property
     def cost_model(self) -> CostModel:
         return self._cost_model
+
+    @property
+    def pool(self) -> KvPool:
+        """A one-rank server's KV pool (under DP attention each rank has its own: `pools`)."""
+        return self._only(self.pools)
+
+    @pool.setter
+    def pool(self, pool: KvPool) -> None:
+        self._only(self.pools)
+        self.pools[0] = pool
+
+    @property
+    def cache(self) -> RadixCache:
+        """A one-rank server's radix tree (under DP attention each rank has its own: `caches`)."""
+        return self._only(self.caches)
+
+    def _only(self, per_rank: list[T]) -> T:
+        if len(per_rank) != 1:
+            raise AttributeError(f"{len(per_rank)} attention ranks: each has its own KV pool and radix tree")
+        return per_rank[0]
+
+    @property
+    def capacity_tokens(self) -> int:
+        """Slots in all the ranks' pools (SGLang's max_total_num_tokens, summed over DP ranks)."""
+        return sum(pool.capacity_tokens for pool in self.pools)
+
+    @property
+    def rank_capacity_tokens(self) -> int:
+        """Slots in one rank's pool: the most one request can ever hold."""
+        return min(pool.capacity_tokens for pool in self.pools)
+
+    def used_tokens(self) -> int:
+        """Slots in use on all ranks: reserved by requests or held by the radix trees."""
+        return sum(p.capacity_tokens - p.available_tokens(c.total_tokens) for p, c in self._kv())
 
     def has_work(self) -> bool:
         return bool(self.waiting or self.running or self.transferring or self.prebuilt)
@@ -190,22 +233,25 @@ class Scheduler:
 
     # -- KV slots ---------------------------------------------------------------------------------
 
-    def free_tokens(self) -> int:
-        """Slots free now or after evicting unlocked cache."""
-        return self.pool.available_tokens(self.cache.total_tokens) + self.cache.evictable_tokens()
+    def free_tokens(self, rank: int = 0) -> int:
+        """Slots free on the rank now or after evicting its unlocked cache."""
+        cache = self.caches[rank]
+        return self.pools[rank].available_tokens(cache.total_tokens) + cache.evictable_tokens()
 
     def _take(self, r: SimRequest, tokens: int) -> bool:
-        if not self._reserve(tokens):
+        if not self._reserve(tokens, r.dp_rank):
             return False
         r.held_tokens += tokens
         return True
 
-    def _reserve(self, tokens: int) -> bool:
-        """Reserve slots, evicting unlocked cache if the free ones are too few; False if even that falls short."""
-        short = tokens - self.pool.available_tokens(self.cache.total_tokens)
-        if short > 0 and self.cache.evict(short) < short:
+    def _reserve(self, tokens: int, rank: int = 0) -> bool:
+        """Reserve slots on the rank, evicting its unlocked cache if the free ones are too few; False if even that
+        falls short."""
+        pool, cache = self.pools[rank], self.caches[rank]
+        short = tokens - pool.available_tokens(cache.total_tokens)
+        if short > 0 and cache.evict(short) < short:
             return False
-        self.pool.reserve(tokens)
+        pool.reserve(tokens)
         return True
 
     def _start_running(self, r: SimRequest) -> None:
@@ -213,35 +259,45 @@ class Scheduler:
         r.running_seq = self._running_seq
         self.running.append(r)
 
-    def _running_estimate(self) -> float:
-        """Slots the admission rule sets aside for the running requests: for each, the rest of its prefill, and
-        the new-token ratio's share of the output it may still produce; all of it under ignore_eos (SGLang
-        0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early). Summed in
-        running order (floats)."""
+    def _running_estimate(self, rank: int = 0) -> float:
+        """Slots the admission rule sets aside on the rank for its running requests: for each, the rest of its
+        prefill, and the new-token ratio's share of the output it may still produce; all of it under ignore_eos
+        (SGLang 0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early).
+        Summed in running order (floats)."""
         ratio = self.new_token_ratio
         return sum(
             (0 if r.decoding else r.prefill_target - r.prefilled_tokens)
             + min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS) * (1.0 if r.ignore_eos else ratio)
-            for r in self.running
+            for r in self._on_rank(self.running, rank)
         )
+
+    def _on_rank(self, requests: list[SimRequest], rank: int) -> list[SimRequest]:
+        return requests if len(self.pools) == 1 else [r for r in requests if r.dp_rank == rank]
 
     # -- PD decode: requests whose KV is computed elsewhere ----------------------------------------
 
+    def dispatch_transfer(self, r: SimRequest) -> None:
+        """A disaggregated request reaching a PD decode server goes to a DP-attention rank round robin (its
+        DataParallelController), whose prealloc queue it then waits in."""
+        r.dp_rank = self._round_robin() if len(self.pools) > 1 else 0
+
     def preallocate(self, r: SimRequest, reserved_per_request: int) -> bool:
-        """Take the slots a disaggregated request's prompt KV will land in, if the pool holds them beside what
-        every running or arriving request keeps in reserve for its decode (SGLang's decode prealloc queue:
-        `_allocatable_token_budgets`, without its retractable-token credit), and only while a request slot is free
-        (its req_to_token_pool: `available_size() <= 0` stops the queue)."""
-        slots = self._config.decode_request_slots
+        """Take the slots a disaggregated request's prompt KV will land in, if its rank's pool holds them beside
+        what every running or arriving request of the rank keeps in reserve for its decode (SGLang's decode
+        prealloc queue: `_allocatable_token_budgets`, without its retractable-token credit), and only while a
+        request slot of the rank is free (its req_to_token_pool: `available_size() <= 0` stops the queue)."""
+        rank, ranks = r.dp_rank, len(self.pools)
+        slots = self._config.decode_request_slots // ranks
         held = len(self.running) + len(self.transferring) + len(self.prebuilt)
+        if ranks > 1:
+            held = sum(1 for q in (self.running, self.transferring, self.prebuilt) for x in q if x.dp_rank == rank)
         if slots and held >= slots:
             return False
         reserved = reserved_per_request * held
-        if r.prompt_tokens + reserved_per_request > self.free_tokens() - reserved:
+        if r.prompt_tokens + reserved_per_request > self.free_tokens(rank) - reserved:
             return False
         if not self._take(r, r.prompt_tokens):
             return False
-        r.dp_rank = self._round_robin()  # a PD decode server's DataParallelController: round robin
         self.transferring.append(r)
         return True
 
@@ -258,11 +314,19 @@ class Scheduler:
     def admit_prebuilt(self, now_s: float) -> list[SimRequest]:
         """Transferred requests join the running batch while it has room (--max-running-requests, SGLang's
         get_new_prebuilt_batch); each gets its first token now. Returns them (finished ones included)."""
-        joined = []
+        joined: list[SimRequest] = []
+        ranks = len(self.pools)
+        on_rank, rank_cap = self._running_per_rank(), self._config.max_running_requests // ranks
+        waiting: deque[SimRequest] = deque()  # on a rank whose batch is full
         while self.prebuilt and len(self.running) < self._config.max_running_requests:
             r = self.prebuilt.popleft()
             if r.aborted:
                 continue
+            if ranks > 1:
+                if on_rank[r.dp_rank] >= rank_cap:
+                    waiting.append(r)
+                    continue
+                on_rank[r.dp_rank] += 1
             r.admitted_s = now_s
             r.prefill_target = r.prefilled_tokens = r.prompt_tokens
             r.decoding = True
@@ -275,6 +339,7 @@ class Scheduler:
             self._start_running(r)
             if self.speculative is None:
                 self.cohort.join(r)
+        self.prebuilt.extendleft(reversed(waiting))  # they keep their place in their ranks' queues
         return joined
 
     def drop_transfer(self, r: SimRequest) -> None:
@@ -360,8 +425,8 @@ class Scheduler:
 
     def _plan_extend(self, now_s: float, reserved_tokens: int = 0) -> list[tuple[SimRequest, int]]:
         """`reserved_tokens`: the budget a mixed step's decodes take (SGLang's mixed_with_decode_tokens). Under DP
-        attention each rank fills its own budget with its own requests, up to its own running cap; the KV rules
-        are applied to the ranks' pools together."""
+        attention each rank fills its own budget with its own requests, up to its own running cap, under the KV
+        rules applied to its own pool and radix tree; a rank whose admission stops leaves the others going."""
         if not self._prefilling and (not self.waiting or self._admission_stopped()):
             return []  # no prefill to continue and none to start (the usual decode step)
         ranks = self._config.attention_ranks
@@ -386,63 +451,97 @@ class Scheduler:
                 budgets[r.dp_rank] -= n
         if max(budgets) <= 0 or not self.waiting or self._admission_stopped():  # every rank's budget spent
             return work
-        self._stopped_at_running = None
+        stopped, on_rank = self._stopped_at_running, self._running_per_rank()
+        for k in range(ranks):
+            if not self._rank_stopped(k, on_rank):
+                stopped[k] = None
         slots = len(self.running) + len(self.inflight)
         if slots >= self._config.max_running_requests:
-            self._stopped_at_running = len(self.running) if self.running else None
+            self._stop_all(on_rank)
             return work
-        room = self.free_tokens() - self._running_estimate()
-        pages = 0  # the page overhead of the requests admitted in this step (PrefillAdder's current offset)
-        for r in self._order(self.waiting, self.cache):
+        # What each rank's KV estimate leaves (computed when its first candidate comes up), and the page overhead of
+        # the requests it admitted in this step (PrefillAdder's current offset).
+        rooms: list[float] = [self.free_tokens() - self._running_estimate()] if ranks == 1 else [0.0] * ranks
+        measured = [ranks == 1] * ranks
+        pages = [0] * ranks
+        for r in self._order(self.waiting, self.caches):
             if len(self.running) + len(self.inflight) >= self._config.max_running_requests:
-                self._stopped_at_running = len(self.running) if self.running else None
+                self._stop_all(on_rank)
                 break
             if (
                 (budgets[0] <= 0 or running[0] >= rank_cap)
                 if ranks == 1
-                else all(budgets[k] <= 0 or running[k] >= rank_cap for k in range(ranks))
+                else all(budgets[k] <= 0 or running[k] >= rank_cap or stopped[k] is not None for k in range(ranks))
             ):
                 break  # every rank's step is full: the rest of the queue waits
             rank = r.dp_rank
             budget = budgets[rank]
-            if budget <= 0 or running[rank] >= rank_cap:
+            if budget <= 0 or running[rank] >= rank_cap or stopped[rank] is not None:
                 continue  # its rank is full this step; the other ranks' queues go on
+            if not measured[rank]:
+                rooms[rank], measured[rank] = self.free_tokens(rank) - self._running_estimate(rank), True
+            cache = self.caches[rank]
             # The last token is always computed: its logits give the next output token.
-            matched, node = self.cache.match_prefix(r.sequence()[:-1])
+            matched, node = cache.match_prefix(r.sequence()[:-1])
             extend = r.seq_tokens - matched
             rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
             paged = extend + PAGE_OVERHEAD_TOKENS
-            if r.ignore_eos and self.cache.disabled:
-                fits = paged <= min(self.free_tokens() - pages, room) and self._runs_to_completion(r, paged + pages)
+            room = rooms[rank]
+            if r.ignore_eos and cache.disabled:
+                charged = paged + pages[rank]
+                fits = paged <= min(self.free_tokens(rank) - pages[rank], room) and self._runs_to_completion(r, charged)
             else:
                 fits = paged + rest < room
             if not fits:
-                # The KV budget is spent: this request and those behind it wait.
-                self._stopped_at_running = len(self.running)
-                break
+                # The rank's KV budget is spent: this request and those behind it on the rank wait.
+                stopped[rank] = on_rank[rank]
+                if ranks == 1:
+                    break
+                continue
             if not chunking and extend > budget and any(w.dp_rank == rank for w, _ in work):
                 if ranks == 1:
                     break  # without chunking only the first prompt of a rank's step may exceed its budget
                 continue
             n = min(extend, budget) if chunking else extend
-            self.cache.lock(node)  # before evicting, so eviction cannot take this request's own prefix
+            cache.lock(node)  # before evicting, so eviction cannot take this request's own prefix
             r.lock_node = node
             if not self._take(r, n):
-                self.cache.unlock(node)
+                cache.unlock(node)
                 r.lock_node = None
-                break
+                if ranks == 1:
+                    break
+                budgets[rank] = 0  # the rank's slots are spent for this step
+                continue
             self._admit(r, matched, now_s)
-            room -= r.prefill_remaining + PAGE_OVERHEAD_TOKENS + rest  # its whole budget, for the rest of this step
-            pages += PAGE_OVERHEAD_TOKENS
+            rooms[rank] = room - (r.prefill_remaining + PAGE_OVERHEAD_TOKENS + rest)  # its whole budget, this step
+            pages[rank] += PAGE_OVERHEAD_TOKENS
             work.append((r, n))
             budgets[rank] -= n
             running[rank] += 1
+            on_rank[rank] += 1
         return work
 
+    def _running_per_rank(self) -> list[int]:
+        if len(self.pools) == 1:
+            return [len(self.running)]
+        counts = [0] * len(self.pools)
+        for r in self.running:
+            counts[r.dp_rank] += 1
+        return counts
+
+    def _rank_stopped(self, rank: int, on_rank: list[int]) -> bool:
+        """The rank's admission stopped and nobody has left it since (with nothing running, it is tried again)."""
+        stopped_at = self._stopped_at_running[rank]
+        return stopped_at is not None and on_rank[rank] >= stopped_at > 0
+
+    def _stop_all(self, on_rank: list[int]) -> None:
+        """At the server's running cap: every rank stops admitting until one of its requests leaves."""
+        self._stopped_at_running[:] = [n or None for n in on_rank]
+
     def _admission_stopped(self) -> bool:
-        """Admission stopped and nobody has left since (with nothing running, it is always tried again)."""
-        stopped_at = self._stopped_at_running
-        return stopped_at is not None and len(self.running) >= stopped_at > 0
+        """Every rank's admission stopped and nobody has left it since."""
+        on_rank = self._running_per_rank()
+        return all(self._rank_stopped(k, on_rank) for k in range(len(on_rank)))
 
     def _runs_to_completion(self, candidate: SimRequest, charged: int) -> bool:
         """SGLang's add_one_req_ignore_eos: with the candidate admitted, can every running request run to
@@ -452,13 +551,14 @@ class Scheduler:
         the step's page overhead)."""
         states = []
         new_token_ratio = self.new_token_ratio
-        for r in (*self.running, candidate):
+        rank = candidate.dp_rank
+        for r in (*self._on_rank(self.running, rank), candidate):
             output = r.output_tokens
             left = r.max_new_tokens * (1.0 if r.ignore_eos else new_token_ratio) - output
             if left > 0:
                 states.append((left, r.prompt_tokens + output))
         states.sort(key=_first)
-        free = self.free_tokens() - charged
+        free = self.free_tokens(rank) - charged
         freed = 0
         for i, (left, occupied) in enumerate(states):
             still_running = len(states) - i
@@ -487,14 +587,26 @@ class Scheduler:
         cannot give every one a slot): returns the requests retracted and how many decode."""
         cohort = self.cohort
         retracted: list[SimRequest] = []
-        if cohort.size and self.free_tokens() < cohort.size:
-            _, retracted = self._retract(self._decoding())
-        if not cohort.size:
-            return retracted, 0
-        if not self._reserve(cohort.size):  # only when one request alone outgrows the pool
-            for r in self._decoding():
-                if not self._reserve(1):
-                    self._drop(r, KV_EXHAUSTED)
+        if len(self.pools) == 1:
+            if cohort.size and self.free_tokens() < cohort.size:
+                _, retracted = self._retract(self._decoding())
+            if not cohort.size:
+                return retracted, 0
+            if not self._reserve(cohort.size):  # only when one request alone outgrows the pool
+                for r in self._decoding():
+                    if not self._reserve(1):
+                        self._drop(r, KV_EXHAUSTED)
+        else:  # each rank gives its own decoding requests a slot each, retracting on that rank if it must
+            for rank, n in enumerate(cohort.rank_sizes()):
+                if n and self.free_tokens(rank) < n:
+                    retracted += self._retract(self._on_rank(self._decoding(), rank), rank)[1]
+            if not cohort.size:
+                return retracted, 0
+            for rank, n in enumerate(cohort.rank_sizes()):
+                if n and not self._reserve(n, rank):
+                    for r in self._on_rank(self._decoding(), rank):
+                        if not self._reserve(1, rank):
+                            self._drop(r, KV_EXHAUSTED)
         cohort.planned += 1
         if cohort.size and not retracted:
             self._decay_new_token_ratio(1)
@@ -534,11 +646,22 @@ class Scheduler:
         assert spec is not None
         decoding = self._decoding()
         retracted: list[SimRequest] = []
-        if decoding and self.free_tokens() < len(decoding) * spec.verify_tokens:
-            decoding, retracted = self._retract(decoding)
+        if len(self.pools) == 1:
+            if decoding and self.free_tokens() < len(decoding) * spec.verify_tokens:
+                decoding, retracted = self._retract(decoding)
+        else:  # each rank retracts its own requests if its pool must
+            kept: list[SimRequest] = []
+            for rank in range(len(self.pools)):
+                mine = self._on_rank(decoding, rank)
+                if mine and self.free_tokens(rank) < len(mine) * spec.verify_tokens:
+                    mine, out = self._retract(mine, rank)
+                    retracted += out
+                kept += mine
+            kept_ids = set(map(id, kept))
+            decoding = [r for r in decoding if id(r) in kept_ids]
         gains = spec.tokens_gained_each([r.target_tokens - r.output_tokens for r in decoding])
         need = sum(gains)
-        if self._reserve(need):  # the usual case: the slots for all, in bulk
+        if len(self.pools) == 1 and self._reserve(need):  # the usual case: the slots for all, in bulk
             for r, n in zip(decoding, gains):
                 r.held_tokens += n
             work = list(zip(decoding, gains))
@@ -563,16 +686,16 @@ class Scheduler:
             ratio = max(ratio - decay, floor)
         self.new_token_ratio = ratio
 
-    def _retract(self, decoding: list[SimRequest]) -> tuple[list[SimRequest], list[SimRequest]]:
+    def _retract(self, decoding: list[SimRequest], rank: int = 0) -> tuple[list[SimRequest], list[SimRequest]]:
         """SGLang's retract_decode: give up the requests that have done least, until the rest have
-        room for RETRACT_DECODE_STEPS more steps."""
+        room for RETRACT_DECODE_STEPS more steps (`decoding`: the rank's, whose pool is short)."""
         keep = sorted(decoding, key=lambda r: (r.output_tokens, -r.prompt_tokens), reverse=True)
         retracted = []
         while len(keep) > 1:
             victim = keep.pop()
             self._send_back(victim)
             retracted.append(victim)
-            if self.free_tokens() >= len(keep) * RETRACT_DECODE_STEPS:
+            if self.free_tokens(rank) >= len(keep) * RETRACT_DECODE_STEPS:
                 break
         budget = sum(r.max_new_tokens for r in keep)
         if budget:
@@ -657,16 +780,17 @@ class Scheduler:
 
     def _cache_prefill(self, r: SimRequest) -> None:
         """The sequence's KV now exists: hand it to the radix tree (duplicates of cached tokens are freed)."""
-        if self.cache.disabled:
+        cache = self.caches[r.dp_rank]
+        if cache.disabled:
             return
         sequence = r.sequence()
-        self.cache.insert(sequence)
+        cache.insert(sequence)
         moved = len(sequence) - r.prefix_tokens
-        self.pool.release(moved)
+        self.pools[r.dp_rank].release(moved)
         r.held_tokens -= moved
-        _, node = self.cache.match_prefix(sequence)
-        self.cache.lock(node)
-        self.cache.unlock(r.lock_node)
+        _, node = cache.match_prefix(sequence)
+        cache.lock(node)
+        cache.unlock(r.lock_node)
         r.lock_node = node
         r.prefix_tokens = len(sequence)
 
@@ -675,17 +799,18 @@ class Scheduler:
             self.cohort.leave(r, finishing=True)
         r.finished = True
         # The newest token has no KV yet, so the tree gets prompt + all but the last output token.
-        if not self.cache.disabled:
-            self.cache.insert(r.input_ids + tuple(r.output_ids[: r.output_tokens - 1]))
+        cache = self.caches[r.dp_rank]
+        if not cache.disabled:
+            cache.insert(r.input_ids + tuple(r.output_ids[: r.output_tokens - 1]))
         self._release(r)
 
     def _release(self, r: SimRequest) -> None:
         if r.cohort is not None:
             self.cohort.leave(r)
         if r.lock_node is not None:
-            self.cache.unlock(r.lock_node)
+            self.caches[r.dp_rank].unlock(r.lock_node)
             r.lock_node = None
-        self.pool.release(r.held_tokens)
+        self.pools[r.dp_rank].release(r.held_tokens)
         r.held_tokens = 0
 
     def _drop(self, r: SimRequest, reason: dict) -> None:
@@ -719,9 +844,16 @@ class Scheduler:
         """SGLang's /flush_cache: only when idle."""
         if self.has_work():
             return False
-        self.cache.reset()
+        for cache in self.caches:
+            cache.reset()
         return True
 
     def token_usage(self) -> float:
-        locked = self.cache.total_tokens - self.cache.evictable_tokens()
-        return self.pool.usage(locked)
+        """Slots in use (reserved or locked in a tree) over all the ranks' slots."""
+        if len(self.pools) == 1:
+            return self.pool.usage(self.cache.total_tokens - self.cache.evictable_tokens())
+        locked = sum(c.total_tokens - c.evictable_tokens() for c in self.caches)
+        return (locked + sum(p.reserved_tokens for p in self.pools)) / self.capacity_tokens
+
+    def _kv(self) -> list[tuple[KvPool, RadixCache]]:
+        return list(zip(self.pools, self.caches))

@@ -5,7 +5,7 @@ collectors): the tokenizer manager's metrics carry `model_name` and `engine_type
 the per-request counters, TTFT and end-to-end latency, `cache_source` on cached tokens); the scheduler's,
 rank 0's `model_name`, `engine_type`, `tp_rank`, `pp_rank` and `moe_ep_rank`. A split series appears once
 a request of its kind finished, as a prometheus child does. DP attention's per-rank series (`dp_rank`) are
-one series here: the twin's DP ranks are one pool, and the probe sums over `dp_rank` anyway.
+one series here, the ranks' figures summed (their pools' slots and usage together), as the probe sums over `dp_rank`.
 
 Like SGLang's tokenizer manager, it watches what reaches the client: TTFT at a request's first
 delivered chunk (for a non-streaming request that is its only one), inter-token latency per chunk
@@ -263,7 +263,7 @@ class SimMetrics:
         ]
         pass_doc = "Total number of forward passes categorized by CUDA graph."
         out.append(_Family("counter", "sglang:cuda_graph_passes", pass_doc, [*SCHEDULER_LABELS, "mode"], pass_series))
-        used = scheduler.pool.capacity_tokens - scheduler.pool.available_tokens(scheduler.cache.total_tokens)
+        used = scheduler.used_tokens()
         gauges = {
             "num_running_reqs": ("The number of running requests.", len(scheduler.running)),
             "num_queue_reqs": ("The number of requests in the waiting queue.", scheduler.queued),
@@ -272,7 +272,7 @@ class SimMetrics:
             "gen_throughput": ("The generation throughput (token/s).", engine.gen_throughput_tok_s()),
             "num_retracted_reqs": ("Requests retracted over the last log interval.", engine.recent_retractions()),
             "new_token_ratio": ("The new token ratio of the admission estimate.", scheduler.new_token_ratio),
-            "max_total_num_tokens": ("Maximum total tokens in the KV pool.", scheduler.pool.capacity_tokens),
+            "max_total_num_tokens": ("Maximum total tokens in the KV pool.", scheduler.capacity_tokens),
             "num_grammar_queue_reqs": (
                 "The number of requests in the grammar waiting queue.",
                 engine.compiling_requests(),

@@ -210,10 +210,10 @@ class SimTwin:
         info.update(
             backend="sim",
             version=SIM_VERSION,
-            max_total_num_tokens=scheduler.pool.capacity_tokens,
+            max_total_num_tokens=scheduler.capacity_tokens,
             max_req_input_len=engine.context_length_tokens - 1,
             scheduler_info={
-                "max_total_num_tokens": scheduler.pool.capacity_tokens,
+                "max_total_num_tokens": scheduler.capacity_tokens,
                 "max_req_input_len": engine.context_length_tokens - 1,
             },
             internal_states=[

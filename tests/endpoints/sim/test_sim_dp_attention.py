@@ -4,6 +4,8 @@ tokens gathered for the MLP, a PD decode server's request slots and running cap,
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from endpoints.capacity.shadow_canary import server_info_flags
@@ -12,11 +14,12 @@ from endpoints.sim.cost.cost_model import RooflineCostModel
 from endpoints.sim.cost.profiles import hardware_profile_for, model_profile_for
 from endpoints.sim.cost.step_batch import BatchItem, ForwardMode, StepBatch
 from endpoints.sim.engine.disaggregation import Bootstrap
+from endpoints.sim.engine.kv_pool import KvPool
 from endpoints.sim.engine.sim_request import GenerateInput, SimRequest, planned_output
 from endpoints.sim.engine_builder import build_engine
 from endpoints.sim.pd_fleet_bench import PdFleet, run_pd_fleet
 from endpoints.sim.server_args import parse_server_args
-from endpoints.sim.virtual_bench import BenchRequest, random_requests
+from endpoints.sim.virtual_bench import BenchRequest, random_ids, random_requests
 
 B200 = ("--model-path", "deepseek-ai/DeepSeek-R1-0528", "--sim-hardware", "b200", "--disable-radix-cache")
 DP8 = (*B200, "--tp", "8", "--dp", "8", "--enable-dp-attention")
@@ -135,3 +138,67 @@ def test_a_pd_prefill_keeps_a_request_slot_until_its_kv_has_been_sent():
     kv_bytes = 2048 * (512 + 64) * 61 * 2  # the prompt's BF16 latent KV
     extra_s = kv_bytes * (1 / 1e9 - 1 / 50e9)
     assert gap_s("--sim-kv-link-gb-s", "1") - gap_s() == pytest.approx(extra_s, rel=0.1)
+
+
+def _conversation(engine, turns: int, clock):
+    """A chat whose every turn sends the whole history again (a shared prefix growing by ~1,500 tokens a turn), one
+    turn after another; returns each turn's cached prompt tokens."""
+
+    async def run():
+        history, cached = random_ids(2000, random.Random(11)), []
+        for turn in range(turns):
+            prompt = history + random_ids(500, random.Random(turn))
+            done = await engine.generate(GenerateInput(f"t{turn}", prompt, 1000, ignore_eos=True))
+            cached.append(done.cached_tokens)
+            history = prompt + random_ids(1000, random.Random(100 + turn))  # the answer, as the client keeps it
+        return cached
+
+    return run()
+
+
+def _on_virtual_clock(flags, scenario):
+    clock = VirtualClock()
+
+    async def main():
+        engine = build_engine(parse_server_args(list(flags)), clock)
+        engine.start()
+        try:
+            return await scenario(engine, clock)
+        finally:
+            await engine.stop()
+
+    return clock.run(main())
+
+
+def test_each_rank_has_its_own_radix_tree_so_round_robin_scatters_a_conversations_prefix():
+    radix_on = ("--model-path", "deepseek-ai/DeepSeek-R1-0528", "--sim-hardware", "b200", "--tp", "8")
+    one_tree = _on_virtual_clock(radix_on, lambda engine, clock: _conversation(engine, 9, clock))
+    per_rank = _on_virtual_clock((*radix_on, "--dp", "8", "--enable-dp-attention"),
+                                 lambda engine, clock: _conversation(engine, 9, clock))  # fmt: skip
+    # One tree: every turn after the first finds the whole history it was sent before.
+    assert one_tree[0] == 0 and all(c >= 2000 + 1500 * (t - 1) for t, c in enumerate(one_tree) if t)
+    # Eight trees and round robin: turn t runs on rank t % 8, where nothing of this chat was cached until turn 8,
+    # which finds turn 0's prompt and what the rank cached with it (SGLang's DataParallelController, per-rank trees).
+    assert per_rank[:8] == [0] * 8
+    assert 2000 <= per_rank[8] < one_tree[8] / 4
+
+
+def test_each_rank_admits_from_its_own_kv_pool():
+    flags = (*B200, "--tp", "8", "--dp", "2", "--enable-dp-attention")
+
+    async def scenario(engine, clock):
+        engine.scheduler.pools[:] = [KvPool(12_000), KvPool(12_000)]
+        # Round robin: the long prompts (5,000 tokens) on rank 0, the short ones (500) on rank 1.
+        specs = [GenerateInput(f"r{i}", random_ids(5000 if i % 2 == 0 else 500, random.Random(i)), 400, ignore_eos=True)
+                 for i in range(12)]  # fmt: skip
+        requests = [engine.submit(spec) for spec in specs]
+        await clock.sleep_until(clock.now_s() + 0.5)
+        running = engine.scheduler.running
+        on_rank = [sum(1 for r in running if r.dp_rank == k) for k in (0, 1)]
+        assert all(not r.finished for r in requests)
+        return on_rank
+
+    on_rank = _on_virtual_clock(flags, scenario)
+    # Rank 0's pool holds two long requests to their end (2 x 5,401 of 12,000), rank 1's all six short ones: one
+    # pool of 24,000 for both would have let rank 0 run four.
+    assert on_rank == [2, 6]
