@@ -48,7 +48,8 @@ def _per_gpu(shape: ShapeProbe, rps: float, window: Workload) -> str:
 def _ttft_parts(shape: ShapeProbe) -> str:
     """Where the shape's TTFT goes at the target rate: its stages' mean ms (they add up to the mean TTFT)."""
     parts = shape.mean_ttft_parts_ms or {}
-    return " + ".join(f"{name} {ms:,.0f}" for name, ms in parts.items()) or "-"
+    # round() to an int: a part left over by float subtraction (bootstrap, -1e-12 ms) reads 0, not -0.
+    return " + ".join(f"{name} {round(ms):,}" for name, ms in parts.items()) or "-"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from replay_sglang_peer import make_workload
 from warehouse.backends.store import Warehouse
 from warehouse.marts.run_rows import RunContext, build_run_row
 from warehouse.parquet.lake import write_partition
+from warehouse.report.ttft_parts_section import where_ttft_goes
 from warehouse.report.weekly_report import write_weekly_report
 from warehouse_builders import endpoint, request, run_info, write_run
 
@@ -115,3 +116,13 @@ def test_a_real_servers_unreported_parts_show_as_not_reported_and_only_live_scen
         assert browser.evaluate(bars) == ["waiting queue", "prefill", "not reported by the server"]
     finally:
         browser.close()
+
+
+def test_a_part_left_over_by_float_subtraction_reads_zero_not_minus_zero():
+    # bootstrap is what the decode's wait leaves once the other parts are taken out: -1e-12 ms where it is nothing.
+    row = {"week_start": WEEK, "scenario": "pd-live", "mean_ttft_ms": 250.0, "mean_ttft_prealloc_ms": 10.0,
+           "mean_ttft_bootstrap_ms": -1e-12, "mean_ttft_queue_ms": 40.0, "mean_ttft_prefill_ms": 190.0,
+           "mean_ttft_kv_transfer_ms": 5.0, "mean_ttft_decode_wait_ms": 5.0, "reporting_requests": 10,
+           "completed_requests": 10}  # fmt: skip
+    sentence = where_ttft_goes(row)
+    assert "bootstrap with the prefill server 0 ms (0%)" in sentence and " -0 ms" not in sentence

@@ -75,9 +75,10 @@ def where_ttft_goes(row: dict) -> str:
     parts.sort(key=lambda part: -part[1])
 
     def share(ms: float) -> str:
-        return f"{ms / mean_ms:.0%}" if mean_ms > 0 else "—"
+        return f"{max(ms, 0.0) / mean_ms:.0%}" if mean_ms > 0 else "—"
 
-    said = "; ".join(f"{label} {ms:,.0f} ms ({share(ms)})" for label, ms in parts)
+    # round() to an int: a part left over by float subtraction (-1e-12 ms) reads 0 ms, not -0 ms.
+    said = "; ".join(f"{label} {round(ms):,} ms ({share(ms)})" for label, ms in parts)
     reporting = f"{int(row['reporting_requests']):,} of its {int(row['completed_requests']):,} completed requests"
     return (
         f"In the week of {row['week_start']}, {row['scenario']}'s mean time to first token was {mean_ms:,.0f} ms: "
