@@ -253,19 +253,10 @@ class SimEngine:
                 continue
             scheduler.add_transferred(request, outcome.cached_tokens)
         self._deliver(scheduler.admit_prebuilt(now_s), now_s)
-        # Each DP-attention rank has its own prealloc queue: one whose head cannot take slots holds only its own.
-        ranks, full, behind = len(scheduler.pools), set[int](), deque[SimRequest]()
-        while self.prealloc and len(full) < ranks:
-            request = self.prealloc.popleft()
-            if request.aborted:
-                continue
-            if request.dp_rank in full or not scheduler.preallocate(request, reserved):
-                full.add(request.dp_rank)
-                behind.append(request)
-                continue
-            request.preallocated_s = now_s  # its prealloc queue ends: the transfer queue's starts
-            self._spawn(self._receive_kv(request))
-        self.prealloc.extendleft(reversed(behind))
+        if self.prealloc:
+            for request in scheduler.preallocate(self.prealloc, reserved):
+                request.preallocated_s = now_s  # its prealloc queue ends: the transfer queue's starts
+                self._spawn(self._receive_kv(request))
 
     async def updates(self, request: SimRequest) -> AsyncGenerator[TokenUpdate, None]:
         """The request's updates until it finishes; aborts it if the consumer stops early."""

@@ -281,20 +281,44 @@ class Scheduler:
         DataParallelController), whose prealloc queue it then waits in."""
         r.dp_rank = self._round_robin() if len(self.pools) > 1 else 0
 
-    def preallocate(self, r: SimRequest, reserved_per_request: int) -> bool:
-        """Take the slots a disaggregated request's prompt KV will land in, if its rank's pool holds them beside
-        what every running or arriving request of the rank keeps in reserve for its decode (SGLang's decode
-        prealloc queue: `_allocatable_token_budgets`, without its retractable-token credit), and only while a
-        request slot of the rank is free (its req_to_token_pool: `available_size() <= 0` stops the queue)."""
-        rank, ranks = r.dp_rank, len(self.pools)
+    def preallocate(self, queue: deque[SimRequest], reserved_per_request: int) -> list[SimRequest]:
+        """Take the slots the prompt KV of the requests in a PD decode's prealloc `queue` will land in, in queue order,
+        and return the requests that got them (removed from the queue; aborted ones are dropped from it). A request
+        gets them if its rank's pool holds them beside what every running or arriving request of the rank keeps in
+        reserve for its decode (SGLang's decode prealloc queue: `_allocatable_token_budgets`, without its
+        retractable-token credit), and only while a request slot of the rank is free (its req_to_token_pool:
+        `available_size() <= 0` stops the queue). Each DP-attention rank has its own queue: a rank whose head cannot
+        take slots holds only its own requests."""
+        ranks = len(self.pools)
         slots = self._config.decode_request_slots // ranks
-        held = len(self.running) + len(self.transferring) + len(self.prebuilt)
-        if ranks > 1:
-            held = sum(1 for q in (self.running, self.transferring, self.prebuilt) for x in q if x.dp_rank == rank)
+        held = [0] * ranks  # request slots taken on each rank: running, KV on its way, KV landed
+        for q in (self.running, self.transferring, self.prebuilt):
+            if ranks == 1:
+                held[0] += len(q)
+            else:
+                for x in q:
+                    held[x.dp_rank] += 1
+        taken: list[SimRequest] = []
+        full: set[int] = set()
+        behind: deque[SimRequest] = deque()
+        while queue and len(full) < ranks:
+            r = queue.popleft()
+            if r.aborted:
+                continue
+            rank = r.dp_rank
+            if rank in full or not self._preallocate_one(r, reserved_per_request, slots, held[rank]):
+                full.add(rank)
+                behind.append(r)
+                continue
+            held[rank] += 1
+            taken.append(r)
+        queue.extendleft(reversed(behind))
+        return taken
+
+    def _preallocate_one(self, r: SimRequest, reserved_per_request: int, slots: int, held: int) -> bool:
         if slots and held >= slots:
             return False
-        reserved = reserved_per_request * held
-        if r.prompt_tokens + reserved_per_request > self.free_tokens(rank) - reserved:
+        if r.prompt_tokens + reserved_per_request > self.free_tokens(r.dp_rank) - reserved_per_request * held:
             return False
         if not self._take(r, r.prompt_tokens):
             return False
