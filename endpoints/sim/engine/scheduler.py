@@ -564,6 +564,9 @@ class Scheduler:
 
     def _admission_stopped(self) -> bool:
         """Every rank's admission stopped and nobody has left it since."""
+        if len(self.pools) == 1:  # every step asks: the one rank's check without building a list
+            stopped_at = self._stopped_at_running[0]
+            return stopped_at is not None and len(self.running) >= stopped_at > 0
         on_rank = self._running_per_rank()
         return all(self._rank_stopped(k, on_rank) for k in range(len(on_rank)))
 
