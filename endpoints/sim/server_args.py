@@ -202,12 +202,7 @@ class SimServerArgs:
 
     def as_server_info(self) -> dict:
         """Every argument under its SGLang field name, the way /server_info shows ServerArgs."""
-        info = {
-            name: getattr(self, name)
-            for name in self.__slots__
-            if name
-            not in ("ignored", "faults", "speculative", "run_variation", "expert_parallel", "decode_graph_max_bs")
-        }
+        info = {name: getattr(self, name) for name in self.__slots__ if name not in _NOT_SERVER_INFO}
         info.update(expert_parallel_server_info(self.expert_parallel))
         info.update(self.faults.as_server_info())
         if self.run_variation is not None:
