@@ -5,6 +5,7 @@ tokens gathered for the MLP, a PD decode server's request slots and running cap,
 from __future__ import annotations
 
 import random
+from collections import deque
 
 import pytest
 
@@ -202,3 +203,23 @@ def test_each_rank_admits_from_its_own_kv_pool():
     # Rank 0's pool holds two long requests to their end (2 x 5,401 of 12,000), rank 1's all six short ones: one
     # pool of 24,000 for both would have let rank 0 run four.
     assert on_rank == [2, 6]
+
+
+def test_a_pd_decodes_ranks_each_have_a_prealloc_queue_and_a_pool():
+    engine = _engine(*PD, "--dp", "2", "--enable-dp-attention", "--disaggregation-mode", "decode")
+    scheduler = engine.scheduler
+    scheduler.pools[:] = [KvPool(12_000), KvPool(12_000)]
+    queue = deque()
+    for i in range(8):  # round robin on arrival: the long prompts (5,000 tokens) on rank 0, the short (500) on rank 1
+        prompt = random_ids(5000 if i % 2 == 0 else 500, random.Random(i))
+        spec = GenerateInput(f"r{i}", prompt, 100, ignore_eos=True, bootstrap=Bootstrap("p", 0, i))
+        request = _sim_request(engine, spec)
+        scheduler.dispatch_transfer(request)
+        queue.append(request)
+    assert [r.dp_rank for r in queue] == [0, 1] * 4
+    taken = scheduler.preallocate(queue, 256)
+    # Rank 0's pool takes two 5,000-token prompts (each keeping 256 slots for its decode); its third waits, at the
+    # head of rank 0's queue, without holding up rank 1, whose pool takes all four short ones.
+    assert [r.rid for r in taken] == ["r0", "r1", "r2", "r3", "r5", "r7"]
+    assert [r.rid for r in queue] == ["r4", "r6"]
+    assert [p.reserved_tokens for p in scheduler.pools] == [10_000, 2_000]
