@@ -139,7 +139,9 @@ class Scheduler:
         self.init_new_token_ratio = min(INIT_NEW_TOKEN_RATIO * config.schedule_conservativeness, 1.0)
         self.min_new_token_ratio = min(self.init_new_token_ratio * MIN_NEW_TOKEN_RATIO_FACTOR, 1.0)
         self._ratio_decay = (self.init_new_token_ratio - self.min_new_token_ratio) / NEW_TOKEN_RATIO_DECAY_STEPS
-        self.new_token_ratio = self.init_new_token_ratio
+        # Each rank's own ratio (SGLang's NewTokenRatioTracker, a scheduler's): it decays with the rank's decode
+        # steps, is set by the rank's retractions, and resets when the server finds no batch at all.
+        self.ratios = [self.init_new_token_ratio] * config.attention_ranks
         self.retractions = RetractionCounters()
         self.graph_passes = DecodeGraphPasses(config.decode_graph_max_bs)
         # SGLang's batch_is_full, derived, per rank: how many ran on the rank when its admission last stopped for
@@ -178,8 +180,19 @@ class Scheduler:
 
     def _only(self, per_rank: list[T]) -> T:
         if len(per_rank) != 1:
-            raise AttributeError(f"{len(per_rank)} attention ranks: each has its own KV pool and radix tree")
+            raise AttributeError(f"{len(per_rank)} attention ranks: each has its own KV pool, radix tree and ratio")
         return per_rank[0]
+
+    @property
+    def new_token_ratio(self) -> float:
+        """A one-rank server's ratio; under DP attention the ranks' mean (as the probe averages their gauges)."""
+        ratios = self.ratios
+        return ratios[0] if len(ratios) == 1 else sum(ratios) / len(ratios)
+
+    @new_token_ratio.setter
+    def new_token_ratio(self, ratio: float) -> None:
+        self._only(self.ratios)
+        self.ratios[0] = ratio
 
     @property
     def capacity_tokens(self) -> int:
@@ -264,7 +277,7 @@ class Scheduler:
         prefill, and the new-token ratio's share of the output it may still produce; all of it under ignore_eos
         (SGLang 0.5.23's _get_running_request_total_token_offset: a fixed-length request cannot stop early).
         Summed in running order (floats)."""
-        ratio = self.new_token_ratio
+        ratio = self.ratios[rank]
         return sum(
             (0 if r.decoding else r.prefill_target - r.prefilled_tokens)
             + min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS) * (1.0 if r.ignore_eos else ratio)
@@ -393,8 +406,8 @@ class Scheduler:
                 work, retracted, gained = self._plan_verify()
         if not work and not cohort:
             if not retracted:
-                # Nothing to run: SGLang's event loop re-inits the ratio when it finds no batch.
-                self.new_token_ratio = self.init_new_token_ratio
+                # Nothing to run: SGLang's event loop re-inits the ratio when it finds no batch (every rank's).
+                self.ratios[:] = [self.init_new_token_ratio] * len(self.ratios)
                 return None
             return StepPlan(StepBatch(mode, ()), (), 0.0, tuple(retracted))
         if mode is ForwardMode.DECODE:
@@ -577,8 +590,8 @@ class Scheduler:
         free slots are short of beyond this step's prefills already taken (the candidate's paged prompt,
         the step's page overhead)."""
         states = []
-        new_token_ratio = self.new_token_ratio
         rank = candidate.dp_rank
+        new_token_ratio = self.ratios[rank]
         for r in (*self._on_rank(self.running, rank), candidate):
             output = r.output_tokens
             left = r.max_new_tokens * (1.0 if r.ignore_eos else new_token_ratio) - output
@@ -624,9 +637,12 @@ class Scheduler:
                     if not self._reserve(1):
                         self._drop(r, KV_EXHAUSTED)
         else:  # each rank gives its own decoding requests a slot each, retracting on that rank if it must
+            retracting = [False] * len(self.pools)
             for rank, n in enumerate(cohort.rank_sizes()):
                 if n and self.free_tokens(rank) < n:
-                    retracted += self._retract(self._on_rank(self._decoding(), rank), rank)[1]
+                    out = self._retract(self._on_rank(self._decoding(), rank), rank)[1]
+                    retracted += out
+                    retracting[rank] = bool(out)
             if not cohort.size:
                 return retracted, 0
             for rank, n in enumerate(cohort.rank_sizes()):
@@ -634,6 +650,11 @@ class Scheduler:
                     for r in self._on_rank(self._decoding(), rank):
                         if not self._reserve(1, rank):
                             self._drop(r, KV_EXHAUSTED)
+            cohort.planned += 1
+            for rank, n in enumerate(cohort.rank_sizes()):
+                if n and not retracting[rank]:  # a rank that decodes decays its own ratio
+                    self._decay_new_token_ratio(1, rank)
+            return retracted, cohort.size
         cohort.planned += 1
         if cohort.size and not retracted:
             self._decay_new_token_ratio(1)
@@ -701,17 +722,22 @@ class Scheduler:
                     continue
                 work.append((r, n))
                 need += n
-        if work and not retracted:
-            self._decay_new_token_ratio(1)
+        if len(self.pools) == 1:
+            if work and not retracted:
+                self._decay_new_token_ratio(1)
+        else:
+            retracted_on = {r.dp_rank for r in retracted}
+            for rank in sorted({r.dp_rank for r, _ in work} - retracted_on):
+                self._decay_new_token_ratio(1, rank)
         return work, retracted, need
 
-    def _decay_new_token_ratio(self, steps: int) -> None:
-        """SGLang's per-decode-step decay of the admission estimate's ratio, down to its floor, `steps` times (one
-        subtraction a step, so a run of steps lands on the same float as the steps one by one)."""
-        ratio, decay, floor = self.new_token_ratio, self._ratio_decay, self.min_new_token_ratio
+    def _decay_new_token_ratio(self, steps: int, rank: int = 0) -> None:
+        """SGLang's per-decode-step decay of the rank's admission estimate ratio, down to its floor, `steps` times
+        (one subtraction a step, so a run of steps lands on the same float as the steps one by one)."""
+        ratio, decay, floor = self.ratios[rank], self._ratio_decay, self.min_new_token_ratio
         for _ in range(steps):
             ratio = max(ratio - decay, floor)
-        self.new_token_ratio = ratio
+        self.ratios[rank] = ratio
 
     def _retract(self, decoding: list[SimRequest], rank: int = 0) -> tuple[list[SimRequest], list[SimRequest]]:
         """SGLang's retract_decode: give up the requests that have done least, until the rest have
@@ -727,7 +753,7 @@ class Scheduler:
         budget = sum(r.max_new_tokens for r in keep)
         if budget:
             needed = sum(r.output_tokens for r in keep) + RETRACT_DECODE_STEPS * len(keep)
-            self.new_token_ratio = min(1.0, needed / budget)
+            self.ratios[rank] = min(1.0, needed / budget)
         kept = set(map(id, keep))
         return [r for r in decoding if id(r) in kept], retracted
 

@@ -223,3 +223,18 @@ def test_a_pd_decodes_ranks_each_have_a_prealloc_queue_and_a_pool():
     assert [r.rid for r in taken] == ["r0", "r1", "r2", "r3", "r5", "r7"]
     assert [r.rid for r in queue] == ["r4", "r6"]
     assert [p.reserved_tokens for p in scheduler.pools] == [10_000, 2_000]
+
+
+def test_each_rank_decays_its_own_new_token_ratio():
+    flags = (*B200, "--tp", "8", "--dp", "2", "--enable-dp-attention")
+
+    async def scenario(engine, clock):
+        scheduler = engine.scheduler
+        # One request: round robin puts it on rank 0; rank 1 runs no decode step of its own.
+        engine.submit(GenerateInput("r0", random_ids(1000, random.Random(1)), 400, ignore_eos=True))
+        await clock.sleep_until(clock.now_s() + 2.0)
+        return list(scheduler.ratios), scheduler.new_token_ratio, scheduler.init_new_token_ratio
+
+    (busy, idle), gauge, init = _on_virtual_clock(flags, scenario)
+    assert idle == init and busy < init  # SGLang's NewTokenRatioTracker is a rank's scheduler's
+    assert gauge == pytest.approx((busy + idle) / 2)  # the gauge as the probe averages the ranks' series
