@@ -8,6 +8,7 @@ import random
 from collections import deque
 
 import pytest
+from test_sim_engine import run
 
 from endpoints.capacity.shadow_canary import server_info_flags
 from endpoints.clock import VirtualClock
@@ -141,11 +142,11 @@ def test_a_pd_prefill_keeps_a_request_slot_until_its_kv_has_been_sent():
     assert gap_s("--sim-kv-link-gb-s", "1") - gap_s() == pytest.approx(extra_s, rel=0.1)
 
 
-def _conversation(engine, turns: int, clock):
+def _conversation(engine, turns: int):
     """A chat whose every turn sends the whole history again (a shared prefix growing by ~1,500 tokens a turn), one
     turn after another; returns each turn's cached prompt tokens."""
 
-    async def run():
+    async def chat():
         history, cached = random_ids(2000, random.Random(11)), []
         for turn in range(turns):
             prompt = history + random_ids(500, random.Random(turn))
@@ -154,29 +155,14 @@ def _conversation(engine, turns: int, clock):
             history = prompt + random_ids(1000, random.Random(100 + turn))  # the answer, as the client keeps it
         return cached
 
-    return run()
-
-
-def _on_virtual_clock(flags, scenario):
-    clock = VirtualClock()
-
-    async def main():
-        engine = build_engine(parse_server_args(list(flags)), clock)
-        engine.start()
-        try:
-            return await scenario(engine, clock)
-        finally:
-            await engine.stop()
-
-    return clock.run(main())
+    return chat()
 
 
 def test_each_rank_has_its_own_radix_tree_so_round_robin_scatters_a_conversations_prefix():
     radix_on = ("--model-path", "deepseek-ai/DeepSeek-R1-0528", "--sim-hardware", "b200", "--tp", "8")
-    one_tree = _on_virtual_clock(radix_on, lambda engine, clock: _conversation(engine, 9, clock))
-    per_rank = _on_virtual_clock((*radix_on, "--dp", "8", "--enable-dp-attention"),
-                                 lambda engine, clock: _conversation(engine, 9, clock))  # fmt: skip
-    # One tree: every turn after the first finds the whole history it was sent before.
+    one_tree = run([*radix_on], lambda engine, _clock: _conversation(engine, 9))
+    per_rank = run([*radix_on, "--dp", "8", "--enable-dp-attention"], lambda engine, _clock: _conversation(engine, 9))
+    # One tree: every turn after the first finds the prompt the turn before it sent.
     assert one_tree[0] == 0 and all(c >= 2000 + 1500 * (t - 1) for t, c in enumerate(one_tree) if t)
     # Eight trees and round robin: turn t runs on rank t % 8, where nothing of this chat was cached until turn 8,
     # which finds turn 0's prompt and what the rank cached with it (SGLang's DataParallelController, per-rank trees).
@@ -199,7 +185,7 @@ def test_each_rank_admits_from_its_own_kv_pool():
         assert all(not r.finished for r in requests)
         return on_rank
 
-    on_rank = _on_virtual_clock(flags, scenario)
+    on_rank = run([*flags], scenario)
     # Rank 0's pool holds two long requests to their end (2 x 5,401 of 12,000), rank 1's all six short ones: one
     # pool of 24,000 for both would have let rank 0 run four.
     assert on_rank == [2, 6]
@@ -235,6 +221,6 @@ def test_each_rank_decays_its_own_new_token_ratio():
         await clock.sleep_until(clock.now_s() + 2.0)
         return list(scheduler.ratios), scheduler.new_token_ratio, scheduler.init_new_token_ratio
 
-    (busy, idle), gauge, init = _on_virtual_clock(flags, scenario)
+    (busy, idle), gauge, init = run([*flags], scenario)
     assert idle == init and busy < init  # SGLang's NewTokenRatioTracker is a rank's scheduler's
     assert gauge == pytest.approx((busy + idle) / 2)  # the gauge as the probe averages the ranks' series
