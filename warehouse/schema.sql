@@ -331,6 +331,7 @@ CREATE OR REPLACE TABLE run_summary (
     kv_usage_mean DOUBLE,             -- time-weighted mean of sglang:token_usage, KV-pool fraction, summed over workers as stored (ratio)
     kv_usage_max DOUBLE,              -- largest sampled sglang:token_usage in the measured window (ratio)
     retractions BIGINT,               -- delta sglang:num_retracted_requests_total over the measured window (count; null when the server does not export it)
+    eager_decode_share DOUBLE,        -- delta sglang:cuda_graph_passes_total{mode="decode_none"} / its decode_none + decode_cuda_graph over the measured window: the share of decode steps run without a CUDA graph, their batch per rank past --cuda-graph-max-bs (ratio 0-1; null when the server does not export the counter or decoded nothing)
     spec_accept_length DOUBLE,        -- time-weighted mean of the servers' sglang:spec_accept_length over the measured window: tokens a decode step gives a request with speculative decoding (tokens per step; null: no speculative decoding reported)
     prefill_token_weight DOUBLE,      -- GPU time of an uncached prompt token against an output token, both measured on this run: (mean running requests per worker) / (peak_prefill_tokens_per_ms x p50_tpot_ms), i.e. the fastest prefill seen against a decode step shared by the batch (ratio; null: no occupancy samples or TPOT)
     gpu_utilisation_pct DOUBLE,       -- mean of measured gpu_samples.utilisation_pct in the measured window (%; null when unmeasured)

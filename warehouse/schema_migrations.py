@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class SchemaVersionError(RuntimeError):
@@ -57,6 +57,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "week_spend_usd (the endpoint's GPUs for the whole week); weekly_trends.cost_usd is renamed replay_cost_usd "
         "and weekly_trends gains revision_note and week_spend_usd, cost_attribution revision_note; a week whose "
         "configuration changed names the changed server facts and the note in regression_reasons; lake files unchanged",
+    ),
+    Migration(
+        6,
+        "v5 -> v6: run_summary gains eager_decode_share (the share of decode steps the servers ran without a CUDA "
+        "graph, from sglang:cuda_graph_passes_total); lake files unchanged",
     ),
 )
 

@@ -79,7 +79,7 @@ def test_a_version_1_warehouse_is_upgraded_and_rebuilt_from_the_lake(tmp_path):
         with store.connect(read_only=True):
             pass
     notes = store.refresh().upgrade_notes
-    assert [n[:8] for n in notes] == ["v1 -> v2", "v2 -> v3", "v3 -> v4", "v4 -> v5"]
+    assert [n[:8] for n in notes] == ["v1 -> v2", "v2 -> v3", "v3 -> v4", "v4 -> v5", "v5 -> v6"]
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT version, applied_wall_s FROM schema_version").fetchall() == [
             (SCHEMA_VERSION, 1_800_000_000.0)
@@ -110,7 +110,7 @@ def test_a_version_2_warehouse_keeps_its_history_and_gains_a_row_for_the_upgrade
         con.execute("CREATE TABLE run_summary (run_id VARCHAR NOT NULL)")
         con.execute("INSERT INTO run_summary VALUES ('stale')")
     notes = store.refresh().upgrade_notes
-    assert [n[:8] for n in notes] == ["v2 -> v3", "v3 -> v4", "v4 -> v5"]
+    assert [n[:8] for n in notes] == ["v2 -> v3", "v3 -> v4", "v4 -> v5", "v5 -> v6"]
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT * FROM schema_version ORDER BY version").fetchall() == [
             (2, 1_700_000_000.0, "created"),
@@ -131,13 +131,17 @@ def test_a_version_4_warehouse_upgrades_and_its_runs_get_the_week_s_spend(tmp_pa
         con.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_wall_s DOUBLE, note VARCHAR)")
         con.execute("INSERT INTO schema_version VALUES (4, 1700000000.0, 'created')")
         con.execute("CREATE TABLE weekly_trends (week_start DATE NOT NULL, cost_usd DOUBLE)")
-    with pytest.raises(SchemaVersionError, match="older than 5"):
+    with pytest.raises(SchemaVersionError, match=f"older than {SCHEMA_VERSION}"):
         with store.connect(read_only=True):
             pass
     notes = store.refresh().upgrade_notes
-    assert [n[:8] for n in notes] == ["v4 -> v5"] and "weekly_trends.cost_usd is renamed replay_cost_usd" in notes[0]
+    assert [n[:8] for n in notes] == ["v4 -> v5", "v5 -> v6"]
+    assert "weekly_trends.cost_usd is renamed replay_cost_usd" in notes[0] and "eager_decode_share" in notes[1]
     with store.connect(read_only=True) as con:
-        assert con.execute("SELECT version FROM schema_version ORDER BY version").fetchall() == [(4,), (5,)]
+        assert con.execute("SELECT version FROM schema_version ORDER BY version").fetchall() == [
+            (4,),
+            (SCHEMA_VERSION,),
+        ]
         # The v4 file reads the new columns as null, or the documented default: the fleet held all week.
         assert con.execute("SELECT revision_note, hours_per_week FROM runs").fetchall() == [(None, 168.0)]
         assert con.execute("SELECT schema_version FROM lake_files WHERE table_name = 'runs'").fetchall() == [(4,)]

@@ -106,6 +106,8 @@ def test_warm_up_is_excluded_once_and_the_console_agrees_with_the_warehouse(tmp_
     # No capacity sweep here: occupancy is the share of the twin's KV pool its running requests held.
     assert row.batch_occupancy_basis == "kv_pool" and 0 < row.batch_occupancy <= 1
     assert row.running_cap_share is not None and 0 < row.running_cap_share <= 1  # of the cap it enforces (4)
+    # Its CUDA graphs are capped at --max-running-requests (SGLang's default cap, capped): every decode step fits.
+    assert row.eager_decode_share == 0.0
 
 
 @pytest.mark.timeout(120)
@@ -115,8 +117,9 @@ def test_a_fleets_running_cap_share_divides_each_worker_by_its_own_cap(tmp_path)
     caps = (2, 3)
     workload = make_workload([0.01 * i for i in range(16)], input_tokens=64, output_tokens=24)
     run_dir = tmp_path / "run"
+    # w1's graphs hold one request: its decode steps of 2 or 3 run eagerly (counted, not priced: docs/twin.md).
     with provision(_twin("w0", "--max-running-requests", "2"), tmp_path / "w0") as w0, \
-            provision(_twin("w1", "--max-running-requests", "3"), tmp_path / "w1") as w1:  # fmt: skip
+            provision(_twin("w1", "--max-running-requests", "3", "--cuda-graph-max-bs", "1"), tmp_path / "w1") as w1:  # fmt: skip
         fleet = EndpointSpec("fleet", EndpointMode.ATTACH, "deepseek-ai/DeepSeek-V3", (), "H200", 2 * GPUS,
                              USD_PER_GPU_HOUR, url=w0.url, worker_urls=(w0.url, w1.url))  # fmt: skip
         with provision(fleet, run_dir) as endpoint, probing(endpoint, run_dir, "e2e-fleet", interval_s=0.05):
@@ -156,3 +159,4 @@ def test_a_fleets_running_cap_share_divides_each_worker_by_its_own_cap(tmp_path)
         means.append(float(np.dot([v for _, v in series], held) / held.sum()))
     assert row.running_cap_share == pytest.approx(sum(means) / sum(caps))
     assert 0 < row.running_cap_share <= 1
+    assert 0 < row.eager_decode_share < 1  # w1's steps past its graphs, of both workers' decode steps

@@ -132,7 +132,23 @@ def _server_samples(run_id: str) -> list:
         s(run_id, 10, "sglang:num_retracted_requests_total", 1),
         s(run_id, 101, "sglang:num_retracted_requests_total", 4),
         s(run_id, 130, "sglang:num_retracted_requests_total", 50),  # long after the window: ignored
+        # Decode steps by how they ran, one series per mode label, on two workers: in the window A ran 300 - 100 = 200
+        # steps from a graph and 60 - 10 = 50 without, B 100 from a graph.
+        _passes(run_id, 10, "decode_cuda_graph", 100),
+        _passes(run_id, 101, "decode_cuda_graph", 300),
+        _passes(run_id, 10, "decode_none", 10),
+        _passes(run_id, 101, "decode_none", 60),
+        _passes(run_id, 10, "prefill_none", 5),  # prefill passes are not decode steps
+        _passes(run_id, 101, "prefill_none", 500),
+        _passes(run_id, 10, "decode_cuda_graph", 0, source="http://127.0.0.1:30001"),
+        _passes(run_id, 101, "decode_cuda_graph", 100, source="http://127.0.0.1:30001"),
     ]
+
+
+def _passes(run_id: str, at_s: float, mode: str, value: float, source: str = "http://127.0.0.1:30000") -> ServerSample:
+    """sglang:cuda_graph_passes_total{mode} as the probes store it (labels sorted, dp_rank summed away)."""
+    labels = f'{{"mode":"{mode}","model_name":"m"}}'
+    return ServerSample(run_id, T0_WALL_S + at_s, source, "sglang:cuda_graph_passes_total", "counter", labels, value)
 
 
 def _gpu_samples(run_id: str) -> list:
@@ -194,6 +210,11 @@ def test_client_and_server_hit_rates(row):
     assert row.retractions == 3  # 4 - 1
 
 
+def test_the_share_of_decode_steps_run_without_a_cuda_graph(row):
+    # 50 eager of 200 + 50 + 100 decode steps on both workers; the prefill passes are not counted.
+    assert row.eager_decode_share == pytest.approx(50 / 350)
+
+
 def test_batch_occupancy_and_kv_usage_are_time_weighted(row):
     # Worker A: 2 for 30 s, 4 for 30 s, 1 for 30 s = 7/3 of its 8 slots; worker B: 1 for 90 s of its 10:
     # the fleet ran (7/3 + 1) of 18 slots. Each worker against its own cap, so it stays within 0..1.
@@ -204,7 +225,7 @@ def test_batch_occupancy_and_kv_usage_are_time_weighted(row):
     assert (row.batch_occupancy, row.batch_occupancy_basis) == (pytest.approx(row.kv_usage_mean), "kv_pool")
     assert row.kv_usage_max == pytest.approx(0.5)
     assert row.gpu_utilisation_pct == pytest.approx(60.0)
-    assert (row.server_sample_count, row.gpu_sample_count) == (16, 3)
+    assert (row.server_sample_count, row.gpu_sample_count) == (24, 3)  # 16 + the 8 graph-pass samples
 
 
 def test_latency_percentiles(row):
@@ -291,6 +312,7 @@ def test_unmeasured_numbers_are_null_not_zero(tmp_path):
         "batch_occupancy",
         "server_prefix_cache_hit_rate",
         "retractions",
+        "eager_decode_share",
         "gpu_utilisation_pct",
         "reasoning_token_share",
         "goodput",

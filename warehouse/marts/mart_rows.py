@@ -62,6 +62,7 @@ class RunSummaryRow:
     kv_usage_mean: float | None
     kv_usage_max: float | None
     retractions: int | None
+    eager_decode_share: float | None
     spec_accept_length: float | None
     prefill_token_weight: float | None
     gpu_utilisation_pct: float | None

@@ -124,13 +124,18 @@ counters AS (
         run_id,
         sum(delta) FILTER (WHERE metric = 'sglang:cached_tokens_total') AS server_cached_tokens,
         sum(delta) FILTER (WHERE metric = 'sglang:prompt_tokens_total') AS server_prompt_tokens,
-        sum(delta) FILTER (WHERE metric = 'sglang:num_retracted_requests_total') AS retractions
+        sum(delta) FILTER (WHERE metric = 'sglang:num_retracted_requests_total') AS retractions,
+        -- Decode steps by how they ran (SGLang's increment_decode_cuda_graph_pass; its label mode).
+        sum(delta) FILTER (WHERE metric = 'sglang:cuda_graph_passes_total' AND mode = 'decode_none') AS eager_decode_steps,
+        sum(delta) FILTER (WHERE metric = 'sglang:cuda_graph_passes_total' AND mode IN ('decode_none', 'decode_cuda_graph'))
+            AS decode_steps
     FROM (
-        SELECT week_start, scenario, run_id, metric,
+        SELECT week_start, scenario, run_id, metric, json_extract_string(labels_json, '$.mode') AS mode,
                max_by(value, sample_wall_s) - min_by(value, sample_wall_s) AS delta
         FROM window_samples
         WHERE kind = 'counter'
-            AND metric IN ('sglang:cached_tokens_total', 'sglang:prompt_tokens_total', 'sglang:num_retracted_requests_total')
+            AND metric IN ('sglang:cached_tokens_total', 'sglang:prompt_tokens_total',
+                           'sglang:num_retracted_requests_total', 'sglang:cuda_graph_passes_total')
             AND sample_wall_s BETWEEN window_start_wall_s AND window_end_wall_s + 2.0
         GROUP BY week_start, scenario, run_id, metric, source_url, labels_json
     )
@@ -266,6 +271,8 @@ costed AS (
         c.server_cached_tokens,
         c.server_prompt_tokens,
         c.retractions,
+        -- A mode's series appears with its first step: no decode_none series beside decode_cuda_graph is none eager.
+        coalesce(c.eager_decode_steps, 0) / nullif(c.decode_steps, 0) AS eager_decode_share,
         o.mean_running_total,
         o.running_workers,
         o.running_cap_share,
@@ -363,6 +370,7 @@ SELECT
     kv_usage_mean,
     kv_usage_max,
     retractions::BIGINT AS retractions,
+    eager_decode_share,
     spec_accept_length,
     -- GPU time of an uncached prompt token against an output token, both from this run: the fastest prefill it saw
     -- (1 / peak_prefill_tokens_per_ms of one server) against a decode step's time shared by the batch (p50 TPOT /
