@@ -60,8 +60,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         6,
-        "v5 -> v6: run_summary gains eager_decode_share (the share of decode steps the servers ran without a CUDA "
-        "graph, from sglang:cuda_graph_passes_total); lake files unchanged",
+        "v5 -> v6: run_summary and diagnoses gain eager_decode_share (the share of decode steps the servers ran "
+        "without a CUDA graph, from sglang:cuda_graph_passes_total) and diagnoses the lever cuda_graphs; lake files "
+        "unchanged",
     ),
 )
 

@@ -151,3 +151,15 @@ def test_a_twins_gpu_utilisation_is_labelled_modelled():
     idle = _diagnose(backend="sim", gpu_utilisation_pct=20.0, gpu_metrics_source="twin")
     assert "GPU utilisation 20.0% (modelled) is below 50% with no runtime lever showing" in idle["reasons"]
     assert _diagnose(gpu_metrics_source="nvml")["reasons"][2] == "GPU utilisation 80.0%"  # measured: as it was
+
+
+def test_decode_steps_past_the_cuda_graphs_are_a_lever_and_a_twin_says_it_does_not_price_them():
+    [real] = _diagnose(eager_decode_share=0.25)["reasons"]
+    assert real == (
+        "25.0% of the decode steps ran without a CUDA graph (lever at 10%): their batch per rank was past "
+        "--cuda-graph-max-bs; a cap at the largest batch a rank runs keeps them on graphs"
+    )
+    twin = _diagnose(eager_decode_share=0.25, backend="sim")
+    assert twin["verdict"] == "runtime_lever" and json.loads(twin["levers"]) == ["cuda_graphs"]
+    assert twin["reasons"][0].endswith("; the twin counts these steps but prices them as graph replays")
+    assert _diagnose(eager_decode_share=0.05)["verdict"] == "model_candidate"  # under the lever: the usual verdict

@@ -280,6 +280,7 @@ class DiagnosisRow:
     batch_occupancy: float | None
     p95_queue_share: float | None
     gpu_utilisation_pct: float | None
+    eager_decode_share: float | None
     realised_cost_per_request_usd: float | None
     efficiency_cost_per_request_usd: float | None
     budget_usd_per_request: float | None

@@ -34,7 +34,7 @@ METRIC_WORDS: dict[str, MetricWords] = {
 JUDGED_BY_REASONS = REGRESSED_VERDICTS | {"drift"}
 
 DiagnosisVerdict = Literal["runtime_lever", "oversized", "model_candidate", "healthy", "inconclusive"]
-Lever = Literal["prefix_cache", "routing", "queueing"]
+Lever = Literal["prefix_cache", "routing", "queueing", "cuda_graphs"]
 
 # What to do about a run's diagnosis (diagnoses.verdict), and about each runtime lever that applies (diagnoses.levers).
 ACTIONS: dict[DiagnosisVerdict, str] = {
@@ -51,6 +51,8 @@ LEVER_ACTIONS: dict[Lever, str] = {
     "the shared prefixes?)",
     "routing": "the router spreads shared prefixes over the replicas (a cache-aware policy keeps them on one)",
     "queueing": "requests wait in the queue for most of the p95 tail (scheduling, or more capacity)",
+    "cuda_graphs": "decode steps run without a CUDA graph, their batch per rank past --cuda-graph-max-bs (raise the "
+    "cap to the largest batch a rank runs)",
 }
 
 

@@ -3,7 +3,9 @@
 -- queueing share of p95 latency, and GPU utilisation.
 --   runtime_lever   any lever applies: on one server, the hit rate trails the reusable share by >= 20 points
 --                   (prefix_cache); on a fleet, what one replica realises trails by >= 20 points what the
---                   fleet realises on the same requests (routing); queueing >= 50% of the p95 tail's latency.
+--                   fleet realises on the same requests (routing); queueing >= 50% of the p95 tail's latency;
+--                   >= 10% of the decode steps run without a CUDA graph (cuda_graphs: a batch per rank past
+--                   --cuda-graph-max-bs; a twin counts those steps but prices them as graph replays, and says so).
 -- Routing compares two figures of the twin on the same requests (run_summary.single_replica_hit_rate and
 -- fleet_model_hit_rate, endpoints/capacity/routing_reference.py), not the fleet with the reusable share: a
 -- cache that evicts misses reuse whatever the router does. On a fleet the prefix_cache lever takes what is left of
@@ -26,7 +28,8 @@ WITH limits AS (
         0.20 AS max_routing_gap,          -- a fleet: one replica's modelled hit rate minus the fleet's, same requests
         0.50 AS min_batch_occupancy,
         0.50 AS max_p95_queue_share,
-        50.0 AS min_gpu_utilisation_pct
+        50.0 AS min_gpu_utilisation_pct,
+        0.10 AS max_eager_decode_share    -- decode steps run without a CUDA graph
 ),
 numbers AS (
     SELECT
@@ -42,6 +45,8 @@ numbers AS (
         s.queue_share_source,
         s.gpu_utilisation_pct,
         CASE WHEN s.gpu_metrics_source = 'twin' THEN ' (modelled)' ELSE '' END AS gpu_modelled,
+        s.eager_decode_share,
+        s.backend = 'sim' AS on_twin,
         s.realised_cost_per_request_usd,
         s.efficiency_cost_per_request_usd,
         coalesce(s.efficiency_cost_per_request_usd, s.realised_cost_per_request_usd) AS judged_cost_usd,
@@ -89,7 +94,13 @@ found AS (
                     'queueing is {:.1f}% of the p95 tail''s latency (lever at {:g}%){}',
                     100 * p95_queue_share, 100 * max_p95_queue_share,
                     CASE WHEN queue_share_source = 'modelled'
-                        THEN '; a modelled estimate: the server reported no queue_time' ELSE '' END) END}
+                        THEN '; a modelled estimate: the server reported no queue_time' ELSE '' END) END},
+                {'name': 'cuda_graphs', 'reason': CASE WHEN eager_decode_share >= max_eager_decode_share THEN format(
+                    '{:.1f}% of the decode steps ran without a CUDA graph (lever at {:g}%): their batch per rank was '
+                    'past --cuda-graph-max-bs; a cap at the largest batch a rank runs keeps them on graphs{}',
+                    100 * eager_decode_share, 100 * max_eager_decode_share,
+                    CASE WHEN on_twin THEN '; the twin counts these steps but prices them as graph replays'
+                        ELSE '' END) END}
             ],
             lambda lever: lever.reason IS NOT NULL
         ) AS found_levers
@@ -155,6 +166,7 @@ SELECT
     batch_occupancy,
     p95_queue_share,
     gpu_utilisation_pct,
+    eager_decode_share,
     realised_cost_per_request_usd,
     efficiency_cost_per_request_usd,
     budget_usd_per_request,
