@@ -55,7 +55,8 @@ TWIN_FLAGS = ["--tp-size", "8", "--sim-hardware", "mi325x", "--model-path", ATTA
 BOUND = (1 / 1.4, 1.4)
 
 
-def test_the_ramp_finds_the_twins_own_capacity_and_states_its_gpu_minutes(tmp_path):
+def test_the_ramp_finds_the_twins_own_capacity_and_states_its_gpu_minutes(tmp_path, ahead_of_other_tests):
+    # Ahead of the other worker's tests: the ramp measures a real-time twin, whose steps CPU starvation would slow.
     sweep = sweep_capacity(Deployment(tuple(TWIN_FLAGS), 8), workload_bench_requests(WORKLOAD, 60), *SLO).capacity
     run_dirs = [tmp_path / "run-1", tmp_path / "run-2"]
     for run_dir in run_dirs:
