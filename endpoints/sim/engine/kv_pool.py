@@ -99,7 +99,3 @@ class KvPool:
         if tokens > self.reserved_tokens:
             raise RuntimeError(f"KV pool: releasing {tokens} tokens but only {self.reserved_tokens} are reserved")
         self.reserved_tokens -= tokens
-
-    def usage(self, locked_cached_tokens: int) -> float:
-        """Fraction of slots in use, SGLang's token_usage: evictable cached tokens count as free."""
-        return (locked_cached_tokens + self.reserved_tokens) / self.capacity_tokens

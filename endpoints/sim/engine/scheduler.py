@@ -206,7 +206,7 @@ class Scheduler:
 
     def used_tokens(self) -> int:
         """Slots in use on all ranks: reserved by requests or held by the radix trees."""
-        return sum(p.capacity_tokens - p.available_tokens(c.total_tokens) for p, c in self._kv())
+        return sum(p.capacity_tokens - p.available_tokens(c.total_tokens) for p, c in zip(self.pools, self.caches))
 
     def has_work(self) -> bool:
         return bool(self.waiting or self.running or self.transferring or self.prebuilt)
@@ -292,7 +292,7 @@ class Scheduler:
     def dispatch_transfer(self, r: SimRequest) -> None:
         """A disaggregated request reaching a PD decode server goes to a DP-attention rank round robin (its
         DataParallelController), whose prealloc queue it then waits in."""
-        r.dp_rank = self._round_robin() if len(self.pools) > 1 else 0
+        r.dp_rank = self._round_robin()  # always 0 with one rank
 
     def preallocate(self, queue: deque[SimRequest], reserved_per_request: int) -> list[SimRequest]:
         """Take the slots the prompt KV of the requests in a PD decode's prealloc `queue` will land in, in queue order,
@@ -902,11 +902,7 @@ class Scheduler:
         return True
 
     def token_usage(self) -> float:
-        """Slots in use (reserved or locked in a tree) over all the ranks' slots."""
-        if len(self.pools) == 1:
-            return self.pool.usage(self.cache.total_tokens - self.cache.evictable_tokens())
+        """SGLang's token_usage: slots in use (reserved, or locked in a tree: evictable cache counts as free) over all
+        the ranks' slots."""
         locked = sum(c.total_tokens - c.evictable_tokens() for c in self.caches)
         return (locked + sum(p.reserved_tokens for p in self.pools)) / self.capacity_tokens
-
-    def _kv(self) -> list[tuple[KvPool, RadixCache]]:
-        return list(zip(self.pools, self.caches))
