@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 import orjson
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
+from dagster._core.execution.backfill import BulkActionsFilter
 
 from assets.resources import ENDPOINTS_ENV, REPO_ROOT, WAREHOUSE_ENV, WarehouseResource
 from assets.trend_assets import CONFIRMS_TAG
@@ -146,6 +146,7 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
         # Never beside another daemon of the instance: one a killed demo left is waited for (its watchdog stops it)
         # and its unfinished runs marked cancelled; one someone else runs is refused, named (InstanceInUse).
         with dg.DagsterInstance.get() as instance, own_daemon(paths, instance, "costbench demo", STOP_GRACE_S, _warn):
+            submitting_since = datetime.now(timezone.utc)
             try:
                 backfill = submit_backfill(paths, WEEKLY_JOB, keys)
                 print(
@@ -160,7 +161,7 @@ def _demo(args: argparse.Namespace, started: float, home: Path, warehouse: Path)
             except BaseException:
                 # While the daemon's code server is up to terminate the started runs (the UI's way); stopped
                 # mid-submission, the backfill may exist all the same.
-                backfill = backfill or _backfill_of(instance, keys)
+                backfill = backfill or _backfill_of(instance, keys, submitting_since)
                 if backfill is not None:
                     cancel_backfill(instance, backfill)
                 _cancel_unfinished(instance, _confirmation_runs(instance, _backfill_runs(instance, backfill)))
@@ -350,9 +351,16 @@ def _wait_for_confirmations(
         time.sleep(1)
 
 
-def _backfill_of(instance: dg.DagsterInstance, keys: list[str]) -> str | None:
-    requested = instance.get_backfills(filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED]))
-    return next((b.backfill_id for b in requested if list(b.partition_names or []) == keys), None)
+def _backfill_of(instance: dg.DagsterInstance, keys: list[str], since: datetime) -> str | None:
+    """The backfill of these keys submitted since `since` (stopped before `dagster job backfill` printed its id), in
+    any status: under load the daemon may have submitted every run of it (COMPLETED) before the CLI returned, and
+    those runs still wait in the queue."""
+    ours = [
+        b
+        for b in instance.get_backfills(filters=BulkActionsFilter(created_after=since))
+        if list(b.partition_names or []) == keys
+    ]
+    return max(ours, key=lambda b: b.backfill_timestamp).backfill_id if ours else None
 
 
 def _leave_nothing_running(backfill: str | None, warehouse: Path, why: str) -> None:
