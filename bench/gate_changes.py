@@ -31,7 +31,7 @@ class Metric(enum.Enum):
     HIT_RATE = "prefix_cache_hit_rate"
 
 
-# The rule's thresholds (warehouse/sql/weekly_trends.sql, `thresholds`), in the unit each change is given in; the
+# The rule's thresholds (dbt model weekly_trends_undrifted, `thresholds`), in the unit each change is given in; the
 # bench prints the mart's own cost_threshold_pct etc. beside them and refuses to run if they differ.
 THRESHOLDS = {Metric.COST: 10.0, Metric.P95_TTFT: 20.0, Metric.HIT_RATE: 10.0}
 UNITS = {Metric.COST: "%", Metric.P95_TTFT: "%", Metric.HIT_RATE: " pts"}

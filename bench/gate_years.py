@@ -7,7 +7,7 @@ under its own scenario label (`<scenario>.y<year>.<variant>`): weekly_trends jud
 backend as its own series, so one refresh judges them all, exactly as it would judge them one lake each.
 
 The verdicts are the real ones: Warehouse.refresh() builds run_summary, cost_intervals
-(warehouse/marts/bootstrap_interval.py) and weekly_trends (warehouse/sql/weekly_trends.sql); the bench only reads
+(warehouse/marts/bootstrap_interval.py) and weekly_trends (dbt model weekly_trends_undrifted); the bench only reads
 `regression_verdict`. A notice is what reaches a person, by the pipeline's own notice rule
 (warehouse/marts/notice_rule.py), read week by week over each series' verdicts:
 - a week the rule says starts a regression episode (regressed, while the week before did not) is confirmed first,

@@ -135,7 +135,7 @@ class _BoundedLoader(yaml.SafeLoader):
             many = self.nodes > MAX_YAML_VALUES
             why = f"more than {MAX_YAML_VALUES:,} values" if many else f"nested deeper than {MAX_YAML_DEPTH} levels"
             raise self.error(f"{self.where}: line {self.peek_event().start_mark.line + 1}: {why}")
-        node = super().compose_node(parent, index)
+        node = super().compose_node(parent, index)  # type: ignore[arg-type]  # PyYAML passes any index
         self.depth -= 1
         return node
 
@@ -170,7 +170,7 @@ def _check_nodes(root: yaml.Node, path: Path, error: type[ConfigFileError], load
                 stack.append((value, depth + 1))
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((item, depth + 1) for item in node.value)
-        elif node.tag == _TIMESTAMP_TAG:
+        elif node.tag == _TIMESTAMP_TAG and isinstance(node, yaml.ScalarNode):
             try:
                 loader.construct_yaml_timestamp(node)
             except ValueError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 
 import numpy as np
 
@@ -59,10 +60,11 @@ def options(to_twin: bool, require_reasoning: bool = True) -> SendOptions:
 
 def bodies(route: str, to_twin: bool) -> dict[str, dict]:
     """{variant: body} for one route ('generate', 'chat', 'completions')."""
-    build = {
+    builders: dict[str, Callable[..., bytes]] = {
         "generate": sglang_client.build_body,
         "chat": openai_chat_client.build_body,
         "completions": openai_completions_client.build_body,
-    }[route]
+    }
+    build = builders[route]
     plain = {name: json.loads(build(prepared(prompt), options(to_twin))) for name, prompt in PROMPTS.items()}
     return {**plain, **{name: json.loads(build(structured(name), options(to_twin))) for name in STRUCTURED}}

@@ -1,8 +1,9 @@
 """Every column's definition, for whoever shows columns to people (Dagster's asset column schemas).
 
 A column the lake stores is defined once, next to its record (warehouse/parquet/lake_columns.py): its type and
-one-line definition come from there. Columns only a view or mart has (partition keys, derived metrics,
-mart columns) are defined by their one-line comment in warehouse/schema.sql. The schema.sql comments of
+one-line definition come from there. A mart's columns are defined in its dbt model's YAML
+(warehouse/dbt/models/*/*.yml: type and definition). Columns only a view has (partition keys, derived metrics)
+are defined by their one-line comment in warehouse/schema.sql. The schema.sql comments of
 stored columns restate the definitions for readers of the SQL; tests/test_column_definitions.py keeps
 them equal."""
 
@@ -10,7 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
+import yaml
+
+from warehouse.marts.dbt_build import project_dir
 from warehouse.parquet.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_type
 from warehouse.sql_files import read_sql
 
@@ -27,7 +33,10 @@ class ColumnDoc:
 
 
 def column_docs(table: str) -> list[ColumnDoc]:
-    """The columns of `table` (a table or view of schema.sql), in order, with their definitions."""
+    """The columns of `table` (a dbt model, or a table or view of schema.sql), in order, with their definitions."""
+    modelled = dbt_model_docs().get(table)
+    if modelled is not None:
+        return modelled
     stored = LAKE_COLUMNS.get(table)
     if stored is None:
         return schema_sql_docs(table)
@@ -60,3 +69,21 @@ def schema_sql_docs(table: str) -> list[ColumnDoc]:
                 break
         return docs
     raise KeyError(f"warehouse/schema.sql defines no table or view named {table!r}")
+
+
+@cache
+def dbt_model_docs() -> dict[str, list[ColumnDoc]]:
+    """Each dbt model's documented columns (warehouse/dbt/models/*/*.yml), in order, by model name."""
+    models: dict[str, list[ColumnDoc]] = {}
+    for path in sorted(Path(project_dir(), "models").rglob("*.yml")):
+        for model in (yaml.safe_load(path.read_text()) or {}).get("models", []):
+            models[model["name"]] = [
+                ColumnDoc(c["name"], c.get("data_type", ""), c.get("description", "")) for c in model.get("columns", [])
+            ]
+    return models
+
+
+def column_doc(table: str, column: str) -> str:
+    """One column's definition (column_docs)."""
+    [doc] = [doc.description for doc in column_docs(table) if doc.name == column]
+    return doc

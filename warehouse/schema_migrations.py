@@ -86,7 +86,8 @@ def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     return bool(
         _aggregate(
             con,
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'",
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main' "
+            "AND table_catalog = current_database()",
             [name],
         )
     )

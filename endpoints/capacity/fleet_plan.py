@@ -15,7 +15,7 @@ look sufficient.
 Every replica of a shape is priced alike, so in every price book the cheapest shape is the one with the
 fewest GPUs: the chosen shape is the fewest replicas that hold the target (ties: the larger share inside
 the SLO, the margin on the verdict, then the lower p95 TTFT). The warehouse prices each shape with every
-book (warehouse/sql/fleet_plans.sql). The chosen shape alone also gets its capacity at the SLO, in
+book (dbt model fleet_plans). The chosen shape alone also gets its capacity at the SLO, in
 steps of 2^(1/2) up from the target: a lower bound within that factor. The whole plan is cached (cache_dir):
 it is deterministic.
 """

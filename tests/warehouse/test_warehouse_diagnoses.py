@@ -1,21 +1,24 @@
-"""diagnoses.sql: the four-numbers verdict, one test per branch, on run_summary rows set by hand."""
+"""The diagnoses model: the four-numbers verdict, one test per branch, on run_summary rows set by hand (the model
+built by `dbt build --select diagnoses` over a run_summary typed by its own contract)."""
 
 from __future__ import annotations
 
 import json
-import re
+import tempfile
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pytest
 
-from warehouse.backends.store import read_sql
+from warehouse.column_docs import column_docs
+from warehouse.marts.dbt_build import DB_FILE, build_marts, connect_build
 
 
 def _create_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    # The real DDL from schema.sql, so a column renamed there breaks this test too.
-    statement = re.search(rf"CREATE OR REPLACE TABLE {name} \(.*?\n\);", read_sql("schema.sql"), re.DOTALL)
-    con.execute(statement.group(0))
+    # The model's own contract (its YAML), so a column renamed there breaks this test too.
+    columns = ", ".join(f"{doc.name} {doc.sql_type}" for doc in column_docs(name))
+    con.execute(f"CREATE TABLE {name} ({columns})")
 
 
 def _diagnose(**numbers) -> dict:
@@ -48,12 +51,12 @@ def _diagnose(**numbers) -> dict:
         budget_usd_per_request=None,
     )
     row.update(numbers)
-    with duckdb.connect() as con:
+    with tempfile.TemporaryDirectory() as folder, connect_build(Path(folder) / DB_FILE) as con:
+        work = Path(folder)
         _create_table(con, "run_summary")
-        _create_table(con, "diagnoses")
         columns = ", ".join(row)
         con.execute(f"INSERT INTO run_summary ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
-        con.execute(read_sql("sql/diagnoses.sql"))
+        build_marts(con, work / DB_FILE, work / "dbt", select="diagnoses")
         cursor = con.execute("SELECT * FROM diagnoses")
         names = [d[0] for d in cursor.description]
         [result] = [dict(zip(names, r)) for r in cursor.fetchall()]

@@ -13,6 +13,7 @@ import pytest
 
 from chromium_devtools import Browser, require_chromium
 from warehouse.backends.store import Warehouse
+from warehouse.marts.dbt_build import model_sql
 from warehouse.marts.judged_metrics import JUDGED_METRICS
 from warehouse.marts.run_rows import RunContext
 from warehouse.report import interactive_plots
@@ -27,7 +28,6 @@ from warehouse.report.verdict_words import (
     why_in_words,
 )
 from warehouse.report.weekly_report import write_weekly_report
-from warehouse.sql_files import read_sql
 from warehouse_builders import endpoint, request, run_info, server_sample, write_run
 
 WEEKS = [date(2026, 10, 5) + timedelta(weeks=n) for n in range(6)]
@@ -124,7 +124,7 @@ def test_a_sustained_regression_links_to_the_week_it_began_and_each_to_its_water
 
 def test_every_judged_metric_diagnosis_and_lever_has_its_words():
     assert set(METRIC_WORDS) == {metric.name for metric in JUDGED_METRICS}
-    sql = read_sql("sql/diagnoses.sql")
+    sql = model_sql("diagnoses")
     judged = sql[sql.index("judged AS (") :]
     verdicts = set(re.findall(r"(?:THEN|ELSE) '(\w+)'", judged[: judged.index("AS verdict")]))
     assert verdicts == set(get_args(DiagnosisVerdict)) == set(ACTIONS)

@@ -13,11 +13,12 @@ import pytest
 
 from endpoints.capacity.fleet_plan import FleetPlan, ShapeProbe, fleet_plan_text
 from warehouse.backends.store import Warehouse, WarehouseError
+from warehouse.column_docs import column_doc
+from warehouse.marts.dbt_build import model_sql
 from warehouse.marts.judged_metrics import JUDGED_METRICS, judged_metric
 from warehouse.marts.mart_readers import MartNotBuiltError, MartReaders
 from warehouse.marts.mart_rows import MART_ROWS, WeeklyTrendRow, as_dict
 from warehouse.marts.run_rows import RunContext
-from warehouse.sql_files import read_sql
 from warehouse_builders import endpoint, request, run_info, write_run
 
 GRAIN = ("week_start", "scenario", "endpoint", "backend", "config_fingerprint")
@@ -102,7 +103,7 @@ def _struct_keys(sql: str, name: str) -> list[tuple[str, ...]]:
 
 @pytest.mark.parametrize("mart", ["weekly_trends", "cost_attribution"])
 def test_every_spelling_of_the_grain_and_series_keys_is_the_same(mart):
-    sql = read_sql(f"sql/{mart}.sql")
+    sql = model_sql(f"{mart}_undrifted" if mart == "weekly_trends" else mart)
     grains, series = _struct_keys(sql, "grain"), _struct_keys(sql, "series")
     assert grains and set(grains) == {GRAIN}
     assert series and set(series) == {SERIES}
@@ -118,21 +119,21 @@ def test_the_grain_leads_the_marts_and_tables_kept_at_it(store):
 
 
 def _sql_metric_lists() -> dict[str, list[str]]:
-    sql = read_sql("sql/weekly_trends.sql")
+    sql = model_sql("weekly_trends_undrifted")
     regressed = sql[sql.index("THEN to_json(list_filter(") : sql.index("AS regressed_metrics")]
     reasons = sql[sql.index("list_filter(") : sql.index("AS threshold_reasons")]
     schema = re.search(
-        r"regressed_metrics VARCHAR,\s*-- JSON list of the metrics that regressed \(([^;]*);", read_sql("schema.sql")
+        r"JSON list of the metrics that regressed \(([^;]*);", column_doc("weekly_trends", "regressed_metrics")
     )
-    assert schema, "schema.sql no longer lists the regressed metrics where this test reads them"
+    assert schema, "the model's YAML no longer lists the regressed metrics where this test reads them"
     return {
         "regressed_metrics": re.findall(r"THEN '(\w+)' END", regressed),
         "regression_reasons": re.findall(r"format\(\s*'(\w+) ", reasons),
-        "schema.sql": [name.strip() for name in schema.group(1).split(",")],
+        "model YAML": [name.strip() for name in schema.group(1).split(",")],
     }
 
 
-@pytest.mark.parametrize("where", ["regressed_metrics", "regression_reasons", "schema.sql"])
+@pytest.mark.parametrize("where", ["regressed_metrics", "regression_reasons", "model YAML"])
 def test_the_sql_judges_exactly_the_declared_metrics(where):
     assert _sql_metric_lists()[where] == [m.name for m in JUDGED_METRICS]
 

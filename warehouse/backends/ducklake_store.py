@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,9 +44,9 @@ from warehouse import schema_migrations
 from warehouse.backends.duckdb_extensions import ExtensionError, load_extensions, load_statements, offline_connection
 from warehouse.backends.ducklake_url import DuckLakeLocation, parse_ducklake_url
 from warehouse.backends.store import LAKE_TABLES, RefreshResult, WarehouseError, load_prices
-from warehouse.marts.build import build_marts
+from warehouse.marts.dbt_build import DB_FILE, DbtBuild, build_marts, connect_build
 from warehouse.marts.mart_readers import MartReaders
-from warehouse.marts.price_table import load_price_table
+from warehouse.marts.price_table import PriceTable, load_price_table
 from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.lake import (
     LakeError,
@@ -60,6 +61,8 @@ from warehouse.parquet.lake_columns import PATH_COLUMNS, duckdb_type
 from warehouse.sql_files import read_sql, render_sql
 
 ALIAS = "costbench"  # the name the warehouse is attached under, here and in the analysts' lines
+_LAKE_AT = "costbench_lake"  # the catalog at the refresh's snapshot, in dbt's scratch file
+_BUILT = "costbench_built"  # dbt's scratch file, attached while the refresh publishes it
 LAKE_SCHEMA = "lake"
 EXTENSIONS = ("ducklake", "postgres_scanner")
 DEFAULT_COMMIT_WAIT_S = 60.0
@@ -208,33 +211,74 @@ class DuckLakeWarehouse(MartReaders):
         return f"{self.location} {target} week={week_start.isoformat()} scenario={scenario}"
 
     def refresh(self) -> RefreshResult:
-        """Rebuild the views and marts from the lake tables in one DuckLake transaction.
+        """Build the marts from one snapshot of the lake tables, then publish them with the views in one transaction.
 
-        Readers see the previous marts until it commits; a refresh racing another (or a write) is retried.
+        dbt builds in a scratch DuckDB file under the local folder, reading the catalog attached read-only at the
+        snapshot the refresh starts from (warehouse/marts/dbt_build.py); readers see the previous marts until the
+        publishing transaction commits, and a publish racing another refresh (or a write) is retried.
         """
         prices = load_price_table(self.prices_path)
         self._ensure_lake_tables()
-        template = read_sql("schema.sql")
-        notes: list[str] = []
-
-        def build(con: duckdb.DuckDBPyConnection) -> int:
-            history = schema_migrations.read_history(con, self.location)  # refuses a newer warehouse
-            # The snapshot this transaction reads: the views stay on it, with the marts built from it.
+        with self.connect(read_only=True) as con:
             row = con.execute(f"SELECT id FROM {ALIAS}.current_snapshot()").fetchone()
-            assert row is not None
-            at = f"AT (VERSION => {int(row[0])})"
-            sources = {f"{table}_source": f"{LAKE_SCHEMA}.{table} {at}" for table in LAKE_TABLES}
-            schema_sql = render_sql(template, sources, "warehouse/schema.sql")
-            notes[:] = schema_migrations.upgrade_notes(history.version)
-            con.execute(schema_sql)
-            con.execute("DELETE FROM schema_version")  # rewritten whole from the history read above
-            schema_migrations.record_version(con, history, notes, self.clock_wall_s())
-            load_prices(con, prices)
-            build_marts(con)
-            return sum(self._data_files(con, table) for table in LAKE_TABLES)
+        assert row is not None
+        snapshot = int(row[0])
+        self.root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".costbench-dbt-", dir=self.root) as scratch:
+            build = Path(scratch) / DB_FILE
+            built = self._build_marts(build, snapshot, prices)
+            notes: list[str] = []
+            template = read_sql("schema.sql")
+            db = self._instance()
+            db.execute(f"ATTACH {_literal(str(build))} AS {_BUILT} (READ_ONLY)")
+            try:
 
-        files = self._transaction(build, "refresh")
-        return RefreshResult(None, tuple(notes), (), files, 0, location=self.location)
+                def publish(con: duckdb.DuckDBPyConnection) -> int:
+                    history = schema_migrations.read_history(con, self.location)  # refuses a newer warehouse
+                    at = f"AT (VERSION => {snapshot})"  # the views read the lake the marts were built from
+                    sources = {f"{table}_source": f"{LAKE_SCHEMA}.{table} {at}" for table in LAKE_TABLES}
+                    notes[:] = schema_migrations.upgrade_notes(history.version)
+                    con.execute(render_sql(template, sources, "warehouse/schema.sql"))
+                    con.execute("DELETE FROM schema_version")  # rewritten whole from the history read above
+                    schema_migrations.record_version(con, history, notes, self.clock_wall_s())
+                    load_prices(con, prices)
+                    for schema, table in built.published():
+                        con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                        con.execute(f"CREATE OR REPLACE TABLE {schema}.{table} AS FROM {_BUILT}.{schema}.{table}")
+                    return sum(self._data_files(con, table) for table in LAKE_TABLES)
+
+                files = self._transaction(publish, "refresh")
+            finally:
+                db.execute(f"DETACH {_BUILT}")
+        return RefreshResult(None, tuple(notes), (), files, 0, location=self.location, dbt_seconds=built.seconds)
+
+    def _build_marts(self, build: Path, snapshot: int, prices: PriceTable) -> DbtBuild:
+        """dbt's build into `build`, over the catalog at `snapshot`."""
+        con = connect_build(build)
+        try:
+            con.execute("SET enable_progress_bar = false")
+            names = EXTENSIONS + (("httpfs",) if "://" in (self.catalog.data_path or "") else ())
+            load_extensions(con, names)
+            if self.memory_limit:
+                con.execute("SET memory_limit = ?", [self.memory_limit])
+            target = _literal(self.catalog.attach_target(bounded=True))
+            try:
+                con.execute(f"ATTACH {target} AS {_LAKE_AT} (READ_ONLY, SNAPSHOT_VERSION {snapshot})")
+            except duckdb.Error as exc:
+                raise self._attach_error(exc) from None
+            sources = {f"{table}_source": f"{_LAKE_AT}.{LAKE_SCHEMA}.{table}" for table in LAKE_TABLES}
+            con.execute("BEGIN TRANSACTION")
+            con.execute(render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql"))
+            load_prices(con, prices)
+            con.execute("COMMIT")
+            try:
+                built = build_marts(con, build, build.parent / "dbt")
+            except WarehouseError as exc:
+                raise WarehouseError(f"refresh of {self.location}: {self._clean_text(str(exc))}") from None
+            con.execute(f"DETACH {_LAKE_AT}")
+            return built
+        finally:
+            con.close()
 
     def cleanup(self, min_age_s: float = DEFAULT_ORPHAN_MIN_AGE_S) -> list[str]:
         """Remove the data files under data_path that no snapshot references (a writer killed before its commit

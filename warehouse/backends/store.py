@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from warehouse import schema_migrations
 from warehouse.errors import WarehouseError
-from warehouse.marts.build import build_marts
+from warehouse.marts.dbt_build import DB_FILE, DbtBuild, MartBuildError, build_marts, connect_build
 from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import PriceTable, load_price_table
 from warehouse.parquet.crash_point import crash_point
@@ -61,8 +61,9 @@ from warehouse.sql_files import read_sql, render_sql
 # Lake tables the views read, with the columns and types they must have even while the lake is empty.
 LAKE_TABLES: dict[str, pa.Schema] = {table: columns.schema() for table, columns in LAKE_COLUMNS.items()}
 SCHEMA_DIR = "_schema"  # zero-row stand-ins, inside the lake root but outside every table's folder
-DB_FILE = "costbench.duckdb"
-BUILD_PREFIX = f".{DB_FILE}.build-"  # + pid; DuckDB adds .wal and .tmp/ beside it while building
+# + pid-random: a folder holding the new DB_FILE (dbt names relations by the file), dbt's profile and target, and
+# DuckDB's .wal and .tmp/ while it builds.
+BUILD_PREFIX = f".{DB_FILE}.build-"
 REFRESH_LOCK = ".refresh.lock"
 _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that cannot be in an SQL literal
 _UNSAFE_ROOT_CHARS = _UNSAFE_PATH_CHARS | {","}  # file_search_path is a comma-separated list
@@ -86,6 +87,7 @@ class RefreshResult:
     location: str = ""  # the warehouse as messages name it (a path, or a DuckLake catalog without password)
     missing: tuple[MissingPartition, ...] = ()  # partitions the manifest says were written, now gone (lake_missing)
     lake_gaps: int = 0  # partitions the views lack: missing, or quarantined and not written again since
+    dbt_seconds: tuple[tuple[str, float], ...] = ()  # (model or test, seconds) of the marts' dbt build
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +209,8 @@ class Warehouse(MartReaders):
                 audit = audit_lake(self.lake_root, LAKE_TABLES, snapshot, now_wall_s)
                 quarantined = list(audit.quarantined)
                 try:
-                    self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
-                except duckdb.Error:
+                    built = self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
+                except (duckdb.Error, MartBuildError):
                     if audit.trusted == 0:
                         raise
                     # DuckDB failed on a file that passed: decode every file, then build once more.
@@ -217,7 +219,7 @@ class Warehouse(MartReaders):
                     if not audit.quarantined:
                         raise
                     quarantined += audit.quarantined
-                    self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
+                    built = self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
             except BaseException:
                 shutil.rmtree(snapshot, ignore_errors=True)  # not swapped in: no database reads it
                 raise
@@ -233,7 +235,7 @@ class Warehouse(MartReaders):
         unreplaced = {(q.table, q.week_start, q.scenario) for q in list_quarantine(self.lake_root)} - kept
         return RefreshResult(
             self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location,
-            missing=audit.missing, lake_gaps=len(audit.missing) + len(unreplaced),
+            missing=audit.missing, lake_gaps=len(audit.missing) + len(unreplaced), dbt_seconds=built.seconds,
         )  # fmt: skip
 
     # --- building ------------------------------------------------------------------------------
@@ -247,16 +249,18 @@ class Warehouse(MartReaders):
         audit: LakeAudit,
         snapshot: Path,
         now_wall_s: float,
-    ) -> None:
+    ) -> DbtBuild:
         history = previous.history
         sources = {
             f"{table}_source": self._source_files(root, table, snapshot if audit.has_files(table) else None)
             for table in LAKE_TABLES
         }
         schema_sql = render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql")
-        build = root / f"{BUILD_PREFIX}{os.getpid()}"
+        build_dir = root / f"{BUILD_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        build = build_dir / DB_FILE
         try:
-            con = duckdb.connect(str(build))
+            build_dir.mkdir()
+            con = connect_build(build)
             try:
                 self._configure(con, root)
                 # Marts are read with ORDER BY; not keeping insertion order lets DuckDB stream large scans.
@@ -266,8 +270,8 @@ class Warehouse(MartReaders):
                 schema_migrations.record_version(con, history, notes, now_wall_s)
                 load_prices(con, prices)
                 self._load_lake_tables(con, audit)
-                build_marts(con)
                 con.execute("COMMIT")
+                built = build_marts(con, build, build_dir / "dbt")  # dbt shares this connection's database instance
                 crash_point("refresh-building")
                 con.execute("CHECKPOINT")
             finally:
@@ -283,8 +287,10 @@ class Warehouse(MartReaders):
                 mark_superseded(self.lake_root / SNAPSHOTS_DIR / previous.snapshot, now_wall_s)
             os.replace(build, self.db_path)  # the last step: an exception before it leaves the old database live
         except BaseException:
-            _remove(build)
+            _remove(build_dir)
             raise
+        _remove(build_dir)
+        return built
 
     def _load_lake_tables(self, con: duckdb.DuckDBPyConnection, audit: LakeAudit) -> None:
         kept = {(f.table, f.week_start, f.scenario) for f in audit.files}

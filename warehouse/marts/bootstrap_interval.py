@@ -70,8 +70,16 @@ class BinRows:
 NO_BINS = BinRows(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
 
 
-def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
-    """Fill cost_intervals from run_summary and requests (sql/interval_blocks.sql); returns the rows written."""
+# The columns of interval_rows' tuples, in order: the dbt model cost_intervals types and documents them.
+INTERVAL_COLUMNS = (
+    *_KEY, "blocks", "realised_cost_low_usd", "realised_cost_high_usd", "hit_rate_low", "hit_rate_high",
+    "p95_ttft_low_ms", "p95_ttft_high_ms", "efficiency_cost_low_usd", "efficiency_cost_high_usd", "runs",
+    "run_spread_df", "cost_run_sd_log", "p95_ttft_run_sd_log", "hit_rate_run_sd", "efficiency_run_sd_log",
+)  # fmt: skip
+
+
+def interval_rows(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> list[tuple]:
+    """The cost_intervals rows (INTERVAL_COLUMNS) from run_summary and requests (sql/interval_blocks.sql)."""
     sql = blocks_sql.replace("$min_blocks", str(MIN_BLOCKS)).replace("$block_s", repr(BLOCK_S))
     # The (run, block, TTFT bin) rows are read twice, as each block's totals and as arrays of bins: most rows are
     # bins (hundreds of thousands on a big lake), which as Python tuples cost more than the SQL.
@@ -108,11 +116,7 @@ def rebuild_intervals(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> int:
                       len(values[key]))  # fmt: skip
         low, high = efficiency_interval(efficiency[key], spread, len(values[key]))
         out.append((*key, *row, low, high, len(values[key]), spread.df, *spread.sds()))
-    con.execute("DELETE FROM cost_intervals")
-    if out:
-        marks = ", ".join("?" * len(out[0]))
-        con.executemany(f"INSERT INTO cost_intervals VALUES ({marks})", out)
-    return len(out)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,19 +61,28 @@ class Drift:
     t: float
 
 
-def mark_drift(con: duckdb.DuckDBPyConnection) -> int:
-    """Set verdict 'drift', drift_start_week, drift_metrics and a reason on the weekly_trends rows that drifted."""
+# The columns of drift_rows' tuples: the weekly_trends row (its key) and what its drift sets there
+# (verdict 'drift'; the dbt model weekly_trends applies them, and types and documents the columns).
+DRIFT_COLUMNS = (
+    "scenario", "endpoint", "backend", "config_fingerprint", "week_start", "drift_start_week", "drift_metrics",
+    "regression_reasons",
+)  # fmt: skip
+
+
+def drift_rows(con: duckdb.DuckDBPyConnection, weekly_trends: str) -> list[tuple]:
+    """The rows of `weekly_trends` (a table or view with its columns, verdicts before drift) that drifted, each
+    with its drift_start_week, drift_metrics and regression_reasons (the week's reasons plus the drift's)."""
     columns = ", ".join(f"{m.name}, {m.threshold_column}" for m in METRICS)
     rows = con.execute(
         f"""SELECT scenario, endpoint, backend, config_fingerprint, week_start, regression_verdict,
                    regressed_metrics, regression_reasons, {columns}
-            FROM weekly_trends WHERE role IS DISTINCT FROM 'live'
+            FROM {weekly_trends} WHERE role IS DISTINCT FROM 'live'
             ORDER BY scenario, endpoint, backend, config_fingerprint, week_start"""
     ).fetchall()
     series: dict[tuple, list[tuple]] = defaultdict(list)
     for row in rows:
         series[row[:4]].append(row[4:])
-    marked = 0
+    marked = []
     for key, weeks in series.items():
         for index, week in enumerate(weeks):
             if week[1] not in ("ok", "within_noise"):
@@ -83,15 +92,8 @@ def mark_drift(con: duckdb.DuckDBPyConnection) -> int:
                 continue
             reasons = orjson.loads(week[3]) if week[3] else []
             reasons += [_reason(d) for d in drifts]
-            con.execute(
-                """UPDATE weekly_trends SET regression_verdict = 'drift', drift_start_week = ?, drift_metrics = ?,
-                       regression_reasons = ?
-                   WHERE scenario = ? AND endpoint = ? AND backend = ? AND config_fingerprint IS NOT DISTINCT FROM ?
-                     AND week_start = ?""",
-                [min(d.start_week for d in drifts), orjson.dumps([d.metric for d in drifts]).decode(),
-                 orjson.dumps(reasons).decode(), *key, week[0]],
-            )  # fmt: skip
-            marked += 1
+            metrics = orjson.dumps([d.metric for d in drifts]).decode()
+            marked.append((*key, week[0], min(d.start_week for d in drifts), metrics, orjson.dumps(reasons).decode()))
     return marked
 
 

@@ -1,7 +1,7 @@
 """The metrics weekly_trends' regression rule judges, declared once, each with the weekly_trends columns that
 say how it moved.
 
-The rule and its thresholds are the mart's SQL (warehouse/sql/weekly_trends.sql: the `thresholds` CTE, then
+The rule and its thresholds are the mart's SQL (dbt model weekly_trends_undrifted: the `thresholds` CTE, then
 `judged`): a metric regresses when its change against the baseline is past its threshold and this week's 95%
 block-bootstrap interval excludes the baseline; regressed_metrics and regression_reasons name the metric.
 tests/warehouse/test_warehouse_mart_drift.py fails when the SQL judges a metric this list lacks, or the other

@@ -111,4 +111,4 @@ class MartReaders:
                     f"{self.location}: {table} has columns {columns}, this costbench reads {expected}: "
                     "refresh the warehouse"
                 )
-            return [record(*row) for row in cursor.fetchall()]
+            return [record(*row) for row in cursor.fetchall()]  # type: ignore[misc]  # mypy 1 joins the TypeVar

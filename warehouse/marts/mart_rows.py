@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class RunSummaryRow:
-    """One replay (warehouse/sql/run_summary.sql)."""
+    """One replay (dbt model run_summary)."""
 
     run_id: str
     week_start: date
@@ -148,7 +148,7 @@ class RunSummaryRow:
 
 @dataclass(frozen=True, slots=True)
 class WeeklyTrendRow:
-    """One week x scenario x endpoint x backend x configuration fingerprint (warehouse/sql/weekly_trends.sql)."""
+    """One week x scenario x endpoint x backend x configuration fingerprint (dbt model weekly_trends_undrifted)."""
 
     week_start: date
     scenario: str
@@ -225,7 +225,7 @@ class WeeklyTrendRow:
 
 @dataclass(frozen=True, slots=True)
 class CostAttributionRow:
-    """Why the realised cost per request moved, for one weekly_trends row (warehouse/sql/cost_attribution.sql)."""
+    """Why the realised cost per request moved, for one weekly_trends row (dbt model cost_attribution)."""
 
     week_start: date
     scenario: str
@@ -267,7 +267,7 @@ class CostAttributionRow:
 
 @dataclass(frozen=True, slots=True)
 class DiagnosisRow:
-    """The four-numbers verdict of one run (warehouse/sql/diagnoses.sql)."""
+    """The four-numbers verdict of one run (dbt model diagnoses)."""
 
     run_id: str
     week_start: date
@@ -294,7 +294,7 @@ class DiagnosisRow:
 @dataclass(frozen=True, slots=True)
 class RunWorkerRow:
     """How a run's completed requests spread over a fleet's workers, and each one's hit rate
-    (warehouse/sql/run_workers.sql)."""
+    (dbt model run_workers)."""
 
     run_id: str
     week_start: date
@@ -311,7 +311,7 @@ class RunWorkerRow:
 @dataclass(frozen=True, slots=True)
 class TtftPartsRow:
     """Where a week's time to first token goes for one scenario: the mean of each part the server reported
-    (warehouse/sql/ttft_parts.sql); the parts and the unreported mean add up to mean_ttft_ms."""
+    (dbt model ttft_parts); the parts and the unreported mean add up to mean_ttft_ms."""
 
     week_start: date
     scenario: str
@@ -351,7 +351,7 @@ class TwinErrorBand:
 
 @dataclass(frozen=True, slots=True)
 class FleetPlanRow:
-    """One shape a run's fleet plan tried, at one price (warehouse/sql/fleet_plans.sql)."""
+    """One shape a run's fleet plan tried, at one price (dbt model fleet_plans)."""
 
     run_id: str
     week_start: date

@@ -1,7 +1,7 @@
 """The weekly report's TTFT section: where a live scenario's time to first token goes, week by week (a stacked bar of
 the mean TTFT by part) and in a sentence for the report's week.
 
-Reads ttft_parts rows only (warehouse/sql/ttft_parts.sql); every number shown is one of its columns, or a part's
+Reads ttft_parts rows only (dbt model ttft_parts); every number shown is one of its columns, or a part's
 share of the week's mean TTFT. A real SGLang reports at most the queue and the prefill; what the server did not
 report (and the network between client and server) is drawn as "not reported by the server", never split up.
 """

@@ -32,7 +32,44 @@
 -- What changed in the runtime is named against the same median week(s): the fleet's routing (router policy and
 -- flags, replica count, from run_summary) and each server fact of a new configuration (runs.config_facts_json, what
 -- the fingerprint hashes), with the revision's note (weekly_trends.revision_note). The parts stay what they measure.
-INSERT INTO cost_attribution BY NAME
+SELECT 
+    CAST(week_start AS DATE) AS week_start,
+    CAST(scenario AS VARCHAR) AS scenario,
+    CAST(endpoint AS VARCHAR) AS endpoint,
+    CAST(backend AS VARCHAR) AS backend,
+    CAST(config_fingerprint AS VARCHAR) AS config_fingerprint,
+    CAST(role AS VARCHAR) AS role,
+    CAST(baseline_source AS VARCHAR) AS baseline_source,
+    CAST(baseline_weeks AS BIGINT) AS baseline_weeks,
+    CAST(baseline_median_weeks AS VARCHAR) AS baseline_median_weeks,
+    CAST(realised_cost_per_request_usd AS DOUBLE) AS realised_cost_per_request_usd,
+    CAST(baseline_realised_cost_per_request_usd AS DOUBLE) AS baseline_realised_cost_per_request_usd,
+    CAST(change_usd AS DOUBLE) AS change_usd,
+    CAST(price_usd AS DOUBLE) AS price_usd,
+    CAST(traffic_usd AS DOUBLE) AS traffic_usd,
+    CAST(traffic_volume_usd AS DOUBLE) AS traffic_volume_usd,
+    CAST(traffic_mix_usd AS DOUBLE) AS traffic_mix_usd,
+    CAST(traffic_prefix_reuse_usd AS DOUBLE) AS traffic_prefix_reuse_usd,
+    CAST(runtime_usd AS DOUBLE) AS runtime_usd,
+    CAST(prefix_cache_usd AS DOUBLE) AS prefix_cache_usd,
+    CAST(batching_usd AS DOUBLE) AS batching_usd,
+    CAST(speculative_decoding_usd AS DOUBLE) AS speculative_decoding_usd,
+    CAST(routing_usd AS DOUBLE) AS routing_usd,
+    CAST(structured_output_usd AS DOUBLE) AS structured_output_usd,
+    CAST(unattributed_usd AS DOUBLE) AS unattributed_usd,
+    CAST(capacity_known AS BOOLEAN) AS capacity_known,
+    CAST(usd_per_gpu_hour AS DOUBLE) AS usd_per_gpu_hour,
+    CAST(input_tokens_per_request AS DOUBLE) AS input_tokens_per_request,
+    CAST(output_tokens_per_request AS DOUBLE) AS output_tokens_per_request,
+    CAST(reasoning_tokens_per_request AS DOUBLE) AS reasoning_tokens_per_request,
+    CAST(prefill_token_weight AS DOUBLE) AS prefill_token_weight,
+    CAST(replicas AS INTEGER) AS replicas,
+    CAST(router_policy AS VARCHAR) AS router_policy,
+    CAST(baseline_fleet AS VARCHAR) AS baseline_fleet,
+    CAST(routing_changed AS BOOLEAN) AS routing_changed,
+    CAST(runtime_changes AS VARCHAR) AS runtime_changes,
+    CAST(revision_note AS VARCHAR) AS revision_note
+FROM (
 WITH trends AS (
     -- weekly_trends with the keys weekly_trends.sql defines: grain (the row) and series (its scenario, endpoint
     -- and backend, whatever configuration they ran), struct keys in which a null fingerprint equals itself.
@@ -40,7 +77,7 @@ WITH trends AS (
         *,
         struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain,
         struct_pack(scenario, endpoint, backend) AS series
-    FROM weekly_trends
+    FROM "costbench"."main"."weekly_trends"
 ),
 run_tokens AS (
     SELECT
@@ -52,7 +89,7 @@ run_tokens AS (
         sum(reasoning_tokens) FILTER (WHERE is_completed) AS reasoning_tokens,
         sum(cached_tokens) FILTER (WHERE is_completed) AS cached_tokens,
         count(*) FILTER (WHERE is_completed AND cached_tokens IS NULL) AS cached_unreported
-    FROM requests
+    FROM "costbench"."main"."requests"
     GROUP BY week_start, scenario, run_id
 ),
 run_factors AS (
@@ -74,8 +111,8 @@ run_factors AS (
         s.prefill_token_weight * s.completed_requests AS weighted_prefill_weight,
         r.config_facts_json,
         CASE WHEN s.prefill_token_weight IS NOT NULL THEN s.completed_requests END AS prefill_weighted_requests
-    FROM run_summary AS s
-    JOIN runs AS r USING (week_start, scenario, run_id)
+    FROM "costbench"."main"."run_summary" AS s
+    JOIN "costbench"."main"."runs" AS r USING (week_start, scenario, run_id)
     LEFT JOIN run_tokens AS t USING (week_start, scenario, run_id)
     WHERE s.run_cost_usd IS NOT NULL  -- the runs weekly_trends costs, zero-completion ones included
 ),
@@ -121,7 +158,7 @@ run_fleets AS (
         coalesce(router_args_json, '[]') AS router_args,
         CASE WHEN router_policy IS NOT NULL THEN format('{} x {}', replicas, router_policy)
              WHEN replicas = 1 THEN '1 server' ELSE format('{} servers', replicas) END AS fleet
-    FROM run_summary
+    FROM "costbench"."main"."run_summary"
     WHERE run_cost_usd IS NOT NULL  -- the runs the factors pool
 ),
 fleets AS (
@@ -216,8 +253,15 @@ pairs AS (
         ], lambda change: change IS NOT NULL)
         -- A new configuration in words: each server fact that changed (`disable_radix_cache: false -> true`), or the
         -- fingerprints where the facts were not recorded (config_changes.sql, as the verdict's reasons name it).
-        || config_changes(m.baseline_grain.config_fingerprint, m.grain.config_fingerprint, b.config_facts,
-                          c.config_facts) AS runtime_changes
+        || (CASE WHEN m.baseline_grain.config_fingerprint <> m.grain.config_fingerprint THEN coalesce(
+        nullif([
+            format('{}: {} -> {}', k, coalesce(json_extract(b.config_facts, '$.' || k)::VARCHAR, 'null'),
+                   coalesce(json_extract(c.config_facts, '$.' || k)::VARCHAR, 'null'))
+            FOR k IN list_sort(list_distinct(json_keys(c.config_facts) || json_keys(b.config_facts)))
+            IF json_extract(c.config_facts, '$.' || k) IS DISTINCT FROM json_extract(b.config_facts, '$.' || k)
+        ], []),
+        [format('configuration: {} -> {}', m.baseline_grain.config_fingerprint, m.grain.config_fingerprint)]
+    ) ELSE [] END) AS runtime_changes
     FROM pair_weights AS m
     JOIN factors AS c ON c.grain = m.grain
     JOIN factors AS b ON b.grain = m.baseline_grain
@@ -312,4 +356,5 @@ FROM trends AS w
 LEFT JOIN factors AS f ON f.grain = w.grain
 LEFT JOIN summed AS a ON a.grain = w.grain
 LEFT JOIN fleets AS fl ON fl.grain = w.grain
-ORDER BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint;
+ORDER BY w.week_start, w.scenario, w.endpoint, w.backend, w.config_fingerprint
+) AS model_rows

@@ -1,7 +1,18 @@
 -- run_workers: how a fleet's router spread each run's completed requests over its workers, and the hit rate
 -- each worker's cache realised (column definitions: schema.sql). The worker is the one smg names in its
 -- x-smg-routed-worker-id response header (requests.worker); a single server's requests name none.
-INSERT INTO run_workers BY NAME
+SELECT 
+    CAST(run_id AS VARCHAR) AS run_id,
+    CAST(week_start AS DATE) AS week_start,
+    CAST(scenario AS VARCHAR) AS scenario,
+    CAST(worker AS VARCHAR) AS worker,
+    CAST(completed_requests AS BIGINT) AS completed_requests,
+    CAST(request_share AS DOUBLE) AS request_share,
+    CAST(hit_rate_prompt_tokens AS BIGINT) AS hit_rate_prompt_tokens,
+    CAST(hit_rate_cached_tokens AS BIGINT) AS hit_rate_cached_tokens,
+    CAST(prefix_cache_hit_rate AS DOUBLE) AS prefix_cache_hit_rate,
+    CAST(p95_ttft_ms AS DOUBLE) AS p95_ttft_ms
+FROM (
 SELECT
     run_id,
     week_start,
@@ -24,8 +35,9 @@ FROM (
         sum(prompt_tokens) FILTER (WHERE cached_tokens IS NOT NULL) AS hit_rate_prompt_tokens,
         sum(cached_tokens) FILTER (WHERE prompt_tokens IS NOT NULL) AS hit_rate_cached_tokens,
         quantile_cont(ttft_ms, 0.95) AS p95_ttft_ms
-    FROM requests
+    FROM "costbench"."main"."requests"
     WHERE is_completed
     GROUP BY week_start, scenario, run_id, worker
 )
-ORDER BY week_start, scenario, run_id, worker NULLS FIRST;
+ORDER BY week_start, scenario, run_id, worker NULLS FIRST
+) AS model_rows

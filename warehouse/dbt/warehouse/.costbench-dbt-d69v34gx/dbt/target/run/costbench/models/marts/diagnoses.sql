@@ -1,4 +1,126 @@
--- diagnoses: the four numbers of docs/warehouse.md as a verdict per run (column definitions: schema.sql).
+
+    
+      
+    
+
+    create  table
+      "costbench"."main"."diagnoses__dbt_tmp"
+  
+  (
+    run_id VARCHAR not null,
+    week_start DATE not null,
+    scenario VARCHAR not null,
+    endpoint VARCHAR not null,
+    verdict VARCHAR not null,
+    reasons VARCHAR not null,
+    prefix_cache_hit_rate DOUBLE,
+    prefix_reuse_share DOUBLE,
+    batch_occupancy DOUBLE,
+    p95_queue_share DOUBLE,
+    gpu_utilisation_pct DOUBLE,
+    eager_decode_share DOUBLE,
+    realised_cost_per_request_usd DOUBLE,
+    efficiency_cost_per_request_usd DOUBLE,
+    budget_usd_per_request DOUBLE,
+    levers VARCHAR not null,
+    replicas INTEGER,
+    router_policy VARCHAR,
+    single_replica_hit_rate DOUBLE,
+    fleet_model_hit_rate DOUBLE
+    
+    )
+ ;
+    
+    
+    insert into "costbench"."main"."diagnoses__dbt_tmp" 
+  (
+    
+      
+      
+      run_id ,
+    
+      
+      
+      week_start ,
+    
+      
+      
+      scenario ,
+    
+      
+      
+      endpoint ,
+    
+      
+      
+      verdict ,
+    
+      
+      
+      reasons ,
+    
+      
+      
+      prefix_cache_hit_rate ,
+    
+      
+      
+      prefix_reuse_share ,
+    
+      
+      
+      batch_occupancy ,
+    
+      
+      
+      p95_queue_share ,
+    
+      
+      
+      gpu_utilisation_pct ,
+    
+      
+      
+      eager_decode_share ,
+    
+      
+      
+      realised_cost_per_request_usd ,
+    
+      
+      
+      efficiency_cost_per_request_usd ,
+    
+      
+      
+      budget_usd_per_request ,
+    
+      
+      
+      levers ,
+    
+      
+      
+      replicas ,
+    
+      
+      
+      router_policy ,
+    
+      
+      
+      single_replica_hit_rate ,
+    
+      
+      
+      fleet_model_hit_rate 
+    
+  )
+ (
+      
+    select run_id, week_start, scenario, endpoint, verdict, reasons, prefix_cache_hit_rate, prefix_reuse_share, batch_occupancy, p95_queue_share, gpu_utilisation_pct, eager_decode_share, realised_cost_per_request_usd, efficiency_cost_per_request_usd, budget_usd_per_request, levers, replicas, router_policy, single_replica_hit_rate, fleet_model_hit_rate
+    from (
+        -- diagnoses: the four numbers of docs/warehouse.md as a verdict per run (column definitions: schema.sql).
 -- Read together: prefix-cache hit rate (against what the traffic could reuse), batch occupancy, the
 -- queueing share of p95 latency, and GPU utilisation.
 --   runtime_lever   any lever applies: on one server, the hit rate trails the reusable share by >= 20 points
@@ -21,7 +143,28 @@
 -- A twin's GPU utilisation is modelled from its own steps (run_summary.gpu_metrics_source 'twin'); its reasons say so.
 --   healthy         no lever and the cost per request within budget.
 --   inconclusive    no lever, but the budget or a number the verdict needs is unknown.
-INSERT INTO diagnoses BY NAME
+SELECT 
+    CAST(run_id AS VARCHAR) AS run_id,
+    CAST(week_start AS DATE) AS week_start,
+    CAST(scenario AS VARCHAR) AS scenario,
+    CAST(endpoint AS VARCHAR) AS endpoint,
+    CAST(verdict AS VARCHAR) AS verdict,
+    CAST(reasons AS VARCHAR) AS reasons,
+    CAST(prefix_cache_hit_rate AS DOUBLE) AS prefix_cache_hit_rate,
+    CAST(prefix_reuse_share AS DOUBLE) AS prefix_reuse_share,
+    CAST(batch_occupancy AS DOUBLE) AS batch_occupancy,
+    CAST(p95_queue_share AS DOUBLE) AS p95_queue_share,
+    CAST(gpu_utilisation_pct AS DOUBLE) AS gpu_utilisation_pct,
+    CAST(eager_decode_share AS DOUBLE) AS eager_decode_share,
+    CAST(realised_cost_per_request_usd AS DOUBLE) AS realised_cost_per_request_usd,
+    CAST(efficiency_cost_per_request_usd AS DOUBLE) AS efficiency_cost_per_request_usd,
+    CAST(budget_usd_per_request AS DOUBLE) AS budget_usd_per_request,
+    CAST(levers AS VARCHAR) AS levers,
+    CAST(replicas AS INTEGER) AS replicas,
+    CAST(router_policy AS VARCHAR) AS router_policy,
+    CAST(single_replica_hit_rate AS DOUBLE) AS single_replica_hit_rate,
+    CAST(fleet_model_hit_rate AS DOUBLE) AS fleet_model_hit_rate
+FROM (
 WITH limits AS (
     SELECT
         0.20 AS max_cache_gap,            -- reusable share minus hit rate
@@ -60,7 +203,7 @@ numbers AS (
         coalesce(s.budget_usd_per_request, s.api_cost_per_request_usd) AS budget_usd_per_request,
         CASE WHEN s.budget_usd_per_request IS NOT NULL THEN 'the scenario budget' ELSE 'the API-equivalent cost' END AS budget_kind,
         l.*
-    FROM run_summary AS s, limits AS l
+    FROM "costbench"."main"."run_summary" AS s, limits AS l
 ),
 gaps AS (
     SELECT
@@ -176,4 +319,8 @@ SELECT
     single_replica_hit_rate,
     fleet_model_hit_rate
 FROM judged
-ORDER BY week_start, scenario, run_id;
+ORDER BY week_start, scenario, run_id
+) AS model_rows
+    ) as model_subq
+    );
+  

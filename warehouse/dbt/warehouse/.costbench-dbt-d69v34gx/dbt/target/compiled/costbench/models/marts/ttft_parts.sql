@@ -3,7 +3,21 @@
 -- it counting 0, and null where no request reported it; the unreported part is the mean of the TTFT the client
 -- measured minus the parts its server reported, so the parts and it add up to mean_ttft_ms. A real SGLang reports
 -- at most queue and prefill (docs/replay.md); the twin every stage a request passed.
-INSERT INTO ttft_parts BY NAME
+SELECT 
+    CAST(week_start AS DATE) AS week_start,
+    CAST(scenario AS VARCHAR) AS scenario,
+    CAST(role AS VARCHAR) AS role,
+    CAST(completed_requests AS BIGINT) AS completed_requests,
+    CAST(reporting_requests AS BIGINT) AS reporting_requests,
+    CAST(mean_ttft_ms AS DOUBLE) AS mean_ttft_ms,
+    CAST(mean_ttft_prealloc_ms AS DOUBLE) AS mean_ttft_prealloc_ms,
+    CAST(mean_ttft_bootstrap_ms AS DOUBLE) AS mean_ttft_bootstrap_ms,
+    CAST(mean_ttft_queue_ms AS DOUBLE) AS mean_ttft_queue_ms,
+    CAST(mean_ttft_prefill_ms AS DOUBLE) AS mean_ttft_prefill_ms,
+    CAST(mean_ttft_kv_transfer_ms AS DOUBLE) AS mean_ttft_kv_transfer_ms,
+    CAST(mean_ttft_decode_wait_ms AS DOUBLE) AS mean_ttft_decode_wait_ms,
+    CAST(mean_ttft_unreported_ms AS DOUBLE) AS mean_ttft_unreported_ms
+FROM (
 WITH completed AS (
     SELECT
         week_start,
@@ -21,12 +35,12 @@ WITH completed AS (
         ttft_prealloc_ms IS NOT NULL OR ttft_bootstrap_ms IS NOT NULL OR ttft_queue_ms IS NOT NULL
             OR ttft_prefill_ms IS NOT NULL OR ttft_kv_transfer_ms IS NOT NULL OR ttft_decode_wait_ms IS NOT NULL
             AS reports_a_part
-    FROM requests
+    FROM "costbench"."main"."requests"
     WHERE is_completed AND ttft_ms IS NOT NULL
 ),
 roles AS (
     SELECT week_start, scenario, any_value(role) AS role  -- the scenario's: one per scenario
-    FROM runs
+    FROM "costbench"."main"."runs"
     GROUP BY week_start, scenario
 )
 SELECT
@@ -48,4 +62,5 @@ SELECT
 FROM completed AS c
 LEFT JOIN roles AS r USING (week_start, scenario)
 GROUP BY c.week_start, c.scenario
-ORDER BY c.week_start, c.scenario;
+ORDER BY c.week_start, c.scenario
+) AS model_rows

@@ -1,14 +1,15 @@
 -- fleet_plans: every shape a run's fleet plan tried (fleet_plan_shapes), priced with each price book of the
--- endpoint's GPU type and with the run's own price (column definitions: schema.sql). The run's price is a
+-- endpoint's GPU type and with the run's own price (column definitions: _marts.yml). The run's price is a
 -- book's unless the endpoint set its own figure ('endpoint'); a book the run used is listed once.
-INSERT INTO fleet_plans BY NAME
+SELECT {{ contract_columns() }}
+FROM (
 WITH prices AS (
     SELECT r.run_id, r.price_book, true AS run_price, r.usd_per_gpu_hour
-    FROM run_summary AS r
+    FROM {{ ref('run_summary') }} AS r
     UNION ALL
     SELECT r.run_id, b.name, false, b.usd_per_gpu_hour
-    FROM run_summary AS r
-    JOIN price_books AS b ON b.gpu_type = r.gpu_type AND b.name IS DISTINCT FROM r.price_book
+    FROM {{ ref('run_summary') }} AS r
+    JOIN {{ source('warehouse', 'price_books') }} AS b ON b.gpu_type = r.gpu_type AND b.name IS DISTINCT FROM r.price_book
 ),
 priced AS (
     SELECT
@@ -22,8 +23,8 @@ priced AS (
         p.usd_per_gpu_hour,
         s.gpus * p.usd_per_gpu_hour AS fleet_usd_per_hour,
         r.api_cost_per_request_usd
-    FROM fleet_plan_shapes AS s
-    JOIN run_summary AS r USING (week_start, scenario, run_id)
+    FROM {{ source('warehouse', 'fleet_plan_shapes') }} AS s
+    JOIN {{ ref('run_summary') }} AS r USING (week_start, scenario, run_id)
     JOIN prices AS p USING (run_id)
 )
 SELECT
@@ -58,4 +59,5 @@ SELECT
     fleet_usd_per_hour / 3600.0 / nullif(api_cost_per_request_usd, 0) AS break_even_rps
 FROM priced
 ORDER BY week_start, scenario, run_id, NOT run_price, price_book, prefill_workers > 0, router_policy, decode_ep_size,
-    replicas, prefill_workers;
+    replicas, prefill_workers
+) AS model_rows

@@ -26,7 +26,79 @@
 -- replay_cost_usd is the replay windows' GPU cost (what the costs per request divide); week_spend_usd is the
 -- endpoint's GPUs for the whole week (run_summary.week_spend_usd), whatever was replayed. A week whose configuration
 -- changed names, in its reasons, each server fact that changed (config_changes.sql) and the revision's note.
-INSERT INTO weekly_trends BY NAME
+SELECT 
+    CAST(week_start AS DATE) AS week_start,
+    CAST(scenario AS VARCHAR) AS scenario,
+    CAST(endpoint AS VARCHAR) AS endpoint,
+    CAST(backend AS VARCHAR) AS backend,
+    CAST(config_fingerprint AS VARCHAR) AS config_fingerprint,
+    CAST(role AS VARCHAR) AS role,
+    CAST(config_changed AS BOOLEAN) AS config_changed,
+    CAST(revision_note AS VARCHAR) AS revision_note,
+    CAST(runs AS BIGINT) AS runs,
+    CAST(completed_requests AS BIGINT) AS completed_requests,
+    CAST(failed_requests AS BIGINT) AS failed_requests,
+    CAST(efficiency_cost_per_request_usd AS DOUBLE) AS efficiency_cost_per_request_usd,
+    CAST(realised_cost_per_request_usd AS DOUBLE) AS realised_cost_per_request_usd,
+    CAST(idle_cost_per_request_usd AS DOUBLE) AS idle_cost_per_request_usd,
+    CAST(load_state AS VARCHAR) AS load_state,
+    CAST(load_share_of_capacity AS DOUBLE) AS load_share_of_capacity,
+    CAST(capacity_rps_at_slo AS DOUBLE) AS capacity_rps_at_slo,
+    CAST(capacity_source AS VARCHAR) AS capacity_source,
+    CAST(replay_cost_usd AS DOUBLE) AS replay_cost_usd,
+    CAST(week_spend_usd AS DOUBLE) AS week_spend_usd,
+    CAST(cost_per_mtok_output_usd AS DOUBLE) AS cost_per_mtok_output_usd,
+    CAST(api_cost_per_request_usd AS DOUBLE) AS api_cost_per_request_usd,
+    CAST(p50_ttft_ms AS DOUBLE) AS p50_ttft_ms,
+    CAST(p95_ttft_ms AS DOUBLE) AS p95_ttft_ms,
+    CAST(p50_e2e_ms AS DOUBLE) AS p50_e2e_ms,
+    CAST(p95_e2e_ms AS DOUBLE) AS p95_e2e_ms,
+    CAST(prefix_cache_hit_rate AS DOUBLE) AS prefix_cache_hit_rate,
+    CAST(goodput AS DOUBLE) AS goodput,
+    CAST(sustained_output_tokens_per_s AS DOUBLE) AS sustained_output_tokens_per_s,
+    CAST(structured_requests AS BIGINT) AS structured_requests,
+    CAST(constrained_requests AS BIGINT) AS constrained_requests,
+    CAST(valid_answers AS BIGINT) AS valid_answers,
+    CAST(valid_answer_rate AS DOUBLE) AS valid_answer_rate,
+    CAST(usd_per_valid_request AS DOUBLE) AS usd_per_valid_request,
+    CAST(retries AS DOUBLE) AS retries,
+    CAST(tpot_constrained_ms AS DOUBLE) AS tpot_constrained_ms,
+    CAST(tpot_unconstrained_ms AS DOUBLE) AS tpot_unconstrained_ms,
+    CAST(min_valid_rate AS DOUBLE) AS min_valid_rate,
+    CAST(prev_week_start AS DATE) AS prev_week_start,
+    CAST(efficiency_cost_wow_change_pct AS DOUBLE) AS efficiency_cost_wow_change_pct,
+    CAST(realised_cost_wow_change_pct AS DOUBLE) AS realised_cost_wow_change_pct,
+    CAST(p95_ttft_wow_change_pct AS DOUBLE) AS p95_ttft_wow_change_pct,
+    CAST(hit_rate_wow_change_pts AS DOUBLE) AS hit_rate_wow_change_pts,
+    CAST(baseline_weeks AS BIGINT) AS baseline_weeks,
+    CAST(baseline_source AS VARCHAR) AS baseline_source,
+    CAST(baseline_efficiency_cost_per_request_usd AS DOUBLE) AS baseline_efficiency_cost_per_request_usd,
+    CAST(baseline_realised_cost_per_request_usd AS DOUBLE) AS baseline_realised_cost_per_request_usd,
+    CAST(baseline_p95_ttft_ms AS DOUBLE) AS baseline_p95_ttft_ms,
+    CAST(baseline_prefix_cache_hit_rate AS DOUBLE) AS baseline_prefix_cache_hit_rate,
+    CAST(efficiency_cost_change_pct AS DOUBLE) AS efficiency_cost_change_pct,
+    CAST(realised_cost_change_pct AS DOUBLE) AS realised_cost_change_pct,
+    CAST(p95_ttft_change_pct AS DOUBLE) AS p95_ttft_change_pct,
+    CAST(hit_rate_change_pts AS DOUBLE) AS hit_rate_change_pts,
+    CAST(efficiency_cost_low_usd AS DOUBLE) AS efficiency_cost_low_usd,
+    CAST(efficiency_cost_high_usd AS DOUBLE) AS efficiency_cost_high_usd,
+    CAST(realised_cost_low_usd AS DOUBLE) AS realised_cost_low_usd,
+    CAST(realised_cost_high_usd AS DOUBLE) AS realised_cost_high_usd,
+    CAST(hit_rate_low AS DOUBLE) AS hit_rate_low,
+    CAST(hit_rate_high AS DOUBLE) AS hit_rate_high,
+    CAST(p95_ttft_low_ms AS DOUBLE) AS p95_ttft_low_ms,
+    CAST(p95_ttft_high_ms AS DOUBLE) AS p95_ttft_high_ms,
+    CAST(regression_verdict AS VARCHAR) AS regression_verdict,
+    CAST(regression_reasons AS VARCHAR) AS regression_reasons,
+    CAST(regressed_metrics AS VARCHAR) AS regressed_metrics,
+    CAST(drift_start_week AS DATE) AS drift_start_week,
+    CAST(drift_metrics AS VARCHAR) AS drift_metrics,
+    CAST(cost_threshold_pct AS DOUBLE) AS cost_threshold_pct,
+    CAST(p95_ttft_threshold_pct AS DOUBLE) AS p95_ttft_threshold_pct,
+    CAST(hit_rate_threshold_pts AS DOUBLE) AS hit_rate_threshold_pts,
+    CAST(degraded_runs AS BIGINT) AS degraded_runs,
+    CAST(caveats AS VARCHAR) AS caveats
+FROM (
 WITH thresholds AS (
     SELECT
         10.0 AS max_cost_change_pct,       -- efficiency cost per request +10%
@@ -43,22 +115,22 @@ grained_runs AS (
         *,
         struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain,
         struct_pack(scenario, endpoint, backend) AS series
-    FROM run_summary
+    FROM "costbench"."main"."run_summary"
 ),
 intervals AS (
     -- cost_intervals, one row per grain (warehouse/marts/bootstrap_interval.py), keyed the same way.
     SELECT *, struct_pack(week_start, scenario, endpoint, backend, config_fingerprint) AS grain
-    FROM cost_intervals
+    FROM "costbench"."main"."cost_intervals"
 ),
 lake_gaps AS (
     -- What the views lack of each week and scenario: partitions written and gone, files quarantined and not replaced.
     SELECT week_start, scenario, list(gap ORDER BY gap) AS lake_gaps
     FROM (
         SELECT week_start, scenario, format('lake: {} partition missing: {}', table_name, reason) AS gap
-        FROM lake_missing
+        FROM "costbench"."main"."lake_missing"
         UNION ALL
         SELECT week_start, scenario, format('lake: {} file quarantined: {}', table_name, reason)
-        FROM lake_quarantine
+        FROM "costbench"."main"."lake_quarantine"
         WHERE NOT replaced AND week_start IS NOT NULL
     )
     GROUP BY week_start, scenario
@@ -123,7 +195,7 @@ pooled_percentiles AS (
         quantile_cont(q.e2e_ms, [0.50, 0.95]) AS e2e_q,
         quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained) AS tpot_constrained_ms,
         quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained IS NOT TRUE) AS tpot_unconstrained_ms
-    FROM requests AS q
+    FROM "costbench"."main"."requests" AS q
     JOIN grained_runs AS r USING (week_start, scenario, run_id)
     JOIN run_groups AS g ON g.grain = r.grain
     WHERE q.is_completed AND g.runs > 1
@@ -133,7 +205,7 @@ config_facts AS (
     -- What the fingerprint hashes (runs.config_facts_json), one per row: the same for every run of a configuration.
     SELECT g.grain, any_value(r.config_facts_json)::JSON AS config_facts
     FROM grained_runs AS g
-    JOIN runs AS r USING (week_start, scenario, run_id)
+    JOIN "costbench"."main"."runs" AS r USING (week_start, scenario, run_id)
     GROUP BY g.grain
 ),
 weekly AS (
@@ -270,7 +342,15 @@ changed_facts AS (
     -- server fact that differs from the scenario and endpoint's most recent earlier week's, of each configuration
     -- that week ran other than this one.
     SELECT w.grain, list_sort(list_distinct(flatten(list(
-        config_changes(b.config_fingerprint, w.config_fingerprint, b.config_facts, w.config_facts))))) AS config_changes
+        (CASE WHEN b.config_fingerprint <> w.config_fingerprint THEN coalesce(
+        nullif([
+            format('{}: {} -> {}', k, coalesce(json_extract(b.config_facts, '$.' || k)::VARCHAR, 'null'),
+                   coalesce(json_extract(w.config_facts, '$.' || k)::VARCHAR, 'null'))
+            FOR k IN list_sort(list_distinct(json_keys(w.config_facts) || json_keys(b.config_facts)))
+            IF json_extract(w.config_facts, '$.' || k) IS DISTINCT FROM json_extract(b.config_facts, '$.' || k)
+        ], []),
+        [format('configuration: {} -> {}', b.config_fingerprint, w.config_fingerprint)]
+    ) ELSE [] END))))) AS config_changes
     FROM weekly AS w
     JOIN (SELECT DISTINCT grain, latest_earlier_week FROM history) AS l ON l.grain = w.grain
     JOIN weekly AS b ON b.series = w.series AND b.week_start = l.latest_earlier_week AND NOT b.lake_incomplete
@@ -452,4 +532,5 @@ SELECT
             lambda metric: metric IS NOT NULL))::VARCHAR END AS regressed_metrics
 FROM explained
 JOIN persisted USING (grain)
-ORDER BY week_start, scenario, endpoint, backend, config_fingerprint;
+ORDER BY week_start, scenario, endpoint, backend, config_fingerprint
+) AS model_rows

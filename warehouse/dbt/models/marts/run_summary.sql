@@ -1,118 +1,18 @@
--- run_summary: one row per run, rebuilt from the lake views (column definitions: schema.sql).
+-- run_summary: one row per run, rebuilt from the lake views (column definitions: _marts.yml).
 -- Only completed requests of the measured window (requests.is_completed) enter latency, tokens, hit
 -- rate and cost per request; warm-up requests enter nothing; server and GPU samples count only
 -- between t0 + warmup_s and the last request's end, t0 + warmup_s + window_s (counters: up to 2 s later, the
 -- scrape after it). runs.window_s is the measured window already: the replay excluded the
 -- warm-up, and it is not subtracted again here.
--- Built in stages (temporary tables, dropped at the end) so each pass over `requests` streams on its
--- own and its memory is freed before the next: at 10M requests this is what keeps the rebuild in memory.
-CREATE OR REPLACE TEMP TABLE run_windows AS
-SELECT
-    *,
-    window_s AS measured_window_s,
-    t0_wall_s + warmup_s AS window_start_wall_s,
-    t0_wall_s + warmup_s + window_s AS window_end_wall_s
-FROM runs;
-
-CREATE OR REPLACE TEMP TABLE per_run AS (
-    SELECT
-        week_start,
-        scenario,
-        run_id,
-        count(*) FILTER (WHERE is_completed) AS completed_requests,
-        count(*) FILTER (WHERE is_failed) AS failed_requests,
-        count(*) FILTER (WHERE status = 'cancelled' AND NOT is_warmup) AS cancelled_requests,
-        sum(completion_tokens) FILTER (WHERE is_completed) AS output_tokens,
-        -- Only requests reporting both counts: a server that does not report cached_tokens must
-        -- give a null hit rate, not a made-up 0.
-        sum(prompt_tokens) FILTER (WHERE is_completed AND cached_tokens IS NOT NULL) AS hit_rate_prompt_tokens,
-        sum(cached_tokens) FILTER (WHERE is_completed AND prompt_tokens IS NOT NULL) AS hit_rate_cached_tokens,
-        sum(reasoning_tokens) FILTER (WHERE is_completed AND completion_tokens IS NOT NULL) AS share_reasoning_tokens,
-        sum(completion_tokens) FILTER (WHERE is_completed AND reasoning_tokens IS NOT NULL) AS share_completion_tokens,
-        -- Token counts for the API-equivalent cost (what the API would bill for the same requests).
-        sum(coalesce(prompt_tokens, input_tokens)) FILTER (WHERE is_completed) AS api_prompt_tokens,
-        sum(coalesce(cached_tokens, 0)) FILTER (WHERE is_completed) AS own_cached_tokens,
-        sum(coalesce(completion_tokens, output_tokens)) FILTER (WHERE is_completed) AS api_output_tokens,
-        quantile_cont(ttft_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttft_q,
-        quantile_cont(ttfa_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttfa_q,
-        quantile_cont(tpot_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS tpot_q,
-        quantile_cont(e2e_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS e2e_q,
-        quantile_cont(e2e_from_schedule_ms, 0.95) FILTER (WHERE is_completed) AS p95_e2e_from_schedule_ms,
-        -- Fastest observed prefill (uncached prompt tokens per ms of TTFT): the run's own ceiling,
-        -- used to model how much of a TTFT was prefill and how much was waiting.
-        max((coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0)) / ttft_ms)
-            FILTER (WHERE is_completed AND ttft_ms > 0) AS peak_prefill_tokens_per_ms,
-        -- Structured output: answer_valid is null for a request without a response format.
-        count(*) FILTER (WHERE is_completed AND answer_valid IS NOT NULL) AS structured_requests,
-        count(*) FILTER (WHERE is_completed AND answer_valid IS NOT NULL AND constrained) AS constrained_requests,
-        count(*) FILTER (WHERE is_completed AND answer_valid) AS valid_answers,
-        quantile_cont(tpot_ms, 0.5) FILTER (WHERE is_completed AND constrained) AS tpot_constrained_ms,
-        quantile_cont(tpot_ms, 0.5) FILTER (WHERE is_completed AND constrained IS NOT TRUE) AS tpot_unconstrained_ms
-    FROM requests
-    GROUP BY week_start, scenario, run_id
-);
-
-CREATE OR REPLACE TEMP TABLE itl AS
-SELECT
-    week_start,
-    scenario,
-    run_id,
-    quantile_cont((chunk_s - previous_chunk_s) * 1000 / tokens_per_chunk_gap, [0.50, 0.90, 0.95, 0.99]) AS itl_q
+-- Built in stages (the models run_windows, per_run, itl and per_run_slo in schema staging) so each pass over
+-- `requests` streams on its own and its memory is freed before the next: at 10M requests this is what keeps the
+-- rebuild in memory.
+SELECT {{ contract_columns() }}
 FROM (
-    SELECT
-        week_start,
-        scenario,
-        run_id,
-        tokens_per_chunk_gap,
-        -- Every gap between consecutive chunks, per token: the two unnests run in step (next chunk, this chunk).
-        unnest(chunk_mono_s[2:]) AS chunk_s,
-        unnest(chunk_mono_s[:-1]) AS previous_chunk_s
-    FROM requests
-    WHERE is_completed AND len(chunk_mono_s) > 1
-)
-GROUP BY week_start, scenario, run_id;
-
-CREATE OR REPLACE TEMP TABLE per_run_slo AS
-WITH request_run AS (
-    SELECT
-        q.week_start, q.scenario, q.run_id, q.prompt_tokens, q.input_tokens, q.cached_tokens, q.ttft_from_schedule_ms,
-        q.tpot_ms, q.e2e_from_schedule_ms, w.slo_ttft_ms, w.slo_tpot_ms, p.p95_e2e_from_schedule_ms, p.peak_prefill_tokens_per_ms,
-        q.server_queue_time_s,
-        (q.sent_mono_s - q.scheduled_mono_s) * 1000 AS schedule_wait_ms,  -- holds and lag: the client's queue
-        q.e2e_from_schedule_ms >= p.p95_e2e_from_schedule_ms AS in_tail
-    FROM requests AS q
-    JOIN run_windows AS w USING (week_start, scenario, run_id)
-    JOIN per_run AS p USING (week_start, scenario, run_id)
-    WHERE q.is_completed
-)
-SELECT
-        week_start,
-        scenario,
-        run_id,
-        count(*) FILTER (
-            WHERE (slo_ttft_ms IS NULL OR ttft_from_schedule_ms <= slo_ttft_ms)
-            AND (slo_tpot_ms IS NULL OR tpot_ms IS NULL OR tpot_ms <= slo_tpot_ms)
-        ) AS good_requests,
-        -- Queueing in the p95 tail, modelled: time to first token from the schedule, less the prefill
-        -- the uncached prompt would take at the run's fastest observed rate. The fallback only.
-        sum(greatest(
-                ttft_from_schedule_ms
-                - coalesce((coalesce(prompt_tokens, input_tokens) - coalesce(cached_tokens, 0))
-                           / nullif(peak_prefill_tokens_per_ms, 0), 0),
-                0))
-            FILTER (WHERE in_tail) AS tail_modelled_queue_ms,
-        -- Measured: the client's wait from the schedule to the send, plus the server's own queue_time.
-        sum(schedule_wait_ms + greatest(server_queue_time_s, 0.0) * 1000) FILTER (WHERE in_tail) AS tail_server_queue_ms,
-        count(*) FILTER (WHERE in_tail) = count(server_queue_time_s) FILTER (WHERE in_tail) AS tail_reports_queue_time,
-    sum(e2e_from_schedule_ms) FILTER (WHERE in_tail) AS tail_e2e_ms
-FROM request_run
-GROUP BY week_start, scenario, run_id;
-
-INSERT INTO run_summary BY NAME
 WITH window_samples AS (
     SELECT s.*, w.window_start_wall_s, w.window_end_wall_s, w.max_running_requests
-    FROM server_samples AS s
-    JOIN run_windows AS w USING (week_start, scenario, run_id)
+    FROM {{ source('warehouse', 'server_samples') }} AS s
+    JOIN {{ ref('run_windows') }} AS w USING (week_start, scenario, run_id)
     -- The servers' own series only: a fleet's router (smg_*) would count its workers' requests again.
     WHERE s.role IS DISTINCT FROM 'router'
 ),
@@ -168,7 +68,7 @@ gauge_means AS (
 worker_caps AS (
     -- The cap each worker enforces, as the probes read it from that worker's /server_info.
     SELECT week_start, scenario, run_id, source_url, max(value) AS worker_cap
-    FROM server_samples
+    FROM {{ source('warehouse', 'server_samples') }}
     WHERE kind = 'info' AND metric = 'server_info:max_running_requests'
     GROUP BY week_start, scenario, run_id, source_url
 ),
@@ -207,7 +107,7 @@ gauges AS (
 ),
 sample_counts AS (
     SELECT week_start, scenario, run_id, count(*) AS server_sample_count
-    FROM server_samples
+    FROM {{ source('warehouse', 'server_samples') }}
     WHERE kind NOT IN ('info', 'health')  -- scraped series only: not /server_info's facts, nor whether a scrape was answered
     GROUP BY week_start, scenario, run_id
 ),
@@ -219,7 +119,7 @@ worker_spread AS (
         run_id,
         nullif(count(worker), 0) AS workers_served,
         max(request_share) FILTER (WHERE worker IS NOT NULL) AS max_worker_share
-    FROM run_workers
+    FROM {{ ref('run_workers') }}
     GROUP BY week_start, scenario, run_id
 ),
 gpu AS (
@@ -241,13 +141,13 @@ gpu AS (
             WHERE g.utilisation_pct IS NOT NULL AND g.sample_wall_s BETWEEN w.window_start_wall_s AND w.window_end_wall_s
         ) AS gpu_metrics_source,
         count(g.utilisation_pct) AS gpu_sample_count
-    FROM gpu_samples AS g
-    JOIN run_windows AS w USING (week_start, scenario, run_id)
+    FROM {{ source('warehouse', 'gpu_samples') }} AS g
+    JOIN {{ ref('run_windows') }} AS w USING (week_start, scenario, run_id)
     GROUP BY g.week_start, g.scenario, g.run_id
 ),
 plan_choice AS (
     SELECT week_start, scenario, run_id, replicas AS plan_replicas, router_policy AS fleet_plan_policy
-    FROM fleet_plan_shapes
+    FROM {{ source('warehouse', 'fleet_plan_shapes') }}
     WHERE chosen
 ),
 costed AS (
@@ -299,10 +199,10 @@ costed AS (
         (api.cached_tokens * ap.usd_per_mtok_cached_input
             + (q.api_prompt_tokens - api.cached_tokens) * ap.usd_per_mtok_uncached_input
             + q.api_output_tokens * ap.usd_per_mtok_output) / 1e6 AS api_cost_usd
-    FROM run_windows AS r
-    LEFT JOIN per_run AS q USING (week_start, scenario, run_id)
-    LEFT JOIN itl AS i USING (week_start, scenario, run_id)
-    LEFT JOIN per_run_slo AS s USING (week_start, scenario, run_id)
+    FROM {{ ref('run_windows') }} AS r
+    LEFT JOIN {{ ref('per_run') }} AS q USING (week_start, scenario, run_id)
+    LEFT JOIN {{ ref('itl') }} AS i USING (week_start, scenario, run_id)
+    LEFT JOIN {{ ref('per_run_slo') }} AS s USING (week_start, scenario, run_id)
     LEFT JOIN counters AS c USING (week_start, scenario, run_id)
     LEFT JOIN occupancy AS o USING (week_start, scenario, run_id)
     LEFT JOIN gauges AS g USING (week_start, scenario, run_id)
@@ -310,8 +210,8 @@ costed AS (
     LEFT JOIN gpu AS u USING (week_start, scenario, run_id)
     LEFT JOIN worker_spread AS ws USING (week_start, scenario, run_id)
     LEFT JOIN plan_choice AS pc USING (week_start, scenario, run_id)
-    LEFT JOIN gpu_prices AS gp ON gp.gpu_type = r.gpu_type
-    LEFT JOIN api_prices AS ap ON ap.model = lower(r.model)
+    LEFT JOIN {{ source('warehouse', 'gpu_prices') }} AS gp ON gp.gpu_type = r.gpu_type
+    LEFT JOIN {{ source('warehouse', 'api_prices') }} AS ap ON ap.model = lower(r.model)
     CROSS JOIN LATERAL (
         SELECT coalesce(r.prefix_reuse_share * q.api_prompt_tokens, q.own_cached_tokens) AS cached_tokens
     ) AS api
@@ -481,9 +381,5 @@ SELECT
     shadow_p50_ttft_ratio,
     shadow_p50_tpot_ratio
 FROM sized
-ORDER BY week_start, scenario, run_id;
-
-DROP TABLE run_windows;
-DROP TABLE per_run;
-DROP TABLE itl;
-DROP TABLE per_run_slo;
+ORDER BY week_start, scenario, run_id
+) AS model_rows

@@ -1,0 +1,149 @@
+"""The marts' build: `dbt build` of the project in warehouse/dbt/, in this process, on one DuckDB file.
+
+Both backends build this way (docs/warehouse.md, "The marts are a dbt project"). The caller has created the
+sources in the file (warehouse/schema.sql: the lake's views, the prices, the lake's audit), committed them, and keeps
+its own connection open while dbt runs: dbt-duckdb connects to the same path with the same (default) configuration,
+so DuckDB hands it the same database instance, with whatever the caller attached and loaded (DuckLake's catalog,
+its extensions), and nothing reaches dbt's profile but the file's path. The file must be named costbench.duckdb:
+DuckDB names a database by its file, and dbt writes that name into every relation it creates.
+
+dbt runs the models in their lineage order and each model's tests after it; a failed model or an ERROR test fails
+the build, and the caller keeps the previous marts. The project is parsed once per process (about 0.6 s); each build
+reuses the parsed manifest. Nothing is downloaded: no packages, no version check, no usage statistics.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import yaml
+
+from warehouse.backends.duckdb_extensions import OFFLINE_CONFIG
+from warehouse.errors import WarehouseError
+
+PROFILE = "costbench"
+STAGING_SCHEMA = "staging"  # dbt_project.yml: the stages of the marts, internal
+DB_FILE = "costbench.duckdb"  # the database's name in every relation dbt writes is this file's stem
+_LOCK = threading.Lock()  # dbt keeps process-wide state (flags, adapters): one invocation at a time
+_manifest: Any = None  # the parsed project, reused by every build of this process
+
+
+class MartBuildError(WarehouseError):
+    """A model or an ERROR test failed: the build is not published."""
+
+
+@dataclass(frozen=True, slots=True)
+class DbtBuild:
+    models: tuple[tuple[str, str], ...]  # (schema, name) of each model built, in the order dbt finished them
+
+    def published(self) -> list[tuple[str, str]]:
+        """The models an analyst reads: the marts (main) and the team's (team), not the stages."""
+        return [(schema, name) for schema, name in self.models if schema != STAGING_SCHEMA]
+
+    tests_passed: int  # data tests that passed
+    seconds: tuple[tuple[str, float], ...]  # (node name, seconds dbt took on it) for every model and test
+    warnings: tuple[str, ...]  # WARN-severity tests that failed: '<test>: <message>'
+
+
+def project_dir() -> Path:
+    """warehouse/dbt, the dbt project (dbt_project.yml), as a folder on disk."""
+    return Path(str(resources.files("warehouse").joinpath("dbt")))
+
+
+def connect_build(db_path: Path) -> duckdb.DuckDBPyConnection:
+    """The caller's connection to the file dbt will build in: the configuration dbt's profile gives too (equal
+    configurations share one database instance), which installs and autoloads no extension."""
+    if db_path.name != DB_FILE:
+        raise WarehouseError(f"{db_path}: dbt builds the marts in a file named {DB_FILE}")
+    return duckdb.connect(str(db_path.absolute()), config=dict(OFFLINE_CONFIG))
+
+
+def model_sql(name: str) -> str:
+    """The text of the dbt model `name` (warehouse/dbt/models/*/<name>.sql), as dbt reads it."""
+    [path] = Path(project_dir(), "models").rglob(f"{name}.sql")
+    return path.read_text()
+
+
+def build_marts(con: duckdb.DuckDBPyConnection, db_path: Path, work_dir: Path, select: str | None = None) -> DbtBuild:
+    """`dbt build` every model and test (or those `select` names, in dbt's selection syntax) into `db_path` (named
+    DB_FILE), which `con` holds open; dbt's profile, target and logs go under `work_dir`. Raises WarehouseError
+    naming each model or test that failed."""
+    del con  # from connect_build, held by the caller for its whole build: dbt's connection shares its instance
+    work_dir.mkdir(parents=True, exist_ok=True)
+    _write_profile(work_dir, db_path)
+    with _LOCK:
+        try:
+            selection = ["--select", select] if select else []
+            result = _invoke(["build", *_flags(work_dir), *selection], _parsed(work_dir))
+        finally:
+            _close_dbt_connection()
+    return _outcome(result, db_path)
+
+
+def _close_dbt_connection() -> None:
+    """Close the connection dbt-duckdb keeps for the process after a run: left open, it would keep the built file's
+    database instance alive (DuckDB would hand it to the next build at the same path) after the file is renamed."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+
+    env, DuckDBConnectionManager._ENV = DuckDBConnectionManager._ENV, None
+    if env is not None:
+        env.close()
+
+
+def _flags(work_dir: Path) -> list[str]:
+    return [
+        "--project-dir", str(project_dir()), "--profiles-dir", str(work_dir),
+        "--target-path", str(work_dir / "target"), "--log-path", str(work_dir / "logs"),
+        "--log-level", "none", "--log-level-file", "none",
+        "--no-send-anonymous-usage-stats", "--no-version-check", "--no-use-colors", "--threads", "1",
+    ]  # fmt: skip
+
+
+def _parsed(work_dir: Path) -> Any:
+    global _manifest
+    if _manifest is None:
+        result = _invoke(["parse", *_flags(work_dir)], None)
+        if not result.success:
+            raise WarehouseError(f"dbt could not parse {project_dir()}: {result.exception}")
+        _manifest = result.result
+    return _manifest
+
+
+def _invoke(args: list[str], manifest: Any) -> Any:
+    from dbt.cli.main import dbtRunner  # about a second to import: only when a refresh builds
+
+    return dbtRunner(manifest=manifest).invoke(args)
+
+
+def _write_profile(work_dir: Path, db_path: Path) -> None:
+    output = {"type": "duckdb", "path": str(db_path.absolute()), "threads": 1, "config_options": dict(OFFLINE_CONFIG)}
+    profile = {PROFILE: {"target": "build", "outputs": {"build": output}}}
+    (work_dir / "profiles.yml").write_text(yaml.safe_dump(profile))
+
+
+def _outcome(result: Any, db_path: Path) -> DbtBuild:
+    if result.result is None:  # dbt stopped before running anything (a profile or project error)
+        raise WarehouseError(f"dbt build of {db_path} failed: {result.exception}")
+    models, failed, warnings, passed = [], [], [], 0
+    seconds = tuple((run.node.name, float(run.execution_time or 0.0)) for run in result.result.results)
+    for run in result.result.results:
+        node, status, message = run.node, str(run.status), (run.message or "").strip()
+        name = f"{node.resource_type} {node.name}"
+        if status in ("error", "fail", "runtime error"):
+            failed.append(f"{name}: {status}: {' '.join(message.split()) or status}")
+        elif status == "warn":
+            warnings.append(f"{node.name}: {message}")
+        elif status == "pass":
+            passed += 1
+        elif status == "success" and node.resource_type == "model":
+            models.append((node.schema, node.name))
+    if failed or not result.success:
+        skipped = sum(1 for run in result.result.results if str(run.status) == "skipped")
+        detail = "; ".join(failed) or str(result.exception)
+        raise MartBuildError(f"dbt build of {db_path} failed ({skipped} nodes skipped after it): {detail}")
+    return DbtBuild(tuple(models), passed, seconds, tuple(warnings))
