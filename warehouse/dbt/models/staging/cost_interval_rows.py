@@ -8,6 +8,7 @@ from warehouse.sql_files import read_sql
 
 
 def model(dbt, session):
+    dbt.config(materialized="table")
     dbt.ref("run_summary")  # what interval_blocks.sql reads, named for the lineage
     dbt.source("warehouse", "requests")
     rows = interval_rows(session, read_sql("sql/interval_blocks.sql"))
