@@ -1,11 +1,10 @@
-"""Stage 4: DuckDB marts (run_summary, weekly_trends, diagnoses) rebuilt over the whole lake, and the
-week's report built from them."""
+"""Stage 4, after the marts (assets/mart_assets.py): the week's report built from them, and what the weekly_trends
+asset and the checks read of one partition."""
 
 from typing import TypeVar
 
 import dagster as dg
 
-from assets.column_schemas import column_schema
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
 from warehouse.backends.backend import WarehouseBackend
@@ -84,52 +83,30 @@ def partition_attribution(store: WarehouseBackend, part: WeekScenario) -> dict[s
     return figures
 
 
-def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
-    @dg.asset(
-        partitions_def=partitions,
-        group_name="marts",
-        kinds={"duckdb"},
-        metadata=column_schema("weekly_trends"),
-        deps=["requests_lake", "runs_lake", "server_samples_lake", "gpu_samples_lake"],
-        pool="warehouse_writer",  # DuckDB takes one writing process
-        description="Weekly cost per request, latency, prefix-cache hit rate, baseline and regression verdict "
-        "per scenario and endpoint configuration, and why cost moved (warehouse/schema.sql: run_summary, "
-        "weekly_trends, cost_attribution, diagnoses).",
-    )
-    def weekly_trends(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> None:
-        store = warehouse.warehouse()
-        refreshed = store.refresh()
-        for quarantined in refreshed.quarantined:  # the lake_intact check fails the affected weeks
-            context.log.error(quarantined.message)
-        for missing in refreshed.missing:  # likewise: written, and gone
-            context.log.error(missing.message)
-        part = WeekScenario.of(context)
-        # A local warehouse is a DuckDB file; a DuckLake one a catalog URL (printed without its password).
-        db_path = refreshed.db_path
-        where = dg.MetadataValue.path(str(db_path)) if db_path else dg.MetadataValue.text(store.location)
-        metadata: dict = {"duckdb": where, "lake_files": refreshed.lake_files}
-        if refreshed.quarantined:
-            metadata["quarantined"] = dg.MetadataValue.json([q.message for q in refreshed.quarantined])
-        if refreshed.missing:
-            metadata["missing"] = dg.MetadataValue.json([m.message for m in refreshed.missing])
-        for row in partition_trend_rows(store, part):
-            values = as_dict(row)
-            metadata.update({key: values[key] for key in _TREND_METADATA if values[key] is not None})
-            metadata["regression_verdict"] = row.regression_verdict
-        metadata.update(partition_attribution(store, part))
-        runs = partition_run_rows(store, part)
-        capacity = [r.capacity_rps_at_slo for r in runs if r.capacity_rps_at_slo is not None]
-        if capacity:
-            metadata["capacity_rps_at_slo"] = min(capacity)
-        occupancy = [r.batch_occupancy for r in runs if r.batch_occupancy is not None]
-        if occupancy:
-            metadata["batch_occupancy"] = sum(occupancy) / len(occupancy)
-        run_ids = {r.run_id for r in runs}
-        verdicts = sorted({d.verdict for d in store.diagnoses() if d.run_id in run_ids})
-        if verdicts:
-            metadata["diagnosis"] = ", ".join(verdicts)
-        context.add_output_metadata(metadata)
+def partition_trend_metadata(store: WarehouseBackend, part: WeekScenario) -> dict:
+    """What the weekly_trends asset shows of one partition after a refresh: its trend figures (plotted over time by the
+    UI), verdict, cost attribution, capacity, occupancy and diagnoses."""
+    metadata: dict = {}
+    for row in partition_trend_rows(store, part):
+        values = as_dict(row)
+        metadata.update({key: values[key] for key in _TREND_METADATA if values[key] is not None})
+        metadata["regression_verdict"] = row.regression_verdict
+    metadata.update(partition_attribution(store, part))
+    runs = partition_run_rows(store, part)
+    capacity = [r.capacity_rps_at_slo for r in runs if r.capacity_rps_at_slo is not None]
+    if capacity:
+        metadata["capacity_rps_at_slo"] = min(capacity)
+    occupancy = [r.batch_occupancy for r in runs if r.batch_occupancy is not None]
+    if occupancy:
+        metadata["batch_occupancy"] = sum(occupancy) / len(occupancy)
+    run_ids = {r.run_id for r in runs}
+    verdicts = sorted({d.verdict for d in store.diagnoses() if d.run_id in run_ids})
+    if verdicts:
+        metadata["diagnosis"] = ", ".join(verdicts)
+    return metadata
 
+
+def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDefinition]:
     @dg.asset(
         partitions_def=partitions,
         group_name="marts",
@@ -155,4 +132,4 @@ def build_trend_assets(partitions: dg.PartitionsDefinition) -> list[dg.AssetsDef
             }
         )
 
-    return [weekly_trends, weekly_report]
+    return [weekly_report]

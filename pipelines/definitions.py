@@ -10,6 +10,7 @@ import dagster as dg
 
 from assets.calibration_asset import TWIN_CALIBRATION_ASSET, build_calibration_asset
 from assets.lake_assets import build_lake_assets
+from assets.mart_assets import build_mart_assets
 from assets.partitions import build_partitions, build_weeks
 from assets.quality_checks import build_quality_checks
 from assets.replay_asset import build_replay_asset
@@ -70,6 +71,7 @@ def build_definitions(
         build_workload_asset(partitions),
         build_replay_asset(partitions),
         *build_lake_assets(partitions),
+        build_mart_assets(partitions),
         *build_trend_assets(partitions),
     ]
     calibration, calibration_check = build_calibration_asset(build_weeks())

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from warehouse.column_docs import column_docs
-from warehouse.marts.dbt_build import DB_FILE, build_marts, connect_build
+from warehouse.marts.dbt_build import DB_FILE, MartBuildError, build_marts, connect_build
 
 
 def _create_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -22,6 +22,11 @@ def _create_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def _diagnose(**numbers) -> dict:
+    [result] = _diagnose_runs([numbers])
+    return result
+
+
+def _diagnose_runs(runs: list[dict]) -> list[dict]:
     row = dict(
         run_id="r1",
         week_start=date(2025, 3, 3),
@@ -50,18 +55,28 @@ def _diagnose(**numbers) -> dict:
         api_cost_per_request_usd=0.01,
         budget_usd_per_request=None,
     )
-    row.update(numbers)
     with tempfile.TemporaryDirectory() as folder, connect_build(Path(folder) / DB_FILE) as con:
         work = Path(folder)
         _create_table(con, "run_summary")
-        columns = ", ".join(row)
-        con.execute(f"INSERT INTO run_summary ({columns}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        for numbers in runs:
+            values = {**row, **numbers}
+            columns, marks = ", ".join(values), ", ".join("?" * len(values))
+            con.execute(f"INSERT INTO run_summary ({columns}) VALUES ({marks})", list(values.values()))
         build_marts(con, work / DB_FILE, work / "dbt", select="diagnoses")
-        cursor = con.execute("SELECT * FROM diagnoses")
+        cursor = con.execute("SELECT * FROM diagnoses ORDER BY run_id")
         names = [d[0] for d in cursor.description]
-        [result] = [dict(zip(names, r)) for r in cursor.fetchall()]
-    result["reasons"] = json.loads(result["reasons"])
-    return result
+        results = [dict(zip(names, r)) for r in cursor.fetchall()]
+    for result in results:
+        result["reasons"] = json.loads(result["reasons"])
+    return results
+
+
+def test_the_marts_dbt_tests_fail_the_build_by_name():
+    """diagnoses' own test (one row for each run_summary row): two runs under one id are a broken run_summary, and
+    the build fails naming the test, as a refresh's would (keeping the previous database)."""
+    with pytest.raises(MartBuildError, match=r"test one_row_each_diagnoses_run_id__ref_run_summary_: fail"):
+        _diagnose_runs([{}, {"scenario": "agent"}])
+    assert len(_diagnose_runs([{}, {"run_id": "r2"}])) == 2
 
 
 def test_all_four_numbers_high_and_cost_above_the_api_price_is_a_model_candidate():

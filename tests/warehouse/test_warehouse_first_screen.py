@@ -10,10 +10,11 @@ from datetime import date, timedelta
 from typing import get_args
 
 import pytest
+import yaml
 
 from chromium_devtools import Browser, require_chromium
 from warehouse.backends.store import Warehouse
-from warehouse.marts.dbt_build import model_sql
+from warehouse.marts.dbt_build import model_sql, project_dir
 from warehouse.marts.judged_metrics import JUDGED_METRICS
 from warehouse.marts.run_rows import RunContext
 from warehouse.report import interactive_plots
@@ -127,8 +128,16 @@ def test_every_judged_metric_diagnosis_and_lever_has_its_words():
     sql = model_sql("diagnoses")
     judged = sql[sql.index("judged AS (") :]
     verdicts = set(re.findall(r"(?:THEN|ELSE) '(\w+)'", judged[: judged.index("AS verdict")]))
-    assert verdicts == set(get_args(DiagnosisVerdict)) == set(ACTIONS)
+    assert verdicts == set(get_args(DiagnosisVerdict)) == set(ACTIONS) == set(_accepted_values("diagnoses", "verdict"))
     assert set(re.findall(r"\{'name': '(\w+)'", sql)) == set(get_args(Lever)) == set(LEVER_ACTIONS)
+
+
+def _accepted_values(model: str, column: str) -> list[str]:
+    """The values the model's dbt test accepts for `column` (its YAML's accepted_values)."""
+    marts = yaml.safe_load((project_dir() / "models" / "marts" / "_marts.yml").read_text())
+    [entry] = [c for m in marts["models"] if m["name"] == model for c in m["columns"] if c["name"] == column]
+    [test] = [t["accepted_values"] for t in entry["data_tests"] if "accepted_values" in t]
+    return test["arguments"]["values"]
 
 
 def test_what_to_do_follows_the_runs_diagnoses_once_each():

@@ -250,7 +250,9 @@ class DuckLakeWarehouse(MartReaders):
                 files = self._transaction(publish, "refresh")
             finally:
                 db.execute(f"DETACH {_BUILT}")
-        return RefreshResult(None, tuple(notes), (), files, 0, location=self.location, dbt_seconds=built.seconds)
+        return RefreshResult(
+            None, tuple(notes), (), files, 0, location=self.location, dbt_seconds=built.seconds, dbt_tests=built.tests
+        )
 
     def _build_marts(self, build: Path, snapshot: int, prices: PriceTable) -> DbtBuild:
         """dbt's build into `build`, over the catalog at `snapshot`."""

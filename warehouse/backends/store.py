@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from warehouse import schema_migrations
 from warehouse.errors import WarehouseError
-from warehouse.marts.dbt_build import DB_FILE, DbtBuild, MartBuildError, build_marts, connect_build
+from warehouse.marts.dbt_build import DB_FILE, DataTest, DbtBuild, MartBuildError, build_marts, connect_build
 from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import PriceTable, load_price_table
 from warehouse.parquet.crash_point import crash_point
@@ -88,6 +88,7 @@ class RefreshResult:
     missing: tuple[MissingPartition, ...] = ()  # partitions the manifest says were written, now gone (lake_missing)
     lake_gaps: int = 0  # partitions the views lack: missing, or quarantined and not written again since
     dbt_seconds: tuple[tuple[str, float], ...] = ()  # (model or test, seconds) of the marts' dbt build
+    dbt_tests: tuple[DataTest, ...] = ()  # the marts' dbt data tests, each passed or a warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +237,7 @@ class Warehouse(MartReaders):
         return RefreshResult(
             self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location,
             missing=audit.missing, lake_gaps=len(audit.missing) + len(unreplaced), dbt_seconds=built.seconds,
+            dbt_tests=built.tests,
         )  # fmt: skip
 
     # --- building ------------------------------------------------------------------------------

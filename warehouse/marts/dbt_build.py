@@ -15,6 +15,7 @@ reuses the parsed manifest. Nothing is downloaded: no packages, no version check
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 import threading
@@ -36,8 +37,23 @@ _LOCK = threading.Lock()  # dbt keeps process-wide state (flags, adapters): one 
 _manifest: Any = None  # the parsed project, reused by every build of this process
 
 
+@dataclass(frozen=True, slots=True)
+class DataTest:
+    """One dbt data test of the build: what Dagster shows as the asset check of the model it tests."""
+
+    name: str  # the test node's name (e.g. unique_run_summary_run_id)
+    model: str  # the model it tests
+    passed: bool
+    severity: str  # dbt's: "error" fails the build, "warn" does not
+    message: str  # dbt's, when it did not pass (e.g. "Got 2 results, configured to fail if != 0")
+
+
 class MartBuildError(WarehouseError):
     """A model or an ERROR test failed: the build is not published."""
+
+    def __init__(self, message: str, tests: tuple[DataTest, ...] = ()) -> None:
+        super().__init__(message)
+        self.tests = tests  # the tests that ran before it stopped, passed or not
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +64,7 @@ class DbtBuild:
         """The models an analyst reads: the marts (main) and the team's (team), not the stages."""
         return [(schema, name) for schema, name in self.models if schema != STAGING_SCHEMA]
 
-    tests_passed: int  # data tests that passed
+    tests: tuple[DataTest, ...]  # every data test that ran
     seconds: tuple[tuple[str, float], ...]  # (node name, seconds dbt took on it) for every model and test
     warnings: tuple[str, ...]  # WARN-severity tests that failed: '<test>: <message>'
 
@@ -120,6 +136,18 @@ def parse_cache_dir() -> Path:
     return Path(base) / digest.hexdigest()[:16]
 
 
+def manifest_path() -> Path:
+    """The parsed project's manifest.json (what dagster-dbt reads when the code location loads): parsed once per
+    project text (parse_cache_dir), then read from there; written by rename, so a reader never sees half of it."""
+    path = parse_cache_dir() / "assets-manifest.json"
+    if not path.exists():
+        manifest = _parsed()
+        staged = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}")
+        staged.write_text(json.dumps(manifest.writable_manifest().to_dict(omit_none=False)))
+        os.replace(staged, path)
+    return path
+
+
 def _parsed() -> Any:
     global _manifest
     if _manifest is None:
@@ -152,21 +180,25 @@ def _write_profile(work_dir: Path, db_path: Path) -> None:
 def _outcome(result: Any, db_path: Path) -> DbtBuild:
     if result.result is None:  # dbt stopped before running anything (a profile or project error)
         raise WarehouseError(f"dbt build of {db_path} failed: {result.exception}")
-    models, failed, warnings, passed = [], [], [], 0
+    models, failed, warnings, tests = [], [], [], []
     seconds = tuple((run.node.name, float(run.execution_time or 0.0)) for run in result.result.results)
     for run in result.result.results:
-        node, status, message = run.node, str(run.status), (run.message or "").strip()
+        node, status, message = run.node, str(run.status), " ".join((run.message or "").split())
         name = f"{node.resource_type} {node.name}"
+        if node.resource_type == "test":
+            tested = node.attached_node or (node.depends_on.nodes[-1] if node.depends_on.nodes else "")
+            severity = str(node.config.severity).lower()
+            tests.append(DataTest(node.name, tested.split(".")[-1], status == "pass", severity, message))
         if status in ("error", "fail", "runtime error"):
-            failed.append(f"{name}: {status}: {' '.join(message.split()) or status}")
+            failed.append(f"{name}: {status}: {message or status}")
         elif status == "warn":
             warnings.append(f"{node.name}: {message}")
-        elif status == "pass":
-            passed += 1
         elif status == "success" and node.resource_type == "model":
             models.append((node.schema, node.name))
     if failed or not result.success:
         skipped = sum(1 for run in result.result.results if str(run.status) == "skipped")
         detail = "; ".join(failed) or str(result.exception)
-        raise MartBuildError(f"dbt build of {db_path} failed ({skipped} nodes skipped after it): {detail}")
-    return DbtBuild(tuple(models), passed, seconds, tuple(warnings))
+        raise MartBuildError(
+            f"dbt build of {db_path} failed ({skipped} nodes skipped after it): {detail}", tuple(tests)
+        )
+    return DbtBuild(tuple(models), tuple(tests), seconds, tuple(warnings))
