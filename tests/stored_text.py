@@ -20,6 +20,6 @@ def decoded_text(path: Path) -> str:
     if path.suffix == ".duckdb":
         # The views read the lake relative to the database's folder (warehouse/backends/store.py).
         with duckdb.connect(str(path), read_only=True, config={"file_search_path": str(path.parent)}) as con:
-            tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-            return "".join(str(con.execute(f'SELECT * FROM "{name}"').fetchall()) for (name,) in tables)
+            tables = con.execute("SELECT table_schema, table_name FROM information_schema.tables").fetchall()
+            return "".join(str(con.execute(f'SELECT * FROM "{schema}"."{name}"').fetchall()) for schema, name in tables)
     return ""

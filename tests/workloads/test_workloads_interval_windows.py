@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from warehouse.marts.bootstrap_interval import BLOCK_S, MIN_BLOCKS, cost_interval_width
+from warehouse.marts.dbt_build import model_sql
 from workloads.scenarios import load_scenarios
 from workloads.weekly_traffic import week_traffic
 
@@ -18,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _cost_threshold_pct() -> float:
-    sql = (REPO / "warehouse" / "sql" / "weekly_trends.sql").read_text()
+    sql = model_sql("weekly_trends_undrifted")
     return float(re.search(r"([0-9.]+) AS max_cost_change_pct", sql).group(1))
 
 

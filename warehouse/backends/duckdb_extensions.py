@@ -15,14 +15,14 @@ from pathlib import Path
 
 import duckdb
 
+from warehouse.duckdb_offline import OFFLINE_CONFIG
+
 # Extension name -> the Python package that ships it.
 PACKAGES = {
     "ducklake": "duckdb_extension_ducklake",
     "postgres_scanner": "duckdb_extension_postgres_scanner",
     "httpfs": "duckdb_extension_httpfs",
 }
-# Settings every connection that loads extensions gets: no network fetch, no implicit load.
-OFFLINE_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 class ExtensionError(RuntimeError):

@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 import yaml
 
-from warehouse.backends.duckdb_extensions import OFFLINE_CONFIG
+from warehouse.duckdb_offline import OFFLINE_CONFIG
 from warehouse.errors import WarehouseError
 
 PROFILE = "costbench"
@@ -93,6 +93,8 @@ def build_marts(con: duckdb.DuckDBPyConnection, db_path: Path, work_dir: Path, s
     DB_FILE), which `con` holds open; dbt's profile, target and logs go under `work_dir`. Raises WarehouseError
     naming each model or test that failed."""
     del con  # from connect_build, held by the caller for its whole build: dbt's connection shares its instance
+    # Absolute: dbt changes the process's working directory to the project's while it runs, and back after.
+    work_dir, db_path = work_dir.absolute(), db_path.absolute()
     work_dir.mkdir(parents=True, exist_ok=True)
     _write_profile(work_dir, db_path)
     with _LOCK:
