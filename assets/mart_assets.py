@@ -61,13 +61,19 @@ def build_mart_assets(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinitio
         for message in [q.message for q in refreshed.quarantined] + [m.message for m in refreshed.missing]:
             context.log.error(message)  # the lake_intact check fails the affected weeks
         part = WeekScenario.of(context)
-        seconds = dict(refreshed.dbt_seconds)
-        for key in context.selected_asset_keys:
-            metadata = {"dbt_s": round(seconds.get(key.path[-1], 0.0), 3)}
+        # In dbt's order (each model after those it reads), as a multi-asset must yield them.
+        selected = {key.path[-1]: key for key in context.selected_asset_keys}
+        for name, seconds in refreshed.dbt_seconds:
+            key = selected.pop(name, None)
+            if key is None:
+                continue  # a test, or a model not selected
+            metadata = {"dbt_s": round(seconds, 3)}
             if key == dg.AssetKey("weekly_trends"):
                 metadata.update(_refresh_metadata(refreshed, store.location))
                 metadata.update(partition_trend_metadata(store, part))
             yield dg.MaterializeResult(asset_key=key, metadata=metadata)
+        if selected:  # dbt built every model; one it did not name would be a project this code does not know
+            raise dg.Failure(f"the marts' build did not report {sorted(selected)}")
         yield from _check_results(context, refreshed.dbt_tests)
 
     return marts
