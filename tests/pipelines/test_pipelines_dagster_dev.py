@@ -25,7 +25,7 @@ QUERY = """
     name location { name }
     schedules { name cronSchedule executionTimezone scheduleState { status } }
     sensors { name sensorState { status } }
-    assetNodes { assetKey { path } hasAssetChecks }
+    assetNodes { assetKey { path } hasAssetChecks isMaterializable }
 } } } }
 """
 
@@ -116,6 +116,9 @@ def test_dagster_dev_serves_schedule_sensor_assets_and_checks(tmp_path):
     assets = {"/".join(a["assetKey"]["path"]): a for a in repo["assetNodes"]}
     assert {"workload", "replay_run", "requests_lake", "runs_lake", "weekly_trends"} <= set(assets)
     assert assets["requests_lake"]["hasAssetChecks"] and assets["weekly_trends"]["hasAssetChecks"]
+    # Each mart is its own asset (the dbt project's models), its dbt tests its checks; the lake's views are its sources.
+    assert {"run_summary", "cost_attribution", "diagnoses", "cost_intervals", "weekly_drift"} <= set(assets)
+    assert assets["run_summary"]["hasAssetChecks"] and assets["diagnoses"]["hasAssetChecks"]
     assert status == "SUCCESS"
     lake = tmp_path / "warehouse" / "lake" / "requests" / f"week={UI_WEEK}" / f"scenario={UI_SCENARIO}"
     assert (lake / "part-0.parquet").exists()
@@ -132,9 +135,10 @@ def _materialize_from_the_asset_graph(port: int, repo: dict) -> str:
         "selector": {
             "repositoryLocationName": repo["location"]["name"], "repositoryName": repo["name"],
             "pipelineName": "__ASSET_JOB",
-            # Every asset of the (week, scenario) graph: the twin's calibration is partitioned by week alone.
+            # Every asset of the (week, scenario) graph that a run makes (not the marts' external sources: the prices,
+            # the lake's audit); the twin's calibration is partitioned by week alone.
             "assetSelection": [{"path": a["assetKey"]["path"]} for a in repo["assetNodes"]
-                               if a["assetKey"]["path"] != ["twin_calibration"]],
+                               if a["isMaterializable"] and a["assetKey"]["path"] != ["twin_calibration"]],
         },
         "executionMetadata": {"tags": [
             {"key": "dagster/partition", "value": partition},

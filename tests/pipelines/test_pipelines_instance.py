@@ -48,6 +48,7 @@ from pipelines.schedules import ENDPOINT_TAG, REPLAY_SLOT_TAG
 from replay_sglang_peer import PeerBehaviour, peer_in_thread
 from stored_text import decoded_text
 from warehouse.backends.store import Warehouse
+from warehouse.marts.dbt_build import manifest_path
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 420.0
@@ -197,6 +198,9 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         [worker] = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_START)}
         step_pids = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}
         assert step_pids == {worker} and worker != os.getpid()
+    manifest = json.loads(manifest_path().read_text())
+    dbt_tests = {node["name"] for node in manifest["nodes"].values() if node["resource_type"] == "test"}
+    assert len(dbt_tests) >= 8
     for run in runs:  # every check ran, and the blocking ones passed
         checks = {e.check_name: e for e in check_evaluations(instance, run)}
         assert set(checks) == {
@@ -206,9 +210,10 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
             "lake_intact",
             "cost_regression",
             "structured_output",
+            *dbt_tests,  # the marts' dbt data tests, each an asset check of the model it tests
         }
         assert checks["requests_quality"].passed and checks["runs_quality"].passed and checks["lake_intact"].passed
-        assert checks["fleet_intact"].passed
+        assert checks["fleet_intact"].passed and all(checks[name].passed for name in dbt_tests)
     warehouse = _warehouse(instance_paths)
     with Warehouse(warehouse).connect() as con:  # read-only, with the lake's search path
         weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()

@@ -10,6 +10,9 @@ DuckDB names a database by its file, and dbt writes that name into every relatio
 dbt runs the models in their lineage order and each model's tests after it; a failed model or an ERROR test fails
 the build, and the caller keeps the previous marts. The project is parsed once per process (about 0.6 s); each build
 reuses the parsed manifest. Nothing is downloaded: no packages, no version check, no usage statistics.
+
+dbt changes the process's working directory to the project's while it runs (and back after): every path handed to
+it is absolute, and nothing else in a refreshing process may rely on a relative path during a build.
 """
 
 from __future__ import annotations
@@ -59,14 +62,13 @@ class MartBuildError(WarehouseError):
 @dataclass(frozen=True, slots=True)
 class DbtBuild:
     models: tuple[tuple[str, str], ...]  # (schema, name) of each model built, in the order dbt finished them
+    tests: tuple[DataTest, ...]  # every data test that ran
+    seconds: tuple[tuple[str, float], ...]  # (node name, seconds dbt took on it) for every model and test
+    warnings: tuple[str, ...]  # WARN-severity tests that failed: '<test>: <message>'
 
     def published(self) -> list[tuple[str, str]]:
         """The models an analyst reads: the marts (main) and the team's (team), not the stages."""
         return [(schema, name) for schema, name in self.models if schema != STAGING_SCHEMA]
-
-    tests: tuple[DataTest, ...]  # every data test that ran
-    seconds: tuple[tuple[str, float], ...]  # (node name, seconds dbt took on it) for every model and test
-    warnings: tuple[str, ...]  # WARN-severity tests that failed: '<test>: <message>'
 
 
 def project_dir() -> Path:
