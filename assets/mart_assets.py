@@ -8,6 +8,9 @@ build` in its own process and swaps the new database in whole, on either backend
 published, so a failed model or ERROR test fails the step and its checks say which.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 import dagster as dg
 from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, dbt_assets
 
@@ -31,13 +34,13 @@ _GROUPS = {STAGING_SCHEMA: "marts_staging", "team": "team"}
 class MartTranslator(DagsterDbtTranslator):
     """A model's asset key is its name (weekly_trends, run_summary, ...); a lake source's, the lake asset's."""
 
-    def get_asset_key(self, dbt_resource_props: dict) -> dg.AssetKey:
+    def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
         name = dbt_resource_props["name"]
         if dbt_resource_props["resource_type"] == "source":
             return dg.AssetKey(_LAKE_ASSETS.get(name, name))
         return dg.AssetKey(name)
 
-    def get_group_name(self, dbt_resource_props: dict) -> str | None:
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         return _GROUPS.get(dbt_resource_props.get("schema", ""), "marts")
 
 
