@@ -3,7 +3,8 @@
 -- definition here; ratios without a suffix are fractions 0-1. The lake (Parquet, one folder per
 -- week x scenario) is the source of truth: `runs`, `requests`, `server_samples` and `gpu_samples` are
 -- views over it; gpu_prices/api_prices come from warehouse/prices.yaml; run_summary, weekly_trends,
--- diagnoses and cost_intervals are tables rebuilt from them by warehouse/sql/*.sql on every refresh.
+-- diagnoses and cost_intervals are tables rebuilt from them on every refresh by the dbt project warehouse/dbt/,
+-- whose YAML defines their columns.
 --
 -- @<table>_source@ placeholders are what each view reads, filled in by the backend (DuckDB cannot bind
 -- parameters in CREATE VIEW, so this is the one substitution, of text the store controls and escapes).

@@ -1,5 +1,5 @@
-"""The warehouse's SQL text: warehouse/schema.sql and warehouse/sql/*.sql, read from the package, and the one
-substitution the backends make in them (schema.sql's @<table>_source@, what each view reads)."""
+"""The warehouse's SQL text outside dbt: warehouse/schema.sql and warehouse/sql/*.sql, read from the package, and
+the one substitution the backends make in them (schema.sql's @<table>_source@, what each view reads)."""
 
 from __future__ import annotations
 

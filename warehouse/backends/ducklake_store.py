@@ -3,7 +3,7 @@
 Where the local backend (warehouse/backends/store.py) keeps a folder of Parquet files and a DuckDB file it rebuilds,
 this one keeps everything in one DuckLake (attached as `costbench`): the lake tables in schema `lake`
 (`lake.requests`, ... with the partition keys `week` and `scenario` as columns, partitioned by both), and in
-`main` the views and marts of warehouse/schema.sql and warehouse/sql/*.sql, rendered with the lake tables as
+`main` the views of warehouse/schema.sql and the marts of the dbt project (warehouse/dbt/), with the lake tables as
 their sources. Every write is a DuckLake transaction, so:
 
 - re-materializing a (week, scenario) deletes and inserts it in one commit: a reader sees the old rows or

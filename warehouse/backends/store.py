@@ -1,7 +1,9 @@
 """The DuckDB side of the warehouse: views over the lake, marts rebuilt from them, one connection per unit of work.
 
 Layout under `root`: `lake/` (the Parquet lake, warehouse/parquet/lake.py) and `costbench.duckdb`. All SQL lives in
-warehouse/schema.sql and warehouse/sql/*.sql. Schema versions and upgrades: warehouse/schema_migrations.py.
+warehouse/schema.sql (the views), the dbt project warehouse/dbt/ (the marts, warehouse/marts/dbt_build.py) and
+warehouse/sql/*.sql (the analysts' examples and the readers' queries). Schema versions and upgrades:
+warehouse/schema_migrations.py.
 
 Readers and the refresh never contend for DuckDB's file lock. A refresh builds a whole new database in a
 hidden file beside costbench.duckdb, checkpoints and closes it (no WAL left), and renames it over

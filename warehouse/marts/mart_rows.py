@@ -1,7 +1,7 @@
 """The marts' rows as typed records, one per mart, each field the mart's column of the same name and order.
 
-The columns are defined in warehouse/schema.sql (their one-line comments say what each holds); these records
-restate only their names, order, Python types and whether they may be null, and
+The columns are defined in the dbt models' YAML (warehouse/dbt/models/marts/_marts.yml: type and what each
+holds); these records restate only their names, order, Python types and whether they may be null, and
 tests/warehouse/test_warehouse_mart_drift.py fails when a record and its mart's columns disagree. The readers
 (warehouse/marts/mart_readers.py) return them; `as_dict` and `as_frame` are for the boundaries that want a
 mapping (Dagster metadata) or a DataFrame (the Great Expectations suites, the report).

@@ -3,7 +3,8 @@ legend entry hides or shows that series. The page embeds plotly.js once, inline 
 offline; each figure is a <div> and a call that draws it (figure_html).
 
 Each function takes the report's data frames and returns one figure; none computes a metric (every value is a
-column of weekly_trends, run_summary, cost_attribution or fleet_plans, defined in warehouse/schema.sql)."""
+column of weekly_trends, run_summary, cost_attribution or fleet_plans, defined in the dbt models' YAML,
+warehouse/dbt/models/marts/_marts.yml)."""
 
 from __future__ import annotations
 

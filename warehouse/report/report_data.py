@@ -1,6 +1,6 @@
 """What a weekly report shows, read from the marts up to and including its week (no metric math here:
 every number is a column of weekly_trends, run_summary, diagnoses, cost_attribution, fleet_plans or ttft_parts,
-defined in warehouse/schema.sql)."""
+defined in the dbt models' YAML, warehouse/dbt/models/marts/_marts.yml)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The weekly report's structured-output section: how often answers parse, what a parseable answer costs,
 and what the server-side constraint costs (TPOT) and saves (retries) against a prompt-only variant.
 
-Reads weekly_trends rows only; every number shown is a column defined in warehouse/schema.sql, except the
+Reads weekly_trends rows only; every number shown is a column defined in its dbt model's YAML, except the
 comparison, which is the ratio or difference of two such columns and says which rows it compares.
 """
 
