@@ -271,7 +271,7 @@ def _wait_and_read(
     rows = store.weekly_trends() if store.db_path.exists() else []
     # A first regression is told only once a confirmation run of its week agrees: the regression_notice sensor
     # launches one per such week, through the same queue; their replays replace the week's.
-    confirmations = sum(1 for r in rows if r.regression_verdict == "regression")
+    confirmations = first_regressions(rows, runs)
     if confirmations and unfinished is None:
         print(f"  {confirmations} first regression(s): confirmation run(s) requested by the regression_notice sensor")
         try:
@@ -301,6 +301,20 @@ def _wait_and_read(
     ):
         time.sleep(1)
     return DemoOutcome(runs, verdicts, store, rows, attribution, unfinished)
+
+
+def first_regressions(rows: list[WeeklyTrendRow], runs: list[dg.DagsterRun]) -> int:
+    """The first regressions the regression_notice sensor asks a confirmation run for: the regression rows of the
+    (week, scenario) partitions this demo's runs built. A row whose partition's run failed this time is an earlier
+    demo's, left in the warehouse: no report of it was built, so no confirmation comes, and none is waited for."""
+    built = {
+        (run.tags.get("dagster/partition/week"), run.tags.get("dagster/partition/scenario"))
+        for run in runs
+        if run.status == dg.DagsterRunStatus.SUCCESS
+    }
+    return sum(
+        1 for r in rows if r.regression_verdict == "regression" and (r.week_start.isoformat(), r.scenario) in built
+    )
 
 
 def _backfill_runs(instance: dg.DagsterInstance, backfill: str | None) -> list[dg.DagsterRun]:

@@ -4,12 +4,14 @@ under load the daemon may have submitted every run of it, so the backfill reads 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from dataclasses import fields
+from datetime import date, datetime, timedelta, timezone
 
 import dagster as dg
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 
-from pipelines.demo.demo_run import _backfill_of
+from pipelines.demo.demo_run import _backfill_of, first_regressions
+from warehouse.marts.mart_rows import WeeklyTrendRow
 
 KEYS = ["chat-v3-h200|2026-11-30", "chat-v3-h200-canary|2026-11-30"]
 
@@ -32,3 +34,24 @@ def test_a_completed_backfill_of_the_demos_keys_since_it_submitted_is_found(tmp_
         _backfill(instance, "ours", BulkActionStatus.COMPLETED, now_s)  # every run submitted, some still queued
         assert _backfill_of(instance, KEYS, since) == "ours"
         assert _backfill_of(instance, KEYS, since + timedelta(seconds=10)) is None
+
+
+def test_the_demo_waits_for_confirmations_only_of_weeks_its_runs_built():
+    """A regression row of a partition whose run failed is an earlier demo's: no confirmation run will come for it
+    (every run of one demo failed once, and it waited for one until its stall timeout)."""
+    blank: dict[str, object] = {f.name: None for f in fields(WeeklyTrendRow)}
+
+    def row(week: str, scenario: str, verdict: str) -> WeeklyTrendRow:
+        values = {"week_start": date.fromisoformat(week), "scenario": scenario, "regression_verdict": verdict}
+        return WeeklyTrendRow(**(blank | values))  # type: ignore[arg-type]
+
+    def run(week: str, scenario: str, status: dg.DagsterRunStatus) -> dg.DagsterRun:
+        tags = {"dagster/partition/week": week, "dagster/partition/scenario": scenario}
+        return dg.DagsterRun(job_name="weekly_benchmark", run_id=f"{week}-{scenario}", status=status, tags=tags)
+
+    rows = [row("2026-11-23", "chat", "regression"), row("2026-11-23", "agent", "regression"),
+            row("2026-11-30", "chat", "ok")]  # fmt: skip
+    succeeded, failed = dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE
+    assert first_regressions(rows, [run("2026-11-23", "chat", succeeded), run("2026-11-23", "agent", failed)]) == 1
+    assert first_regressions(rows, [run("2026-11-23", "chat", failed), run("2026-11-23", "agent", failed)]) == 0
+    assert first_regressions(rows, [run("2026-11-23", "chat", succeeded), run("2026-11-23", "agent", succeeded)]) == 2
