@@ -30,6 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
+from common.atomic_file import write_bytes_atomically
 from warehouse.duckdb_offline import OFFLINE_CONFIG
 from warehouse.errors import WarehouseError
 
@@ -146,9 +147,7 @@ def manifest_path() -> Path:
     path = parse_cache_dir() / "assets-manifest.json"
     if not path.exists():
         manifest = _parsed()
-        staged = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}")
-        staged.write_text(json.dumps(manifest.writable_manifest().to_dict(omit_none=False)))
-        os.replace(staged, path)
+        write_bytes_atomically(path, json.dumps(manifest.writable_manifest().to_dict(omit_none=False)).encode())
     return path
 
 
@@ -176,9 +175,8 @@ def _invoke(args: list[str], manifest: Any) -> Any:
 def _write_profile(work_dir: Path, db_path: Path) -> None:
     output = {"type": "duckdb", "path": str(db_path.absolute()), "threads": 1, "config_options": dict(OFFLINE_CONFIG)}
     profile = {PROFILE: {"target": "build", "outputs": {"build": output}}}
-    staged = work_dir / f".profiles.yml.{os.getpid()}-{threading.get_ident()}"
-    staged.write_text(yaml.safe_dump(profile))
-    os.replace(staged, work_dir / "profiles.yml")  # another process parsing meanwhile reads a whole profile
+    # Whole: another process parsing meanwhile reads the cache's profile.
+    write_bytes_atomically(work_dir / "profiles.yml", yaml.safe_dump(profile).encode())
 
 
 def _outcome(result: Any, db_path: Path) -> DbtBuild:
