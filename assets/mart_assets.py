@@ -56,14 +56,14 @@ def build_mart_assets(partitions: dg.PartitionsDefinition) -> dg.AssetsDefinitio
     )
     def marts(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         store = warehouse.warehouse()
-        try:
-            refreshed = store.refresh()
+        part = WeekScenario.of(context)
+        try:  # the partition's week, and any other week whose lake changed since the last refresh
+            refreshed = store.refresh(weeks=[part.week_start])
         except MartBuildError as failed:
             yield from _check_results(context, failed.tests)
             raise
         for message in [q.message for q in refreshed.quarantined] + [m.message for m in refreshed.missing]:
             context.log.error(message)  # the lake_intact check fails the affected weeks
-        part = WeekScenario.of(context)
         # In dbt's order (each model after those it reads), as a multi-asset must yield them.
         selected = {key.path[-1]: key for key in context.selected_asset_keys}
         for name, seconds in refreshed.dbt_seconds:
@@ -102,6 +102,10 @@ def _refresh_metadata(refreshed: RefreshResult, location: str) -> dict:
     # A local warehouse is a DuckDB file; a DuckLake one a catalog URL (printed without its password).
     where = dg.MetadataValue.path(str(refreshed.db_path)) if refreshed.db_path else dg.MetadataValue.text(location)
     metadata: dict = {"duckdb": where, "lake_files": refreshed.lake_files}
+    if refreshed.scope is not None:  # which weeks the week tables were computed for, and why
+        weeks = refreshed.scope.weeks
+        metadata["rebuilt_weeks"] = "every week" if weeks is None else ", ".join(w.isoformat() for w in weeks)
+        metadata["refresh_scope"] = refreshed.scope.reason
     if refreshed.quarantined:
         metadata["quarantined"] = dg.MetadataValue.json([q.message for q in refreshed.quarantined])
     if refreshed.missing:

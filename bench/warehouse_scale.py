@@ -10,9 +10,11 @@ For each size it writes synthetic request rows (N_CHUNKS token chunks each) as 1
 partitions with one run each, plus a runs row and a minute of server samples per run, then refreshes
 the warehouse in a child process (so its peak RSS is the refresh's own) and prints: ingest rows/s
 (write_partition, Parquet encoding and the read-back check included; generation excluded), the first
-refresh (every lake file decoded and checksummed before the build), a second refresh of the same lake
-(unchanged files: footers only), the time to rebuild each mart on its own, and the peak RSS. Target (issue): 10M request
-rows summarized in <= 10 s on 2 cores, under 4 GB.
+refresh (every lake file decoded and checksummed before the build), a full rebuild of the same lake
+(refresh(full=True); unchanged files: footers only) with the time of each mart's models in it, a one-week refresh
+(one week's requests written again for both scenarios, then refresh(weeks=[that week]): the weekly run's refresh,
+warehouse/marts/week_scope.py), and the peak RSS. Targets (issues): 10M request rows summarized in <= 10 s on 2
+cores, under 4 GB; a one-week refresh at 10M rows <= 10 s.
 
 DuckLake: the same partitions are written into a DuckLake (catalog in PostgreSQL: --catalog URL, else a
 throwaway cluster started here with initdb/pg_ctl on 127.0.0.1, as the tests do; data files in a temp
@@ -168,9 +170,9 @@ def open_store(root: str, memory_limit: str, catalog: str | None):
     return Warehouse(Path(root), memory_limit=memory_limit)
 
 
-def refresh_child(root: str, memory_limit: str, catalog: str | None) -> None:
-    """In a fresh process: refresh twice; print JSON with times, each mart's share of the second (dbt's own timing
-    of each model) and peak RSS."""
+def refresh_child(root: str, memory_limit: str, catalog: str | None, partition_rows: int) -> None:
+    """In a fresh process: refresh, rebuild in full, write one week again and refresh that week; print JSON with
+    times, each mart's share of the full rebuild (dbt's own timing of each model) and peak RSS."""
     import resource
 
     store = open_store(root, memory_limit, catalog)
@@ -178,14 +180,23 @@ def refresh_child(root: str, memory_limit: str, catalog: str | None) -> None:
     store.refresh()
     refresh_s = time.perf_counter() - started
     started = time.perf_counter()
-    again = store.refresh()
+    again = store.refresh(full=True)
     again_s = time.perf_counter() - started
+    week = date(2025, 1, 6) + timedelta(days=7 * (WEEKS // 2))
+    rng = np.random.default_rng(11)
+    for scenario in SCENARIOS:
+        rows = synthetic_requests(f"{scenario}-{week}", partition_rows, 600.0, rng)
+        store.write_partition("requests", week, scenario, rows)
+    started = time.perf_counter()
+    one_week = store.refresh(weeks=[week])
+    week_s = time.perf_counter() - started
+    assert one_week.scope is not None and one_week.scope.weeks == (week,), one_week.scope
     seconds = dict(again.dbt_seconds)
     # Each mart with the stages that are its own work (dbt times each model alone).
     stages = {
         "run_summary": ("run_windows", "per_run", "itl", "per_run_slo", "run_summary"),
-        "cost_interval_rows": ("cost_interval_rows", "cost_intervals"),
-        "weekly_trends_undrifted": ("weekly_trends_undrifted", "weekly_drift", "weekly_trends"),
+        "cost_interval_rows": ("interval_block_rows", "cost_interval_rows", "cost_intervals"),
+        "weekly_trends_undrifted": ("pooled_percentiles", "weekly_trends_undrifted", "weekly_drift", "weekly_trends"),
         "diagnoses": ("diagnoses",),
     }
     timings = {mart: sum(seconds.get(name, 0.0) for name in names) for mart, names in stages.items()}
@@ -195,6 +206,7 @@ def refresh_child(root: str, memory_limit: str, catalog: str | None) -> None:
             {
                 "refresh_s": refresh_s,
                 "again_s": again_s,
+                "week_s": week_s,
                 **{f"{k}_s": v for k, v in timings.items()},
                 "peak_rss_bytes": peak_bytes,
             }
@@ -301,6 +313,7 @@ def run_child(args: list[str]) -> dict:
 def print_row(backend: str, rows: int, write_s: float, figures: dict) -> None:
     print(
         f"{backend:>9} {rows:>11,} {rows / write_s:>14,.0f} {figures['refresh_s']:>10.2f} {figures['again_s']:>8.2f} "
+        f"{figures['week_s']:>10.2f} "
         f"{figures['run_summary_s']:>14.2f} "
         f"{figures['cost_interval_rows_s']:>12.2f} {figures['weekly_trends_undrifted_s']:>16.2f} "
         f"{figures['diagnoses_s']:>12.2f} "
@@ -322,10 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-rows", type=int, default=10_000, help="request rows per concurrent commit")
     parser.add_argument("--refresh-child", help=argparse.SUPPRESS)
     parser.add_argument("--refresh-catalog", help=argparse.SUPPRESS)
+    parser.add_argument("--partition-rows", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--writer-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.refresh_child:
-        refresh_child(args.refresh_child, args.memory_limit, args.refresh_catalog)
+        refresh_child(args.refresh_child, args.memory_limit, args.refresh_catalog, args.partition_rows)
         return 0
     if args.writer_child:
         catalog, scenario, rows, seconds, start_at = args.writer_child
@@ -335,13 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     backends = ("local", "ducklake") if args.backend == "both" else (args.backend,)
     print(f"cores: {os.cpu_count()}  DuckDB memory_limit: {args.memory_limit}  chunks per request: {N_CHUNKS}")
     print(
-        f"{'backend':>9} {'rows':>11} {'ingest rows/s':>14} {'refresh s':>10} {'again s':>8} {'run_summary s':>14} "
+        f"{'backend':>9} {'rows':>11} {'ingest rows/s':>14} {'refresh s':>10} {'full s':>8} {'one week s':>10} "
+        f"{'run_summary s':>14} "
         f"{'intervals s':>12} {'weekly_trends s':>16} {'diagnoses s':>12} {'peak RSS GB':>12}"
     )
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="costbench-bench-") as tmp:
             write_s, rows = build_lake(Path(tmp), size)
-            child = ["--memory-limit", args.memory_limit]
+            per_partition = str(rows // (WEEKS * len(SCENARIOS)))
+            child = ["--memory-limit", args.memory_limit, "--partition-rows", per_partition]
             try:
                 if "local" in backends:
                     print_row("local", rows, write_s, run_child(["--refresh-child", tmp, *child]))

@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     attach = sub.add_parser("attach-sql", help="print the lines that open the warehouse in a plain duckdb session")
     cleanup = sub.add_parser("cleanup", help="remove the files killed writers left, naming each")
     forget = sub.add_parser("forget", help="record that a missing lake partition was removed on purpose")
+    refresh.add_argument(
+        "--full", action="store_true", help="compute every week's rows (default: only the weeks whose lake changed)"
+    )
     forget.add_argument("--table", required=True, help="lake table: runs | requests | server_samples | gpu_samples")
     forget.add_argument("--week", required=True, type=date.fromisoformat, help="the partition's Monday, YYYY-MM-DD")
     forget.add_argument("--scenario", required=True)
@@ -127,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "forget":
         return _forget(store, args.table, args.week, args.scenario)
     try:
-        result = store.refresh()
+        result = store.refresh(full=args.full)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -141,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     quarantined = f" ({count} lake files quarantined: see table lake_quarantine)" if count else ""
     missing = f" ({len(result.missing)} lake partitions missing: see table lake_missing)" if result.missing else ""
     print(f"refreshed {result.db_path or result.location}{quarantined}{missing}")
+    if result.scope is not None:
+        weeks = "every week" if result.scope.weeks is None else f"{len(result.scope.weeks)} week(s)"
+        print(f"computed {weeks} from the lake: {result.scope.reason}")
     if result.lake_gaps:
         print(
             f"{PROG}: the lake lacks {result.lake_gaps} partition(s) (tables lake_missing, lake_quarantine): their "

@@ -21,7 +21,7 @@ from warehouse.parquet.lake_columns import LAKE_COLUMNS, PATH_COLUMNS, duckdb_ty
 from warehouse.sql_files import read_sql
 
 _CREATE = re.compile(r"^CREATE (?:OR REPLACE )?(TABLE|VIEW)(?: IF NOT EXISTS)? (\w+)\b")
-_TABLE_COLUMN = re.compile(r"^\s*(\w+)\s+([A-Z]+(?:\[\])?)\b.*?--\s*(.+)$")
+_TABLE_COLUMN = re.compile(r"^\s*(\w+)\s+([A-Z]+(?:\[\])?)(?=[\s,]).*?--\s*(.+)$")
 _VIEW_COLUMN = re.compile(r"^\s*(?:.*\bAS\s+)?(\w+),?\s*--\s*(.+)$")
 
 

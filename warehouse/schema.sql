@@ -318,6 +318,16 @@ CREATE OR REPLACE TABLE lake_quarantine (
     replaced BOOLEAN NOT NULL         -- the partition has been written again since, and the new file passed: its week is whole again
 );
 
+-- The marts' build this database holds, one row (warehouse/marts/week_scope.py): the next refresh keeps the weeks whose
+-- lake did not change when these inputs are still its own.
+CREATE OR REPLACE TABLE mart_build (
+    inputs_sha256 VARCHAR NOT NULL,   -- sha256 of what every week's rows depend on besides the lake: DuckDB's version, the dbt project's text, schema.sql, the lake's columns and the prices
+    lake_snapshot BIGINT,             -- DuckLake: the catalog snapshot the build read (null on the local backend, whose lake_files say what it read)
+    rebuilt_weeks DATE[],             -- the weeks the build computed from the lake, the week tables' rows of every other week kept from the build before (null: every week)
+    reason VARCHAR NOT NULL,          -- why: what made it build every week, or which weeks' lake changed and which were asked for
+    built_wall_s DOUBLE NOT NULL      -- when the build ran (s since the Unix epoch)
+);
+
 -- Partitions the lake's manifest (lake/_manifest.jsonl, warehouse/parquet/lake_manifest.py) says were written, whose
 -- file or folder this refresh did not find, and that no quarantine moved: that week's rows of the table are in no
 -- mart, its weekly_trends rows are not judged, and the lake_intact check fails it until the partition is written

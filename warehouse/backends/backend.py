@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import date
 from pathlib import Path
@@ -56,7 +56,8 @@ class WarehouseBackend(Protocol):
 
     def read_partition(self, table: str, week_start: date, scenario: str) -> pa.Table: ...
 
-    def refresh(self) -> RefreshResult: ...
+    # Computes the week tables for the weeks whose lake changed and `weeks`, or for every week (`full`).
+    def refresh(self, weeks: Iterable[date] = (), full: bool = False) -> RefreshResult: ...
 
     def cleanup(self, min_age_s: float) -> list[str]: ...  # removes what killed writers left; returns the paths
 

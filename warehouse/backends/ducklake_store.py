@@ -31,7 +31,7 @@ import random
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -47,6 +47,7 @@ from warehouse.backends.store import LAKE_TABLES, RefreshResult, WarehouseError,
 from warehouse.marts.dbt_build import DB_FILE, DbtBuild, MartBuildError, build_marts, connect_build
 from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import PriceTable, load_price_table
+from warehouse.marts.week_scope import RECORD_TABLE, WeekScope, choose, inputs_sha256, read_record, write_record
 from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.lake import (
     LakeError,
@@ -210,12 +211,14 @@ class DuckLakeWarehouse(MartReaders):
         self._transaction(replace, name)
         return f"{self.location} {target} week={week_start.isoformat()} scenario={scenario}"
 
-    def refresh(self) -> RefreshResult:
+    def refresh(self, weeks: Iterable[date] = (), full: bool = False) -> RefreshResult:
         """Build the marts from one snapshot of the lake tables, then publish them with the views in one transaction.
 
         dbt builds in a scratch DuckDB file under the local folder, reading the catalog attached read-only at the
         snapshot the refresh starts from (warehouse/marts/dbt_build.py); readers see the previous marts until the
-        publishing transaction commits, and a publish racing another refresh (or a write) is retried.
+        publishing transaction commits, and a publish racing another refresh (or a write) is retried. The week
+        tables are computed for the weeks the lake tables changed in since the last refresh's snapshot (DuckLake's
+        table_changes) and for `weeks`, the others kept, as on the local backend (warehouse/marts/week_scope.py).
         """
         prices = load_price_table(self.prices_path)
         self._ensure_lake_tables()
@@ -226,7 +229,7 @@ class DuckLakeWarehouse(MartReaders):
         self.root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".costbench-dbt-", dir=self.root) as scratch:
             build = Path(scratch) / DB_FILE
-            built = self._build_marts(build, snapshot, prices)
+            built, scope = self._build_marts(build, snapshot, prices, tuple(weeks), full)
             notes: list[str] = []
             template = read_sql("schema.sql")
             db = self._instance()
@@ -242,7 +245,9 @@ class DuckLakeWarehouse(MartReaders):
                     con.execute("DELETE FROM schema_version")  # rewritten whole from the history read above
                     schema_migrations.record_version(con, history, notes, self.clock_wall_s())
                     load_prices(con, prices)
-                    for schema, table in built.published():
+                    con.execute(f"INSERT INTO {RECORD_TABLE} FROM {_BUILT}.main.{RECORD_TABLE}")
+                    # The stages too: the next refresh keeps the weeks of the week tables, stages included.
+                    for schema, table in built.models:
                         con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                         con.execute(f"CREATE OR REPLACE TABLE {schema}.{table} AS FROM {_BUILT}.{schema}.{table}")
                     return sum(self._data_files(con, table) for table in LAKE_TABLES)
@@ -251,11 +256,21 @@ class DuckLakeWarehouse(MartReaders):
             finally:
                 db.execute(f"DETACH {_BUILT}")
         return RefreshResult(
-            None, tuple(notes), (), files, 0, location=self.location, dbt_seconds=built.seconds, dbt_tests=built.tests
+            None,
+            tuple(notes),
+            (),
+            files,
+            0,
+            location=self.location,
+            dbt_seconds=built.seconds,
+            dbt_tests=built.tests,
+            scope=scope,
         )
 
-    def _build_marts(self, build: Path, snapshot: int, prices: PriceTable) -> DbtBuild:
-        """dbt's build into `build`, over the catalog at `snapshot`."""
+    def _build_marts(
+        self, build: Path, snapshot: int, prices: PriceTable, weeks: tuple[date, ...], full: bool
+    ) -> tuple[DbtBuild, WeekScope]:
+        """dbt's build into `build`, over the catalog at `snapshot`, of the weeks week_scope.choose picks."""
         con = connect_build(build)
         try:
             con.execute("SET enable_progress_bar = false")
@@ -269,20 +284,46 @@ class DuckLakeWarehouse(MartReaders):
             except duckdb.Error as exc:
                 raise self._attach_error(exc) from None
             sources = {f"{table}_source": f"{_LAKE_AT}.{LAKE_SCHEMA}.{table}" for table in LAKE_TABLES}
+            inputs = inputs_sha256(prices)
+            previous = read_record(con, _LAKE_AT)
+            changed = self._changed_weeks(con, previous.lake_snapshot, snapshot) if previous else None
+            scope = choose(previous, inputs, changed, weeks, full)
             con.execute("BEGIN TRANSACTION")
             con.execute(render_sql(read_sql("schema.sql"), sources, "warehouse/schema.sql"))
             load_prices(con, prices)
+            write_record(con, scope, inputs, snapshot, self.clock_wall_s())
             con.execute("COMMIT")
             try:
-                built = build_marts(con, build, build.parent / "dbt")
+                built = build_marts(con, build, build.parent / "dbt", variables=scope.dbt_vars(_LAKE_AT))
             except MartBuildError as exc:  # keeps its tests: the marts asset reports them as its checks
                 raise MartBuildError(f"refresh of {self.location}: {self._clean_text(str(exc))}", exc.tests) from None
             except WarehouseError as exc:
                 raise WarehouseError(f"refresh of {self.location}: {self._clean_text(str(exc))}") from None
             con.execute(f"DETACH {_LAKE_AT}")
-            return built
+            return built, scope
         finally:
             con.close()
+
+    @staticmethod
+    def _changed_weeks(con: duckdb.DuckDBPyConnection, since: int | None, snapshot: int) -> set[date] | None:
+        """The weeks of every row the lake tables gained or lost after snapshot `since` up to `snapshot` (None: not
+        known, as when `since` is unrecorded or its snapshots have been expired)."""
+        if since is None or since > snapshot:
+            return None
+        if since == snapshot:
+            return set()
+        weeks: set[date] = set()
+        for table in LAKE_TABLES:
+            try:
+                rows = con.execute(
+                    "SELECT DISTINCT week FROM ducklake_table_changes(?, ?, ?, ?, ?)",
+                    [_LAKE_AT, LAKE_SCHEMA, table, since + 1, snapshot],
+                ).fetchall()
+            except duckdb.Error as exc:
+                logger.info("the lake's changes since snapshot %d are not known (%s): building every week", since, exc)
+                return None
+            weeks.update(row[0] for row in rows)
+        return weeks
 
     def cleanup(self, min_age_s: float = DEFAULT_ORPHAN_MIN_AGE_S) -> list[str]:
         """Remove the data files under data_path that no snapshot references (a writer killed before its commit

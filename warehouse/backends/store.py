@@ -28,7 +28,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -43,6 +43,16 @@ from warehouse.errors import WarehouseError
 from warehouse.marts.dbt_build import DB_FILE, DataTest, DbtBuild, MartBuildError, build_marts, connect_build
 from warehouse.marts.mart_readers import MartReaders
 from warehouse.marts.price_table import PriceTable, load_price_table
+from warehouse.marts.week_scope import (
+    BuildRecord,
+    LakeFile,
+    WeekScope,
+    changed_weeks,
+    choose,
+    inputs_sha256,
+    read_record,
+    write_record,
+)
 from warehouse.parquet.crash_point import crash_point
 from warehouse.parquet.file_lock import flock_within
 from warehouse.parquet.lake import (
@@ -71,6 +81,7 @@ _UNSAFE_PATH_CHARS = set("*?[]{}\0\n\r")  # glob syntax or characters that canno
 _UNSAFE_ROOT_CHARS = _UNSAFE_PATH_CHARS | {","}  # file_search_path is a comma-separated list
 # The DuckDB variable naming the warehouse folder whose lake the views read (unset: the folder of the last refresh).
 ROOT_VARIABLE = "costbench_root"
+_PREVIOUS = "costbench_previous"  # the live file, attached while dbt builds a refresh that keeps some weeks
 _LOCK_POLL_S = 0.2
 # How long a snapshot stays after a newer refresh superseded it: a session opened before reads it until then.
 DEFAULT_SNAPSHOT_KEEP_S = 24 * 3600.0
@@ -91,12 +102,27 @@ class RefreshResult:
     lake_gaps: int = 0  # partitions the views lack: missing, or quarantined and not written again since
     dbt_seconds: tuple[tuple[str, float], ...] = ()  # (model or test, seconds) of the marts' dbt build
     dbt_tests: tuple[DataTest, ...] = ()  # the marts' dbt data tests, each passed or a warning
+    scope: WeekScope | None = None  # the weeks the marts were computed for, or every week; and why
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    weeks: tuple[date, ...]  # refresh()'s
+    full: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    dbt: DbtBuild
+    scope: WeekScope
 
 
 @dataclass(frozen=True, slots=True)
 class _Previous:
     history: StoredHistory
     snapshot: str | None  # the folder under lake/_snapshots its views read (None: none, or an empty lake)
+    record: BuildRecord | None = None  # its marts' build (mart_build), if it recorded one
+    files: frozenset[LakeFile] = frozenset()  # the lake files its views read
 
 
 def sql_path_literal(path: Path | str, glob: str = "") -> str:
@@ -188,8 +214,12 @@ class Warehouse(MartReaders):
         matter here; `min_age_s` is for the DuckLake backend). Returns what was removed."""
         return [str(p) for p in clean_staging(self.lake_root)]
 
-    def refresh(self) -> RefreshResult:
+    def refresh(self, weeks: Iterable[date] = (), full: bool = False) -> RefreshResult:
         """Check the lake, quarantine unfit files, build views and marts in a new file and swap it in.
+
+        The week tables are computed for the weeks whose lake files changed since the last refresh and for `weeks`,
+        and kept from the last refresh for the others, when it was built from the same project, schema and prices;
+        else, or with `full`, for every week (warehouse/marts/week_scope.py). RefreshResult.scope says which.
 
         Works on an empty or partly filled lake: a table with no files yet gets an empty view with its
         full set of columns. A failure (or a database newer than this code) leaves the previous database
@@ -211,8 +241,9 @@ class Warehouse(MartReaders):
             try:
                 audit = audit_lake(self.lake_root, LAKE_TABLES, snapshot, now_wall_s)
                 quarantined = list(audit.quarantined)
+                asked = _Asked(tuple(weeks), full)
                 try:
-                    built = self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
+                    built = self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s, asked)
                 except (duckdb.Error, MartBuildError):
                     if audit.trusted == 0:
                         raise
@@ -222,7 +253,7 @@ class Warehouse(MartReaders):
                     if not audit.quarantined:
                         raise
                     quarantined += audit.quarantined
-                    built = self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s)
+                    built = self._build_and_swap(root, prices, previous, notes, audit, snapshot, now_wall_s, asked)
             except BaseException:
                 shutil.rmtree(snapshot, ignore_errors=True)  # not swapped in: no database reads it
                 raise
@@ -238,8 +269,8 @@ class Warehouse(MartReaders):
         unreplaced = {(q.table, q.week_start, q.scenario) for q in list_quarantine(self.lake_root)} - kept
         return RefreshResult(
             self.db_path, tuple(notes), tuple(quarantined), len(audit.files), audit.decoded, location=self.location,
-            missing=audit.missing, lake_gaps=len(audit.missing) + len(unreplaced), dbt_seconds=built.seconds,
-            dbt_tests=built.tests,
+            missing=audit.missing, lake_gaps=len(audit.missing) + len(unreplaced), dbt_seconds=built.dbt.seconds,
+            dbt_tests=built.dbt.tests, scope=built.scope,
         )  # fmt: skip
 
     # --- building ------------------------------------------------------------------------------
@@ -253,8 +284,13 @@ class Warehouse(MartReaders):
         audit: LakeAudit,
         snapshot: Path,
         now_wall_s: float,
-    ) -> DbtBuild:
+        asked: _Asked,
+    ) -> _Built:
         history = previous.history
+        inputs = inputs_sha256(prices)
+        files = {(f.table, f.week_start, f.scenario, f.sha256) for f in audit.files}
+        changed = changed_weeks(previous.files, files)
+        scope = choose(previous.record, inputs, changed, asked.weeks, asked.full)
         sources = {
             f"{table}_source": self._source_files(root, table, snapshot if audit.has_files(table) else None)
             for table in LAKE_TABLES
@@ -274,8 +310,14 @@ class Warehouse(MartReaders):
                 schema_migrations.record_version(con, history, notes, now_wall_s)
                 load_prices(con, prices)
                 self._load_lake_tables(con, audit)
+                write_record(con, scope, inputs, None, now_wall_s)
                 con.execute("COMMIT")
-                built = build_marts(con, build, build_dir / "dbt")  # dbt shares this connection's database instance
+                if not scope.full:  # the week tables' kept rows are read from the live file
+                    con.execute(f"ATTACH {sql_path_literal(self.db_path)} AS {_PREVIOUS} (READ_ONLY)")
+                # dbt shares this connection's database instance
+                built = build_marts(con, build, build_dir / "dbt", variables=scope.dbt_vars(_PREVIOUS))
+                if not scope.full:
+                    con.execute(f"DETACH {_PREVIOUS}")
                 crash_point("refresh-building")
                 con.execute("CHECKPOINT")
             finally:
@@ -294,7 +336,7 @@ class Warehouse(MartReaders):
             _remove(build_dir)
             raise
         _remove(build_dir)
-        return built
+        return _Built(built, scope)
 
     def _load_lake_tables(self, con: duckdb.DuckDBPyConnection, audit: LakeAudit) -> None:
         kept = {(f.table, f.week_start, f.scenario) for f in audit.files}
@@ -374,7 +416,13 @@ class Warehouse(MartReaders):
                     snapshot = row[0] if row and row[0] else None
                 except duckdb.BinderException:
                     pass  # a database from before snapshots: its views read the lake itself
-            return _Previous(history, snapshot)
+            [database] = con.execute("SELECT current_database()").fetchone() or ("",)
+            record = read_record(con, database)
+            files: frozenset[LakeFile] = frozenset()
+            if record is not None:
+                rows = con.execute("SELECT table_name, week_start, scenario, sha256 FROM lake_files").fetchall()
+                files = frozenset((t, w, s, h) for t, w, s, h in rows)
+            return _Previous(history, snapshot, record, files)
         finally:
             con.close()
 

@@ -1,10 +1,10 @@
 """This week's noise: 95% intervals for the two costs per request, hit rate and p95 TTFT (table cost_intervals).
 
 Each run's arrival span is cut into equal time blocks of about BLOCK_S seconds (at least MIN_BLOCKS); a block
-carries an equal share of the run's cost and the completed requests that arrived in it (sql/interval_blocks.sql
-says why by arrival). A resample draws as many blocks as the week has, with replacement, and recomputes the
-pooled ratios (Σ cost / Σ requests, Σ cached / Σ prompt tokens) and the p95 of the pooled TTFT histogram. Whole
-blocks keep the time correlation of real traffic (a burst stays together), which resampling single
+carries an equal share of the run's cost and the completed requests that arrived in it (the dbt model
+interval_block_rows says why by arrival). A resample draws as many blocks as the week has, with replacement, and
+recomputes the pooled ratios (Σ cost / Σ requests, Σ cached / Σ prompt tokens) and the p95 of the pooled TTFT
+histogram. Whole blocks keep the time correlation of real traffic (a burst stays together), which resampling single
 requests would hide. Seeded per row: the same lake always gives the same interval.
 
 The blocks see only the variation inside a run. Runs differ too (a real endpoint's node, clocks and neighbours;
@@ -36,14 +36,16 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from warehouse.marts.dbt_build import project_vars
 from warehouse.marts.student_t import t_quantile
 from warehouse.sql_files import read_sql
 
 # Blocks of about 5 s of replay: long enough to keep a burst together, short enough that a window's slow
 # drift of rate (the traffic being measured, not noise about it) is not resampled as noise; docs/pipeline.md,
 # "How long a window must be", has the widths each choice gives on the bundled traces.
-BLOCK_S = 5.0
-MIN_BLOCKS = 20  # a short run still gets 20 blocks
+# Defined in the dbt project (its vars), which blocks the runs in SQL: about 5 s a block, a short run still 20 blocks.
+BLOCK_S = float(project_vars()["interval_block_s"])
+MIN_BLOCKS = int(project_vars()["interval_min_blocks"])
 RESAMPLES = 1000
 TTFT_BIN_BASE = 1.01  # bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms
 _KEY = ("week_start", "scenario", "endpoint", "backend", "config_fingerprint")
@@ -78,22 +80,18 @@ INTERVAL_COLUMNS = (
 )  # fmt: skip
 
 
-def interval_rows(con: duckdb.DuckDBPyConnection, blocks_sql: str) -> list[tuple]:
-    """The cost_intervals rows (INTERVAL_COLUMNS) from run_summary and requests (sql/interval_blocks.sql)."""
-    sql = blocks_sql.replace("$min_blocks", str(MIN_BLOCKS)).replace("$block_s", repr(BLOCK_S))
-    # The (run, block, TTFT bin) rows are read twice, as each block's totals and as arrays of bins: most rows are
-    # bins (hundreds of thousands on a big lake), which as Python tuples cost more than the SQL.
-    con.execute(f"CREATE OR REPLACE TEMP TABLE interval_block_rows AS {sql.strip().rstrip(';')}")
-    try:
-        # (group key) -> [(run_id, block, cost, requests, prompt, cached)], ordered by run and block
-        blocks: dict[tuple, list[tuple]] = defaultdict(list)
-        for *key_columns, run_id, block, cost_usd, requests, prompt, cached in con.execute(
-            read_sql("sql/interval_block_totals.sql")
-        ).fetchall():
-            blocks[tuple(key_columns)].append((run_id, block, cost_usd, requests, prompt, cached))
-        columns = con.execute(read_sql("sql/interval_block_bins.sql")).fetchnumpy()
-    finally:
-        con.execute("DROP TABLE IF EXISTS interval_block_rows")
+def interval_rows(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """The cost_intervals rows (INTERVAL_COLUMNS) from run_summary and the (run, block, TTFT bin) rows that `con`
+    reads as interval_block_rows (the dbt model of that name)."""
+    # The block rows are read twice, as each block's totals and as arrays of bins: most rows are bins (hundreds of
+    # thousands on a big lake), which as Python tuples cost more than the SQL.
+    # (group key) -> [(run_id, block, cost, requests, prompt, cached)], ordered by run and block
+    blocks: dict[tuple, list[tuple]] = defaultdict(list)
+    for *key_columns, run_id, block, cost_usd, requests, prompt, cached in con.execute(
+        read_sql("sql/interval_block_totals.sql")
+    ).fetchall():
+        blocks[tuple(key_columns)].append((run_id, block, cost_usd, requests, prompt, cached))
+    columns = con.execute(read_sql("sql/interval_block_bins.sql")).fetchnumpy()
     # The bins come sorted by key_index, which numbers the keys in the totals' order.
     starts = np.searchsorted(np.asarray(columns["key_index"], dtype=np.int64), np.arange(len(blocks) + 1))
     bins = {
@@ -317,7 +315,7 @@ def _binned_p95(bins: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def cost_interval_width(arrivals_s: list[float], span_s: float, key: tuple = ("width",)) -> float | None:
     """The width of one run's 95% interval on cost per request, as a share of the point value, when its
     requests arrive at `arrivals_s` (seconds from the end of the warm-up) over an arrival span of `span_s`:
-    blocked by the rule of sql/interval_blocks.sql and bootstrapped as above (bench/interval_widths.py and
+    blocked by the rule of the dbt model interval_block_rows and bootstrapped as above (bench/interval_widths.py and
     the test of the bundled scenarios' windows use it to say how long a window must be)."""
     blocks = max(MIN_BLOCKS, int(span_s // BLOCK_S))
     counts = np.zeros(blocks)

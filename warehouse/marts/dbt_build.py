@@ -17,6 +17,7 @@ it is absolute, and nothing else in a refreshing process may rely on a relative 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -67,10 +68,6 @@ class DbtBuild:
     seconds: tuple[tuple[str, float], ...]  # (node name, seconds dbt took on it) for every model and test
     warnings: tuple[str, ...]  # WARN-severity tests that failed: '<test>: <message>'
 
-    def published(self) -> list[tuple[str, str]]:
-        """The models an analyst reads: the marts (main) and the team's (team), not the stages."""
-        return [(schema, name) for schema, name in self.models if schema != STAGING_SCHEMA]
-
 
 def project_dir() -> Path:
     """warehouse/dbt, the dbt project (dbt_project.yml), as a folder on disk."""
@@ -91,10 +88,16 @@ def model_sql(name: str) -> str:
     return path.read_text()
 
 
-def build_marts(con: duckdb.DuckDBPyConnection, db_path: Path, work_dir: Path, select: str | None = None) -> DbtBuild:
+def build_marts(
+    con: duckdb.DuckDBPyConnection,
+    db_path: Path,
+    work_dir: Path,
+    select: str | None = None,
+    variables: dict[str, object] | None = None,
+) -> DbtBuild:
     """`dbt build` every model and test (or those `select` names, in dbt's selection syntax) into `db_path` (named
-    DB_FILE), which `con` holds open; dbt's profile, target and logs go under `work_dir`. Raises WarehouseError
-    naming each model or test that failed."""
+    DB_FILE), which `con` holds open; dbt's profile, target and logs go under `work_dir`; `variables` are dbt's
+    --vars (warehouse/marts/week_scope.py's). Raises WarehouseError naming each model or test that failed."""
     del con  # from connect_build, held by the caller for its whole build: dbt's connection shares its instance
     # Absolute: dbt changes the process's working directory to the project's while it runs, and back after.
     work_dir, db_path = work_dir.absolute(), db_path.absolute()
@@ -103,6 +106,7 @@ def build_marts(con: duckdb.DuckDBPyConnection, db_path: Path, work_dir: Path, s
     with _LOCK:
         try:
             selection = ["--select", select] if select else []
+            selection += ["--vars", json.dumps(variables)] if variables else []
             flags = [*_flags(work_dir, work_dir / "target"), "--no-write-json", "--no-populate-cache"]
             result = _invoke(["build", *flags, *selection], _parsed())
         finally:
@@ -133,12 +137,23 @@ def parse_cache_dir() -> Path:
     """Where parses keep dbt's partial-parse file, shared by every process of this user and project text: a process's
     first parse reads it (0.66 s here, against 1.81 s for a full parse). dbt parses in full when the file is missing,
     stale or unreadable (a concurrent writer's), so sharing it is safe. $COSTBENCH_DBT_CACHE overrides the place."""
+    base = os.environ.get("COSTBENCH_DBT_CACHE") or Path(tempfile.gettempdir()) / f"costbench-dbt-{os.getuid()}"
+    return Path(base) / project_digest()[:16]
+
+
+@functools.cache
+def project_digest() -> str:
+    """sha256 of the project's text: every file under warehouse/dbt, by its path there (hashed once a process)."""
     digest = hashlib.sha256()
     for path in sorted(project_dir().rglob("*")):
-        if path.is_file():
+        if path.is_file() and "__pycache__" not in path.parts:
             digest.update(path.relative_to(project_dir()).as_posix().encode() + b"\0" + path.read_bytes())
-    base = os.environ.get("COSTBENCH_DBT_CACHE") or Path(tempfile.gettempdir()) / f"costbench-dbt-{os.getuid()}"
-    return Path(base) / digest.hexdigest()[:16]
+    return digest.hexdigest()
+
+
+def project_vars() -> dict[str, Any]:
+    """The project's vars (dbt_project.yml): constants its SQL and costbench's Python share."""
+    return dict(yaml.safe_load((project_dir() / "dbt_project.yml").read_text())["vars"])
 
 
 def manifest_path() -> Path:

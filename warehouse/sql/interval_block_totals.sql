@@ -1,5 +1,5 @@
 -- Each costed run's blocks for warehouse/marts/bootstrap_interval.py, one row a block, from the rows of
--- sql/interval_blocks.sql (held as interval_block_rows while the intervals are built): the block's cost share and
+-- the dbt model interval_block_rows (read under that name while the intervals are built): the block's cost share and
 -- what completed in it over every TTFT bin, ordered as the bootstrap numbers the week's blocks (by run, then block).
 SELECT week_start, scenario, endpoint, backend, config_fingerprint, run_id, block,
        any_value(cost_usd) AS cost_usd,

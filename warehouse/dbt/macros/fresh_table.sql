@@ -6,27 +6,33 @@
     YAML columns is created from its SELECT. -#}
 {% materialization fresh_table, adapter="duckdb", supported_languages=["sql"] %}
   {%- set target_relation = this.incorporate(type="table") -%}
-  {%- set columns = model.columns.values() | list -%}
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
   {% call statement("main") -%}
-    {%- if columns %}
-    CREATE OR REPLACE TABLE {{ target_relation }} (
-      {%- for column in columns %}
-      {{ column.name }} {{ column.data_type }}
-      {%- if column.constraints | selectattr("type", "equalto", "not_null") | list %} NOT NULL{% endif %}
-      {{- "," if not loop.last }}
-      {%- endfor %}
-    );
-    INSERT INTO {{ target_relation }} BY NAME
-    {{ sql }}
-    {%- else %}
-    CREATE OR REPLACE TABLE {{ target_relation }} AS
-    {{ sql }}
-    {%- endif %}
+    {{ typed_table(target_relation, sql) }}
   {%- endcall %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {{ adapter.commit() }}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
   {{ return({"relations": [target_relation]}) }}
 {% endmaterialization %}
+
+{#- The table `relation` holding the rows of `select`: typed by the model's YAML columns when it has them (CREATE,
+    then INSERT BY NAME), else created from the SELECT. -#}
+{% macro typed_table(relation, select) -%}
+  {%- set columns = model.columns.values() | list -%}
+  {%- if columns %}
+    CREATE OR REPLACE TABLE {{ relation }} (
+      {%- for column in columns %}
+      {{ column.name }} {{ column.data_type }}
+      {%- if column.constraints | selectattr("type", "equalto", "not_null") | list %} NOT NULL{% endif %}
+      {{- "," if not loop.last }}
+      {%- endfor %}
+    );
+    INSERT INTO {{ relation }} BY NAME
+    {{ select }}
+  {%- else %}
+    CREATE OR REPLACE TABLE {{ relation }} AS
+    {{ select }}
+  {%- endif %}
+{%- endmacro %}

@@ -48,13 +48,12 @@ run_tokens AS (
         week_start,
         scenario,
         run_id,
-        sum(coalesce(prompt_tokens, input_tokens)) FILTER (WHERE is_completed) AS input_tokens,
-        sum(coalesce(completion_tokens, output_tokens)) FILTER (WHERE is_completed) AS output_tokens,
-        sum(reasoning_tokens) FILTER (WHERE is_completed) AS reasoning_tokens,
-        sum(cached_tokens) FILTER (WHERE is_completed) AS cached_tokens,
-        count(*) FILTER (WHERE is_completed AND cached_tokens IS NULL) AS cached_unreported
-    FROM {{ source('warehouse', 'requests') }}
-    GROUP BY week_start, scenario, run_id
+        api_prompt_tokens AS input_tokens,
+        api_output_tokens AS output_tokens,
+        reasoning_tokens,
+        reported_cached_tokens AS cached_tokens,
+        cached_unreported_requests AS cached_unreported
+    FROM {{ ref('per_run') }}  -- the pass over requests that run_summary makes
 ),
 run_factors AS (
     SELECT

@@ -1,3 +1,4 @@
+{{ config(materialized="week_table") }}
 -- run_summary: one row per run, rebuilt from the lake views (column definitions: _marts.yml).
 -- Only completed requests of the measured window (requests.is_completed) enter latency, tokens, hit
 -- rate and cost per request; warm-up requests enter nothing; server and GPU samples count only

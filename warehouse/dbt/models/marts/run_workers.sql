@@ -1,3 +1,4 @@
+{{ config(materialized="week_table") }}
 -- run_workers: how a fleet's router spread each run's completed requests over its workers, and the hit rate
 -- each worker's cache realised (column definitions: _marts.yml). The worker is the one smg names in its
 -- x-smg-routed-worker-id response header (requests.worker); a single server's requests name none.

@@ -1,3 +1,4 @@
+{{ config(materialized="week_table") }}
 -- ttft_parts: where the time to first token goes, per week x scenario (column definitions: _marts.yml). Each part is
 -- the mean over the completed requests of what the server reported for it (requests.ttft_*_ms), a request without
 -- it counting 0, and null where no request reported it; the unreported part is the mean of the TTFT the client

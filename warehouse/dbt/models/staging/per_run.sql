@@ -1,3 +1,4 @@
+{{ config(materialized="week_table") }}
 -- A stage of run_summary (models/marts/run_summary.sql): its own table, so each pass over requests
 -- streams on its own and frees its memory before the next.
 SELECT
@@ -18,6 +19,10 @@ SELECT
         sum(coalesce(prompt_tokens, input_tokens)) FILTER (WHERE is_completed) AS api_prompt_tokens,
         sum(coalesce(cached_tokens, 0)) FILTER (WHERE is_completed) AS own_cached_tokens,
         sum(coalesce(completion_tokens, output_tokens)) FILTER (WHERE is_completed) AS api_output_tokens,
+        -- For cost_attribution's token factors: every completed request's counts, and how many left cached unreported.
+        sum(reasoning_tokens) FILTER (WHERE is_completed) AS reasoning_tokens,
+        sum(cached_tokens) FILTER (WHERE is_completed) AS reported_cached_tokens,
+        count(*) FILTER (WHERE is_completed AND cached_tokens IS NULL) AS cached_unreported_requests,
         quantile_cont(ttft_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttft_q,
         quantile_cont(ttfa_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS ttfa_q,
         quantile_cont(tpot_ms, [0.50, 0.90, 0.95, 0.99]) FILTER (WHERE is_completed) AS tpot_q,

@@ -1,3 +1,4 @@
+{{ config(materialized="week_table") }}
 -- A stage of run_summary (models/marts/run_summary.sql): its own table, so each pass over requests
 -- streams on its own and frees its memory before the next.
 SELECT

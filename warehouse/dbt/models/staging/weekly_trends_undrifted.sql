@@ -100,7 +100,7 @@ run_groups AS (
         sum(completed_requests + failed_requests) FILTER (WHERE good_requests IS NOT NULL) AS slo_requests,
         sum(output_tokens) AS output_tokens,
         sum(window_s) FILTER (WHERE output_tokens IS NOT NULL) AS output_window_s,
-        -- A single run's percentiles are already in run_summary; only pooled weeks read requests again.
+        -- A single run's percentiles are already in run_summary; only pooled weeks read requests again (pooled_percentiles).
         any_value(p50_ttft_ms) AS one_run_p50_ttft_ms,
         any_value(p95_ttft_ms) AS one_run_p95_ttft_ms,
         any_value(p50_e2e_ms) AS one_run_p50_e2e_ms,
@@ -115,19 +115,6 @@ run_groups AS (
         list(format('fleet degraded: run {}: {}', run_id, degraded_reason) ORDER BY run_id) FILTER (WHERE degraded)
             AS fleet_caveats
     FROM grained_runs
-    GROUP BY ALL
-),
-pooled_percentiles AS (
-    SELECT
-        r.grain,
-        quantile_cont(q.ttft_ms, [0.50, 0.95]) AS ttft_q,
-        quantile_cont(q.e2e_ms, [0.50, 0.95]) AS e2e_q,
-        quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained) AS tpot_constrained_ms,
-        quantile_cont(q.tpot_ms, 0.5) FILTER (WHERE q.constrained IS NOT TRUE) AS tpot_unconstrained_ms
-    FROM {{ source('warehouse', 'requests') }} AS q
-    JOIN grained_runs AS r USING (week_start, scenario, run_id)
-    JOIN run_groups AS g ON g.grain = r.grain
-    WHERE q.is_completed AND g.runs > 1
     GROUP BY ALL
 ),
 config_facts AS (
@@ -184,7 +171,7 @@ weekly AS (
         lg.lake_gaps IS NOT NULL AS lake_incomplete
     FROM run_groups AS g
     LEFT JOIN config_facts AS f ON f.grain = g.grain
-    LEFT JOIN pooled_percentiles AS p ON p.grain = g.grain
+    LEFT JOIN {{ ref('pooled_percentiles') }} AS p ON p.grain = g.grain
     LEFT JOIN lake_gaps AS lg ON lg.week_start = g.week_start AND lg.scenario = g.scenario
 ),
 history AS (

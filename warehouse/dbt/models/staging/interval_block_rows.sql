@@ -1,7 +1,9 @@
--- Arrival blocks of each costed run, for the block bootstrap of warehouse/marts/bootstrap_interval.py: the
+{{ config(materialized="week_table") }}
+-- Arrival blocks of each costed run, for the block bootstrap of warehouse/marts/bootstrap_interval.py (the stage
+-- cost_interval_rows reads; its own table so that a refresh of one week reads only that week's requests): the
 -- run's arrival span (from the end of the warm-up to the end of the replayed window, window_duration_s /
--- speedup, or to the last measured arrival if later) is cut into equal blocks of about $block_s seconds
--- (at least $min_blocks of them), each carrying an equal share of the run's cost, and a completed request
+-- speedup, or to the last measured arrival if later) is cut into equal blocks of about interval_block_s seconds
+-- (at least interval_min_blocks of them), each carrying an equal share of the run's cost, and a completed request
 -- belongs to the block its scheduled arrival falls in. By arrival, not by finish: the drain after the last arrival is the cost of serving those arrivals,
 -- not a stretch of traffic with no requests, and counting it as empty blocks widened a short window's
 -- interval about fivefold (docs/pipeline.md, "How long a window must be"). One row per (run, block, TTFT
@@ -10,14 +12,14 @@
 WITH costed_runs AS (
     SELECT s.week_start, s.scenario, s.run_id, s.endpoint, s.backend, s.config_fingerprint,
            s.run_cost_usd, s.window_s, r.warmup_s, r.window_duration_s / r.speedup AS replayed_span_s
-    FROM run_summary AS s
-    JOIN runs AS r USING (week_start, scenario, run_id)
-    WHERE s.run_cost_usd IS NOT NULL AND s.window_s > 0
+    FROM {{ ref('run_summary') }} AS s
+    JOIN {{ source('warehouse', 'runs') }} AS r USING (week_start, scenario, run_id)
+    WHERE s.run_cost_usd IS NOT NULL AND s.window_s > 0 AND {{ in_rebuilt_weeks('s.week_start') }}
 ),
 last_arrivals AS (
     SELECT week_start, scenario, run_id, max(scheduled_mono_s) AS last_scheduled_s
-    FROM requests
-    WHERE is_completed
+    FROM {{ source('warehouse', 'requests') }}
+    WHERE is_completed AND {{ in_rebuilt_weeks('week_start') }}
     GROUP BY ALL
 ),
 spans AS (
@@ -28,7 +30,7 @@ spans AS (
     LEFT JOIN last_arrivals AS a USING (week_start, scenario, run_id)
 ),
 blocked AS (
-    SELECT *, greatest($min_blocks, floor(arrival_span_s / $block_s))::INTEGER AS blocks FROM spans
+    SELECT *, greatest({{ var('interval_min_blocks') }}, floor(arrival_span_s / {{ var('interval_block_s') }}))::INTEGER AS blocks FROM spans
 ),
 filled AS (
     SELECT
@@ -38,9 +40,9 @@ filled AS (
         count(*) AS requests,
         sum(q.prompt_tokens) FILTER (WHERE q.cached_tokens IS NOT NULL) AS prompt_tokens,
         sum(q.cached_tokens) FILTER (WHERE q.prompt_tokens IS NOT NULL) AS cached_tokens
-    FROM requests AS q
+    FROM {{ source('warehouse', 'requests') }} AS q
     JOIN blocked AS c USING (week_start, scenario, run_id)
-    WHERE q.is_completed
+    WHERE q.is_completed AND {{ in_rebuilt_weeks('q.week_start') }}
     GROUP BY ALL
 ),
 run_blocks AS (
@@ -55,4 +57,4 @@ SELECT
     coalesce(f.cached_tokens, 0) AS cached_tokens
 FROM run_blocks AS c
 LEFT JOIN filled AS f
-    ON f.week_start = c.week_start AND f.scenario = c.scenario AND f.run_id = c.run_id AND f.block = c.block;
+    ON f.week_start = c.week_start AND f.scenario = c.scenario AND f.run_id = c.run_id AND f.block = c.block
