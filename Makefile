@@ -53,8 +53,9 @@ demo: $(STAMP)
 # Not three: on 2 cores a third worker starved the real-time replays (a run's schedule lag p99 past 100 ms failed
 # its runs_quality check in one CI run of 2026-12-04), though the suite took 546 s against 665 s with two. Measured
 # again on 2026-12-07 after the suite grew: 918 s with three here against 933 s with two in CI, no gain.
+# --durations: the 25 slowest tests, printed at the end, for whoever works on the suite's time.
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25
 
 # The edit-test loop: the suite without its slow files (tests/conftest.py SLOW_FILES). `make test` stays the
 # whole suite, and CI runs that.

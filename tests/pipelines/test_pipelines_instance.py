@@ -214,6 +214,14 @@ def test_a_schedule_tick_runs_every_bundled_scenario_through_the_run_queue(insta
         }
         assert checks["requests_quality"].passed and checks["runs_quality"].passed and checks["lake_intact"].passed
         assert checks["fleet_intact"].passed and all(checks[name].passed for name in dbt_tests)
+    # Each run's refresh computed its partition's week (the first, of a new warehouse, every week) and kept the rest.
+    rebuilt = []
+    for run in runs:
+        for event in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+            materialization = event.dagster_event.event_specific_data.materialization
+            if materialization.asset_key == dg.AssetKey("weekly_trends"):
+                rebuilt.append(materialization.metadata["rebuilt_weeks"].value)
+    assert len(rebuilt) == len(runs) and set(rebuilt) <= {"every week", "2026-11-16"} and "2026-11-16" in rebuilt
     warehouse = _warehouse(instance_paths)
     with Warehouse(warehouse).connect() as con:  # read-only, with the lake's search path
         weeks = con.execute("SELECT scenario, week_start, completed_requests FROM weekly_trends").fetchall()

@@ -83,8 +83,8 @@ INTERVAL_COLUMNS = (
 def interval_rows(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     """The cost_intervals rows (INTERVAL_COLUMNS) from run_summary and the (run, block, TTFT bin) rows that `con`
     reads as interval_block_rows (the dbt model of that name)."""
-    # The block rows are read twice, as each block's totals and as arrays of bins: most rows are bins (hundreds of
-    # thousands on a big lake), which as Python tuples cost more than the SQL.
+    # The blocks are read twice: their totals as tuples, their histograms unnested into arrays (hundreds of thousands
+    # of bins on a big lake, which as Python tuples would cost more than the SQL).
     # (group key) -> [(run_id, block, cost, requests, prompt, cached)], ordered by run and block
     blocks: dict[tuple, list[tuple]] = defaultdict(list)
     for *key_columns, run_id, block, cost_usd, requests, prompt, cached in con.execute(

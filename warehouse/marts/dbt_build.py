@@ -36,6 +36,7 @@ from warehouse.duckdb_offline import OFFLINE_CONFIG
 from warehouse.errors import WarehouseError
 
 PROFILE = "costbench"
+PROJECT_ENV = "COSTBENCH_DBT_PROJECT"
 STAGING_SCHEMA = "staging"  # dbt_project.yml: the stages of the marts, internal
 DB_FILE = "costbench.duckdb"  # the database's name in every relation dbt writes is this file's stem
 _LOCK = threading.Lock()  # dbt keeps process-wide state (flags, adapters): one invocation at a time
@@ -70,8 +71,16 @@ class DbtBuild:
 
 
 def project_dir() -> Path:
-    """warehouse/dbt, the dbt project (dbt_project.yml), as a folder on disk."""
-    return Path(str(resources.files("warehouse").joinpath("dbt")))
+    """warehouse/dbt, the dbt project (dbt_project.yml), as a folder on disk; or the copy $COSTBENCH_DBT_PROJECT names
+    (to try a model of your own on a copy before it goes in: docs/warehouse.md, "Adding your own models")."""
+    copy = os.environ.get(PROJECT_ENV)
+    if not copy:
+        return Path(str(resources.files("warehouse").joinpath("dbt")))
+    if not (Path(copy) / "dbt_project.yml").is_file():
+        raise WarehouseError(
+            f"${PROJECT_ENV} is {copy!r}, which holds no dbt_project.yml: name a copy of warehouse/dbt"
+        )
+    return Path(copy).absolute()
 
 
 def connect_build(db_path: Path) -> duckdb.DuckDBPyConnection:

@@ -6,9 +6,10 @@
 -- (at least interval_min_blocks of them), each carrying an equal share of the run's cost, and a completed request
 -- belongs to the block its scheduled arrival falls in. By arrival, not by finish: the drain after the last arrival is the cost of serving those arrivals,
 -- not a stretch of traffic with no requests, and counting it as empty blocks widened a short window's
--- interval about fivefold (docs/pipeline.md, "How long a window must be"). One row per (run, block, TTFT
--- bin) with what completed there: bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms (null: no TTFT). Every
--- block of every run gets a row (requests 0 when empty): an arrival gap costs. Two passes over `requests`.
+-- interval about fivefold (docs/pipeline.md, "How long a window must be"). One row per (run, block) with what
+-- completed there, and its TTFT histogram: bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms (a request without a TTFT
+-- counts in the totals, in no bin). Every block of every run gets a row (requests 0 when empty): an arrival gap
+-- costs. Two passes over `requests`.
 WITH costed_runs AS (
     SELECT s.week_start, s.scenario, s.run_id, s.endpoint, s.backend, s.config_fingerprint,
            s.run_cost_usd, s.window_s, r.warmup_s, r.window_duration_s / r.speedup AS replayed_span_s
@@ -45,16 +46,30 @@ filled AS (
     WHERE q.is_completed AND {{ in_rebuilt_weeks('q.week_start') }}
     GROUP BY ALL
 ),
+per_block AS (
+    -- A block's totals, and its TTFT histogram as two lists (the bins with requests, in order): a row a block keeps the
+    -- table small (a few thousand rows at 10M requests, where a row a bin made 600k).
+    SELECT
+        week_start, scenario, run_id, block,
+        sum(requests) AS requests,
+        sum(prompt_tokens) AS prompt_tokens,
+        sum(cached_tokens) AS cached_tokens,
+        list(bin ORDER BY bin) FILTER (WHERE bin IS NOT NULL) AS ttft_bins,
+        list(requests ORDER BY bin) FILTER (WHERE bin IS NOT NULL) AS ttft_bin_requests
+    FROM filled
+    GROUP BY ALL
+),
 run_blocks AS (
     SELECT *, unnest(range(blocks))::INTEGER AS block FROM blocked
 )
 SELECT
     c.week_start, c.scenario, c.endpoint, c.backend, c.config_fingerprint, c.run_id, c.block,
     c.run_cost_usd / c.blocks AS cost_usd,
-    f.bin,
-    coalesce(f.requests, 0) AS requests,
-    coalesce(f.prompt_tokens, 0) AS prompt_tokens,
-    coalesce(f.cached_tokens, 0) AS cached_tokens
+    coalesce(f.requests, 0)::BIGINT AS requests,
+    coalesce(f.prompt_tokens, 0)::BIGINT AS prompt_tokens,
+    coalesce(f.cached_tokens, 0)::BIGINT AS cached_tokens,
+    coalesce(f.ttft_bins, []::INTEGER[]) AS ttft_bins,
+    coalesce(f.ttft_bin_requests, []::BIGINT[]) AS ttft_bin_requests
 FROM run_blocks AS c
-LEFT JOIN filled AS f
+LEFT JOIN per_block AS f
     ON f.week_start = c.week_start AND f.scenario = c.scenario AND f.run_id = c.run_id AND f.block = c.block
