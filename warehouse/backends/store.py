@@ -313,7 +313,7 @@ class Warehouse(MartReaders):
                 write_record(con, scope, inputs, None, now_wall_s)
                 con.execute("COMMIT")
                 if not scope.full:  # the week tables' kept rows are read from the live file
-                    con.execute(f"ATTACH {sql_path_literal(self.db_path)} AS {_PREVIOUS} (READ_ONLY)")
+                    con.execute(f"ATTACH {sql_path_literal(root / DB_FILE)} AS {_PREVIOUS} (READ_ONLY)")
                 # dbt shares this connection's database instance
                 built = build_marts(con, build, build_dir / "dbt", variables=scope.dbt_vars(_PREVIOUS))
                 if not scope.full:
