@@ -1,7 +1,7 @@
 """How long a window must be: the width of this week's 95% interval on cost per request, from arrivals alone.
 
 For each bundled trace, window length and replay speedup, every window start (every 10 s of the trace) is
-cut into arrival blocks by the rule of warehouse/sql/interval_blocks.sql and bootstrapped by
+cut into arrival blocks by the rule of the dbt model interval_block_rows and bootstrapped by
 warehouse/marts/bootstrap_interval.py exactly as a run's would be; the table gives the median, 90th percentile
 and largest width over the starts, as a share of the cost per request (a run's cost is spread evenly over
 its blocks, so the arrivals decide the width; docs/pipeline.md, "How long a window must be"). Then the

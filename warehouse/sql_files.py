@@ -12,7 +12,7 @@ _PLACEHOLDER = re.compile(r"@([a-z_]+)@")
 
 
 def read_sql(name: str) -> str:
-    """The text of a SQL file of the package, by its path under warehouse/ (e.g. "sql/interval_blocks.sql")."""
+    """The text of a SQL file of the package, by its path under warehouse/ (e.g. "sql/interval_block_totals.sql")."""
     return resources.files("warehouse").joinpath(name).read_text()
 
 

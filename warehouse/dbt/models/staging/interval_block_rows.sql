@@ -4,9 +4,9 @@
 -- run's arrival span (from the end of the warm-up to the end of the replayed window, window_duration_s /
 -- speedup, or to the last measured arrival if later) is cut into equal blocks of about interval_block_s seconds
 -- (at least interval_min_blocks of them), each carrying an equal share of the run's cost, and a completed request
--- belongs to the block its scheduled arrival falls in. By arrival, not by finish: the drain after the last arrival is the cost of serving those arrivals,
--- not a stretch of traffic with no requests, and counting it as empty blocks widened a short window's
--- interval about fivefold (docs/pipeline.md, "How long a window must be"). One row per (run, block) with what
+-- belongs to the block its scheduled arrival falls in. By arrival, not by finish: the drain after the last arrival
+-- is the cost of serving those arrivals, not a stretch of traffic with no requests, and counting it as empty blocks
+-- widened a short window's interval about fivefold (docs/pipeline.md, "How long a window must be"). One row per (run, block) with what
 -- completed there, and its TTFT histogram: bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms (a request without a TTFT
 -- counts in the totals, in no bin). Every block of every run gets a row (requests 0 when empty): an arrival gap
 -- costs. Two passes over `requests`.
