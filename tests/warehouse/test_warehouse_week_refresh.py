@@ -14,6 +14,7 @@ import yaml
 
 from warehouse.backends.store import Warehouse
 from warehouse.marts.price_table import default_prices_path
+from warehouse.marts.week_scope import WeekScope
 from warehouse_builders import capacity_context, endpoint, request, run_info, write_runs
 
 W1 = date(2025, 2, 3)
@@ -141,3 +142,15 @@ def test_new_prices_or_a_full_refresh_compute_every_week(tmp_path):
     assert repriced.scope is not None and repriced.scope.full
     assert repriced.scope.reason == "the dbt project, the views or the prices changed since the last build"
     assert _tables(store.db_path) == _full_rebuild_of(store, tmp_path)
+
+
+def test_a_last_build_that_cannot_be_read_makes_the_refresh_compute_every_week(tmp_path):
+    """The kept weeks are read from the live file; one DuckDB cannot open (here: not a database) costs a full build,
+    not a failed refresh."""
+    (tmp_path / "costbench.duckdb").write_bytes(b"not a database")
+    con = duckdb.connect()
+    try:
+        scope = Warehouse._attach_previous(con, tmp_path, WeekScope((WEEKS[0],), "lake changed in 2025-02-03"))
+    finally:
+        con.close()
+    assert scope.full and scope.reason.startswith("the last build could not be read for the weeks it keeps: ")

@@ -305,6 +305,7 @@ class Warehouse(MartReaders):
                 self._configure(con, root)
                 # Marts are read with ORDER BY; not keeping insertion order lets DuckDB stream large scans.
                 con.execute("SET preserve_insertion_order = false")
+                scope = self._attach_previous(con, root, scope)
                 con.execute("BEGIN TRANSACTION")
                 con.execute(schema_sql)
                 schema_migrations.record_version(con, history, notes, now_wall_s)
@@ -312,8 +313,6 @@ class Warehouse(MartReaders):
                 self._load_lake_tables(con, audit)
                 write_record(con, scope, inputs, None, now_wall_s)
                 con.execute("COMMIT")
-                if not scope.full:  # the week tables' kept rows are read from the live file
-                    con.execute(f"ATTACH {sql_path_literal(root / DB_FILE)} AS {_PREVIOUS} (READ_ONLY)")
                 # dbt shares this connection's database instance
                 built = build_marts(con, build, build_dir / "dbt", variables=scope.dbt_vars(_PREVIOUS))
                 if not scope.full:
@@ -337,6 +336,18 @@ class Warehouse(MartReaders):
             raise
         _remove(build_dir)
         return _Built(built, scope)
+
+    @staticmethod
+    def _attach_previous(con: duckdb.DuckDBPyConnection, root: Path, scope: WeekScope) -> WeekScope:
+        """Attach the live file, whose week tables hold the kept weeks' rows; a scope of every week if it cannot be
+        read (a writer holds it, or a dead writer's WAL is beside it)."""
+        if scope.full:
+            return scope
+        try:
+            con.execute(f"ATTACH {sql_path_literal(root / DB_FILE)} AS {_PREVIOUS} (READ_ONLY)")
+        except duckdb.Error as exc:
+            return WeekScope(None, f"the last build could not be read for the weeks it keeps: {exc}")
+        return scope
 
     def _load_lake_tables(self, con: duckdb.DuckDBPyConnection, audit: LakeAudit) -> None:
         kept = {(f.table, f.week_start, f.scenario) for f in audit.files}
