@@ -368,11 +368,12 @@ def _wait_for_confirmations(
 def _backfill_of(instance: dg.DagsterInstance, keys: list[str], since: datetime) -> str | None:
     """The backfill of these keys submitted since `since` (stopped before `dagster job backfill` printed its id), in
     any status: under load the daemon may have submitted every run of it (COMPLETED) before the CLI returned, and
-    those runs still wait in the queue."""
+    those runs still wait in the queue. Compared as sets: the CLI stores the keys in the partitions definition's
+    order, not the order it was given."""
     ours = [
         b
         for b in instance.get_backfills(filters=BulkActionsFilter(created_after=since))
-        if list(b.partition_names or []) == keys
+        if sorted(b.partition_names or []) == sorted(keys)
     ]
     return max(ours, key=lambda b: b.backfill_timestamp).backfill_id if ours else None
 

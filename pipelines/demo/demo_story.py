@@ -40,12 +40,12 @@ def story_endpoints(bundled: Path, out: Path, weeks: list[date]) -> Path:
 
 
 def story_partitions(scenarios: dict[str, Scenario], weeks: list[date]) -> list[tuple[date, str]]:
-    """(week, scenario) pairs the demo replays, in the order they are queued: every week for STORY_ENDPOINT's
-    scenarios, oldest first (each week's baseline exists before it), and the last week for the others.
+    """(week, scenario) pairs the demo replays: every week for STORY_ENDPOINT's scenarios, oldest first (each week's
+    baseline exists before it), and the last week for the others, listed before the story's last week.
 
-    The others go in before the story's last week: the story's live scenario is the longest chain of runs
-    that must follow one another, so it starts first, and the single runs fill the other core meanwhile
-    (on 2 cores the two lanes then end together; queued last, they ran alone after it)."""
+    The backfill does not keep this order: `dagster job backfill` queues the partitions in the partitions
+    definition's order, by scenario and then oldest week first, which keeps each scenario's weeks in order; the
+    other endpoints' runs then start last (seen in the demo's run records, 2026-12-07)."""
     story = sorted(name for name in scenarios if scenarios[name].endpoint == STORY_ENDPOINT)
     others = sorted(name for name in scenarios if scenarios[name].endpoint != STORY_ENDPOINT)
     earlier = [(week, name) for week in weeks[:-1] for name in story]

@@ -163,7 +163,8 @@ def _dagster(paths: InstancePaths, *args: str) -> str:
 
 def submit_backfill(paths: InstancePaths, job: str, partition_keys: list[str]) -> str:
     """A backfill of these partitions, as `dagster job backfill` (or the UI) submits it; returns its id.
-    The daemon's backfill loop submits one run per partition, in the order given."""
+    The daemon's backfill loop submits one run per partition in the partitions definition's order (the CLI keeps
+    that order whatever order the keys are given in): for the weekly job, by scenario, then oldest week first."""
     output = _dagster(paths, "job", "backfill", "-j", job, "--partitions", ",".join(partition_keys), "--noprompt")
     found = _BACKFILL_ID.search(output)
     if not found:

@@ -36,6 +36,16 @@ def test_a_completed_backfill_of_the_demos_keys_since_it_submitted_is_found(tmp_
         assert _backfill_of(instance, KEYS, since + timedelta(seconds=10)) is None
 
 
+def test_the_demos_backfill_is_found_whatever_order_the_cli_stored_its_keys_in(tmp_path):
+    """The demo queues the keys in its story's order; `dagster job backfill` stores them in the partitions
+    definition's (CI, 2026-12-07: a demo stopped mid-submission did not find its backfill and left two runs queued)."""
+    demo_order = ["reasoning-r1-h200-canary|2026-11-30", *KEYS]
+    with dg.DagsterInstance.local_temp(str(tmp_path)) as instance:
+        now_s = time.time()
+        _backfill(instance, "ours", BulkActionStatus.COMPLETED, now_s, keys=sorted(demo_order))
+        assert _backfill_of(instance, demo_order, datetime.fromtimestamp(now_s - 5, timezone.utc)) == "ours"
+
+
 def test_the_demo_waits_for_confirmations_only_of_weeks_its_runs_built():
     """A regression row of a partition whose run failed is an earlier demo's: no confirmation run will come for it
     (every run of one demo failed once, and it waited for one until its stall timeout)."""
