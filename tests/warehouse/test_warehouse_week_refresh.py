@@ -13,6 +13,7 @@ import duckdb
 import yaml
 
 from warehouse.backends.store import Warehouse
+from warehouse.marts.dbt_build import project_dir
 from warehouse.marts.price_table import default_prices_path
 from warehouse.marts.week_scope import WeekScope
 from warehouse_builders import capacity_context, endpoint, request, run_info, write_runs
@@ -154,3 +155,16 @@ def test_a_last_build_that_cannot_be_read_makes_the_refresh_compute_every_week(t
     finally:
         con.close()
     assert scope.full and scope.reason.startswith("the last build could not be read for the weeks it keeps: ")
+
+
+def test_every_model_that_reads_the_lakes_requests_or_samples_is_a_week_table():
+    """What keeps a weekly refresh from reading every week's requests again: a model that reads them is computed a
+    week at a time (docs/warehouse.md, "A week at a time")."""
+    readers = {}
+    for path in sorted((project_dir() / "models").rglob("*")):
+        if path.suffix not in (".sql", ".py"):  # the SQL and the Python models
+            continue
+        text = path.read_text().replace('"', "'")
+        if any(f"source('warehouse', '{table}')" in text for table in ("requests", "server_samples", "gpu_samples")):
+            readers[path.stem] = "config(materialized='week_table')" in text
+    assert len(readers) >= 8 and all(readers.values()), readers
