@@ -141,7 +141,10 @@ def test_new_prices_or_a_full_refresh_compute_every_week(tmp_path):
     path.write_text(yaml.safe_dump(prices))
     repriced = store.refresh()
     assert repriced.scope is not None and repriced.scope.full
-    assert repriced.scope.reason == "the dbt project, the views or the prices changed since the last build"
+    assert (
+        repriced.scope.reason
+        == "DuckDB, the dbt project, the views, the lake's columns or the prices changed since the last build"
+    )
     assert _tables(store.db_path) == _full_rebuild_of(store, tmp_path)
 
 

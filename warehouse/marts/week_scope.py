@@ -108,7 +108,9 @@ def choose(
     if previous is None:
         return WeekScope(None, "no earlier build recorded its inputs")
     if previous.inputs_sha256 != inputs:
-        return WeekScope(None, "the dbt project, the views or the prices changed since the last build")
+        return WeekScope(
+            None, "DuckDB, the dbt project, the views, the lake's columns or the prices changed since the last build"
+        )
     if changed is None:
         return WeekScope(None, "the lake's changes since the last build are not known")
     asked = set(asked)
