@@ -44,8 +44,9 @@ from warehouse.sql_files import read_sql
 # drift of rate (the traffic being measured, not noise about it) is not resampled as noise; docs/pipeline.md,
 # "How long a window must be", has the widths each choice gives on the bundled traces.
 # Defined in the dbt project (its vars), which blocks the runs in SQL: about 5 s a block, a short run still 20 blocks.
-BLOCK_S = float(project_vars()["interval_block_s"])
-MIN_BLOCKS = int(project_vars()["interval_min_blocks"])
+_VARS = project_vars()
+BLOCK_S = float(_VARS["interval_block_s"])
+MIN_BLOCKS = int(_VARS["interval_min_blocks"])
 RESAMPLES = 1000
 TTFT_BIN_BASE = 1.01  # bin k holds TTFTs in [1.01^k, 1.01^(k+1)) ms
 _KEY = ("week_start", "scenario", "endpoint", "backend", "config_fingerprint")

@@ -5,17 +5,22 @@
     is there to replace, and the whole file is swapped in only when every model and test passed. A model without
     YAML columns is created from its SELECT. -#}
 {% materialization fresh_table, adapter="duckdb", supported_languages=["sql"] %}
-  {%- set target_relation = this.incorporate(type="table") -%}
+  {{ return(table_from(typed_table(this.incorporate(type="table"), sql))) }}
+{% endmaterialization %}
+
+{#- The model's table made by `statements` (its main statement, between the model's hooks), committed: what
+    fresh_table and week_table return. -#}
+{% macro table_from(statements) -%}
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
   {% call statement("main") -%}
-    {{ typed_table(target_relation, sql) }}
+    {{ statements }}
   {%- endcall %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {{ adapter.commit() }}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
-  {{ return({"relations": [target_relation]}) }}
-{% endmaterialization %}
+  {{ return({"relations": [this.incorporate(type="table")]}) }}
+{%- endmacro %}
 
 {#- The table `relation` holding the rows of `select`: typed by the model's YAML columns when it has them (CREATE,
     then INSERT BY NAME), else created from the SELECT. -#}
