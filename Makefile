@@ -54,8 +54,12 @@ demo: $(STAMP)
 # its runs_quality check in one CI run of 2026-12-04), though the suite took 546 s against 665 s with two. Measured
 # again on 2026-12-07 after the suite grew: 918 s with three here against 933 s with two in CI, no gain.
 # --durations: the 25 slowest tests, printed at the end, for whoever works on the suite's time.
+# Three workers on the 2-core machines this is sized on: about a third of the suite's time is spent waiting (on
+# real-time replays, daemons' ticks, subprocesses), which the third fills (2026-12-07, 2 cores: 1,035-1,048 s with
+# two workers, 737 s with three). Modules whose replays keep a real-time schedule run at a higher priority
+# (tests/conftest.py ahead_of_other_tests).
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=25
 
 # The edit-test loop: the suite without its slow files (tests/conftest.py SLOW_FILES). `make test` stays the
 # whole suite, and CI runs that.
