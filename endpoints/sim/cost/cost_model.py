@@ -163,8 +163,10 @@ class RooflineCostModel:
         self._kv_bytes_per_token = model.kv_bytes_per_token(kv_dtype_bytes)
         self._expert_bytes = model.expert_params * model.weight_bytes_per_param
         self._non_expert_bytes = model.non_expert_params_read * model.weight_bytes_per_param
-        # The engine reads a step's work right after its time, for the same batch: one entry spares a second roofline.
+        # The engine reads a step's work right after its time, for the same batch: the last two batches' costs spare a
+        # second roofline (two, as a speculative step prices two batches on its draft model: the verify's, the steps').
         self._last: tuple[StepBatch, StepCost] | None = None
+        self._before_last: tuple[StepBatch, StepCost] | None = None
         # The roofline's fixed divisors, computed once as _step_cost's expressions compute them (the same floats).
         bandwidth = hardware.hbm_bytes_per_s * c.memory_efficiency
         self._kv_read_divisor = parallel.attention_ranks * bandwidth
@@ -187,8 +189,11 @@ class RooflineCostModel:
         last = self._last
         if last is not None and last[0] is batch:
             return last[1]
+        before = self._before_last
+        if before is not None and before[0] is batch:
+            return before[1]
         cost = self._step_cost(batch)
-        self._last = (batch, cost)
+        self._before_last, self._last = last, (batch, cost)
         return cost
 
     def _step_cost(self, batch: StepBatch) -> StepCost:

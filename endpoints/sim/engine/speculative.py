@@ -232,6 +232,9 @@ class SpeculativeCostModel:
         self._config = config
         self._target = target
         self._draft = draft
+        # The draft steps' batch of the last verify batch: its time and then its work read the same object, which
+        # the draft model's cost cache then recognises.
+        self._steps: tuple[StepBatch, StepBatch | None] | None = None
 
     def step_time_s(self, batch: StepBatch) -> float:
         target_s = self._target.step_time_s(batch)
@@ -252,12 +255,17 @@ class SpeculativeCostModel:
 
     def _draft_steps(self, batch: StepBatch) -> StepBatch | None:
         """One of the draft's later steps in a decode (each request's top-k candidates), or None: it takes one step."""
-        if batch.mode is not ForwardMode.DECODE or self._config.num_steps <= 1:
-            return None
-        topk = self._config.eagle_topk
-        # Each request's top-k candidates over its context and the verified tokens (per rank, from the sums).
-        return StepBatch(batch.mode, (), tuple(RankLoad.of_uniform(load.requests, topk, load.kv_tokens, 0)
-                                               for load in batch.loads))  # fmt: skip
+        last = self._steps
+        if last is not None and last[0] is batch:
+            return last[1]
+        steps = None
+        if batch.mode is ForwardMode.DECODE and self._config.num_steps > 1:
+            topk = self._config.eagle_topk
+            # Each request's top-k candidates over its context and the verified tokens (per rank, from the sums).
+            steps = StepBatch(batch.mode, (), tuple(RankLoad.of_uniform(load.requests, topk, load.kv_tokens, 0)
+                                                    for load in batch.loads))  # fmt: skip
+        self._steps = (batch, steps)
+        return steps
 
 
 # -- acceptance, per request and server-wide ----------------------------------------------------------

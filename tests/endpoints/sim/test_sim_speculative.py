@@ -294,3 +294,25 @@ def test_a_replay_against_an_mtp_twin_records_exact_lengths_and_the_spec_configu
     assert all(r["completion_tokens"] == 13 and r["finish_reason"] == "length" for r in rows)
     facts = config_fingerprint(run.server_info, "m").facts
     assert (facts["speculative_algorithm"], facts["speculative_num_draft_tokens"]) == ("EAGLE", 3)
+
+
+def test_a_verify_step_is_priced_alike_whatever_was_priced_before():
+    """The cost models remember the last batches they priced (a step's time, then its work, read the same batch):
+    a verify step's time and work equal a fresh model's to the last bit, whatever order batches come in, repeats
+    included."""
+    model = model_profile_for("deepseek-ai/DeepSeek-V3")
+    hardware, parallel = HARDWARE_PROFILES[HardwareName.H200], ParallelConfig(tp_size=8)
+    spec = parse_server_args(ONE_PREFILL + POINT_MTP + ["--sim-spec-accept-length", "3"]).speculative
+
+    def fresh() -> SpeculativeCostModel:
+        draft = RooflineCostModel(mtp_draft_profile(model), hardware, parallel, 1)
+        return SpeculativeCostModel(spec, RooflineCostModel(model, hardware, parallel, 1), draft)
+
+    batches = [StepBatch(ForwardMode.DECODE, tuple(BatchItem(4, 900 + 50 * k) for k in range(n))) for n in (1, 9, 64)]
+    batches.append(StepBatch(ForwardMode.EXTEND, (BatchItem(512, 0),)))
+    remembering = fresh()
+    for batch in [*batches, batches[1], *reversed(batches), batches[0], batches[0]]:
+        alone = fresh()
+        assert (remembering.step_time_s(batch), remembering.step_work(batch)) == (
+            alone.step_time_s(batch), alone.step_work(batch)), batch  # fmt: skip
+        assert remembering.step_work(batch) == alone.step_work(batch)
