@@ -23,11 +23,6 @@ T = TypeVar("T")
 __all__ = ["ENDPOINTS_ENV", "REPO_ROOT", "SCENARIOS_ENV", "WAREHOUSE_ENV", "ScenarioCatalog", "WarehouseResource"]
 
 
-def scenarios_file() -> Path:
-    """$COSTBENCH_SCENARIOS, else workloads/scenarios.yaml."""
-    return Path(os.environ.get(SCENARIOS_ENV) or REPO_ROOT / "workloads" / "scenarios.yaml")
-
-
 # (st_dev, st_ino, st_size, st_mtime_ns): a file edited or replaced since it was read is read again.
 _FileStamp = tuple[int, int, int, int]
 

@@ -14,7 +14,7 @@ from assets.mart_assets import build_mart_assets
 from assets.partitions import build_partitions, build_weeks
 from assets.quality_checks import build_quality_checks
 from assets.replay_asset import build_replay_asset
-from assets.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource, scenarios_file
+from assets.resources import REPO_ROOT, ScenarioCatalog, WarehouseResource
 from assets.trend_assets import build_trend_assets
 from assets.workload_asset import build_workload_asset
 from endpoints.spec import EndpointClock, EndpointSpecError
@@ -29,6 +29,7 @@ from workloads.scenarios import (
     Scenario,
     ScenarioError,
     ScenarioFile,
+    configured_scenarios_path,
     load_scenario_file,
 )
 
@@ -49,7 +50,7 @@ def build_definitions(
     endpoints_path: Path | None = None,
 ) -> dg.Definitions:
     # Static partition keys must be known when the code location loads.
-    scenarios_path = scenarios_path or scenarios_file()
+    scenarios_path = scenarios_path or configured_scenarios_path()
     # A bad entry is set aside, named by the scenarios_file sensor: the others keep their partitions and schedule,
     # and every sensor loads (a file that does not parse at all leaves no scenario, the sensors still run).
     scenarios = _scenario_file(scenarios_path).scenarios

@@ -10,6 +10,7 @@ names a missing file).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -135,6 +136,11 @@ class Scenario:
 
 def default_scenarios_path() -> Path:
     return Path(__file__).parent / "scenarios.yaml"
+
+
+def configured_scenarios_path() -> Path:
+    """The scenarios file the pipeline and the commands read: $COSTBENCH_SCENARIOS, else the bundled one."""
+    return Path(os.environ.get(SCENARIOS_ENV) or default_scenarios_path())
 
 
 def default_endpoints_path() -> Path:

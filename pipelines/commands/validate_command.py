@@ -15,7 +15,7 @@ from pathlib import Path
 
 from endpoints.spec import ENDPOINTS_ENV, load_endpoint_specs
 from pipelines.commands.cli_errors import EXIT_BAD_INPUT
-from workloads.scenarios import SCENARIOS_ENV, default_endpoints_path, default_scenarios_path, load_scenarios
+from workloads.scenarios import configured_scenarios_path, default_endpoints_path, load_scenarios
 from workloads.weekly_traffic import unresolved_trace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # pipelines/commands/ -> the repository; as assets/resources.py has it
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    scenarios_path = args.scenarios or Path(os.environ.get(SCENARIOS_ENV) or default_scenarios_path())
+    scenarios_path = args.scenarios or configured_scenarios_path()
     endpoints_path = args.endpoints or Path(os.environ.get(ENDPOINTS_ENV) or default_endpoints_path())
     endpoints = load_endpoint_specs(endpoints_path)  # a bad file raises, named: exit 2 (cli_errors)
     scenarios = load_scenarios(scenarios_path, REPO_ROOT, endpoints)

@@ -11,7 +11,11 @@ import argparse
 from datetime import date
 from pathlib import Path
 
+from pipelines.commands.cli_errors import CommandInputError
 from pipelines.commands.cli_inputs import positive_int
+from workloads.scenarios import configured_scenarios_path, load_scenarios
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # pipelines/instance/ -> the repository; as assets/resources.py has it
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,6 +41,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    checked_inputs(args.week, args.scenario, set(load_scenarios(configured_scenarios_path(), REPO_ROOT)))
     from pipelines.instance.run_weeks import run_weeks
 
     return run_weeks(args)
+
+
+def checked_inputs(weeks: list[date], scenarios: list[str], known: set[str]) -> None:
+    """A week that is not a Monday or a scenario that is not in the file is refused by name, before Dagster is
+    imported: a typo is answered in about a second."""
+    for week in weeks:
+        if week.weekday() != 0:
+            monday = date.fromordinal(week.toordinal() - week.weekday())
+            raise CommandInputError(f"--week {week}: not a Monday (weeks start on Monday: the week of {monday})")
+    unknown = [name for name in scenarios if name not in known]
+    if unknown:
+        raise CommandInputError(f"--scenario {', '.join(unknown)}: not in the scenarios file (it has: "
+                                f"{', '.join(sorted(known))})")  # fmt: skip
