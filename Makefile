@@ -48,16 +48,14 @@ $(DEV_STAMP): $(STAMP) $(LOCK)
 demo: $(STAMP)
 	$(BIN)/costbench demo
 
-# Two pytest workers, each taking whole test files (groups: tests/conftest.py; module fixtures stay one per file):
-# many tests wait on real-time replays, so the suite's wall time is about that of its slowest files, not their sum.
-# Not three: on 2 cores a third worker starved the real-time replays (a run's schedule lag p99 past 100 ms failed
-# its runs_quality check in one CI run of 2026-12-04), though the suite took 546 s against 665 s with two. Measured
-# again on 2026-12-07 after the suite grew: 918 s with three here against 933 s with two in CI, no gain.
+# Three pytest workers, each taking whole test files (groups: tests/conftest.py; module fixtures stay one per file):
+# about a third of the suite's time is waiting (real-time replays, daemons' ticks, subprocesses), which a third worker
+# on 2 cores fills. Measured 2026-12-07 on the 2-core box, one hour: two workers 1,035 and 1,048 s; three 737 s with
+# the real-time modules at nice -10 (tests/conftest.py ahead_of_other_tests). At nice -5 a third worker starved
+# the real-time replays (a run's schedule lag p99 past 100 ms failed runs_quality: CI 2026-12-04, and here 423 ms
+# on 2026-12-07 in a 799 s run). Handing the longest files out first made it worse (980 s): the Dagster files
+# then all run at once; xdist's own order (the files with most tests first) spreads them among light ones.
 # --durations: the 25 slowest tests, printed at the end, for whoever works on the suite's time.
-# Three workers on the 2-core machines this is sized on: about a third of the suite's time is spent waiting (on
-# real-time replays, daemons' ticks, subprocesses), which the third fills (2026-12-07, 2 cores: 1,035-1,048 s with
-# two workers, 737 s with three). Modules whose replays keep a real-time schedule run at a higher priority
-# (tests/conftest.py ahead_of_other_tests).
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=25
 

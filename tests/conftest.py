@@ -7,14 +7,14 @@ from xdist.scheduler import LoadScopeScheduling
 
 pytest_plugins = ["postgres_cluster"]
 
-# `make test` runs three pytest-xdist workers (Makefile), each taking whole test files, so a file's module fixtures are set up
-# once. xdist's own `--dist loadgroup` cannot do that here: it groups by a suffix it appends to each test's
-# nodeid, which pytest 9 no longer lets it change, so every test went its own way (both workers set up each
+# `make test` runs three pytest-xdist workers (Makefile), each taking whole test files, so a file's module fixtures
+# are set up once. xdist's own `--dist loadgroup` cannot do that here: it groups by a suffix it appends to each
+# test's nodeid, which pytest 9 no longer lets it change, so every test went its own way (both workers set up each
 # instance file's daemon, the PostgreSQL one twice). This scheduler groups by file instead, except the files
 # below, which share a group and so run one after the other: each drives a real Dagster instance whose replays
 # keep a real-time schedule, and two at once on a 2-core machine push the replays' schedule lag past what the
 # runs_quality check allows. That group is handed out first: it is the longest, and the rest fills the other
-# worker meanwhile.
+# workers meanwhile, in xdist's order (Makefile: handing every long file out first was slower).
 SHARED_GROUPS = {"test_pipelines_instance": "dagster-instance", "test_pipelines_instance_postgres": "dagster-instance"}
 FIRST_GROUP = "dagster-instance"
 
