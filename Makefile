@@ -48,16 +48,16 @@ $(DEV_STAMP): $(STAMP) $(LOCK)
 demo: $(STAMP)
 	$(BIN)/costbench demo
 
-# Three pytest workers, each taking whole test files (groups: tests/conftest.py; module fixtures stay one per file):
-# about a third of the suite's time is waiting (real-time replays, daemons' ticks, subprocesses), which a third worker
-# on 2 cores fills. Measured 2026-12-07 on the 2-core box, one hour: two workers 1,035 and 1,048 s; three 737 s with
-# the real-time modules at nice -10 (tests/conftest.py ahead_of_other_tests). At nice -5 a third worker starved
-# the real-time replays (a run's schedule lag p99 past 100 ms failed runs_quality: CI 2026-12-04, and here 423 ms
-# on 2026-12-07 in a 799 s run). Handing the longest files out first made it worse (980 s): the Dagster files
-# then all run at once; xdist's own order (the files with most tests first) spreads them among light ones.
+# Two pytest workers, each taking whole test files (groups: tests/conftest.py; module fixtures stay one per file):
+# many tests wait on real-time replays, so the suite's wall time is about that of its slowest files, not their sum.
+# Not three: on 2 cores a third worker starves the real-time replays. A run's schedule lag p99 past 100 ms failed
+# its runs_quality check in CI on 2026-12-04; on 2026-12-07 (2-core box, one hour) two workers took 1,035 and
+# 1,048 s, three 799 s with the real-router fleet's lag at 423 ms p99 (failed), three with the real-time modules at
+# nice -10 instead of -5 737 s (passed) and then 772 s from a clean clone with that fleet's runs_quality failed
+# again. Handing the longest files out first was slower still (980 s): the Dagster files then all run at once.
 # --durations: the 25 slowest tests, printed at the end, for whoever works on the suite's time.
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25
 
 # The edit-test loop: the suite without its slow files (tests/conftest.py SLOW_FILES). `make test` stays the
 # whole suite, and CI runs that.

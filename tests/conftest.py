@@ -7,14 +7,14 @@ from xdist.scheduler import LoadScopeScheduling
 
 pytest_plugins = ["postgres_cluster"]
 
-# `make test` runs three pytest-xdist workers (Makefile), each taking whole test files, so a file's module fixtures
+# `make test` runs two pytest-xdist workers (Makefile), each taking whole test files, so a file's module fixtures
 # are set up once. xdist's own `--dist loadgroup` cannot do that here: it groups by a suffix it appends to each
 # test's nodeid, which pytest 9 no longer lets it change, so every test went its own way (both workers set up each
 # instance file's daemon, the PostgreSQL one twice). This scheduler groups by file instead, except the files
 # below, which share a group and so run one after the other: each drives a real Dagster instance whose replays
 # keep a real-time schedule, and two at once on a 2-core machine push the replays' schedule lag past what the
 # runs_quality check allows. That group is handed out first: it is the longest, and the rest fills the other
-# workers meanwhile, in xdist's order (Makefile: handing every long file out first was slower).
+# worker meanwhile, in xdist's order (Makefile: handing every long file out first was slower).
 SHARED_GROUPS = {"test_pipelines_instance": "dagster-instance", "test_pipelines_instance_postgres": "dagster-instance"}
 FIRST_GROUP = "dagster-instance"
 
@@ -77,17 +77,15 @@ def pytest_xdist_make_scheduler(config, log):
     return None
 
 
-REALTIME_NICE = -10
+REALTIME_NICE = -5
 
 
 @pytest.fixture(scope="module")
 def ahead_of_other_tests():
     """For a module whose replays keep a real-time schedule: this worker, and the daemon, code servers, run
-    workers and twins it starts (they inherit it), runs at a higher priority than the other xdist workers'
+    workers and twins it starts (they inherit it), runs at a higher priority than the other xdist worker's
     tests, whose CPU would otherwise be what runs_quality's schedule-lag rule measures (CI, 2026-12-01: one run
-    of the PostgreSQL instance file failed it beside the other worker). Nice -10 (weight about 9x a nice-0
-    process) rather than -5 (3x): with three workers on two cores, -5 let the real-router fleet's client lag
-    423 ms at p99 (2026-12-07), -10 kept every run inside its bound. Where raising priority is not allowed
+    of the PostgreSQL instance file failed it beside the other worker). Where raising priority is not allowed
     (not root), nothing changes."""
     try:
         os.nice(REALTIME_NICE)
