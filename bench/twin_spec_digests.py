@@ -4,10 +4,11 @@ meant to be a pure speed-up can be shown to change nothing.
     python bench/twin_spec_digests.py            # 12 workloads of 1,000 requests: about 10 s of CPU on 2 cores
     python bench/twin_spec_digests.py > a.txt    # then, after the change, diff the digest columns
 
-Five flag sets of DeepSeek-R1 on 8 GPUs with EAGLE/MTP (SGLang's flags: 3 steps top-1 with 4 draft tokens; top-2 with
-6; 1 step; DP8 attention; DP8 attention with EP8; the first on MI325X), each closed loop (C=48) and open loop (Poisson
-arrivals at 6 requests/s). Requests are drawn from a fixed seed per flag set: prompts of 50-1,500 random tokens
-behind 0, 256 or 512 shared ones (so the radix cache hits), answers of 20-1,200 tokens.
+Six flag sets of DeepSeek-R1 on 8 GPUs with EAGLE/MTP, SGLang's flags: 3 steps top-1 with 4 draft tokens on H200;
+3 steps top-2 with 6; 1 step with 2; the first with DP8 attention; the first with DP8 attention and EP8; the first on
+MI325X. Each runs closed loop (C=48) and open loop (Poisson arrivals at 6 requests/s). Requests are drawn from a
+fixed seed per flag set: prompts of 50-1,500 random tokens behind 0, 256 or 512 shared ones (so the radix cache
+hits), answers of 20-1,200 tokens.
 
 The digest is sha256 over the run's duration, every request's timing (TTFT, chunk gaps, cached tokens, retractions),
 the engine's step count and running-request seconds, and its GPU counters' reading at the end: equal digests mean
