@@ -11,6 +11,8 @@ import zlib
 from collections.abc import Sequence
 from itertools import accumulate
 
+import numpy as np
+
 BYTES_PER_TOKEN = 4
 _FIRST_ORDINARY_ID = 3
 _WORDS = tuple(
@@ -22,13 +24,37 @@ _WORDS = tuple(
 )
 
 
+def _crc32_tables() -> tuple[np.ndarray, np.ndarray, int]:
+    """CRC-32 of a 4-byte string is affine over GF(2) in its bits: crc(b0 b1 b2 b3) = crc(0000) ^ T0[b0] ^ T1[b1] ^
+    T2[b2] ^ T3[b3], where Ti[v] = crc(v at byte i, zeros elsewhere) ^ crc(0000). Two tables of byte pairs (b0 b1 and
+    b2 b3, 256 KiB each) make it two reads a token, done in numpy instead of one zlib call a token in Python, with the
+    same ids (tests/endpoints/sim/test_sim_toy_tokenizer.py checks them against zlib)."""
+    zero = zlib.crc32(bytes(BYTES_PER_TOKEN))
+    single = np.empty((BYTES_PER_TOKEN, 256), dtype=np.uint32)
+    for position in range(BYTES_PER_TOKEN):
+        for value in range(256):
+            word = bytearray(BYTES_PER_TOKEN)
+            word[position] = value
+            single[position, value] = zlib.crc32(word) ^ zero
+    low = (single[0][None, :] ^ single[1][:, None]).ravel()  # index b0 | b1 << 8, a little-endian uint16
+    high = (single[2][None, :] ^ single[3][:, None]).ravel()
+    return low, high, zero
+
+
+_CRC32_LOW, _CRC32_HIGH, _CRC32_ZERO = _crc32_tables()
+
+
 def encode(text: str, vocab_size: int) -> tuple[int, ...]:
+    """One id a 4 bytes of UTF-8 (the last piece may be shorter): its CRC-32 folded onto the ordinary ids."""
     data = text.encode("utf-8")
     span = vocab_size - _FIRST_ORDINARY_ID
-    return tuple(
-        zlib.crc32(data[i : i + BYTES_PER_TOKEN]) % span + _FIRST_ORDINARY_ID
-        for i in range(0, len(data), BYTES_PER_TOKEN)
-    )
+    whole = len(data) - len(data) % BYTES_PER_TOKEN
+    pairs = np.frombuffer(data, dtype="<u2", count=whole // 2).reshape(-1, 2)
+    crc = _CRC32_LOW[pairs[:, 0]] ^ _CRC32_HIGH[pairs[:, 1]] ^ np.uint32(_CRC32_ZERO)
+    ids = (crc % span + _FIRST_ORDINARY_ID).tolist()
+    if whole < len(data):
+        ids.append(zlib.crc32(data[whole:]) % span + _FIRST_ORDINARY_ID)
+    return tuple(ids)
 
 
 THINK_END_TEXT = "</think>"

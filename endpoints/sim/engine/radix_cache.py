@@ -25,10 +25,10 @@ class RadixNode:
         self.last_access = 0
 
 
-def _common_prefix_len(edge: tuple[int, ...], ids: tuple[int, ...], start: int) -> int:
-    """Length of the common prefix of `edge` and `ids[start:]`, by binary search on slice equality
+def _common_prefix_len(edge: tuple[int, ...], ids: tuple[int, ...], start: int, end: int) -> int:
+    """Length of the common prefix of `edge` and `ids[start:end]`, by binary search on slice equality
     (a prefix of length n matches only if every shorter one does)."""
-    limit = min(len(edge), len(ids) - start)
+    limit = min(len(edge), end - start)
     if edge[:limit] == ids[start : start + limit]:
         return limit
     lo, hi = 1, limit - 1  # the first token matched (it chose this child); the whole span did not
@@ -63,19 +63,21 @@ class RadixCache:
     def total_tokens(self) -> int:
         return self._tokens
 
-    def match_prefix(self, ids: Sequence[int]) -> tuple[int, RadixNode]:
-        """Longest cached prefix of `ids`: (its length, the node where it ends). Splits an edge that
-        matches only in part, so locking the returned node protects exactly the matched tokens."""
+    def match_prefix(self, ids: Sequence[int], end: int | None = None) -> tuple[int, RadixNode]:
+        """Longest cached prefix of `ids[:end]`: (its length, the node where it ends). Splits an edge that
+        matches only in part, so locking the returned node protects exactly the matched tokens. `end` spares the
+        caller a copy of a prompt less its last token (the schedule policy matches every waiting prompt each step)."""
         if self.disabled:
             return 0, self.root
-        key = tuple(ids)
+        key = tuple(ids)  # no copy of a tuple
+        end = len(key) if end is None else end
         node, pos = self.root, 0
         tick = next(self._tick)
-        while pos < len(key):
+        while pos < end:
             child = node.children.get(key[pos])
             if child is None:
                 break
-            shared = _common_prefix_len(child.key, key, pos)
+            shared = _common_prefix_len(child.key, key, pos, end)
             child.last_access = tick
             if not child.children:
                 self._push_leaf(child)
@@ -102,7 +104,7 @@ class RadixCache:
                 self._tokens += added
                 self._evictable += added
                 return added
-            shared = _common_prefix_len(child.key, key, pos)
+            shared = _common_prefix_len(child.key, key, pos, len(key))
             child.last_access = tick
             if not child.children:
                 self._push_leaf(child)

@@ -26,7 +26,7 @@ def _lpm(waiting: Sequence[SimRequest], caches: Sequence[RadixCache]) -> list[Si
     order among equals (sorted() is stable)."""
     if len(waiting) > LPM_MAX_QUEUE or caches[0].disabled:
         return list(waiting)
-    matched = {id(r): caches[r.dp_rank].match_prefix(r.input_ids[:-1])[0] for r in waiting}
+    matched = {id(r): caches[r.dp_rank].match_prefix(r.input_ids, len(r.input_ids) - 1)[0] for r in waiting}
     return sorted(waiting, key=lambda r: -matched[id(r)])
 
 

@@ -519,7 +519,7 @@ class Scheduler:
                 rooms[rank], measured[rank] = self.free_tokens(rank) - self._running_estimate(rank), True
             cache = self.caches[rank]
             # The last token is always computed: its logits give the next output token.
-            matched, node = cache.match_prefix(r.sequence()[:-1])
+            matched, node = cache.match_prefix(r.sequence(), r.seq_tokens - 1)
             extend = r.seq_tokens - matched
             rest = min(r.max_new_tokens - r.output_tokens, CLIP_MAX_NEW_TOKENS)
             paged = extend + PAGE_OVERHEAD_TOKENS

@@ -44,6 +44,29 @@ def test_matches_agree_with_brute_force_on_random_sequences():
     assert cache.total_tokens == len(distinct_prefixes)
 
 
+def test_a_match_up_to_end_is_the_match_of_the_cut_sequence_with_the_same_splits_and_touches():
+    """match_prefix(ids, end) (how the schedule policy matches a prompt less its last token, without copying it)
+    leaves the tree as match_prefix(ids[:end]) does: the same length, edges split at the same token, the same
+    nodes touched for eviction."""
+    rng = random.Random(11)
+    stored = [[rng.randint(0, 3) for _ in range(rng.randint(1, 30))] for _ in range(40)]
+    probes = [s[: rng.randint(0, len(s))] + [rng.randint(0, 3) for _ in range(rng.randint(0, 5))] for s in stored]
+    by_end, by_copy = RadixCache(), RadixCache()
+    for cache in (by_end, by_copy):
+        for seq in stored:
+            cache.insert(seq)
+
+    def shape(node, depth=0):
+        return [(depth, child.key, child.last_access) for child in node.children.values()] + [
+            item for child in node.children.values() for item in shape(child, depth + 1)
+        ]
+
+    for probe in probes:
+        end = rng.randint(0, len(probe))
+        assert by_end.match_prefix(tuple(probe), end)[0] == by_copy.match_prefix(probe[:end])[0]
+        assert shape(by_end.root) == shape(by_copy.root)
+
+
 def test_eviction_frees_least_recently_used_unlocked_leaves_first():
     cache = RadixCache()
     cache.insert([1] * 10)
