@@ -45,7 +45,7 @@ _CRC32_LOW, _CRC32_HIGH, _CRC32_ZERO = _crc32_tables()
 
 
 def encode(text: str, vocab_size: int) -> tuple[int, ...]:
-    """One id a 4 bytes of UTF-8 (the last piece may be shorter): its CRC-32 folded onto the ordinary ids."""
+    """One id for each 4 bytes of UTF-8 (the last piece may be shorter): its CRC-32 folded onto the ordinary ids."""
     data = text.encode("utf-8")
     span = vocab_size - _FIRST_ORDINARY_ID
     whole = len(data) - len(data) % BYTES_PER_TOKEN

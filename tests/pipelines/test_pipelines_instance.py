@@ -68,9 +68,9 @@ FLEET_TARGET_RPS = 12.0
 # that), for the backfill, whose two runs go one after the other.
 BACKFILL_SCENARIO = "chat-v3-h200-twin"
 BACKFILL_ENDPOINT = "v3-8xh200"
-# The schedule lag p99 runs_quality allows the real-time replays here: as long as their windows (6 s, the fleet's
-# 20 s) would allow a second of it. They share two cores with the daemon, code servers, twins, the router and the
-# other pytest workers, so their lag is this machine's load, not what this file tests (the rule itself:
+# The schedule lag p99 runs_quality allows the real-time replays here (the default is 100 ms): a second, a sixth of
+# the shortest window. They share two cores with the daemon, code servers, twins, the router and the other pytest
+# workers, so their lag is this machine's load, not what this file tests (the rule itself:
 # tests/warehouse/test_warehouse_quality.py).
 LAG_BOUND_MS = 1000.0
 SECRET = f"sk-{secrets.token_hex(16)}"
@@ -97,7 +97,7 @@ def _short_scenarios(path: Path) -> Path:
             entry["duration_s"] = VIRTUAL_WINDOW_S  # not fewer seconds: see test_pipelines_run_command
             del entry["max_schedule_lag_p99_ms"]  # on the virtual clock: no lag but the engine's
         if entry["name"] == TWIN_SCENARIO:
-            # Once a week: the backfill and lease tests queue and stop its twin; a canary's repeats are the
+            # Once a week: the lease tests queue and stop its twin; a canary's repeats are the
             # attached chat canary's (in real time) and the virtual canary's here.
             entry["repeats"] = 1
     [canary] = [entry for entry in raw["scenarios"] if entry["name"] == "chat-v3-h200-canary"]
