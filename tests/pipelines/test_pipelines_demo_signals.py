@@ -103,6 +103,7 @@ def _signal_a_demo(tmp_path: Path, signum: int, stage: str) -> None:
     runs = tmp_path / "first-warehouse" / "runs"
     leases = runs / "leases"
     demo, log = _demo(tmp_path, home, "first")
+    second: subprocess.Popen | None = None
     groups: set[int] = set()
     try:
         if stage == "replay":
@@ -133,7 +134,8 @@ def _signal_a_demo(tmp_path: Path, signum: int, stage: str) -> None:
             unfinished = [r.run_id for r in instance.get_runs() if not r.is_finished]
             assert unfinished == [], unfinished
     finally:
-        for pid in [demo.pid, *processes_of(home)]:
+        # The demos themselves by pid: they take --dagster-home, so only what they start has it in its environment.
+        for pid in [demo.pid, *([second.pid] if second else []), *processes_of(home)]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -144,6 +146,8 @@ def _signal_a_demo(tmp_path: Path, signum: int, stage: str) -> None:
             except ProcessLookupError:
                 pass
         demo.wait()
+        if second is not None:
+            second.wait()
 
 
 def _daemon_groups(home: Path) -> set[int]:
