@@ -24,11 +24,12 @@ _WORDS = tuple(
 )
 
 
-def _crc32_tables() -> tuple[np.ndarray, np.ndarray, int]:
+def _crc32_tables() -> tuple[np.ndarray, np.ndarray]:
     """CRC-32 of a 4-byte string is affine over GF(2) in its bits: crc(b0 b1 b2 b3) = crc(0000) ^ T0[b0] ^ T1[b1] ^
     T2[b2] ^ T3[b3], where Ti[v] = crc(v at byte i, zeros elsewhere) ^ crc(0000). Two tables of byte pairs (b0 b1 and
     b2 b3, 256 KiB each) make it two reads a token, done in numpy instead of one zlib call a token in Python, with the
-    same ids (tests/endpoints/sim/test_sim_toy_tokenizer.py checks them against zlib)."""
+    same ids (tests/endpoints/sim/test_sim_toy_tokenizer.py checks them against zlib). crc(0000) is folded into the
+    first table."""
     zero = zlib.crc32(bytes(BYTES_PER_TOKEN))
     single = np.empty((BYTES_PER_TOKEN, 256), dtype=np.uint32)
     for position in range(BYTES_PER_TOKEN):
@@ -36,12 +37,12 @@ def _crc32_tables() -> tuple[np.ndarray, np.ndarray, int]:
             word = bytearray(BYTES_PER_TOKEN)
             word[position] = value
             single[position, value] = zlib.crc32(word) ^ zero
-    low = (single[0][None, :] ^ single[1][:, None]).ravel()  # index b0 | b1 << 8, a little-endian uint16
+    low = (single[0][None, :] ^ single[1][:, None]).ravel() ^ np.uint32(zero)  # index b0 | b1 << 8 (little-endian)
     high = (single[2][None, :] ^ single[3][:, None]).ravel()
-    return low, high, zero
+    return low, high
 
 
-_CRC32_LOW, _CRC32_HIGH, _CRC32_ZERO = _crc32_tables()
+_CRC32_LOW, _CRC32_HIGH = _crc32_tables()
 
 
 def encode(text: str, vocab_size: int) -> tuple[int, ...]:
@@ -50,7 +51,7 @@ def encode(text: str, vocab_size: int) -> tuple[int, ...]:
     span = vocab_size - _FIRST_ORDINARY_ID
     whole = len(data) - len(data) % BYTES_PER_TOKEN
     pairs = np.frombuffer(data, dtype="<u2", count=whole // 2).reshape(-1, 2)
-    crc = _CRC32_LOW[pairs[:, 0]] ^ _CRC32_HIGH[pairs[:, 1]] ^ np.uint32(_CRC32_ZERO)
+    crc = _CRC32_LOW[pairs[:, 0]] ^ _CRC32_HIGH[pairs[:, 1]]
     ids = (crc % span + _FIRST_ORDINARY_ID).tolist()
     if whole < len(data):
         ids.append(zlib.crc32(data[whole:]) % span + _FIRST_ORDINARY_ID)
