@@ -3,6 +3,7 @@ Runs of the weekly job are tested as users' runs run, through the instance: test
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -67,6 +68,53 @@ def test_a_run_on_an_endpoint_in_real_time_takes_that_endpoints_replay_slot(tmp_
     tags = job.partitioned_config.get_tags_for_partition_key(str(key), job_name=WEEKLY_JOB)
     assert tags["costbench/endpoint"] == tags["costbench/replay-slot"] == "v3-8xh200-chat"
     assert "costbench/virtual-clock" not in tags
+
+
+# The marts' asset graph as a fresh process loads it: imported as the code server and run workers import it, or
+# after dbt-core (as a process that refreshed first). JSON on stdout.
+_MARTS_GRAPH = """
+import json, sys
+if sys.argv[1] == "dbt-core-first":
+    import dbt.version
+import dagster as dg
+from pipelines.definitions import defs
+import dagster_dbt.compat
+
+def shown(value):  # the translator is an object: its type, not its address
+    return type(value).__name__ if hasattr(value, "__dict__") and not isinstance(value, type) else str(value)
+
+marts = defs.get_repository_def().assets_defs_by_key[dg.AssetKey("weekly_trends")]
+print(json.dumps({
+    "dbt_core_imported": "dbt" in sys.modules,
+    "dagster_dbt_saw_dbt_core": dagster_dbt.compat.DBT_PYTHON_VERSION is not None,
+    "assets": sorted(
+        [s.key.to_user_string(), sorted(d.asset_key.to_user_string() for d in s.deps), s.group_name, s.description,
+         sorted(s.kinds), sorted(s.tags.items()), sorted((k, shown(v)) for k, v in s.metadata.items())]
+        for s in marts.specs
+    ),
+    "checks": sorted(
+        [c.key.to_user_string(), c.description, c.blocking, sorted((k, shown(v)) for k, v in c.metadata.items())]
+        for c in marts.check_specs
+    ),
+}))
+"""
+
+
+def test_loading_the_code_imports_no_dbt_core_and_the_marts_graph_is_the_same_with_it():
+    """assets/mart_assets.py keeps dbt-core out of view while dagster-dbt imports (the build imports it when it
+    runs): the marts' assets, their lineage and their checks must be what dagster-dbt makes with dbt-core."""
+
+    def graph(mode: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", _MARTS_GRAPH, mode], cwd=REPO, capture_output=True, text=True,
+                              timeout=180)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    plain, after_dbt = graph("plain"), graph("dbt-core-first")
+    assert not plain["dbt_core_imported"] and not plain["dagster_dbt_saw_dbt_core"]
+    assert after_dbt["dagster_dbt_saw_dbt_core"]
+    assert len(plain["assets"]) >= 10 and len(plain["checks"]) >= 8
+    assert plain["assets"] == after_dbt["assets"] and plain["checks"] == after_dbt["checks"]
 
 
 def test_dagster_definitions_validate_passes(tmp_path):

@@ -48,7 +48,12 @@ from warehouse.backends.backend import LOCAL_DIR_ENV, open_warehouse
 
 REPO = Path(__file__).resolve().parents[2]
 K8S_INSTANCE = REPO / "deploy" / "k8s" / "dagster.yaml"
-RUN_TIMEOUT_S = 300.0
+RUN_TIMEOUT_S = 300.0  # for the code server to start
+# The runs are waited for as long as they progress: given up on only when none started or finished for this long
+# (on a loaded 2-core CI machine the tick's runs took over 300 s in all, 2026-12-07).
+STALL_S = 300.0
+# The module's fixture submits and waits for every run before its first test: its time counts against that test.
+pytestmark = pytest.mark.timeout(1200)
 # Scenario -> endpoint: two scenarios share pg-a, so only the per-endpoint limit keeps their runs apart.
 SCENARIOS = {"pg-a-one": "pg-a", "pg-a-two": "pg-a", "pg-b-one": "pg-b"}
 VIRTUAL_ENDPOINTS = {"pg-b"}  # a twin on a virtual clock, served in its runs (pg-a: a twin process in real time)
@@ -200,9 +205,9 @@ def _submit_tick_and_backfill(paths: InstancePaths, instance: dg.DagsterInstance
                 lambda r: submit_run(paths, WEEKLY_JOB, {**r.tags, **_partition_tags(r)}, str(uuid.uuid4())), requests
             )
         )
-    tick = wait_for_runs(instance, dg.RunsFilter(run_ids=tick_ids), len(tick_ids), RUN_TIMEOUT_S)
+    tick = wait_for_runs(instance, dg.RunsFilter(run_ids=tick_ids), len(tick_ids), None, stall_s=STALL_S)
     backfilled = wait_for_runs(
-        instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill.result()}), len(keys), RUN_TIMEOUT_S
+        instance, dg.RunsFilter(tags={BACKFILL_TAG: backfill.result()}), len(keys), None, stall_s=STALL_S
     )
     return {"requests": requests, "tick": tick, "backfill": backfilled, "backfill_keys": keys}
 
