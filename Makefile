@@ -57,7 +57,9 @@ demo: $(STAMP)
 # 2.5 s process-exit bound missed under the load (test_sim_capacity_alongside). Later that day, a slower hour: three
 # 983 s, then two 1,242 s. Handing the longest files out first was slower (980 s at three): the Dagster files then
 # all run at once. With code servers and commands no longer importing dbt-core (assets/mart_assets.py), a clean-clone
-# .ci/run: 983 s (passed); the suite beside nothing else an hour later, 1,110 s (user+sys 1,645 s: CPU-bound).
+# .ci/run: 983 s (passed); the suite beside nothing else an hour later, 1,110 s (user+sys 1,645 s: CPU-bound). Then
+# the instance files left nice -10 (tests/conftest.py ahead_of_other_tests says why): their Dagster processes starved
+# the other workers' tests past their timeouts.
 # --durations: the 25 slowest tests, printed at the end, for whoever works on the suite's time.
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=25

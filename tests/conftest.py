@@ -83,11 +83,13 @@ REALTIME_NICE = -10
 
 @pytest.fixture(scope="module")
 def ahead_of_other_tests():
-    """For a module whose replays keep a real-time schedule: this worker, and the daemon, code servers, run
-    workers and twins it starts (they inherit it), runs at a higher priority than the other xdist workers'
-    tests, whose CPU would otherwise be what runs_quality's schedule-lag rule measures (CI, 2026-12-01: one run
-    of the PostgreSQL instance file failed it beside the other worker). Where raising priority is not allowed
-    (not root), nothing changes."""
+    """For a short test that measures a real-time twin (a capacity ramp, a shadow's latency ratio): this worker,
+    and the twins it starts (they inherit it), run at a higher priority than the other xdist workers' tests, whose
+    CPU would otherwise be what the test measures. Where raising priority is not allowed (not root), nothing
+    changes. Not for the Dagster instance files: everything they start (daemon, code servers, run workers with
+    their quality checks, dbt builds and reports) inherits it, and for minutes the other workers' tests ran
+    several times slower than beside equals (one, 6 s alone, passed no 300 s timeout in CI, 2026-12-07); their
+    real-time replays allow a schedule lag of 1 s at p99 instead."""
     try:
         os.nice(REALTIME_NICE)
     except OSError:

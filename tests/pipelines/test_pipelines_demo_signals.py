@@ -118,8 +118,8 @@ def _signal_a_demo(tmp_path: Path, signum: int, stage: str) -> None:
         if signum == signal.SIGTERM:
             # A second demo over the running one's instance refuses, naming it, and leaves it running.
             second, second_log = _demo(tmp_path, home, "second")
-            # Its refusal comes after its imports (seconds of CPU), which the instance files' processes, at a higher
-            # priority (tests/conftest.py ahead_of_other_tests), can hold up for over a minute: the suite, 2026-12-07.
+            # Its refusal comes after its imports (seconds of CPU), which a loaded machine held up for over a minute
+            # in two suite runs here (2026-12-07, beside the instance files' processes at a higher priority then).
             assert second.wait(timeout=START_BOUND_S) != 0
             said = second_log.read_text()
             assert f"pid {demo.pid}" in said and str(home) in said, said

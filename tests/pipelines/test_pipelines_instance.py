@@ -133,7 +133,7 @@ def _endpoints_with_attached(path: Path, url: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def instance_paths(tmp_path_factory, ahead_of_other_tests):
+def instance_paths(tmp_path_factory):
     """A fresh DAGSTER_HOME with the shipped dagster.yaml and its daemon, a fresh warehouse."""
     root = tmp_path_factory.mktemp("instance")
     home = root / "dagster_home"

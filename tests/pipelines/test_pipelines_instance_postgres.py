@@ -124,7 +124,7 @@ def _instance_yaml(port: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def pg_instance(postgres_cluster, tmp_path_factory, ahead_of_other_tests):
+def pg_instance(postgres_cluster, tmp_path_factory):
     """A DAGSTER_HOME whose instance keeps everything in the cluster's `dagster` database, its daemon,
     and the runs of one schedule tick and one backfill, submitted together and waited for."""
     db_name = yaml.safe_load(K8S_INSTANCE.read_text())["storage"]["postgres"]["postgres_db"]["db_name"]
