@@ -10,7 +10,8 @@ published, so a failed model or ERROR test fails the step and its checks say whi
 
 import importlib.abc
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
@@ -51,14 +52,21 @@ class _HideDbtCore(importlib.abc.MetaPathFinder):
         return None
 
 
-_hidden = None if "dbt" in sys.modules else _HideDbtCore()
-if _hidden is not None:
-    sys.meta_path.insert(0, _hidden)
-try:
+@contextmanager
+def _dbt_core_hidden() -> Iterator[None]:
+    if "dbt" in sys.modules:
+        yield
+        return
+    finder = _HideDbtCore()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+with _dbt_core_hidden():
     from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, dbt_assets  # noqa: E402
-finally:
-    if _hidden is not None:
-        sys.meta_path.remove(_hidden)
 
 
 class MartTranslator(DagsterDbtTranslator):

@@ -75,6 +75,19 @@ def _demo(tmp_path: Path, home: Path, name: str) -> tuple[subprocess.Popen, Path
     return demo, log
 
 
+def _kill_demos(home: Path, *demos: subprocess.Popen | None) -> None:
+    """On every exit of a test: the demos themselves by pid (they take --dagster-home, so only what they start has it
+    in its environment), then whatever is left with the instance in its environment."""
+    started = [demo for demo in demos if demo is not None]
+    for pid in [*(demo.pid for demo in started), *processes_of(home)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for demo in started:
+        demo.wait()
+
+
 def _live_twin_groups(leases: Path) -> list[int]:
     return [
         lease.process_group for lease in read_leases(leases) if lease.process_group and group_alive(lease.process_group)
@@ -138,20 +151,12 @@ def _signal_a_demo(tmp_path: Path, signum: int, stage: str) -> None:
             unfinished = [r.run_id for r in instance.get_runs() if not r.is_finished]
             assert unfinished == [], unfinished
     finally:
-        # The demos themselves by pid: they take --dagster-home, so only what they start has it in its environment.
-        for pid in [demo.pid, *([second.pid] if second else []), *processes_of(home)]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_demos(home, demo, second)
         for group in groups:
             try:
                 os.killpg(group, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        demo.wait()
-        if second is not None:
-            second.wait()
 
 
 def _daemon_groups(home: Path) -> set[int]:
@@ -203,14 +208,7 @@ def test_a_sigkilled_demos_daemon_goes_within_seconds_and_the_next_demo_never_ru
         with dg.DagsterInstance.from_config(str(home)) as instance:
             assert [r.run_id for r in instance.get_runs() if not r.is_finished] == []
     finally:
-        for pid in [first.pid, *([second.pid] if second else []), *processes_of(home)]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        first.wait()
-        if second is not None:
-            second.wait()
+        _kill_demos(home, first, second)
 
 
 def test_a_demo_refuses_to_start_beside_a_daemon_it_did_not_start(tmp_path):
@@ -237,13 +235,6 @@ def test_a_demo_refuses_to_start_beside_a_daemon_it_did_not_start(tmp_path):
         with dg.DagsterInstance.from_config(str(home)) as instance:
             assert instance.get_backfills() == []  # it submitted nothing
     finally:
-        if demo is not None:
-            demo.kill()
-            demo.wait()
         os.killpg(theirs.pid, signal.SIGKILL)
-        for pid in processes_of(home):  # only when the test failed: what the demo started beside theirs
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_demos(home, demo)  # and, only when the test failed, what the demo started beside theirs
         theirs.wait()
