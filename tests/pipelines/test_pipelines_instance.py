@@ -31,6 +31,7 @@ import yaml
 from test_pipelines_run_command import VIRTUAL_WINDOW_S
 
 from assets.resources import ENDPOINTS_ENV, SCENARIOS_ENV, WAREHOUSE_ENV
+from code_server import served_code
 from endpoints.lease_file import read_leases
 from endpoints.process_group import group_alive
 from pipelines.definitions import WEEKLY_JOB, defs
@@ -149,13 +150,20 @@ def instance_paths(tmp_path_factory):
                KEY_ENV: SECRET}  # fmt: skip
         # This process's definitions tag the runs it submits: they read the same endpoints file.
         os.environ[ENDPOINTS_ENV] = str(endpoints)
-        paths = InstancePaths(home, env=env)
+        paths = InstancePaths(home, workspace=root / "workspace.yaml", env=env)
         with dg.DagsterInstance.get() as fresh:  # its tables made before the daemon's threads race to
             fresh.get_runs(limit=1)
             fresh.fetch_materializations(dg.AssetKey("weekly_report"), limit=1)
             fresh.all_instigator_state()
-        with running_daemon(paths):
-            yield paths
+        # The shipped workspace's code (its module, from the repository), served once for the daemon, the run
+        # launcher and the dozen submitting commands (the shipped workspace file itself: test_pipelines_run_command,
+        # test_pipelines_demo_signals, test_pipelines_dagster_dev).
+        [location] = yaml.safe_load((REPO / "workspace.yaml").read_text())["load_from"]
+        module = location["python_module"]
+        target = ["--module-name", module["module_name"], "--attribute", module["attribute"]]
+        with served_code(paths, [*target, "--working-directory", str(REPO)], module["module_name"], RUN_TIMEOUT_S):
+            with running_daemon(paths):
+                yield paths
     for name, value in (("DAGSTER_HOME", previous), (ENDPOINTS_ENV, previous_endpoints)):
         if value is None:
             os.environ.pop(name, None)

@@ -17,12 +17,8 @@ from __future__ import annotations
 
 import copy
 import os
-import socket
-import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,7 +28,7 @@ import pytest
 import yaml
 
 from assets.resources import ENDPOINTS_ENV, WAREHOUSE_ENV
-from endpoints.process_group import start_in_own_group, stop_group
+from code_server import served_code
 from pipelines.definitions import WEEKLY_JOB, build_definitions
 from pipelines.instance.instance_runs import (
     BACKFILL_TAG,
@@ -155,7 +151,10 @@ def pg_instance(postgres_cluster, tmp_path_factory):
     os.environ.update({**pg_env, "PGPASSWORD": lake.password, "DAGSTER_HOME": str(home)})
     paths = InstancePaths(home, workspace=code / "workspace.yaml", env=env)
     try:
-        with _code_server(paths), running_daemon(paths), dg.DagsterInstance.get() as instance:
+        served = served_code(
+            paths, ["--python-file", str(code / "pg_defs.py"), "--attribute", "defs"], "pg_defs", RUN_TIMEOUT_S
+        )
+        with served, running_daemon(paths), dg.DagsterInstance.get() as instance:
             yield paths, instance, db, _submit_tick_and_backfill(paths, instance, code / "scenarios.yaml")
     finally:
         for key, value in saved.items():
@@ -163,30 +162,6 @@ def pg_instance(postgres_cluster, tmp_path_factory):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-
-
-@contextmanager
-def _code_server(paths: InstancePaths) -> Iterator[None]:
-    """The code as a gRPC server of its own (as a user-code deployment serves it on Kubernetes), which the
-    workspace names: the daemon, the run launcher and each submitting command use it instead of each
-    starting a server that loads the code again."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    workspace = {"load_from": [{"grpc_server": {"host": "127.0.0.1", "port": port, "location_name": "pg_defs"}}]}
-    paths.workspace.write_text(yaml.safe_dump(workspace))
-    log = Path(paths.dagster_home) / "code_server.log"
-    argv = [paths.command("dagster"), "api", "grpc", "--python-file", str(paths.workspace.parent / "pg_defs.py")]
-    argv += ["--attribute", "defs", "--host", "127.0.0.1", "--port", str(port)]
-    server = start_in_own_group(argv, log, {**(paths.env or {}), "DAGSTER_HOME": str(paths.dagster_home)})
-    try:
-        deadline = time.monotonic() + RUN_TIMEOUT_S
-        while "Started Dagster code server" not in log.read_text(errors="replace"):
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
-            time.sleep(0.2)
-        yield
-    finally:
-        stop_group(server, grace_s=30.0)  # and any run worker it still has
 
 
 def _submit_tick_and_backfill(paths: InstancePaths, instance: dg.DagsterInstance, scenarios: Path) -> dict:

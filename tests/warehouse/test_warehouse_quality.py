@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from replay.recording.records import RequestStatus
 from warehouse.quality import check_lake_quarantine, check_requests, check_runs, check_weekly_trends
 from warehouse_builders import failed_request, request, requests_table
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _good_requests() -> pd.DataFrame:
@@ -155,3 +164,38 @@ def test_runs_suite_passes_a_good_run_and_names_each_problem():
     assert check_runs(_run_rows(schedule_lag_p99_ms=250.0), max_schedule_lag_p99_ms=300).success
     # The replay's 10 ms degraded flag is shown in run_summary and the report, not a blocking rule.
     assert check_runs(_run_rows(client_degraded=True, schedule_lag_p99_ms=12.0)).success
+
+
+def test_gx_runs_the_suites_without_its_distribution_libraries_and_still_has_them_when_an_expectation_needs_them():
+    # A fresh interpreter: this one may have imported scipy.stats already. First a suite of this module, then one of
+    # GX's own expectations that reads scipy.stats (KL divergence against a known distribution), in the same process.
+    script = """
+import importlib.util, json, sys
+import pandas as pd
+from test_warehouse_quality import _good_requests
+from warehouse.quality import GX_DEFERRED, _ephemeral_context, check_requests
+assert check_requests(_good_requests()).success
+before = {name: isinstance(sys.modules.get(name), importlib.util._LazyModule) for name in GX_DEFERRED}
+import great_expectations as gx
+import great_expectations.expectations as gxe
+context = _ephemeral_context()
+frame = pd.DataFrame({"x": ["a"] * 50 + ["b"] * 50})
+batch = (context.data_sources.add_pandas("s").add_dataframe_asset("a").add_batch_definition_whole_dataframe("w")
+         .get_batch(batch_parameters={"dataframe": frame}))
+partition = {"values": ["a", "b"], "weights": [0.9, 0.1]}
+result = batch.validate(gxe.ExpectColumnKLDivergenceToBeLessThan(column="x", partition_object=partition, threshold=5))
+print(json.dumps({"before": before, "kl": result.result["observed_value"],
+                  "after": isinstance(sys.modules["scipy.stats"], importlib.util._LazyModule)}))
+"""
+    tests_dir = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests_dir), str(tests_dir.parent), str(REPO)])}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    # The suites ran with both still unread; GX's KL expectation then loaded scipy.stats and got the textbook value:
+    # KL(0.5, 0.5 || 0.9, 0.1) = 0.5 ln(0.5/0.9) + 0.5 ln(0.5/0.1).
+    assert seen["before"] == {"scipy.stats": True, "altair": True}
+    assert seen["kl"] == pytest.approx(0.5 * math.log(0.5 / 0.9) + 0.5 * math.log(0.5 / 0.1))
+    assert seen["after"] is False
