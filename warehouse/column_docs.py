@@ -71,12 +71,17 @@ def schema_sql_docs(table: str) -> list[ColumnDoc]:
     raise KeyError(f"warehouse/schema.sql defines no table or view named {table!r}")
 
 
+# libyaml's safe loader where PyYAML was built with it (its wheels are), the same documents as yaml.safe_load: 10x
+# faster on the models' 66 KB, which every process that loads the code location reads (0.13 -> 0.012 s of CPU).
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @cache
 def dbt_model_docs() -> dict[str, list[ColumnDoc]]:
     """Each dbt model's documented columns (warehouse/dbt/models/*/*.yml), in order, by model name."""
     models: dict[str, list[ColumnDoc]] = {}
     for path in sorted(Path(project_dir(), "models").rglob("*.yml")):
-        for model in (yaml.safe_load(path.read_text()) or {}).get("models", []):
+        for model in (yaml.load(path.read_text(), Loader=_SAFE_LOADER) or {}).get("models", []):
             models[model["name"]] = [
                 ColumnDoc(c["name"], c.get("data_type", ""), c.get("description", "")) for c in model.get("columns", [])
             ]
