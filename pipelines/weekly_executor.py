@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 
 import dagster as dg
 
+import pipelines.pool_wait  # noqa: F401  (the in-process executor waits for a pool slot asleep)
+
 SCENARIO_TAG = "dagster/partition/scenario"
 # Steps in their own processes, forked from a server that has already imported the pipeline (and with it
 # pandas) and Great Expectations, so a step starts in a fraction of a second instead of importing it all
