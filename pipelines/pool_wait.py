@@ -1,13 +1,13 @@
 """A step waiting for a pool slot (the marts' `warehouse_writer`) waits asleep, not at 100% of a core.
 
 Dagster's in-process executor, when no step can start, sleeps for ActiveExecution.sleep_interval(), which asks the
-instance concurrency context how long until its next claim of a pending pool slot. Dagster (1.13) answers
-min(0, time to the next claim), which is never positive, so the executor loops without sleeping until the slot
-frees: on the 2-core machine a run waiting its turn for the warehouse took a core away from the refresh it waited
-for (a run worker waiting 5.7 s burned 5.6 s of CPU; dagster-io/dagster#20367 named the bug and was closed
-unmerged). The claims themselves are unchanged: Dagster retries a blocked claim 1 s later, 10% longer each time up to 15 s, and
-this only sleeps until the next retry is due. Applied on import: every process that loads the code location (run
-workers included) imports pipelines/weekly_executor.py, which imports this.
+instance concurrency context how long until its next claim of a pending pool slot. Dagster (1.13) answers min(0,
+time to the next claim), which is never positive, so the executor loops without sleeping until the slot frees: a run
+waiting its turn for the warehouse keeps a core busy while the refresh it waits for runs (5.6 s of CPU in a 5.7 s
+wait, measured on the 2-core machine; dagster-io/dagster#20367 named the bug and was closed unmerged). The claims
+themselves are unchanged: Dagster retries a blocked claim 1 s later, 10% longer each time up to 15 s, and this only
+sleeps until the next retry is due. Applied on import: every process that loads the code location (run workers
+included) imports pipelines/weekly_executor.py, which imports this.
 """
 
 from __future__ import annotations
