@@ -78,11 +78,7 @@ def pytest_xdist_make_scheduler(config, log):
     return None
 
 
-# Not -10: the capacity ramp's minute at -10 starved the other workers' processes (CFS gives a nice-0 process a tenth
-# of a core beside a -10 one). Three tests that time a process's exit after a signal (20-30 s bounds) failed in one
-# clean-clone CI run; the ctrl-c capture test took 0.9 s alone, 23.7 s beside two CPU burners at -10, 4.4 s beside
-# two at -5. At -5 both measuring tests passed beside three nice-0 burners (2026-12-08).
-REALTIME_NICE = -5
+REALTIME_NICE = -10
 
 
 @pytest.fixture(scope="module")
