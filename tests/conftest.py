@@ -1,5 +1,6 @@
 # Shared fixtures: a throwaway PostgreSQL cluster (postgres_cluster, postgres_database); ahead_of_other_tests.
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,15 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 REALTIME_NICE = -10
+
+
+def pytest_configure(config):
+    """A suite started in the background by a script (`make test &`, nohup) inherits SIGINT ignored, and so would
+    every command the tests start: the tests that stop one with Ctrl-C would wait out their bounds and leave it
+    running (three did in a clean-clone .ci/run started that way, 2026-12-08). A Python handler here is reset to the
+    default in every process started from this one."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="module")

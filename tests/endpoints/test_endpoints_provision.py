@@ -205,6 +205,7 @@ finally:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupting_costbench_tears_the_server_down(tmp_path, signum):
     parent = subprocess.Popen([sys.executable, "-c", _PARENT, str(tmp_path)], cwd=REPO_ROOT)
+    server_pid = None
     try:
         deadline = time.monotonic() + 30
         while not (tmp_path / "url").exists():
@@ -216,8 +217,11 @@ def test_interrupting_costbench_tears_the_server_down(tmp_path, signum):
         parent.send_signal(signum)
         parent.wait(timeout=30)
     finally:
-        if parent.poll() is None:
+        if parent.poll() is None:  # the test fails: nothing it started may outlive it
             parent.kill()
+            parent.wait()
+            if server_pid is not None and not _group_gone(server_pid):
+                os.killpg(server_pid, signal.SIGKILL)
     assert (tmp_path / "cleaned").read_text() == "yes"
     assert _group_gone(server_pid)
     with pytest.raises(OSError):
