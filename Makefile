@@ -59,7 +59,10 @@ demo: $(STAMP)
 # all run at once. With code servers and commands no longer importing dbt-core (assets/mart_assets.py), a clean-clone
 # .ci/run: 983 s (passed); the suite beside nothing else an hour later, 1,110 s (user+sys 1,645 s: CPU-bound). Then
 # the instance files left nice -10 (tests/conftest.py ahead_of_other_tests says why): their Dagster processes starved
-# the other workers' tests past their timeouts.
+# the other workers' tests past their timeouts. 2026-12-08 (a slower hour: the same import took 40% longer than the
+# hour before), with the instance file on one code server and GX's distribution libraries deferred: a clean-clone
+# .ci/run, pytest 853 s (passed). Four workers, in a run that also had SIGINT ignored (tests/conftest.py), were not
+# done after 17.5 min.
 # --durations: the 25 slowest tests, printed at the end, for whoever works on the suite's time.
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest -q -n 3 --dist loadgroup --durations=25

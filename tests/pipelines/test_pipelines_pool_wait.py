@@ -2,7 +2,7 @@
 Dagster's in-process executor, as shipped, loops without sleeping until the slot frees (pipelines/pool_wait.py).
 
 The step runs in a fresh interpreter under a real instance with one slot in its pool, held by another run's step for
-HOLD_S; its CPU while it waits is what a run worker waiting its turn takes from the refresh it waits for."""
+HOLD_S; its CPU while it waits is what a run worker waiting its turn for the warehouse spends."""
 
 from __future__ import annotations
 
