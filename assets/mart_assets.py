@@ -8,10 +8,7 @@ build` in its own process and swaps the new database in whole, on either backend
 published, so a failed model or ERROR test fails the step and its checks say which.
 """
 
-import importlib.abc
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
@@ -19,6 +16,7 @@ import dagster as dg
 from assets.partitions import WeekScenario
 from assets.resources import WarehouseResource
 from assets.trend_assets import partition_trend_metadata
+from common.scoped_imports import hidden_imports
 from warehouse.backends.store import RefreshResult
 from warehouse.marts.dbt_build import STAGING_SCHEMA, DataTest, MartBuildError, manifest_path
 
@@ -33,39 +31,15 @@ _LAKE_ASSETS = {
 _GROUPS = {STAGING_SCHEMA: "marts_staging", "team": "team"}
 
 
-class _HideDbtCore(importlib.abc.MetaPathFinder):
-    """dbt-core out of view while dagster-dbt imports.
-
-    dagster-dbt only reads the manifest here; the build imports dbt-core itself, in the refresh
-    (warehouse/marts/dbt_build.py). With dbt-core in view, dagster-dbt imports much of it at once (its compat module,
-    then dbt's selector for the default select-all), in every process that loads this code location: a code server,
-    each `dagster` command, a run worker long before (or without) its marts step. Importing pipelines.definitions
-    took 3.6 s of CPU with it and 2.1 s without (three runs each, this 2-core box, 2026-12-07).
-    Without it, dagster-dbt takes its own types and reads the default selection (every node) from the manifest: a
-    mode it supports (it does not require dbt-core). tests/pipelines/test_pipelines_dagster.py checks that the graph
-    is the same either way. Where dbt is already imported (a process that refreshed first), nothing is hidden.
-    """
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "dbt" or name.startswith("dbt."):
-            raise ModuleNotFoundError(f"No module named {name!r} (hidden while dagster-dbt imports)", name=name)
-        return None
-
-
-@contextmanager
-def _dbt_core_hidden() -> Iterator[None]:
-    if "dbt" in sys.modules:
-        yield
-        return
-    finder = _HideDbtCore()
-    sys.meta_path.insert(0, finder)
-    try:
-        yield
-    finally:
-        sys.meta_path.remove(finder)
-
-
-with _dbt_core_hidden():
+# dbt-core out of view while dagster-dbt imports. dagster-dbt only reads the manifest here; the build imports dbt-core
+# itself, in the refresh (warehouse/marts/dbt_build.py). With dbt-core in view, dagster-dbt imports much of it at once
+# (its compat module, then dbt's selector for the default select-all), in every process that loads this code location:
+# a code server, each `dagster` command, a run worker long before (or without) its marts step. Importing
+# pipelines.definitions took 3.6 s of CPU with it and 2.1 s without (three runs each, this 2-core box, 2026-12-07).
+# Without it, dagster-dbt takes its own types and reads the default selection (every node) from the manifest: a mode
+# it supports (it does not require dbt-core). tests/pipelines/test_pipelines_dagster.py checks that the graph is the
+# same either way. Where dbt is already imported (a process that refreshed first), nothing is hidden.
+with hidden_imports("dbt"):
     from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, dbt_assets  # noqa: E402
 
 

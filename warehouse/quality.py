@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from functools import cache
 from types import ModuleType
 
 import pandas as pd
 
-from common.deferred_imports import deferred_imports
+from common.scoped_imports import deferred_imports
 from replay.recording.records import RequestStatus
 from warehouse.marts.judged_metrics import REGRESSED_VERDICTS
 from workloads.scenarios import DEFAULT_MAX_SCHEDULE_LAG_P99_MS
@@ -358,6 +359,7 @@ def _ephemeral_context():
     return context
 
 
+@cache
 def _great_expectations() -> ModuleType:
     """GX, imported on first use: it takes seconds, and only the quality checks need it. Its top imports scipy.stats
     and altair for its distribution expectations (KL divergence, KS tests), which no suite here uses: they are

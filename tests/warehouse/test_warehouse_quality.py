@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -166,17 +165,17 @@ def test_runs_suite_passes_a_good_run_and_names_each_problem():
     assert check_runs(_run_rows(client_degraded=True, schedule_lag_p99_ms=12.0)).success
 
 
-def test_gx_runs_the_suites_without_its_distribution_libraries_and_still_has_them_when_an_expectation_needs_them():
+def test_gx_runs_the_suites_without_its_distribution_libraries_and_still_has_them_when_an_expectation_needs_them(
+    tmp_path,
+):
     # A fresh interpreter: this one may have imported scipy.stats already. First a suite of this module, then one of
     # GX's own expectations that reads scipy.stats (KL divergence against a known distribution), in the same process.
     script = """
 import importlib.util, json, sys
 import pandas as pd
-from test_warehouse_quality import _good_requests
 from warehouse.quality import GX_DEFERRED, _ephemeral_context, check_requests
-assert check_requests(_good_requests()).success
+assert check_requests(pd.read_parquet(sys.argv[1])).success
 before = {name: isinstance(sys.modules.get(name), importlib.util._LazyModule) for name in GX_DEFERRED}
-import great_expectations as gx
 import great_expectations.expectations as gxe
 context = _ephemeral_context()
 frame = pd.DataFrame({"x": ["a"] * 50 + ["b"] * 50})
@@ -187,10 +186,10 @@ result = batch.validate(gxe.ExpectColumnKLDivergenceToBeLessThan(column="x", par
 print(json.dumps({"before": before, "kl": result.result["observed_value"],
                   "after": isinstance(sys.modules["scipy.stats"], importlib.util._LazyModule)}))
 """
-    tests_dir = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests_dir), str(tests_dir.parent), str(REPO)])}
+    requests = tmp_path / "requests.parquet"
+    _good_requests().to_parquet(requests)  # the frame the asset check hands over
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, cwd=REPO
+        [sys.executable, "-c", script, str(requests)], capture_output=True, text=True, timeout=120, cwd=REPO
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
